@@ -1,0 +1,395 @@
+"""Benchmarks: the data pipeline against the naive pipeline and the JPEG decode limit, the model's
+size, FLOPs and training speed, and end-to-end training with the real loader against an in-memory one.
+
+    python bench.py data                                    # CPU, ~1-2 min on 2 cores
+    python bench.py model --arch resnet18_3d --t_length 8 --crop_size 112 -b 2
+    python bench.py model --arch resnet50_3d --iters 0      # params and GMACs only
+    python bench.py model --arch resnet50_3d -b 32 --amp bf16 --channels-last --compile --device cuda
+    python bench.py train --arch resnet10_3d --t_length 8 --crop_size 112 -b 4 --workers 2 --iters 10
+    python bench.py train --arch resnet50_3d -b 32 --workers 16 --amp bf16 --channels-last --device cuda --iters 200
+Every command takes --json OUT to write its numbers as well.
+
+data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in [256, 320], random
+  224 crop, random flip) and val clips (centred, short side 256, centre crop), from 340x256 JPEGs
+  made once by data.make_synth (q95, textured: flat images decode unrealistically fast) into
+  ./output/bench_frames (8 videos of 72 frames per list), or from --frames DIR (train.txt, val.txt).
+  (a) decode only: the clip's frames decoded to uint8 and dropped, with each decoder the project can
+      use -- the limit of any JPEG-frame pipeline on this CPU.
+  (b) naive: the original project's pipeline: per frame PIL open+convert, PIL resize, crop and flip,
+      then stack, float /255 and ImageNet normalisation (TSN-style Group* transforms).
+  (c) data.py: VideoFrameDataset's uint8 (3, T, crop, crop) clip (normalisation runs on the device).
+  All three read the same frames: clip i is video i % K, frames chosen by data.sample_indices with
+  data.py's generator. "1 core": torch.set_num_threads(1) in this process, best of --repeats rounds
+  run in turn. "N workers": a DataLoader with N processes, batch 8, the first N batches (start-up)
+  untimed. Frames come from disk on the first (untimed) pass only, then from the OS page cache --
+  the same for all three. Targets (1 core, train): (c) >= 5x (b), (c) >= 0.8x the best (a). (c)
+  cannot beat the best (a), so the "vs (b)" of the best (a) row bounds what (c)/(b) can reach.
+model: parameters, GMACs per clip (torch.utils.flop_counter on a 1-clip forward on the meta device;
+  MACs = flops / 2 of the convs and the fc, not BN/ReLU/pooling -- the model zoos' convention),
+  training clips/s (forward + backward + SGD, data.normalize in the step as in train.py) and peak
+  memory (CUDA: max_memory_allocated; CPU: the process's peak RSS, which only grows row to row).
+  Rows are cumulative: fp32, then each requested option added to the row above.
+train: training clips/s of one model and step fed by the real loader (VideoFrameDataset + DataLoader)
+  and by pre-made uint8 batches in memory. real / synthetic < 1 is time lost to data: waiting in
+  next(loader) ("data wait", share of the timed steps) or, on a CPU, workers taking the model's cores.
+
+References: PyTorch Performance Tuning Guide and torch.utils.benchmark (warmup, synchronize, best-of
+timing); BannyStone/Video_Classification_PyTorch lib/transforms.py (the naive pipeline).
+"""
+import argparse
+import json
+import os
+import platform
+import resource
+import sys
+import time
+import warnings
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torchvision.transforms.functional as TF
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.flop_counter import FlopCounterMode
+from torchvision.io import ImageReadMode, decode_image, decode_jpeg, read_file
+
+import data
+import model as models
+
+DEFAULT_FRAMES = os.path.join("output", "bench_frames")
+DEFAULT_WORKERS = min(os.cpu_count() or 1, 8)
+
+
+# ---- data: the three pipelines -------------------------------------------------------------------
+def ensure_frames(frames_dir):
+    """The synthetic 340x256 q95 frame folders, made once and reused (delete the folder to remake)."""
+    train_list, val_list = os.path.join(frames_dir, "train.txt"), os.path.join(frames_dir, "val.txt")
+    if not (os.path.exists(train_list) and os.path.exists(val_list)):
+        print(f"making benchmark frames in {frames_dir} (once) ...", flush=True)
+        data.make_synth(frames_dir, classes=4, videos=8, frames=72, size=(340, 256), quality=95)
+    return train_list, val_list
+
+
+def clip_frames(ds, i, mode, seed):
+    """Paths of the frames that data.py reads for clip i (same sampling function, same generator)."""
+    v = ds.videos[i]
+    rng = np.random.default_rng([seed, 0, i])  # data.py's generator for (seed, epoch 0, index i)
+    numbers = data.sample_indices(v.num_frames, ds.t_length, ds.t_stride, mode, 1, rng, ds.start_index)[0]
+    return [ds.frame_path(v, int(k)) for k in numbers], rng
+
+
+def decode_pil(paths):
+    return [np.asarray(Image.open(p).convert("RGB")) for p in paths]  # (H, W, 3) uint8 each
+
+
+def decode_torchvision(paths):
+    return [decode_jpeg(read_file(p)) for p in paths]  # (3, H, W) uint8 each, libjpeg-turbo
+
+
+def decode_image_rgb(paths):  # data.py's call: decode_image dispatches on the file's magic bytes
+    return [decode_image(read_file(p), mode=ImageReadMode.RGB) for p in paths]
+
+
+DECODERS = {"PIL open+convert": decode_pil, "torchvision decode_jpeg": decode_torchvision,
+            "torchvision decode_image RGB": decode_image_rgb}
+NAIVE, OURS = "(b) naive (original project)", "(c) data.py VideoFrameDataset"
+
+
+def naive_clip(paths, mode, new_size, crop, rng):
+    """The original project's pipeline, per frame on PIL images, float on the whole clip."""
+    imgs = [Image.open(p).convert("RGB") for p in paths]
+    size = int(rng.integers(new_size, int(new_size * 1.25) + 1)) if mode == "train" else new_size
+    imgs = [TF.resize(im, size, TF.InterpolationMode.BILINEAR) for im in imgs]  # short side -> size
+    W, H = imgs[0].size
+    if mode == "train":
+        x0, y0 = int(rng.integers(0, W - crop + 1)), int(rng.integers(0, H - crop + 1))
+    else:  # torchvision CenterCrop's rounding
+        x0, y0 = int(round((W - crop) / 2.0)), int(round((H - crop) / 2.0))
+    imgs = [im.crop((x0, y0, x0 + crop, y0 + crop)) for im in imgs]
+    if mode == "train" and rng.random() < 0.5:
+        imgs = [im.transpose(Image.FLIP_LEFT_RIGHT) for im in imgs]
+    x = torch.from_numpy(np.stack([np.asarray(im) for im in imgs]))  # (T, H, W, 3) uint8
+    x = x.permute(3, 0, 1, 2).contiguous().float().div(255)  # (3, T, H, W) float in [0, 1]
+    for c, m, s in zip(x, data.MEAN, data.STD):  # GroupNormalize: channel by channel, in place
+        c.sub_(m).div_(s)
+    return x
+
+
+class Method(Dataset):
+    """Clip i of a baseline, as a map-style dataset so that the DataLoader runs it like data.py.
+    Decode-only returns the frame count: shipping the frames back is not decoding."""
+
+    def __init__(self, ds, mode, fn, args):
+        self.ds, self.mode, self.fn, self.args = ds, mode, fn, args
+
+    def __len__(self):
+        return len(self.ds)
+
+    def __getitem__(self, i):
+        paths, rng = clip_frames(self.ds, i, self.mode, self.args.seed)
+        if self.fn is naive_clip:
+            return naive_clip(paths, self.mode, self.args.new_size, self.args.crop_size, rng)
+        return len(self.fn(paths))
+
+
+def rate_main(dataset, indices, warmup=2):
+    """clips/s of dataset[i] in this process."""
+    for i in indices[:warmup]:
+        dataset[i]
+    t0 = time.perf_counter()
+    for i in indices[warmup:]:
+        dataset[i]
+    return (len(indices) - warmup) / (time.perf_counter() - t0)
+
+
+def rate_loader(dataset, indices, workers, batch=8):
+    """clips/s through a DataLoader; the first max(1, workers) batches (start-up) are not timed."""
+    loader = DataLoader(dataset, batch_size=batch, sampler=indices, num_workers=workers, drop_last=True)
+    skip, n = max(1, workers), 0
+    for k, _ in enumerate(loader):
+        if k + 1 == skip:
+            t0 = time.perf_counter()
+        elif k >= skip:
+            n += batch
+    return n / (time.perf_counter() - t0)
+
+
+def bench_data(args):
+    train_list, val_list = ((os.path.join(args.frames, "train.txt"), os.path.join(args.frames, "val.txt"))
+                            if args.frames else ensure_frames(DEFAULT_FRAMES))
+    out = {"settings": vars(args) | {"machine": platform.machine(), "cores": os.cpu_count(), "torch": torch.__version__},
+           "modes": {}}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # "per core": one intra-op thread, no workers
+    try:
+        for mode, list_file in (("train", train_list), ("val", val_list)):
+            ds = data.VideoFrameDataset(list_file, mode=mode, t_length=args.t_length, t_stride=args.t_stride,
+                                        new_size=args.new_size, crop_size=args.crop_size, seed=args.seed)
+            K = min(args.videos or len(ds), len(ds))
+            methods = {f"(a) decode {name}": Method(ds, mode, fn, args) for name, fn in DECODERS.items()}
+            methods[NAIVE] = Method(ds, mode, naive_clip, args)
+            methods[OURS] = ds
+            for m in methods.values():  # one untimed pass: every file read once, into the page cache
+                [m[i] for i in range(K)]
+            one = dict.fromkeys(methods, 0.0)
+            idx = [i % K for i in range(args.iters + 2)]
+            for _ in range(args.repeats):  # rounds in turn, so drift on a shared machine hits all alike
+                for name, m in methods.items():
+                    one[name] = max(one[name], rate_main(m, idx))
+            idx = [i % K for i in range(64 * max(1, args.workers))]
+            many = {name: rate_loader(m, idx, args.workers) for name, m in methods.items()} if args.workers else {}
+            best_a = max(v for k, v in one.items() if k.startswith("(a)"))
+            paths = [p for i in range(K) for p in clip_frames(ds, i, mode, args.seed)[0]]
+            W, H = Image.open(paths[0]).size
+            res = {"per_core": one, "workers": many, "c_over_b": one[OURS] / one[NAIVE], "c_over_best_a": one[OURS] / best_a,
+                   "videos": K, "frame_size": [W, H], "jpeg_kb": float(np.mean([os.path.getsize(p) for p in paths]) / 1024)}
+            out["modes"][mode] = res
+            print(f"\ndata: {mode} clips 3x{args.t_length}x{args.crop_size}x{args.crop_size} (t_stride {args.t_stride}) "
+                  f"from {list_file}: {K} videos, {W}x{H} JPEGs of {res['jpeg_kb']:.0f} KB; clips/s")
+            print(f"{'method':40s} {'1 core':>8s} {f'{args.workers} workers':>10s} {'vs (b)':>8s} {'vs best (a)':>12s}")
+            for name in methods:
+                w = f"{many[name]:10.1f}" if many else f"{'-':>10s}"
+                print(f"{name:40s} {one[name]:8.1f} {w} {one[name] / one[NAIVE]:7.2f}x {one[name] / best_a:11.2f}x")
+            print(f"targets, 1 core: (c)/(b) = {res['c_over_b']:.2f}x (>= 5), (c)/best (a) = {res['c_over_best_a']:.2f}x (>= 0.8)")
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
+# ---- model and train: one training step, as train.py does it -----------------------------------
+def make_step(args, device, amp=None, channels_last=False, compile=False):
+    """A fresh model and its training step on a uint8 clip batch: forward, backward, SGD, as in train.py."""
+    torch.manual_seed(args.seed)
+    model = models.build_model(args.arch, args.num_classes).to(device).train()
+    if channels_last:
+        model.to(memory_format=torch.channels_last_3d)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, weight_decay=5e-4)
+    model = torch.compile(model) if compile else model
+    amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(amp)
+    autocast = torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None)
+    scaler = torch.amp.GradScaler(device.type, enabled=amp == "fp16")
+    criterion = nn.CrossEntropyLoss()
+
+    def step(clips, labels):
+        clips = data.normalize(clips.to(device, non_blocking=True))  # uint8 -> float on the device
+        labels = labels.to(device, non_blocking=True)
+        if channels_last:
+            clips = clips.contiguous(memory_format=torch.channels_last_3d)
+        with autocast:
+            loss = criterion(model(clips), labels)
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        return loss.item()  # one host sync per step, like train.py's loss check: the timings are real
+
+    return step
+
+
+def synthetic_batches(args, n=2):
+    """Pre-made uint8 batches shaped like the loader's (pinned on CUDA, as the loader pins)."""
+    g = torch.Generator().manual_seed(args.seed)
+    shape = (args.batch_size, 3, args.t_length, args.crop_size, args.crop_size)
+    out = [(torch.randint(0, 256, shape, dtype=torch.uint8, generator=g),
+            torch.randint(0, args.num_classes, (args.batch_size,), generator=g)) for _ in range(n)]
+    if args.device.startswith("cuda"):
+        out = [(x.pin_memory(), y.pin_memory()) for x, y in out]
+    return (out[i % n] for i in range(args.warmup + args.iters))  # an iterator, like a loader
+
+
+def run_steps(step, batches, warmup, iters, device):
+    """clips/s and the share of time spent waiting for the next batch, over `iters` timed steps."""
+    it = iter(batches)
+    for _ in range(warmup):  # cuDNN autotuning, torch.compile, worker start-up
+        step(*next(it))
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    wait, n, t0 = 0.0, 0, time.perf_counter()
+    for _ in range(iters):
+        t = time.perf_counter()
+        clips, labels = next(it)
+        wait += time.perf_counter() - t
+        step(clips, labels)
+        n += len(labels)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    total = time.perf_counter() - t0
+    return n / total, wait / total
+
+
+def peak_mem_gib(device):
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**30
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30  # Linux: KiB
+
+
+def count(arch, num_classes, t_length, crop_size):
+    """Parameters and forward GMACs of one clip, on the meta device: shapes only, instant at any size."""
+    with torch.device("meta"):
+        m = models.build_model(arch, num_classes)
+        with FlopCounterMode(display=False) as fc:
+            m(torch.empty(1, 3, t_length, crop_size, crop_size))
+    return sum(p.numel() for p in m.parameters()), fc.get_total_flops() / 2 / 1e9  # a MAC = 2 flops
+
+
+def bench_model(args):
+    device = torch.device(args.device)
+    torch.backends.cudnn.benchmark = True  # fixed shapes: let cuDNN pick the fastest 3D conv algorithms
+    params, gmacs = count(args.arch, args.num_classes, args.t_length, args.crop_size)
+    rows = [("fp32", {})]  # each option on top of the row above
+    if args.amp != "off":
+        rows.append((args.amp, {"amp": args.amp}))
+    if args.channels_last:
+        rows.append((rows[-1][0] + "+channels-last", rows[-1][1] | {"channels_last": True}))
+    if args.compile:
+        rows.append((rows[-1][0] + "+compile", rows[-1][1] | {"compile": True}))
+    out = {"settings": vars(args), "params": params, "gmacs_per_clip": gmacs, "rows": {}}
+    print(f"\nmodel {args.arch}, {args.num_classes} classes, clip 3x{args.t_length}x{args.crop_size}x{args.crop_size}: "
+          f"{params / 1e6:.2f}M params, {gmacs:.2f} GMACs per clip (forward)")
+    if args.iters < 1:
+        return out
+    print(f"batch {args.batch_size} on {device}, {args.warmup} warmup + {args.iters} timed steps of forward+backward+SGD")
+    print(f"{'config':32s} {'clips/s':>9s} {'ms/step':>9s} {'peak GiB':>9s} {'speedup':>8s}")
+    for name, kw in rows:
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(device)
+        step = make_step(args, device, **kw)
+        clips_s, _ = run_steps(step, synthetic_batches(args), args.warmup, args.iters, device)
+        r = out["rows"][name] = {"clips_s": clips_s, "peak_gib": peak_mem_gib(device)}
+        print(f"{name:32s} {clips_s:9.2f} {1000 * args.batch_size / clips_s:9.1f} {r['peak_gib']:9.2f} "
+              f"{clips_s / out['rows']['fp32']['clips_s']:7.2f}x")
+        del step  # frees the model before the next row builds its own
+    if device.type != "cuda":
+        print("(on CPU, peak GiB is the process's peak RSS so far)")
+    return out
+
+
+def bench_train(args):
+    device = torch.device(args.device)
+    torch.backends.cudnn.benchmark = True
+    train_list = os.path.join(args.frames, "train.txt") if args.frames else ensure_frames(DEFAULT_FRAMES)[0]
+    ds = data.VideoFrameDataset(train_list, mode="train", t_length=args.t_length, t_stride=args.t_stride,
+                                new_size=args.new_size, crop_size=args.crop_size, seed=args.seed)
+    step = make_step(args, device, args.amp, args.channels_last, args.compile)
+    sampler = torch.utils.data.RandomSampler(ds, replacement=True, num_samples=(args.warmup + args.iters) * args.batch_size,
+                                             generator=torch.Generator().manual_seed(args.seed))
+    loader = DataLoader(ds, batch_size=args.batch_size, sampler=sampler, num_workers=args.workers,
+                        pin_memory=device.type == "cuda", drop_last=True)
+    # Synthetic first: it also warms up the model (cuDNN autotune, compile) before the real loader runs.
+    synth, synth_wait = run_steps(step, synthetic_batches(args), args.warmup, args.iters, device)
+    real, real_wait = run_steps(step, loader, args.warmup, args.iters, device)
+    out = {"settings": vars(args), "synthetic_clips_s": synth, "real_clips_s": real, "real_over_synthetic": real / synth,
+           "real_data_wait": real_wait, "synthetic_data_wait": synth_wait}
+    amp = [args.amp] * (args.amp != "off") + ["channels-last"] * args.channels_last + ["compile"] * args.compile
+    print(f"\ntrain {args.arch} 3x{args.t_length}x{args.crop_size}x{args.crop_size}, batch {args.batch_size}, "
+          f"{args.workers} workers, {device}, {'+'.join(amp) or 'fp32'}; {args.warmup} warmup + {args.iters} timed steps")
+    print(f"{'loader':34s} {'clips/s':>9s} {'ms/step':>9s} {'data wait':>10s}")
+    for name, r, w in (("synthetic (uint8 batches in memory)", synth, synth_wait), ("real (VideoFrameDataset)", real, real_wait)):
+        print(f"{name:34s} {r:9.2f} {1000 * args.batch_size / r:9.1f} {w:10.0%}")
+    print(f"real / synthetic = {real / synth:.2f}x")
+    return out
+
+
+def get_args_parser():
+    p = argparse.ArgumentParser(description="Benchmark the data pipeline, the model and training.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("data", help="clips/s: decode only vs the naive pipeline vs data.py")
+    m = sub.add_parser("model", help="params, GMACs, forward+backward clips/s and memory")
+    t = sub.add_parser("train", help="training clips/s: real loader vs in-memory batches")
+    for q in (d, m, t):
+        q.add_argument("--t_length", default=16, type=int, help="frames per clip")
+        q.add_argument("--crop_size", default=224, type=int, help="square crop in px")
+        q.add_argument("--seed", default=0, type=int)
+        q.add_argument("--json", default=None, help="also write the numbers to this file")
+    for q in (d, t):
+        q.add_argument("--frames", default=None, help=f"folder with train.txt/val.txt (default: synthetic frames in {DEFAULT_FRAMES})")
+        q.add_argument("--workers", default=DEFAULT_WORKERS, type=int, help="DataLoader worker processes")
+        q.add_argument("--t_stride", default=4, type=int, help="frames between sampled frames")
+        q.add_argument("--new_size", default=256, type=int, help="short side before cropping (train jitters to 1.25x)")
+    d.add_argument("--videos", default=0, type=int, help="draw clips from the first K videos of each list (0: all)")
+    d.add_argument("--iters", default=64, type=int, help="timed clips per method and round")
+    d.add_argument("--repeats", default=3, type=int, help="rounds per method on 1 core (the best counts)")
+    for q in (m, t):
+        q.add_argument("-a", "--arch", default="resnet50_3d", choices=models.ARCHS)
+        q.add_argument("-b", "--batch-size", dest="batch_size", default=8, type=int, help="clips per step")
+        q.add_argument("--num_classes", default=400, type=int)
+        q.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"], help="mixed precision")
+        q.add_argument("--channels-last", dest="channels_last", action="store_true", help="channels_last_3d memory format")
+        q.add_argument("--compile", action="store_true", help="torch.compile the model")
+        q.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+        q.add_argument("--warmup", default=3, type=int, help="untimed steps first")
+    m.add_argument("--iters", default=10, type=int, help="timed steps (0: only params and GMACs)")
+    t.add_argument("--iters", default=50, type=int, help="timed steps; >> 2 x workers, or batches that workers "
+                   "prefetch during warmup hide waiting")
+    return p
+
+
+def fail(msg):
+    print(f"bench.py: error: {msg}", file=sys.stderr)  # one clear line, exit 2, as train.py
+    sys.exit(2)
+
+
+def main(argv=None):
+    args = get_args_parser().parse_args(argv)
+    if getattr(args, "device", "cpu").startswith("cuda") and not torch.cuda.is_available():
+        fail("--device cuda but no CUDA GPU is visible; use --device cpu")
+    if getattr(args, "amp", "off") == "fp16" and not args.device.startswith("cuda"):
+        fail("--amp fp16 needs a CUDA device; use --amp bf16 on CPU")
+    for name in ("train.txt", "val.txt")[:2 if args.cmd == "data" else 1]:
+        if getattr(args, "frames", None) and not os.path.isfile(os.path.join(args.frames, name)):
+            fail(f"--frames {args.frames} has no {name} (make one: python data.py synth DIR)")
+    with warnings.catch_warnings():  # torchvision >= 0.29 warns on every decode (decoders move to TorchCodec)
+        warnings.filterwarnings("ignore", "The image decoding", DeprecationWarning)
+        out = {"data": bench_data, "model": bench_model, "train": bench_train}[args.cmd](args)
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1, default=float)
+        print(f"wrote {args.json}")
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,588 @@
+"""Video frame folders -> uint8 clips: list files, exact clip sampling, a decode-speed pipeline, dataset prep.
+
+A dataset is a list file, one video per line: `<frame_dir> <num_frames> <label>` (the TSN / TSM / mmaction2
+"rawframes" format; the original project's). Frame i of a video is `frame_dir/image_tmpl.format(i)`,
+i = start_index .. start_index + num_frames - 1.
+
+    ds = VideoFrameDataset("ucf101_train_split1_list.txt", mode="train")   # root = the list's folder
+    clip, label = ds[0]                  # uint8 (3, T, 224, 224); test mode: (V, 3, T, crop, crop)
+    x = normalize(clips.to("cuda"))      # float, ImageNet mean/std, on the device
+
+    python data.py synth OUT [--classes 4 --videos 24 --frames 32 --size 340x256]
+    python data.py extract VIDEOS_DIR FRAMES_DIR [--short-side 256 --quality 95 -j N]
+    python data.py lists FRAMES_DIR --ucf101 SPLITS_DIR [--split 1]    (or --hmdb51 SPLITS_DIR)
+    python data.py check LIST [--root R --image_tmpl T --full]
+
+Speed (`python bench.py data`): a clip is its JPEG decodes (libjpeg-turbo), then one crop, one uint8
+resize and one layout change of the whole (T, H, W, 3) stack -- never a per-frame float transform, and
+only the crop is resized. Decoding is the floor; the resize is most of the rest. Float conversion and
+normalisation run on the device (`normalize`): a uint8 batch is 4x less to pin and copy.
+
+References
+- L. Wang et al., "Temporal Segment Networks", ECCV 2016: the frame-folder list format.
+- J. Carreira, A. Zisserman, "Quo Vadis, Action Recognition?" (I3D), CVPR 2017: clips, 2D->3D inflation.
+- X. Wang et al., "Non-local Neural Networks", CVPR 2018, and PySlowFast / mmaction2 (`SampleFrames`,
+  `ThreeCrop`): dense clips with scale jitter [256, 320] for training; multi-view testing
+  (clips spread evenly over the video x 3 crops along the long side).
+- torchvision `references/video_classification`: uint8 clips, resizing on stacked tensors.
+- K. Soomro et al., UCF101 (2012); H. Kuehne et al., HMDB51 (2011): the official split files.
+"""
+import argparse
+import importlib.util
+import math
+import os
+import re
+import shutil
+import sys
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+
+try:  # libjpeg-turbo: ~1.3x faster than Pillow's decoder on our frames
+    from torchvision.io import ImageReadMode, decode_image, read_file
+except ImportError:  # torchvision deprecated its image decoders in 0.29; then Pillow decodes
+    decode_image = None
+
+MEAN = (0.485, 0.456, 0.406)  # ImageNet RGB statistics, the inflated 2D weights expect them
+STD = (0.229, 0.224, 0.225)
+MODES = ("train", "val", "test")
+
+
+# ---- list files ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Video:
+    path: str        # frame folder (root joined)
+    num_frames: int
+    label: int
+    line: int        # 1-based line number in the list file, for error messages
+
+
+def read_list(list_file, root=None, num_classes=None, problems=None):
+    """Parse a list file into Videos. A bad line raises ValueError("list:LINE: what: the line"), or,
+    if `problems` is a list, goes into it as (LINE, message) and is skipped (`check` reports them all).
+    Only whole lines starting with '#' are comments: a frame folder may contain '#' or spaces."""
+    list_file = str(list_file)
+    root = os.path.dirname(os.path.abspath(list_file)) if root is None else str(root)
+    videos = []
+    with open(list_file, encoding="utf-8") as f:
+        for n, text in enumerate(f, 1):
+            line = text.strip()
+            if not line or line.startswith("#"):
+                continue
+            parts = line.rsplit(maxsplit=2)  # the last two fields are the integers
+            try:
+                if len(parts) != 3:
+                    raise ValueError("expected '<frame_dir> <num_frames> <label>'")
+                try:
+                    num_frames, label = int(parts[1]), int(parts[2])
+                except ValueError:
+                    raise ValueError("num_frames and label must be integers") from None
+                if num_frames < 1:
+                    raise ValueError(f"num_frames must be >= 1, got {num_frames}")
+                if label < 0 or (num_classes is not None and label >= num_classes):
+                    raise ValueError(f"label {label} outside [0, {num_classes if num_classes else 'num_classes'})")
+            except ValueError as e:
+                if problems is None:
+                    raise ValueError(f"{list_file}:{n}: {e}: {line}") from None
+                problems.append((n, f"{list_file}:{n}: {e}: {line}"))
+                continue
+            videos.append(Video(os.path.normpath(os.path.join(root, parts[0])), num_frames, label, n))
+    if not videos and problems is None:
+        raise ValueError(f"{list_file}: no videos listed")
+    return videos
+
+
+# ---- sampling: pure functions of (sizes, mode, rng) ----------------------------------------------
+def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, start_index=1):
+    """Frame numbers of the clip(s) to read: int64 array (num_clips, t_length).
+
+    A clip is t_length frames, t_stride apart, spanning (t_length - 1) * t_stride + 1 frames.
+    - train: a uniformly random start (from `rng`, a numpy Generator); num_clips independent clips.
+    - val:   the centred clip (num_clips must be 1).
+    - test:  num_clips clips spread evenly: the first starts at the first frame, the last ends at the
+             last frame (num_clips=1: the centred clip).
+    Short videos: the stride shrinks to the largest s <= t_stride whose span fits; if even stride 1
+    is too long, the clip is every frame followed by repeats of the last. Frame numbers never leave
+    [start_index, start_index + num_frames - 1].
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    stride = t_stride
+    if (t_length - 1) * stride + 1 > num_frames:
+        stride = max(1, (num_frames - 1) // max(1, t_length - 1))
+    offsets = np.arange(t_length) * stride
+    room = max(0, num_frames - offsets[-1] - 1)  # possible starts: 0 .. room
+    if mode == "train":
+        if rng is None:
+            raise ValueError("train sampling needs rng (a numpy Generator)")
+        starts = rng.integers(0, room + 1, size=num_clips)
+    elif mode == "val":
+        if num_clips != 1:
+            raise ValueError("val mode samples one clip; use mode='test' for num_clips > 1")
+        starts = np.array([room // 2])
+    else:
+        starts = np.round(np.linspace(0, room, num_clips)) if num_clips > 1 else np.array([room // 2])
+    idx = np.minimum(starts.astype(np.int64)[:, None] + offsets[None, :], num_frames - 1)
+    return idx + start_index
+
+
+def crop_boxes(height, width, mode, new_size, crop_size, num_crops=1, rng=None):
+    """Square crops (y, x, side) in ORIGINAL frame pixels; each is resized to crop_size afterwards.
+
+    Cropping first and resizing only the crop equals "resize the short side to S, then crop
+    crop_size" (up to rounding to whole source pixels), but the resize touches crop_size^2 pixels
+    per frame instead of the whole rescaled frame.
+    - train: S uniform in [new_size, 1.25 * new_size] (256 -> [256, 320]), uniform position.
+    - val, and test with num_crops=1: S = new_size, centre crop.
+    - test with num_crops=3 (PySlowFast / mmaction2 ThreeCrop): S = crop_size, i.e. the whole short
+      side, and three crops at the start, centre and end of the long side -- together they see the
+      whole frame. PySlowFast uses crop_size = 256 here; pass the crop_size you want.
+    """
+    short = min(height, width)
+    if mode == "train":
+        scale = int(rng.integers(new_size, round(1.25 * new_size) + 1))
+        side = min(short, round(crop_size * short / scale))
+        return [(int(rng.integers(0, height - side + 1)), int(rng.integers(0, width - side + 1)), side)]
+    if mode == "val" or num_crops == 1:
+        side = min(short, round(crop_size * short / new_size))
+        return [((height - side) // 2, (width - side) // 2, side)]
+    if num_crops != 3:
+        raise ValueError(f"num_crops must be 1 or 3, got {num_crops}")
+    starts = [0, (max(height, width) - short) // 2, max(height, width) - short]
+    return [(0, s, short) if width >= height else (s, 0, short) for s in starts]
+
+
+def resized_crop(frames, box, size):
+    """List of N uint8 (H, W, 3) frames -> uint8 (N, size, size, 3): the crop `box` resized to `size`,
+    one batched op for the whole clip. Only the crop is ever copied out of the decoded frames.
+
+    We stay in the decoder's interleaved (H, W, 3) layout: it is what torch's fast uint8 resize kernel
+    wants (channels-last input; planar uint8 input is ~10x slower in it)."""
+    y, x, side = box
+    crop = torch.stack([f[y:y + side, x:x + side] for f in frames])  # (N, side, side, 3)
+    if side == size:
+        return crop
+    # bilinear straight on uint8; antialias matters when shrinking (else aliasing), is a no-op enlarging
+    crop = crop.permute(0, 3, 1, 2)  # (N, 3, side, side) channels-last view
+    crop = F.interpolate(crop, size=(size, size), mode="bilinear", antialias=True, align_corners=False)
+    return crop.permute(0, 2, 3, 1)  # (N, size, size, 3), contiguous again
+
+
+def normalize(x, dtype=torch.float32):
+    """uint8 clips (..., 3, T, H, W) on any device -> `dtype`, /255 then ImageNet mean/std per channel."""
+    if x.dtype != torch.uint8 or x.dim() < 4 or x.shape[-4] != 3:
+        raise ValueError(f"normalize expects uint8 (..., 3, T, H, W), got {x.dtype} {tuple(x.shape)}")
+    mean = torch.tensor(MEAN, device=x.device, dtype=dtype).view(3, 1, 1, 1) * 255
+    std = torch.tensor(STD, device=x.device, dtype=dtype).view(3, 1, 1, 1) * 255
+    return (x.to(dtype) - mean) / std  # == (x / 255 - MEAN) / STD
+
+
+def decode_frame(path):
+    """An image file -> uint8 (H, W, 3) tensor. Raises OSError / RuntimeError if missing or corrupt."""
+    if decode_image is None:
+        with Image.open(path) as img:
+            return torch.from_numpy(np.array(img.convert("RGB")))
+    with warnings.catch_warnings():  # torchvision >= 0.29 warns on every call (decoders move to TorchCodec)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return decode_image(read_file(path), mode=ImageReadMode.RGB).permute(1, 2, 0)  # (H, W, 3) view of HWC memory
+
+
+def _why(err):
+    """A decode error without torchvision's C++ source location ("decode_jpeg, /path.cpp:171, ...")."""
+    return re.sub(r"^\w+, \S+:\d+, ", "", str(err))
+
+
+# ---- the dataset ---------------------------------------------------------------------------------
+class VideoFrameDataset(torch.utils.data.Dataset):
+    """`ds[i] -> (clip, label)`: clip uint8 (3, T, crop, crop) in train/val mode; in test mode
+    (V, 3, T, crop, crop) with V = num_clips * num_crops, clip-major (view = clip * num_crops + crop).
+
+    Randomness: sample i of epoch e uses np.random.default_rng([seed, e, i]) and nothing else, so clips
+    do not depend on the number of workers, their order or a resume point. (The classic trap: numpy's
+    GLOBAL RNG is copied into every forked DataLoader worker, so all workers draw the same
+    "random" crops; a generator per sample cannot have that problem.) Call set_epoch(e) before
+    iterating: a worker only sees the epoch that the dataset had when the worker started.
+    """
+
+    def __init__(self, list_file, root=None, image_tmpl="img_{:05d}.jpg", t_length=16, t_stride=4,
+                 mode="train", new_size=256, crop_size=224, num_clips=1, num_crops=1, flip=True,
+                 start_index=1, num_classes=None, seed=0):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if mode != "test" and (num_clips, num_crops) != (1, 1):
+            raise ValueError(f"num_clips / num_crops are test-mode options (mode={mode!r})")
+        if num_crops not in (1, 3) or num_clips < 1:
+            raise ValueError(f"need num_clips >= 1 and num_crops in (1, 3), got {num_clips}, {num_crops}")
+        if t_length < 1 or t_stride < 1:
+            raise ValueError(f"t_length and t_stride must be >= 1, got {t_length}, {t_stride}")
+        if not 1 <= crop_size <= new_size:
+            raise ValueError(f"need 1 <= crop_size <= new_size, got crop_size {crop_size}, new_size {new_size}")
+        try:
+            image_tmpl.format(start_index)
+        except (IndexError, KeyError, ValueError):
+            raise ValueError(f"image_tmpl {image_tmpl!r} needs one integer field, like 'img_{{:05d}}.jpg'") from None
+        self.list_file, self.image_tmpl, self.mode = str(list_file), image_tmpl, mode
+        self.t_length, self.t_stride, self.new_size, self.crop_size = t_length, t_stride, new_size, crop_size
+        self.num_clips, self.num_crops, self.flip, self.start_index = num_clips, num_crops, flip, start_index
+        self.seed, self.epoch = seed, 0
+        self.videos = read_list(list_file, root, num_classes)
+        self.num_classes = num_classes or max(v.label for v in self.videos) + 1
+
+    def set_epoch(self, epoch):
+        self.epoch = int(epoch)
+
+    def __len__(self):
+        return len(self.videos)
+
+    def frame_path(self, video, i):
+        return os.path.join(video.path, self.image_tmpl.format(i))
+
+    def _where(self, video):
+        return f"video {video.path} ({self.list_file}:{video.line})"
+
+    def load_frames(self, video, numbers):
+        """Decode frames `numbers` of `video` -> list of uint8 (H, W, 3) tensors. libjpeg-turbo via
+        torchvision: the fastest decoder we measured (Pillow's draft mode only pays off for >= 2x
+        reductions, and little even then at q95, where entropy decoding dominates)."""
+        frames = []
+        for i in numbers:
+            path = self.frame_path(video, int(i))
+            try:
+                img = decode_frame(path)
+            except (OSError, RuntimeError) as e:
+                if not os.path.isfile(path):
+                    raise FileNotFoundError(f"missing frame {path} of {self._where(video)}") from None
+                raise RuntimeError(f"unreadable frame {path} of {self._where(video)}: {_why(e)}") from None
+            if frames and img.shape != frames[0].shape:
+                raise RuntimeError(f"frame {path} is {tuple(img.shape)}, the first frame {tuple(frames[0].shape)}: "
+                                   f"{self._where(video)}")
+            frames.append(img)
+        return frames
+
+    def __getitem__(self, index):
+        video = self.videos[index]
+        rng = np.random.default_rng([self.seed, self.epoch, index])
+        clips = sample_indices(video.num_frames, self.t_length, self.t_stride, self.mode,
+                               self.num_clips if self.mode == "test" else 1, rng, self.start_index)
+        numbers, inverse = np.unique(clips, return_inverse=True)  # decode each frame once
+        frames = self.load_frames(video, numbers)
+        H, W, _ = frames[0].shape
+        boxes = crop_boxes(H, W, self.mode, self.new_size, self.crop_size, self.num_crops, rng)
+        flip = self.mode == "train" and self.flip and rng.random() < 0.5
+        views = []
+        for box in boxes:
+            x = resized_crop(frames, box, self.crop_size)  # (N, c, c, 3)
+            if len(numbers) < clips.size:  # repeated frames (short video, overlapping test clips)
+                x = x[torch.from_numpy(inverse.reshape(-1))]
+            views.append(x.reshape(clips.shape[0], self.t_length, *x.shape[1:]))  # (clips, T, c, c, 3)
+        x = views[0].unsqueeze(1) if len(views) == 1 else torch.stack(views, 1)  # (clips, crops, T, c, c, 3)
+        # The one de-interleaving copy ((.., c, c, 3) -> planar) of the pipeline, with the flip folded in:
+        # numpy copies from a reversed view in the same pass (torch tensors cannot have negative strides).
+        a = x.numpy().transpose(0, 1, 5, 2, 3, 4)  # (clips, crops, 3, T, c, c), a view
+        x = torch.from_numpy(np.ascontiguousarray(a[..., ::-1] if flip else a)).flatten(0, 1)  # (V, 3, T, c, c)
+        return (x if self.mode == "test" else x[0]), video.label
+
+
+# ---- synthetic data: motion is the only cue -------------------------------------------------------
+def _texture(rng, h, w, octaves=(64, 16, 4)):
+    """Smooth random texture with natural-image-like spectrum (noise upsampled from coarse to fine
+    grids, amplitude halving), zero mean, unit std: JPEGs of it are as large as real frames'."""
+    out = np.zeros((h, w), np.float32)
+    for k, o in enumerate(octaves):
+        noise = rng.standard_normal((h // o + 2, w // o + 2)).astype(np.float32)
+        out += 0.5 ** k * np.asarray(Image.fromarray(noise, mode="F").resize((w, h), Image.BICUBIC))
+    return out / (out.std() + 1e-6)
+
+
+def _synth_video(rng, label, classes, frames, width, height):
+    """(frames, H, W, 3) uint8: a textured patch (half the short side) crossing a fainter textured
+    background in direction 2*pi*label/classes at ~short/32 px per frame. It moves inside the central
+    short x short square, which every crop sees most of, wrapping around its edges from a random start:
+    a single frame says nothing about the label. (Tuned so that resnet10_3d learns it from scratch at
+    56 px crops in ~100 SGD steps; a smaller, faster patch or a busier background took far longer.)"""
+    short = min(width, height)
+    side = max(2, short // 2)
+    oy, ox = (height - short) // 2, (width - short) // 2  # the central square
+    bg = 110 + 15 * _texture(rng, height, width)[..., None] * rng.uniform(0.6, 1.4, 3).astype(np.float32)
+    patch = rng.uniform(60, 200, 3).astype(np.float32) + 45 * _texture(rng, side, side, (16, 4))[..., None]
+    angle = 2 * math.pi * label / classes
+    speed = short / 32 * rng.uniform(0.75, 1.25)
+    y0, x0 = rng.uniform(0, short, 2)
+    out = np.empty((frames, height, width, 3), np.uint8)
+    for t in range(frames):
+        img = bg.copy()
+        rows = oy + (round(y0 + t * speed * math.sin(angle)) + np.arange(side)) % short
+        cols = ox + (round(x0 + t * speed * math.cos(angle)) + np.arange(side)) % short
+        img[np.ix_(rows, cols)] = patch
+        img += rng.standard_normal(img.shape, dtype=np.float32) * 2  # sensor noise: frames differ, like real ones
+        out[t] = np.clip(img, 0, 255)
+    return out
+
+
+def make_synth(out_dir, classes=4, videos=24, frames=32, size=(340, 256), quality=95, seed=0):
+    """Write `videos` train AND `videos` val frame folders (labels round-robin, so balanced) of
+    `frames` JPEG frames of size (W, H), plus train.txt / val.txt (paths relative to out_dir).
+    Class c = a patch moving in direction 2*pi*c/classes (1 <= classes <= 8: right, down, left, up, ...).
+    Returns (train_list, val_list)."""
+    if not 1 <= classes <= 8 or videos < 1 or frames < 1:
+        raise ValueError(f"need 1 <= classes <= 8, videos >= 1, frames >= 1; got {classes}, {videos}, {frames}")
+    width, height = size
+    rng = np.random.default_rng(seed)
+    lists = []
+    for split in ("train", "val"):
+        lines = []
+        for i in range(videos):
+            label, name = i % classes, f"{split}/video_{i:04d}"
+            os.makedirs(os.path.join(out_dir, name), exist_ok=True)
+            for t, img in enumerate(_synth_video(rng, label, classes, frames, width, height), 1):
+                Image.fromarray(img).save(os.path.join(out_dir, name, f"img_{t:05d}.jpg"), quality=quality)
+            lines.append(f"{name} {frames} {label}\n")
+        lists.append(os.path.join(out_dir, f"{split}.txt"))
+        with open(lists[-1], "w") as f:
+            f.writelines(lines)
+    return tuple(lists)
+
+
+# ---- dataset preparation: extract, lists, check ----------------------------------------------------
+VIDEO_EXTS = (".avi", ".mp4", ".mkv", ".webm", ".mov", ".m4v", ".mpg", ".mpeg", ".flv", ".3gp")
+
+
+def _extract_one(job):
+    """One video -> FRAMES/<name>/img_00001.jpg ... Frames go to a temporary folder that is renamed
+    when complete, so an interrupted run never leaves a half folder that looks finished."""
+    video, out_dir, short_side, quality = job
+    import av  # optional dependency, imported where it is needed
+    tmp = out_dir + ".part"
+    os.makedirs(tmp, exist_ok=True)
+    n = 0
+    try:
+        with av.open(video) as container:
+            for frame in container.decode(video=0):
+                img = frame.to_image()  # PIL RGB
+                w, h = img.size
+                if short_side and min(w, h) != short_side:
+                    s = short_side / min(w, h)
+                    img = img.resize((max(1, round(w * s)), max(1, round(h * s))), Image.BILINEAR)
+                n += 1
+                img.save(os.path.join(tmp, f"img_{n:05d}.jpg"), quality=quality)
+    except Exception as e:  # a corrupt video must not stop the other 13000
+        shutil.rmtree(tmp, ignore_errors=True)
+        return video, 0, f"{type(e).__name__}: {e}"
+    if n == 0:
+        os.rmdir(tmp)
+        return video, 0, "no video frames decoded"
+    os.replace(tmp, out_dir)
+    return video, n, None
+
+
+def extract(videos_dir, frames_dir, short_side=256, quality=95, jobs=1):
+    """Every video under videos_dir -> frames_dir/<same relative path without extension>/img_%05d.jpg,
+    short side resized to short_side (0: keep), in parallel over videos. Existing folders are skipped."""
+    if importlib.util.find_spec("av") is None:
+        raise SystemExit("data.py extract: PyAV is not installed: pip install av")
+    todo, skipped = [], 0
+    for dirpath, _, files in os.walk(videos_dir):
+        for name in sorted(files):
+            if os.path.splitext(name)[1].lower() in VIDEO_EXTS:
+                rel = os.path.relpath(os.path.join(dirpath, os.path.splitext(name)[0]), videos_dir)
+                out = os.path.join(frames_dir, rel)
+                if os.path.isdir(out):
+                    skipped += 1
+                else:
+                    todo.append((os.path.join(dirpath, name), out, short_side, quality))
+    frames = failed = 0
+    with ProcessPoolExecutor(max(1, jobs)) as pool:
+        for video, n, err in pool.map(_extract_one, todo, chunksize=4) if jobs > 1 else map(_extract_one, todo):
+            frames += n
+            if err:
+                failed += 1
+                print(f"{video}: {err}", file=sys.stderr)
+    print(f"extracted {len(todo) - failed} videos ({frames} frames) to {frames_dir}; "
+          f"{skipped} already there, {failed} failed")
+    return failed
+
+
+def count_frames(folder, image_tmpl="img_{:05d}.jpg", start_index=1, names=None):
+    """Frames start_index, start_index+1, ... present in folder (stops at the first gap)."""
+    names = set(os.listdir(folder) if names is None else names)
+    n = 0
+    while image_tmpl.format(start_index + n) in names:
+        n += 1
+    return n
+
+
+def _lines(path):
+    with open(path, encoding="utf-8") as f:
+        return list(enumerate(f.read().splitlines(), 1))
+
+
+def _split_entries(dataset, splits_dir, split):
+    """Official split files -> (classes, {"train": [(video_name, label, "file:line")], "val": [...]})."""
+    entries = {"train": [], "val": []}
+    if dataset == "ucf101":
+        # classInd.txt: "1 ApplyEyeMakeup" (1-based). trainlist01.txt: "ApplyEyeMakeup/v_..._c01.avi 1";
+        # testlist01.txt: the same without the label. The class comes from the folder part, looked up
+        # case-insensitively (UCF101 spells HandstandPushups two ways).
+        ind = os.path.join(splits_dir, "classInd.txt")
+        lookup = {name.lower(): int(k) - 1 for _, line in _lines(ind) if line.strip() for k, name in [line.split()]}
+        for part, fname in (("train", f"trainlist0{split}.txt"), ("val", f"testlist0{split}.txt")):
+            path = os.path.join(splits_dir, fname)
+            for n, line in _lines(path):
+                if line.strip():
+                    rel = line.split()[0].replace("\\", "/")
+                    cls = rel.split("/")[0].lower()
+                    if cls not in lookup:
+                        raise ValueError(f"{path}:{n}: class {rel.split('/')[0]!r} is not in {ind}: {line.strip()}")
+                    entries[part].append((os.path.splitext(os.path.basename(rel))[0], lookup[cls], f"{path}:{n}"))
+        return sorted(lookup), entries
+    # HMDB51: <class>_test_split<N>.txt, lines "<video>.avi <0|1|2>": 1 train, 2 test, 0 unused. Labels
+    # index the sorted class names (not the sorted file names: "sword_exercise_..." < "sword_test...").
+    suffix = f"_test_split{split}.txt"
+    classes = sorted(f[:-len(suffix)] for f in os.listdir(splits_dir) if f.endswith(suffix))
+    if not classes:
+        raise ValueError(f"no *{suffix} files in {splits_dir}")
+    for label, name in enumerate(classes):
+        path = os.path.join(splits_dir, name + suffix)
+        for n, line in _lines(path):
+            parts = line.split()
+            if len(parts) == 2 and parts[1] in ("1", "2"):
+                entries["train" if parts[1] == "1" else "val"].append(
+                    (os.path.splitext(parts[0])[0], label, f"{path}:{n}"))
+            elif parts and (len(parts) != 2 or parts[1] != "0"):
+                raise ValueError(f"{path}:{n}: expected '<video> <0|1|2>': {line.strip()}")
+    return classes, entries
+
+
+def make_lists(frames_dir, dataset, splits_dir, split=1, out_dir=None, image_tmpl="img_{:05d}.jpg", start_index=1):
+    """Write <out_dir>/<dataset>_{train,val}_split<N>_list.txt from the official splits, counting the
+    frames on disk. Frame folders are found by video name anywhere under frames_dir (flat or per class).
+    Paths are relative to out_dir (default: frames_dir's parent), the lists' default root."""
+    out_dir = out_dir or os.path.dirname(os.path.abspath(frames_dir))
+    folders = {}  # video name -> (folder, frame count)
+    for dirpath, _, files in os.walk(frames_dir):
+        n = count_frames(dirpath, image_tmpl, start_index, files) if files else 0
+        if n:
+            folders[os.path.basename(dirpath)] = (dirpath, n)
+    classes, entries = _split_entries(dataset, splits_dir, split)
+    written = []
+    for part in ("train", "val"):
+        lines, missing = [], 0
+        for name, label, where in entries[part]:
+            if name not in folders:
+                missing += 1
+                print(f"warning: {where}: no frame folder for {name} under {frames_dir}", file=sys.stderr)
+                continue
+            folder, n = folders[name]
+            rel = os.path.relpath(folder, out_dir)
+            rel = "./" + rel if rel.startswith("#") else rel  # HMDB51 has names starting with '#': not a comment
+            lines.append(f"{rel} {n} {label}\n")
+        path = os.path.join(out_dir, f"{dataset}_{part}_split{split}_list.txt")
+        with open(path, "w") as f:
+            f.writelines(lines)
+        print(f"wrote {path}: {len(lines)} videos, {len(classes)} classes ({missing} without frames)")
+        written.append(path)
+    return written
+
+
+def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_classes=None, full=False):
+    """Every problem of a list file and its frames, one line each with the list line; returns them.
+    Checks the list syntax and labels, that every listed frame exists, and decodes the first and last
+    frame of each video (full=True: every frame, and that all have one size)."""
+    problems = []  # (line, message)
+    videos = read_list(list_file, root, num_classes, problems)
+    if not videos:
+        problems.append((0, f"{list_file}: no videos listed"))
+    frames = 0
+    for v in videos:
+        where = f"{list_file}:{v.line}"
+        if not os.path.isdir(v.path):
+            problems.append((v.line, f"{where}: missing folder {v.path}"))
+            continue
+        on_disk = count_frames(v.path, image_tmpl, start_index)
+        if on_disk < v.num_frames:
+            first = os.path.join(v.path, image_tmpl.format(start_index + on_disk))
+            problems.append((v.line, f"{where}: {v.num_frames} frames listed, {on_disk} on disk (first missing: {first})"))
+        numbers = range(start_index, start_index + min(on_disk, v.num_frames))
+        size = None
+        for i in (numbers if full else sorted({numbers[0], numbers[-1]}) if numbers else []):
+            path = os.path.join(v.path, image_tmpl.format(i))
+            try:
+                img = decode_frame(path)
+            except (OSError, RuntimeError) as e:
+                problems.append((v.line, f"{where}: unreadable frame {path}: {_why(e)}"))
+                continue
+            if size is not None and img.shape != size:
+                problems.append((v.line, f"{where}: frame {path} is {tuple(img.shape)}, the first {tuple(size)}"))
+            size = size or img.shape
+        frames += v.num_frames
+    problems.sort(key=lambda p: p[0])  # in list order
+    for _, message in problems:
+        print(message)
+    print(f"{list_file}: {len(videos)} videos, {frames} frames, {len({v.label for v in videos})} labels: "
+          + (f"{len(problems)} problem(s)" if problems else "OK"))
+    return [message for _, message in problems]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Video frame-folder datasets: make, extract, list, check.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def size(text):
+        m = re.fullmatch(r"(\d+)x(\d+)", text)
+        if not m:
+            raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 340x256, got {text!r}")
+        return int(m.group(1)), int(m.group(2))
+
+    s = sub.add_parser("synth", help="a small motion-only dataset of JPEG frame folders + train.txt/val.txt")
+    s.add_argument("out")
+    s.add_argument("--classes", type=int, default=4, help="1..8 motion directions")
+    s.add_argument("--videos", type=int, default=24, help="videos per split (train and val each)")
+    s.add_argument("--frames", type=int, default=32, help="frames per video")
+    s.add_argument("--size", type=size, default=(340, 256), help="WIDTHxHEIGHT (default 340x256)")
+    s.add_argument("--quality", type=int, default=95, help="JPEG quality")
+    s.add_argument("--seed", type=int, default=0)
+    e = sub.add_parser("extract", help="video files -> JPEG frame folders (needs PyAV: pip install av)")
+    e.add_argument("videos_dir")
+    e.add_argument("frames_dir")
+    e.add_argument("--short-side", type=int, default=256, help="resize the short side to this (0: keep)")
+    e.add_argument("--quality", type=int, default=95, help="JPEG quality")
+    e.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel processes")
+    li = sub.add_parser("lists", help="train/val list files from the official UCF101 / HMDB51 splits")
+    li.add_argument("frames_dir")
+    g = li.add_mutually_exclusive_group(required=True)
+    g.add_argument("--ucf101", metavar="SPLITS_DIR", help="folder with classInd.txt, trainlist0N.txt, testlist0N.txt")
+    g.add_argument("--hmdb51", metavar="SPLITS_DIR", help="folder with <class>_test_splitN.txt")
+    li.add_argument("--split", type=int, default=1, choices=(1, 2, 3))
+    li.add_argument("--out", help="folder for the lists (default: FRAMES_DIR's parent)")
+    c = sub.add_parser("check", help="scan a list file's videos; print every problem; exit 1 if any")
+    c.add_argument("list")
+    c.add_argument("--full", action="store_true", help="decode every frame (default: first and last)")
+    c.add_argument("--num_classes", type=int, help="labels must be < this")
+    for q in (li, c):
+        q.add_argument("--image_tmpl", default="img_{:05d}.jpg", help="frame file name template")
+        q.add_argument("--start_index", type=int, default=1, help="number of the first frame")
+    c.add_argument("--root", help="folder the list's paths are relative to (default: the list's folder)")
+    args = p.parse_args(argv)
+    try:
+        if args.cmd == "synth":
+            print("wrote", *make_synth(args.out, args.classes, args.videos, args.frames, args.size, args.quality, args.seed))
+        elif args.cmd == "extract":
+            return 1 if extract(args.videos_dir, args.frames_dir, args.short_side, args.quality, args.jobs) else 0
+        elif args.cmd == "lists":
+            dataset, splits = ("ucf101", args.ucf101) if args.ucf101 else ("hmdb51", args.hmdb51)
+            make_lists(args.frames_dir, dataset, splits, args.split, args.out, args.image_tmpl, args.start_index)
+        else:
+            return 1 if check(args.list, args.root, args.image_tmpl, args.start_index, args.num_classes, args.full) else 0
+    except (ValueError, OSError) as err:
+        print(f"data.py {args.cmd}: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
