@@ -17,7 +17,10 @@ data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in
       use -- the limit of any JPEG-frame pipeline on this CPU.
   (b) naive: the original project's pipeline: per frame PIL open+convert, PIL resize, crop and flip,
       then stack, float /255 and ImageNet normalisation (TSN-style Group* transforms).
-  (c) data.py: VideoFrameDataset's uint8 (3, T, crop, crop) clip (normalisation runs on the device).
+  (c) data.py: VideoFrameDataset's uint8 (3, T, crop, crop) clip through data.collate. Train clips are
+      cropped at short side 256 (random position, flip); their scale jitter (data.random_zoom) and
+      normalisation run batched on the device in the training step -- timed apart, on this CPU, in
+      the "device part" line. (b) and (c) both pay for collating their clip into a batch.
   All three read the same frames: clip i is video i % K, frames chosen by data.sample_indices with
   data.py's generator. "1 core": torch.set_num_threads(1) in this process, best of --repeats rounds
   run in turn. "N workers": a DataLoader with N processes, batch 8, the first N batches (start-up)
@@ -116,6 +119,20 @@ def naive_clip(paths, mode, new_size, crop, rng):
     return x
 
 
+class Collated(Dataset):
+    """dataset[i] collated into a batch of one: stacking into a batch is part of every pipeline's cost."""
+
+    def __init__(self, ds, collate):
+        self.ds, self.collate = ds, collate
+
+    def __len__(self):
+        return len(self.ds)
+
+    def __getitem__(self, i):
+        item = self.ds[i]  # (clip, label) from data.py; a bare clip from the naive pipeline
+        return self.collate([item if isinstance(item, tuple) else (item, 0)])
+
+
 class Method(Dataset):
     """Clip i of a baseline, as a map-style dataset so that the DataLoader runs it like data.py.
     Decode-only returns the frame count: shipping the frames back is not decoding."""
@@ -143,9 +160,9 @@ def rate_main(dataset, indices, warmup=2):
     return (len(indices) - warmup) / (time.perf_counter() - t0)
 
 
-def rate_loader(dataset, indices, workers, batch=8):
+def rate_loader(dataset, indices, workers, batch=8, collate=None):
     """clips/s through a DataLoader; the first max(1, workers) batches (start-up) are not timed."""
-    loader = DataLoader(dataset, batch_size=batch, sampler=indices, num_workers=workers, drop_last=True)
+    loader = DataLoader(dataset, batch_size=batch, sampler=indices, num_workers=workers, drop_last=True, collate_fn=collate)
     skip, n = max(1, workers), 0
     for k, _ in enumerate(loader):
         if k + 1 == skip:
@@ -168,8 +185,8 @@ def bench_data(args):
                                         new_size=args.new_size, crop_size=args.crop_size, seed=args.seed)
             K = min(args.videos or len(ds), len(ds))
             methods = {f"(a) decode {name}": Method(ds, mode, fn, args) for name, fn in DECODERS.items()}
-            methods[NAIVE] = Method(ds, mode, naive_clip, args)
-            methods[OURS] = ds
+            methods[NAIVE] = Collated(Method(ds, mode, naive_clip, args), torch.utils.data.default_collate)
+            methods[OURS] = Collated(ds, data.collate)
             for m in methods.values():  # one untimed pass: every file read once, into the page cache
                 [m[i] for i in range(K)]
             one = dict.fromkeys(methods, 0.0)
@@ -178,11 +195,14 @@ def bench_data(args):
                 for name, m in methods.items():
                     one[name] = max(one[name], rate_main(m, idx))
             idx = [i % K for i in range(64 * max(1, args.workers))]
-            many = {name: rate_loader(m, idx, args.workers) for name, m in methods.items()} if args.workers else {}
+            many = {name: rate_loader(getattr(m, "ds", m), idx, args.workers, collate=getattr(m, "collate", None))
+                    for name, m in methods.items()} if args.workers else {}
+            device_part = rate_device_part(ds, K, mode)
             best_a = max(v for k, v in one.items() if k.startswith("(a)"))
             paths = [p for i in range(K) for p in clip_frames(ds, i, mode, args.seed)[0]]
             W, H = Image.open(paths[0]).size
             res = {"per_core": one, "workers": many, "c_over_b": one[OURS] / one[NAIVE], "c_over_best_a": one[OURS] / best_a,
+                   "device_part_cpu_clips_s": device_part,
                    "videos": K, "frame_size": [W, H], "jpeg_kb": float(np.mean([os.path.getsize(p) for p in paths]) / 1024)}
             out["modes"][mode] = res
             print(f"\ndata: {mode} clips 3x{args.t_length}x{args.crop_size}x{args.crop_size} (t_stride {args.t_stride}) "
@@ -191,10 +211,26 @@ def bench_data(args):
             for name in methods:
                 w = f"{many[name]:10.1f}" if many else f"{'-':>10s}"
                 print(f"{name:40s} {one[name]:8.1f} {w} {one[name] / one[NAIVE]:7.2f}x {one[name] / best_a:11.2f}x")
+            print(f"(c) device part ({'normalize + random_zoom' if mode == 'train' else 'normalize'}), run here on 1 CPU core: "
+                  f"{device_part:.1f} clips/s (on a GPU: a few batched kernels)")
             print(f"targets, 1 core: (c)/(b) = {res['c_over_b']:.2f}x (>= 5), (c)/best (a) = {res['c_over_best_a']:.2f}x (>= 0.8)")
     finally:
         torch.set_num_threads(threads)
     return out
+
+
+def rate_device_part(ds, K, mode, batch=8, rounds=3):
+    """clips/s of the training step's data work (normalize, and random_zoom for train) on this CPU."""
+    x, _ = data.collate([ds[i % K] for i in range(batch)])
+    g = torch.Generator().manual_seed(0)
+    best = 0.0
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        y = data.normalize(x)
+        if mode == "train":
+            y = data.random_zoom(y, g)
+        best = max(best, batch / (time.perf_counter() - t0))
+    return best
 
 
 # ---- model and train: one training step, as train.py does it -----------------------------------
@@ -211,11 +247,13 @@ def make_step(args, device, amp=None, channels_last=False, compile=False):
     scaler = torch.amp.GradScaler(device.type, enabled=amp == "fp16")
     criterion = nn.CrossEntropyLoss()
 
+    zoom_rng = torch.Generator(device).manual_seed(args.seed)
+    memory_format = torch.channels_last_3d if channels_last else torch.contiguous_format
+
     def step(clips, labels):
         clips = data.normalize(clips.to(device, non_blocking=True))  # uint8 -> float on the device
+        clips = data.random_zoom(clips, zoom_rng).contiguous(memory_format=memory_format)  # scale jitter
         labels = labels.to(device, non_blocking=True)
-        if channels_last:
-            clips = clips.contiguous(memory_format=torch.channels_last_3d)
         with autocast:
             loss = criterion(model(clips), labels)
         optimizer.zero_grad(set_to_none=True)
@@ -228,10 +266,10 @@ def make_step(args, device, amp=None, channels_last=False, compile=False):
 
 
 def synthetic_batches(args, n=2):
-    """Pre-made uint8 batches shaped like the loader's (pinned on CUDA, as the loader pins)."""
+    """Pre-made uint8 batches like the loader's: same shape, channels_last_3d memory, pinned on CUDA."""
     g = torch.Generator().manual_seed(args.seed)
     shape = (args.batch_size, 3, args.t_length, args.crop_size, args.crop_size)
-    out = [(torch.randint(0, 256, shape, dtype=torch.uint8, generator=g),
+    out = [(torch.randint(0, 256, shape, dtype=torch.uint8, generator=g).contiguous(memory_format=torch.channels_last_3d),
             torch.randint(0, args.num_classes, (args.batch_size,), generator=g)) for _ in range(n)]
     if args.device.startswith("cuda"):
         out = [(x.pin_memory(), y.pin_memory()) for x, y in out]
@@ -316,7 +354,7 @@ def bench_train(args):
     sampler = torch.utils.data.RandomSampler(ds, replacement=True, num_samples=(args.warmup + args.iters) * args.batch_size,
                                              generator=torch.Generator().manual_seed(args.seed))
     loader = DataLoader(ds, batch_size=args.batch_size, sampler=sampler, num_workers=args.workers,
-                        pin_memory=device.type == "cuda", drop_last=True)
+                        pin_memory=device.type == "cuda", drop_last=True, collate_fn=data.collate)
     # Synthetic first: it also warms up the model (cuDNN autotune, compile) before the real loader runs.
     synth, synth_wait = run_steps(step, synthetic_batches(args), args.warmup, args.iters, device)
     real, real_wait = run_steps(step, loader, args.warmup, args.iters, device)

@@ -48,6 +48,11 @@ try:  # libjpeg-turbo: ~1.3x faster than Pillow's decoder on our frames
 except ImportError:  # torchvision deprecated its image decoders in 0.29; then Pillow decodes
     decode_image = None
 
+# torchvision >= 0.29 deprecates its image decoders (in favour of TorchCodec) and warns on every call.
+# Silenced once here, for that message only: a catch_warnings() around each call costs ~3% of a clip.
+warnings.filterwarnings("ignore", message="The image decoding and encoding capabilities of TorchVision",
+                        category=DeprecationWarning)
+
 MEAN = (0.485, 0.456, 0.406)  # ImageNet RGB statistics, the inflated 2D weights expect them
 STD = (0.229, 0.224, 0.225)
 MODES = ("train", "val", "test")
@@ -136,20 +141,21 @@ def crop_boxes(height, width, mode, new_size, crop_size, num_crops=1, rng=None):
 
     Cropping first and resizing only the crop equals "resize the short side to S, then crop
     crop_size" (up to rounding to whole source pixels), but the resize touches crop_size^2 pixels
-    per frame instead of the whole rescaled frame.
-    - train: S uniform in [new_size, 1.25 * new_size] (256 -> [256, 320]), uniform position.
+    per frame instead of the whole rescaled frame -- and none at all when the frames were extracted
+    with short side new_size (then side == crop_size).
+    - train: S = new_size, uniform position. The scale jitter S in [new_size, 1.25 * new_size]
+      (256 -> [256, 320]) is `random_zoom`, batched on the device: a CPU resize of every clip costs
+      more than a third of its decoding time.
     - val, and test with num_crops=1: S = new_size, centre crop.
     - test with num_crops=3 (PySlowFast / mmaction2 ThreeCrop): S = crop_size, i.e. the whole short
       side, and three crops at the start, centre and end of the long side -- together they see the
       whole frame. PySlowFast uses crop_size = 256 here; pass the crop_size you want.
     """
     short = min(height, width)
-    if mode == "train":
-        scale = int(rng.integers(new_size, round(1.25 * new_size) + 1))
-        side = min(short, round(crop_size * short / scale))
-        return [(int(rng.integers(0, height - side + 1)), int(rng.integers(0, width - side + 1)), side)]
-    if mode == "val" or num_crops == 1:
+    if mode in ("train", "val") or num_crops == 1:
         side = min(short, round(crop_size * short / new_size))
+        if mode == "train":
+            return [(int(rng.integers(0, height - side + 1)), int(rng.integers(0, width - side + 1)), side)]
         return [((height - side) // 2, (width - side) // 2, side)]
     if num_crops != 3:
         raise ValueError(f"num_crops must be 1 or 3, got {num_crops}")
@@ -167,14 +173,15 @@ def resized_crop(frames, box, size):
     crop = torch.stack([f[y:y + side, x:x + side] for f in frames])  # (N, side, side, 3)
     if side == size:
         return crop
-    # bilinear straight on uint8; antialias matters when shrinking (else aliasing), is a no-op enlarging
+    # bilinear straight on uint8; antialias matters when shrinking (else aliasing), only costs enlarging
     crop = crop.permute(0, 3, 1, 2)  # (N, 3, side, side) channels-last view
-    crop = F.interpolate(crop, size=(size, size), mode="bilinear", antialias=True, align_corners=False)
+    crop = F.interpolate(crop, size=(size, size), mode="bilinear", antialias=side > size, align_corners=False)
     return crop.permute(0, 2, 3, 1)  # (N, size, size, 3), contiguous again
 
 
 def normalize(x, dtype=torch.float32):
-    """uint8 clips (..., 3, T, H, W) on any device -> `dtype`, /255 then ImageNet mean/std per channel."""
+    """uint8 clips (..., 3, T, H, W) on any device -> `dtype`, /255 then ImageNet mean/std per channel.
+    Keeps the memory format: a batch from `collate` stays channels_last_3d."""
     if x.dtype != torch.uint8 or x.dim() < 4 or x.shape[-4] != 3:
         raise ValueError(f"normalize expects uint8 (..., 3, T, H, W), got {x.dtype} {tuple(x.shape)}")
     mean = torch.tensor(MEAN, device=x.device, dtype=dtype).view(3, 1, 1, 1) * 255
@@ -182,14 +189,39 @@ def normalize(x, dtype=torch.float32):
     return (x.to(dtype) - mean) / std  # == (x / 255 - MEAN) / STD
 
 
+def random_zoom(x, generator, max_zoom=1.25):
+    """Training scale jitter on the device, one batched op: float (B, C, T, H, W) -> same shape.
+
+    Each clip gets a zoom z ~ U[1, max_zoom] and a uniformly placed square of side H/z (the same frames
+    for all T) resized back to H x W, bilinear. With the loader's crops taken at short side new_size,
+    this is the reference "short side S ~ U[new_size, 1.25 * new_size], then crop": S = z * new_size.
+    `generator` (on x's device) makes it reproducible; train.py seeds it by (seed, epoch, iteration).
+    """
+    B = x.shape[0]
+    z = 1 + (max_zoom - 1) * torch.rand(B, generator=generator, device=x.device, dtype=x.dtype)
+    s = 1 / z                                                                # box side, in units of the frame
+    t = (1 - s)[:, None] * (2 * torch.rand(B, 2, generator=generator, device=x.device, dtype=x.dtype) - 1)
+    theta = torch.zeros(B, 3, 4, device=x.device, dtype=x.dtype)  # output (x, y, t) in [-1, 1] -> input coords
+    theta[:, 0, 0], theta[:, 1, 1], theta[:, 2, 2] = s, s, 1                 # time maps onto itself exactly
+    theta[:, 0, 3], theta[:, 1, 3] = t[:, 0], t[:, 1]
+    grid = F.affine_grid(theta, list(x.shape), align_corners=False)          # (B, T, H, W, 3)
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
+
+
+def collate(batch):
+    """DataLoader collate_fn. Clips arrive as (.., 3, T, H, W) views of (.., T, H, W, 3) memory, the
+    decoder's layout; stacking that memory as it is (a plain copy, no transposition) gives a batch in
+    channels_last_3d memory. The transposition, if the model wants one, runs on the device."""
+    clips, labels = torch.utils.data.default_collate([(c.movedim(-4, -1), label) for c, label in batch])
+    return clips.movedim(-1, -4), labels  # (B, [V,] 3, T, H, W)
+
+
 def decode_frame(path):
     """An image file -> uint8 (H, W, 3) tensor. Raises OSError / RuntimeError if missing or corrupt."""
     if decode_image is None:
         with Image.open(path) as img:
             return torch.from_numpy(np.array(img.convert("RGB")))
-    with warnings.catch_warnings():  # torchvision >= 0.29 warns on every call (decoders move to TorchCodec)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return decode_image(read_file(path), mode=ImageReadMode.RGB).permute(1, 2, 0)  # (H, W, 3) view of HWC memory
+    return decode_image(read_file(path), mode=ImageReadMode.RGB).permute(1, 2, 0)  # (H, W, 3) view of HWC memory
 
 
 def _why(err):
@@ -281,10 +313,11 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                 x = x[torch.from_numpy(inverse.reshape(-1))]
             views.append(x.reshape(clips.shape[0], self.t_length, *x.shape[1:]))  # (clips, T, c, c, 3)
         x = views[0].unsqueeze(1) if len(views) == 1 else torch.stack(views, 1)  # (clips, crops, T, c, c, 3)
-        # The one de-interleaving copy ((.., c, c, 3) -> planar) of the pipeline, with the flip folded in:
-        # numpy copies from a reversed view in the same pass (torch tensors cannot have negative strides).
-        a = x.numpy().transpose(0, 1, 5, 2, 3, 4)  # (clips, crops, 3, T, c, c), a view
-        x = torch.from_numpy(np.ascontiguousarray(a[..., ::-1] if flip else a)).flatten(0, 1)  # (V, 3, T, c, c)
+        if flip:
+            x = x.flip(-2)  # mirror W
+        # (V, 3, T, c, c) as a VIEW of the decoder's interleaved memory: no de-interleaving copy here
+        # (`collate` keeps it that way; .contiguous() if you need planar memory).
+        x = x.flatten(0, 1).permute(0, 4, 1, 2, 3)
         return (x if self.mode == "test" else x[0]), video.label
 
 

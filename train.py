@@ -53,8 +53,9 @@ import model as models
 NO_FLIP = {"sthv1", "sthv2", "demo"}
 NUM_CLASSES = {"ucf101": 101, "hmdb51": 51, "kinetics400": 400, "kinetics200": 200, "sthv1": 174, "sthv2": 174}
 # `python train.py demo`: a tiny recipe that learns data.py's synthetic motion classes on a CPU in ~1 min.
-DEMO_DEFAULTS = dict(arch="resnet10_3d", t_length=8, t_stride=2, new_size=64, crop_size=56, epochs=8, batch_size=8,
-                     lr=0.05, lr_steps=[6], warmup=1, dropout=0.0, workers=2, eval_freq=1, print_freq=10)
+DEMO_DATA = dict(videos=128, frames=24, size=(64, 48))  # per split; small frames keep it CPU-fast
+DEMO_DEFAULTS = dict(arch="resnet10_3d", t_length=8, t_stride=2, new_size=48, crop_size=40, epochs=12, batch_size=8,
+                     lr=0.02, lr_steps=[9], warmup=1, dropout=0.0, workers=2, eval_freq=1, print_freq=8)
 
 
 def get_args_parser():
@@ -201,7 +202,7 @@ def any_rank(flag, world_size, device):
 
 
 @torch.no_grad()
-def evaluate(model, loader, indices, args, device, autocast, world_size):
+def evaluate(model, loader, indices, args, device, autocast, world_size, memory_format):
     """Top-1/top-5 of softmax scores averaged over each video's views.
 
     Exact under DDP: each rank scores a disjoint shard (indices rank::world, no padding, so no video
@@ -214,9 +215,7 @@ def evaluate(model, loader, indices, args, device, autocast, world_size):
         if clips.dim() == 5:  # one view per video: (B, 3, T, H, W) -> (B, 1, 3, T, H, W)
             clips = clips.unsqueeze(1)
         B, V = clips.shape[:2]
-        clips = clips.flatten(0, 1)  # (B, V, 3, T, H, W) -> (B*V, 3, T, H, W)
-        if args.channels_last:
-            clips = clips.contiguous(memory_format=torch.channels_last_3d)
+        clips = clips.flatten(0, 1).contiguous(memory_format=memory_format)  # (B*V, 3, T, H, W)
         with autocast:
             logits = model(clips)
         scores.append(logits.float().softmax(-1).view(B, V, -1).mean(1).cpu())  # average views per video
@@ -261,7 +260,7 @@ def main(args):
     # ---- data ------------------------------------------------------------------------------------
     if args.dataset == "demo" and not os.path.exists(args.train_list):
         if rank == 0:
-            data.make_synth(os.path.dirname(args.train_list), size=(96, 72), videos=64)
+            data.make_synth(os.path.dirname(args.train_list), **DEMO_DATA)
         if world_size > 1:
             dist.barrier()
     for flag, path in (("train_list", args.train_list), ("val_list", args.val_list)):
@@ -287,7 +286,7 @@ def main(args):
     val_indices = list(range(rank, len(val_ds), world_size))
     pin = device.type == "cuda"
     val_loader = DataLoader(Subset(val_ds, val_indices), batch_size=max(1, args.batch_size // views),
-                            num_workers=args.workers, pin_memory=pin, worker_init_fn=worker_init_fn,
+                            num_workers=args.workers, pin_memory=pin, worker_init_fn=worker_init_fn, collate_fn=data.collate,
                             generator=torch.Generator().manual_seed(args.seed))  # keeps off the global RNG
     if not args.evaluate and len(train_sampler) < args.batch_size:
         fail(f"{args.train_list} has {len(train_sampler)} videos per process, fewer than --batch-size {args.batch_size}")
@@ -301,9 +300,9 @@ def main(args):
         fail(str(e))
     if args.sync_bn and args.ddp:
         model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
-    model.to(device)
-    if args.channels_last:
-        model.to(memory_format=torch.channels_last_3d)
+    # Batches arrive in channels_last_3d memory (data.collate); convs use it where --channels-last asks.
+    memory_format = torch.channels_last_3d if args.channels_last else torch.contiguous_format
+    model.to(device, memory_format=memory_format)
     model_without_ddp = model  # what we save and evaluate: never has a 'module.' prefix
     if args.ddp:
         model = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if device.type == "cuda" else None)
@@ -330,6 +329,7 @@ def main(args):
     autocast = torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None)
     scaler = torch.amp.GradScaler(device.type, enabled=args.amp == "fp16")
     criterion = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
+    zoom_rng = torch.Generator(device)
 
     # ---- resume ----------------------------------------------------------------------------------
     start_epoch, start_iter, best_acc1, best_epoch = args.start_epoch, 0, 0.0, -1
@@ -354,7 +354,7 @@ def main(args):
         print(f"resumed from {args.resume} (epoch {ckpt['epoch']}, iter {ckpt.get('iter', 0)})")
 
     if args.evaluate:
-        top1, top5, scores, labels = evaluate(eval_model, val_loader, val_indices, args, device, autocast, world_size)
+        top1, top5, scores, labels = evaluate(eval_model, val_loader, val_indices, args, device, autocast, world_size, memory_format)
         if args.save_scores and rank == 0:
             os.makedirs(run_dir, exist_ok=True)
             path = os.path.join(run_dir, f"scores_{args.test_clips}x{args.test_crops}.npz")
@@ -392,17 +392,18 @@ def main(args):
         # RNG, which drives dropout and is restored on resume.
         order = list(train_sampler)[start_iter * args.batch_size:]
         loader = DataLoader(train_ds, batch_size=args.batch_size, sampler=order, num_workers=args.workers,
-                            pin_memory=pin, drop_last=True, worker_init_fn=worker_init_fn,
+                            pin_memory=pin, drop_last=True, worker_init_fn=worker_init_fn, collate_fn=data.collate,
                             generator=torch.Generator().manual_seed(args.seed * 1000 + epoch))
         model.train()
         loss_sum, correct, seen, t_wait, n_log = 0.0, 0, 0, 0.0, 0
         t_epoch = t_log = t_end = time.time()
         for it, (clips, labels) in enumerate(loader, start=start_iter):
             t_wait += time.time() - t_end
-            clips = data.normalize(clips.to(device, non_blocking=True))  # uint8 -> float on the device
+            # uint8 -> float, scale jitter (seeded by seed, epoch, iteration: exact resume), memory layout
+            clips = data.normalize(clips.to(device, non_blocking=True))
+            zoom_rng.manual_seed(args.seed * 10**9 + epoch * 10**6 + it)
+            clips = data.random_zoom(clips, zoom_rng).contiguous(memory_format=memory_format)
             labels = labels.to(device, non_blocking=True)
-            if args.channels_last:
-                clips = clips.contiguous(memory_format=torch.channels_last_3d)
             # forward / backward / step
             with autocast:
                 logits = model(clips)
@@ -447,7 +448,7 @@ def main(args):
         log = {"epoch": epoch, "lr": optimizer.param_groups[0]["lr"], "train_loss": (totals[0] / totals[2]).item(),
                "train_top1": (100 * totals[1] / totals[2]).item(), "val_top1": None, "val_top5": None}
         if (epoch + 1) % args.eval_freq == 0 or epoch + 1 == args.epochs:
-            log["val_top1"], log["val_top5"], _, _ = evaluate(eval_model, val_loader, val_indices, args, device, autocast, world_size)
+            log["val_top1"], log["val_top5"], _, _ = evaluate(eval_model, val_loader, val_indices, args, device, autocast, world_size, memory_format)
             print(f"epoch {epoch} * Acc@1 {log['val_top1']:.3f} Acc@5 {log['val_top5']:.3f}")
         is_best = log["val_top1"] is not None and log["val_top1"] > best_acc1
         if is_best:
