@@ -195,8 +195,8 @@ def bench_data(args):
                 for name, m in methods.items():
                     one[name] = max(one[name], rate_main(m, idx))
             idx = [i % K for i in range(64 * max(1, args.workers))]
-            many = {name: rate_loader(getattr(m, "ds", m), idx, args.workers, collate=getattr(m, "collate", None))
-                    for name, m in methods.items()} if args.workers else {}
+            many = {name: rate_loader(m.ds, idx, args.workers, m.collate) if isinstance(m, Collated) else
+                    rate_loader(m, idx, args.workers) for name, m in methods.items()} if args.workers else {}
             device_part = rate_device_part(ds, K, mode)
             best_a = max(v for k, v in one.items() if k.startswith("(a)"))
             paths = [p for i in range(K) for p in clip_frames(ds, i, mode, args.seed)[0]]

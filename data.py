@@ -309,8 +309,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         views = []
         for box in boxes:
             x = resized_crop(frames, box, self.crop_size)  # (N, c, c, 3)
-            if len(numbers) < clips.size:  # repeated frames (short video, overlapping test clips)
-                x = x[torch.from_numpy(inverse.reshape(-1))]
+            if not np.array_equal(numbers, clips.reshape(-1)):  # back to clip order: test clips interleave
+                x = x[torch.from_numpy(inverse.reshape(-1))]  # or overlap, short videos repeat frames
             views.append(x.reshape(clips.shape[0], self.t_length, *x.shape[1:]))  # (clips, T, c, c, 3)
         x = views[0].unsqueeze(1) if len(views) == 1 else torch.stack(views, 1)  # (clips, crops, T, c, c, 3)
         if flip:

@@ -107,7 +107,7 @@ def get_args_parser():
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--seed", default=0, type=int, help="seed for init, sampling and augmentation")
     p.add_argument("--test_clips", default=1, type=int, help="--evaluate: clips per video, spread over the whole video")
-    p.add_argument("--test_crops", default=1, type=int, choices=[1, 3], help="--evaluate: spatial crops per clip")
+    p.add_argument("--test_crops", default=1, type=int, choices=[1, 3], help="--evaluate: spatial crops per clip (3: the whole short side, resized to --crop_size; PySlowFast tests with --crop_size 256)")
     p.add_argument("--save_scores", action="store_true", help="--evaluate: write per-video softmax scores to the run folder (.npz)")
     return p
 
@@ -153,6 +153,10 @@ def worker_init_fn(worker_id):
     seed = torch.initial_seed() % 2**32
     np.random.seed(seed)
     random.seed(seed)
+    # Trap: a preemption SIGTERM (or Ctrl-C) goes to the whole process group. A worker it kills makes the main
+    # process raise mid-step, before it can save. Workers ignore both; the main process saves, then ends them.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def atomic_save(obj, path):
@@ -298,6 +302,8 @@ def main(args):
                                    pretrained=args.pretrained_model or args.pretrained, inflate=args.inflate)
     except (ValueError, FileNotFoundError) as e:
         fail(str(e))
+    if args.t_length < getattr(model, "min_t", 1):
+        fail(f"--t_length {args.t_length} is too short for --arch {args.arch} (needs >= {model.min_t})")
     if args.sync_bn and args.ddp:
         model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
     # Batches arrive in channels_last_3d memory (data.collate); convs use it where --channels-last asks.
@@ -306,7 +312,7 @@ def main(args):
     model_without_ddp = model  # what we save and evaluate: never has a 'module.' prefix
     if args.ddp:
         model = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if device.type == "cuda" else None)
-    elif device.type == "cuda" and torch.cuda.device_count() > 1:
+    elif args.device == "cuda" and torch.cuda.device_count() > 1:  # --device cuda:N means that one GPU
         model = nn.DataParallel(model)  # splits the batch over every visible GPU
     if args.compile:
         model = torch.compile(model)
@@ -335,6 +341,11 @@ def main(args):
     start_epoch, start_iter, best_acc1, best_epoch = args.start_epoch, 0, 0.0, -1
     if args.resume == "auto":
         args.resume = os.path.join(run_dir, "checkpoint.pth") if os.path.exists(os.path.join(run_dir, "checkpoint.pth")) else ""
+        if args.evaluate and not args.resume:
+            fail(f"--evaluate --resume auto: no checkpoint.pth in {run_dir}")
+    if not args.resume:
+        for _ in range(start_epoch * iters_per_epoch):  # --start-epoch N: the lr the schedule has at epoch N
+            scheduler.step()
     if args.resume:
         if not os.path.isfile(args.resume):
             fail(f"--resume: no checkpoint at {args.resume}")
@@ -342,7 +353,9 @@ def main(args):
         ckpt = torch.load(args.resume, map_location="cpu", weights_only=False)
         if ckpt.get("args", {}).get("arch", args.arch) != args.arch:
             fail(f"--resume {args.resume} holds a {ckpt['args']['arch']} model, not --arch {args.arch}")
-        model_without_ddp.load_state_dict(strip_prefix(ckpt["model"]))
+        if "model" not in ckpt and "state_dict" not in ckpt:
+            fail(f"--resume {args.resume}: no 'model' or 'state_dict' in it")
+        model_without_ddp.load_state_dict(strip_prefix(ckpt.get("model", ckpt.get("state_dict"))))
         if not args.evaluate:
             optimizer.load_state_dict(ckpt["optimizer"])
             scheduler.load_state_dict(ckpt["scheduler"])
@@ -401,7 +414,7 @@ def main(args):
             t_wait += time.time() - t_end
             # uint8 -> float, scale jitter (seeded by seed, epoch, iteration: exact resume), memory layout
             clips = data.normalize(clips.to(device, non_blocking=True))
-            zoom_rng.manual_seed(args.seed * 10**9 + epoch * 10**6 + it)
+            zoom_rng.manual_seed(((args.seed * 1000 + rank) * 1000 + epoch) * 10**6 + it)
             clips = data.random_zoom(clips, zoom_rng).contiguous(memory_format=memory_format)
             labels = labels.to(device, non_blocking=True)
             # forward / backward / step
@@ -445,8 +458,12 @@ def main(args):
         totals = torch.tensor([loss_sum, correct, seen], dtype=torch.float64, device=device)
         if world_size > 1:
             dist.all_reduce(totals)
-        log = {"epoch": epoch, "lr": optimizer.param_groups[0]["lr"], "train_loss": (totals[0] / totals[2]).item(),
-               "train_top1": (100 * totals[1] / totals[2]).item(), "val_top1": None, "val_top5": None}
+        trained = totals[2].item() > 0  # 0 when a resume lands on the epoch's end
+        log = {"epoch": epoch, "lr": optimizer.param_groups[0]["lr"], "train_loss": (totals[0] / totals[2]).item() if trained else None,
+               "train_top1": (100 * totals[1] / totals[2]).item() if trained else None, "val_top1": None, "val_top5": None}
+        if world_size > 1:  # BN running stats differ per rank (own batches): score with rank 0's, the saved ones
+            for b in model_without_ddp.buffers():
+                dist.broadcast(b, 0)
         if (epoch + 1) % args.eval_freq == 0 or epoch + 1 == args.epochs:
             log["val_top1"], log["val_top5"], _, _ = evaluate(eval_model, val_loader, val_indices, args, device, autocast, world_size, memory_format)
             print(f"epoch {epoch} * Acc@1 {log['val_top1']:.3f} Acc@5 {log['val_top5']:.3f}")
