@@ -195,7 +195,7 @@ def bench_data(args):
                 for name, m in methods.items():
                     one[name] = max(one[name], rate_main(m, idx))
             idx = [i % K for i in range(64 * max(1, args.workers))]
-            many = {name: rate_loader(m.ds, idx, args.workers, m.collate) if isinstance(m, Collated) else
+            many = {name: rate_loader(m.ds, idx, args.workers, collate=m.collate) if isinstance(m, Collated) else
                     rate_loader(m, idx, args.workers) for name, m in methods.items()} if args.workers else {}
             device_part = rate_device_part(ds, K, mode)
             best_a = max(v for k, v in one.items() if k.startswith("(a)"))
@@ -418,9 +418,14 @@ def main(argv=None):
     for name in ("train.txt", "val.txt")[:2 if args.cmd == "data" else 1]:
         if getattr(args, "frames", None) and not os.path.isfile(os.path.join(args.frames, name)):
             fail(f"--frames {args.frames} has no {name} (make one: python data.py synth DIR)")
+    if getattr(args, "iters", 1) < (1 if args.cmd == "data" else 0) or getattr(args, "videos", 0) < 0:
+        fail("--iters must be >= 1 for data (0 = params/GMACs only, for model) and --videos >= 0")
     with warnings.catch_warnings():  # torchvision >= 0.29 warns on every decode (decoders move to TorchCodec)
         warnings.filterwarnings("ignore", "The image decoding", DeprecationWarning)
-        out = {"data": bench_data, "model": bench_model, "train": bench_train}[args.cmd](args)
+        try:
+            out = {"data": bench_data, "model": bench_model, "train": bench_train}[args.cmd](args)
+        except (ValueError, FileNotFoundError) as e:  # bad sizes, a bad list or frame: data.py / model.py say which
+            fail(str(e))
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:
