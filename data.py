@@ -255,9 +255,11 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         if not 1 <= crop_size <= new_size:
             raise ValueError(f"need 1 <= crop_size <= new_size, got crop_size {crop_size}, new_size {new_size}")
         try:
-            image_tmpl.format(start_index)
+            distinct = image_tmpl.format(start_index) != image_tmpl.format(start_index + 1)  # no field: one file for all
         except (IndexError, KeyError, ValueError):
-            raise ValueError(f"image_tmpl {image_tmpl!r} needs one integer field, like 'img_{{:05d}}.jpg'") from None
+            distinct = False
+        if not distinct:
+            raise ValueError(f"image_tmpl {image_tmpl!r} needs one integer field, like 'img_{{:05d}}.jpg'")
         self.list_file, self.image_tmpl, self.mode = str(list_file), image_tmpl, mode
         self.t_length, self.t_stride, self.new_size, self.crop_size = t_length, t_stride, new_size, crop_size
         self.num_clips, self.num_crops, self.flip, self.start_index = num_clips, num_crops, flip, start_index
