@@ -477,22 +477,27 @@ def test_same_seed_epoch_index_same_clip_other_epoch_differs(synth):
 
 
 def test_dataloader_workers_0_and_2_identical(synth):
+    # Per epoch, as train.py does: set_epoch, then a fresh loader (workers only see the epoch they start with).
     root, train, _ = synth
     batches = {}
     for workers in (0, 2):
         ds = data.VideoFrameDataset(train, mode="train", seed=1, **SMALL)
-        ds.set_epoch(2)
-        sampler = torch.utils.data.RandomSampler(ds, generator=torch.Generator().manual_seed(0))
-        loader = torch.utils.data.DataLoader(ds, batch_size=2, sampler=sampler, num_workers=workers,
-                                             collate_fn=data.collate)
-        batches[workers] = list(loader)
-    assert len(batches[0]) == 2
-    for (x0, y0), (x2, y2) in zip(batches[0], batches[2]):
-        assert x0.shape == (2, 3, 4, 32, 32) and torch.equal(x0, x2) and torch.equal(y0, y2)
+        for epoch in (2, 3):
+            ds.set_epoch(epoch)
+            sampler = torch.utils.data.RandomSampler(ds, generator=torch.Generator().manual_seed(0))
+            loader = torch.utils.data.DataLoader(ds, batch_size=2, sampler=sampler, num_workers=workers,
+                                                 collate_fn=data.collate)
+            batches[workers, epoch] = list(loader)
+    assert len(batches[0, 2]) == 2
+    for epoch in (2, 3):
+        for (x0, y0), (x2, y2) in zip(batches[0, epoch], batches[2, epoch]):
+            assert x0.shape == (2, 3, 4, 32, 32) and torch.equal(x0, x2) and torch.equal(y0, y2)
+    for workers in (0, 2):  # same sampler order, another epoch: other clips
+        assert not torch.equal(torch.cat([x for x, _ in batches[workers, 2]]), torch.cat([x for x, _ in batches[workers, 3]]))
     # and equal to the samples read directly in the sampler's order
     order = list(torch.utils.data.RandomSampler(ds, generator=torch.Generator().manual_seed(0)))
     direct = torch.stack([ds[i][0] for i in order])
-    assert torch.equal(torch.cat([x for x, _ in batches[2]]), direct)
+    assert torch.equal(torch.cat([x for x, _ in batches[2, 3]]), direct)
 
 
 def test_flip_mirrors_along_width(synth):
