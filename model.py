@@ -205,9 +205,13 @@ def _read_state_dict(src):
         obj = obj["state_dict"]
     if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
         raise ValueError(f"--pretrained {src}: not a state dict (nor a dict with 'model' / 'state_dict')")
-    # DataParallel/DDP save "module.", torch.compile "_orig_mod.": strip them wherever they lead.
+    return strip_prefixes(obj)
+
+
+def strip_prefixes(state_dict):
+    """DataParallel/DDP save "module.", torch.compile "_orig_mod.": strip them wherever they lead."""
     out = {}
-    for k, v in obj.items():
+    for k, v in state_dict.items():
         while k.startswith(("module.", "_orig_mod.")):
             k = k.split(".", 1)[1]
         out[k] = v

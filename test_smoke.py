@@ -1041,6 +1041,13 @@ def test_user_errors_exit_2_with_one_line(tiny_data, tmp_path, capsys, extra, me
     assert len(err.splitlines()) == 1 and message in err, err
 
 
+@pytest.mark.parametrize("flag", ["--test_clips", "--eval-freq", "--print-freq", "--batch-size", "--t_length"])
+def test_zero_counts_are_rejected_naming_the_flag(capsys, flag):
+    with pytest.raises(SystemExit) as e:
+        train.parse_args(["ucf101", "a.txt", "b.txt", flag, "0"])
+    assert e.value.code == 2 and f"{flag}: must be an integer >= 1" in capsys.readouterr().err
+
+
 def test_missing_list_is_one_line_from_the_cli(tmp_path):
     r = run_train_cli(["ucf101", str(tmp_path / "missing.txt"), str(tmp_path / "val.txt"), "--device", "cpu"])
     assert r.returncode == 2 and "Traceback" not in r.stderr

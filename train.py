@@ -58,6 +58,13 @@ DEMO_DEFAULTS = dict(arch="resnet10_3d", t_length=8, t_stride=2, new_size=48, cr
                      lr=0.02, lr_steps=[9], warmup=1, dropout=0.0, workers=2, eval_freq=1, print_freq=8)
 
 
+def positive(text):
+    """argparse type for counts and sizes: a 0 would only fail later, as a division by zero."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return int(text)
+
+
 def get_args_parser():
     p = argparse.ArgumentParser(description="Train / evaluate 3D ConvNets on video frame folders.", add_help=True)
     p.add_argument("dataset", help=f"one of {', '.join(NUM_CLASSES)} (sets the number of classes), 'demo', or any name (classes from the lists)")
@@ -67,18 +74,18 @@ def get_args_parser():
     p.add_argument("-a", "--arch", default="resnet50_3d", help=f"one of: {', '.join(models.ARCHS)}")
     p.add_argument("--dro", "--dropout", dest="dropout", default=0.2, type=float, help="dropout before fc")
     p.add_argument("--mode", default="3D", choices=["3D"], help="clip mode (the original's 2D/TSN modes are not kept)")
-    p.add_argument("--t_length", default=16, type=int, help="frames per clip")
-    p.add_argument("--t_stride", default=4, type=int, help="frames between sampled frames")
-    p.add_argument("--new_size", default=256, type=int, help="short side in px before cropping (train jitters it to 1.25x)")
-    p.add_argument("--crop_size", default=224, type=int, help="square crop in px")
+    p.add_argument("--t_length", default=16, type=positive, help="frames per clip")
+    p.add_argument("--t_stride", default=4, type=positive, help="frames between sampled frames")
+    p.add_argument("--new_size", default=256, type=positive, help="short side in px before cropping (train jitters it to 1.25x)")
+    p.add_argument("--crop_size", default=224, type=positive, help="square crop in px")
     p.add_argument("--pretrained", nargs="?", const="imagenet", default=None, help="imagenet | imagenet_v2 | PATH (2D ResNet or 3D checkpoint); bare = imagenet")
     p.add_argument("--pretrained_model", default=None, help="PATH to pretrained weights (overrides --pretrained)")
     p.add_argument("--inflate", default="mean", choices=["mean", "center"], help="how 2D kernels are inflated over time")
     p.add_argument("--num_classes", default=None, type=int, help="override the number of classes")
     p.add_argument("--no_flip", action="store_true", help=f"no horizontal flips in training (always for {', '.join(sorted(NO_FLIP))})")
     # optimisation
-    p.add_argument("--epochs", default=95, type=int, help="total epochs")
-    p.add_argument("-b", "--batch-size", dest="batch_size", default=64, type=int, help="clips per process per step (DataParallel splits it over GPUs; with --ddp global batch = b x world size)")
+    p.add_argument("--epochs", default=95, type=positive, help="total epochs")
+    p.add_argument("-b", "--batch-size", dest="batch_size", default=64, type=positive, help="clips per process per step (DataParallel splits it over GPUs; with --ddp global batch = b x world size)")
     p.add_argument("--lr", "--learning-rate", dest="lr", default=0.001, type=float, help="initial learning rate (not scaled with the batch)")
     p.add_argument("--lr_steps", default=[40, 80, 90], type=float, nargs="+", help="epochs at which the lr is multiplied by 0.1")
     p.add_argument("--warmup", default=0.0, type=float, help="epochs of linear lr warmup, stepped per iteration")
@@ -88,8 +95,8 @@ def get_args_parser():
     p.add_argument("--clip-grad", dest="clip_grad", default=0.0, type=float, help="max grad norm (0 = off)")
     p.add_argument("--label-smoothing", dest="label_smoothing", default=0.0, type=float, help="cross-entropy label smoothing")
     # monitoring
-    p.add_argument("-p", "--print-freq", dest="print_freq", default=20, type=int, help="log every N iterations")
-    p.add_argument("-ef", "--eval-freq", dest="eval_freq", default=2, type=int, help="validate every N epochs (and after the last)")
+    p.add_argument("-p", "--print-freq", dest="print_freq", default=20, type=positive, help="log every N iterations")
+    p.add_argument("-ef", "--eval-freq", dest="eval_freq", default=2, type=positive, help="validate every N epochs (and after the last)")
     # runtime
     p.add_argument("-j", "--workers", default=4, type=int, help="data loading worker processes per process")
     p.add_argument("--resume", default="", help="checkpoint PATH to resume from, or 'auto' (the run folder's checkpoint.pth if present)")
@@ -106,7 +113,7 @@ def get_args_parser():
     p.add_argument("--channels-last", dest="channels_last", action="store_true", help="channels_last_3d memory format (faster convs on tensor cores)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--seed", default=0, type=int, help="seed for init, sampling and augmentation")
-    p.add_argument("--test_clips", default=1, type=int, help="--evaluate: clips per video, spread over the whole video")
+    p.add_argument("--test_clips", default=1, type=positive, help="--evaluate: clips per video, spread over the whole video")
     p.add_argument("--test_crops", default=1, type=int, choices=[1, 3], help="--evaluate: spatial crops per clip (3: the whole short side, resized to --crop_size; PySlowFast tests with --crop_size 256)")
     p.add_argument("--save_scores", action="store_true", help="--evaluate: write per-video softmax scores to the run folder (.npz)")
     return p
@@ -167,10 +174,6 @@ def atomic_save(obj, path):
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-
-
-def strip_prefix(state_dict):
-    return {k.removeprefix("module."): v for k, v in state_dict.items()}
 
 
 def gather(obj, world_size):
@@ -355,7 +358,7 @@ def main(args):
             fail(f"--resume {args.resume} holds a {ckpt['args']['arch']} model, not --arch {args.arch}")
         if "model" not in ckpt and "state_dict" not in ckpt:
             fail(f"--resume {args.resume}: no 'model' or 'state_dict' in it")
-        model_without_ddp.load_state_dict(strip_prefix(ckpt.get("model", ckpt.get("state_dict"))))
+        model_without_ddp.load_state_dict(models.strip_prefixes(ckpt.get("model", ckpt.get("state_dict"))))
         if not args.evaluate:
             optimizer.load_state_dict(ckpt["optimizer"])
             scheduler.load_state_dict(ckpt["scheduler"])
