@@ -1,0 +1,370 @@
+"""train.py: schedule, gradient accumulation, resume rules, run folders, faults and flags.
+
+Every fault that could hang runs in a subprocess with a timeout; the rest call train.main in-process.
+"""
+from pathlib import Path
+import errno
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import data
+import train
+
+REPO = Path(__file__).resolve().parent
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+# 8 train videos, -b 4: two optimizer steps per epoch on resnet10_3d at 4 x 32 x 32 (a second or two on CPU).
+TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_size", "36", "--crop_size", "32",
+        "-b", "4", "--lr", "0.01", "--lr_steps", "2", "--dro", "0", "-j", "0", "-p", "1", "-ef", "1", "--device", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def lists(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tiny")
+    train_list, val_list = data.make_synth(out, classes=4, videos=8, frames=10, size=(48, 40))
+    return str(train_list), str(val_list)
+
+
+def run_main(argv):
+    return train.main(train.parse_args(argv))
+
+
+def run_cli(argv, timeout=240, **kw):
+    return subprocess.run([sys.executable, str(REPO / "train.py"), *argv], capture_output=True, text=True,
+                          env=ENV, cwd=REPO, timeout=timeout, **kw)
+
+
+def run_dir(root, argv):
+    return Path(root) / train.run_dir_name(train.parse_args(argv))
+
+
+def logs(folder):
+    return [json.loads(line) for line in (folder / "log.jsonl").read_text().splitlines()]
+
+
+def weights(path):
+    return torch.load(path, map_location="cpu", weights_only=False)["model"]
+
+
+def one_line_error(capsys_or_text, *needles, code=2, exc=None):
+    if exc is not None:
+        assert exc.value.code == code
+    err = capsys_or_text if isinstance(capsys_or_text, str) else capsys_or_text.readouterr().err
+    err = err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    for needle in needles:
+        assert needle in err, err
+    return err
+
+
+# ---- the lr schedule: a function of (flags, step) --------------------------------------------------
+def test_lr_at_step_cosine_and_warmup():
+    a = train.parse_args(["x", "a", "b", "--lr", "0.1", "--lr_steps", "2", "3", "--epochs", "4"])
+    assert [train.lr_at(a, s, 10) for s in (0, 19, 20, 29, 30, 39)] == pytest.approx([0.1, 0.1, 0.01, 0.01, 0.001, 0.001])
+    a.warmup = 1.0  # 10 steps of linear warmup: step s has lr (s + 1) / 10 x lr
+    assert [train.lr_at(a, s, 10) for s in (0, 4, 9, 10)] == pytest.approx([0.01, 0.05, 0.1, 0.1])
+    c = train.parse_args(["x", "a", "b", "--lr", "0.1", "--lr_policy", "cosine", "--epochs", "4"])
+    for s in (0, 7, 20, 33, 40):
+        assert train.lr_at(c, s, 10) == pytest.approx(0.05 * (1 + math.cos(math.pi * s / 40)))
+
+
+def test_logged_lr_is_the_lr_used_and_resume_follows_new_epochs(lists, tmp_path):
+    # 2 epochs of a 2-epoch cosine schedule, then resume with --epochs 4: epochs 2-3 follow the 4-epoch
+    # cosine (no stale saved scheduler), and each logged lr is the one of that epoch's last step.
+    args = ["ucf101", *lists, *TINY, "--lr_policy", "cosine", "--lr", "0.1", "--output_root", str(tmp_path)]
+    run_main([*args, "--epochs", "2"])
+    run_main([*args, "--epochs", "4", "--resume", "auto"])
+    got = [log["lr"] for log in logs(run_dir(tmp_path, args))]
+    a2, a4 = train.parse_args([*args, "--epochs", "2"]), train.parse_args([*args, "--epochs", "4"])
+    want = [train.lr_at(a2, 1, 2), train.lr_at(a2, 3, 2), train.lr_at(a4, 5, 2), train.lr_at(a4, 7, 2)]
+    assert got == pytest.approx(want)
+    assert got[1] == pytest.approx(0.05 * (1 + math.cos(math.pi * 3 / 4)))  # not the next step's lr
+
+
+def test_start_epoch_starts_there_with_that_epochs_lr(lists, tmp_path):
+    args = ["ucf101", *lists, *TINY, "--lr_steps", "1", "--start-epoch", "2", "--epochs", "3", "--output_root", str(tmp_path)]
+    run_main(args)
+    (log,) = logs(run_dir(tmp_path, args))
+    assert log["epoch"] == 2 and log["lr"] == pytest.approx(0.001)
+
+
+# ---- gradient accumulation -------------------------------------------------------------------------
+def test_iter_size_2_b_2_equals_b_4_and_resumes_exactly_mid_epoch(lists, tmp_path, monkeypatch):
+    # BN frozen (eval mode): no batch statistics, so 2 x 2 accumulated == one batch of 4 up to float rounding.
+    common = ["ucf101", *lists, *TINY, "--freeze_bn", "--epochs", "2"]
+    run_main([*common, "-b", "4", "--output_root", str(tmp_path / "b4")])
+    run_main([*common, "-b", "2", "--iter_size", "2", "--output_root", str(tmp_path / "acc")])
+    w4, wacc = weights(run_dir(tmp_path / "b4", common) / "checkpoint.pth"), weights(run_dir(tmp_path / "acc", common) / "checkpoint.pth")
+    for k in w4:
+        assert torch.allclose(w4[k].float(), wacc[k].float(), atol=1e-6, rtol=1e-5), k
+    # The same accumulated run, stopped by a signal after its first optimizer step, then resumed.
+    seen = []
+
+    def lr_and_signal(args, step, steps_per_epoch):
+        seen.append(step)
+        if step == 0 and seen.count(0) == 2:  # both batches of step 0 ran: the stop is checked after it
+            train.STOP["signal"] = signal.SIGTERM
+        return original(args, step, steps_per_epoch)
+
+    original = train.lr_at
+    monkeypatch.setattr(train, "lr_at", lr_and_signal)
+    stopped = ["-b", "2", "--iter_size", "2", "--output_root", str(tmp_path / "stop")]
+    with pytest.raises(SystemExit) as e:
+        run_main([*common, *stopped])
+    train.STOP["signal"] = 0
+    assert e.value.code == 128 + signal.SIGTERM
+    ckpt = torch.load(run_dir(tmp_path / "stop", common) / "checkpoint.pth", weights_only=False)
+    assert (ckpt["epoch"], ckpt["iter"]) == (0, 2)  # mid-epoch: 2 of its 4 batches done
+    monkeypatch.setattr(train, "lr_at", original)
+    run_main([*common, *stopped, "--resume", "auto"])
+    resumed = weights(run_dir(tmp_path / "stop", common) / "checkpoint.pth")
+    for k in wacc:
+        assert torch.equal(wacc[k], resumed[k]), k
+
+
+def test_mid_epoch_resume_needs_the_same_global_batch(lists, tmp_path, monkeypatch, capsys):
+    args = ["ucf101", *lists, *TINY, "--epochs", "2", "--output_root", str(tmp_path)]
+    original = train.lr_at
+
+    def stop_at_step_0(a, step, n):
+        train.STOP["signal"] = signal.SIGTERM
+        return original(a, step, n)
+
+    monkeypatch.setattr(train, "lr_at", stop_at_step_0)
+    with pytest.raises(SystemExit):
+        run_main(args)
+    train.STOP["signal"] = 0
+    monkeypatch.setattr(train, "lr_at", original)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        run_main([*args, "-b", "2", "--resume", "auto"])
+    one_line_error(capsys, "global batch of 4", "this run has 2", exc=e)
+    with pytest.raises(SystemExit) as e:  # (another --t_length is another run folder: name the checkpoint)
+        run_main([*args, "--t_length", "2", "--resume", str(run_dir(tmp_path, args) / "checkpoint.pth")])
+    one_line_error(capsys, "--t_length 4, not 2", exc=e)
+
+
+# ---- run folders, disk, checkpoints ----------------------------------------------------------------
+def test_run_folder_is_never_silently_reused(lists, tmp_path, capsys):
+    args = ["ucf101", *lists, *TINY, "--epochs", "1", "--output_root", str(tmp_path)]
+    run_main(args)
+    folder = run_dir(tmp_path, args)
+    before = (folder / "checkpoint.pth").read_bytes()
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        run_main([*args, "--lr", "0.5"])
+    one_line_error(capsys, str(folder), "--resume auto", "--run_name", exc=e)
+    assert (folder / "checkpoint.pth").read_bytes() == before and len(logs(folder)) == 1
+    run_main([*args, "--lr", "0.5", "--run_name", "other"])
+    assert (tmp_path / "other" / "checkpoint.pth").exists()
+
+
+@pytest.mark.parametrize("case", ["file", "under_a_file"])
+def test_unwritable_output_fails_before_any_work(lists, tmp_path, capsys, case):
+    (tmp_path / "f").write_text("x")
+    root = tmp_path / "f" if case == "under_a_file" else tmp_path
+    name = ["--run_name", "f"] if case == "file" else []
+    with pytest.raises(SystemExit) as e:
+        run_main(["ucf101", *lists, *TINY, "--output_root", str(root), *name])
+    one_line_error(capsys, "run folder", exc=e)
+
+
+def test_disk_full_during_save_keeps_the_last_checkpoint(lists, tmp_path, monkeypatch, capsys):
+    args = ["ucf101", *lists, *TINY, "--epochs", "3", "--output_root", str(tmp_path)]
+    real_save, calls = torch.save, []
+
+    def save(obj, f, *a, **k):  # the second checkpoint hits a full disk after writing some bytes
+        calls.append(1)
+        if len(calls) == 2:
+            f.write(b"partial")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_save(obj, f, *a, **k)
+
+    monkeypatch.setattr(torch, "save", save)
+    with pytest.raises(SystemExit) as e:
+        run_main(args)
+    folder = run_dir(tmp_path, args)
+    one_line_error(capsys, str(folder / "checkpoint.pth"), "MiB free", code=1, exc=e)
+    assert {"checkpoint.pth", "log.jsonl"} <= {p.name for p in folder.iterdir()} <= {"checkpoint.pth", "log.jsonl", "model_best.pth"}
+    assert torch.load(folder / "checkpoint.pth", weights_only=False)["epoch"] == 1
+    monkeypatch.setattr(torch, "save", real_save)
+    (folder / "checkpoint.pth.tmp").write_bytes(b"left by a killed save")
+    run_main([*args, "--resume", "auto"])  # space is back: continues from epoch 1, the litter is gone
+    assert [log["epoch"] for log in logs(folder)] == [0, 1, 2] and not list(folder.glob("*.tmp*"))
+
+
+@pytest.mark.parametrize("kind", ["text", "empty", "truncated", "bare", "classes"])
+def test_bad_resume_files_are_one_line(lists, tmp_path, capsys, kind):
+    args = ["ucf101", *lists, *TINY, "--epochs", "1"]
+    good = run_dir(tmp_path / "good", args) / "checkpoint.pth"
+    run_main([*args, "--output_root", str(tmp_path / "good")])
+    bad = tmp_path / "bad.pth"
+    blob = good.read_bytes()
+    bad.write_bytes({"text": b"hello\n", "empty": b"", "truncated": blob[:len(blob) // 2]}.get(kind, b""))
+    if kind == "bare":
+        torch.save(weights(good), bad)
+    if kind == "classes":
+        bad = good
+    flags = ["--num_classes", "7"] if kind == "classes" else []
+    for evaluate in ([], ["--evaluate"]):
+        if kind == "bare" and evaluate:
+            continue  # weights are all --evaluate needs
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as e:
+            run_main([*args, *flags, *evaluate, "--resume", str(bad), "--output_root", str(tmp_path / "x")])
+        one_line_error(capsys, str(bad), exc=e)
+
+
+# ---- flags -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("flags, needle", [
+    (["-j", "-1"], "-j/--workers"), (["--seed", "-1"], "--seed"), (["--start-epoch", "-1"], "--start-epoch"),
+    (["--label-smoothing", "1.5"], "--label-smoothing"), (["--warmup", "-2"], "--warmup"),
+    (["--num_classes", "0"], "--num_classes"), (["--lr", "nan"], "--lr"),
+])
+def test_bad_flags_are_one_line_naming_the_flag(flags, needle):
+    r = run_cli(["ucf101", "a.txt", "b.txt", *flags], timeout=60)
+    assert r.returncode == 2
+    one_line_error(r.stderr, needle)
+
+
+def test_unknown_arch_is_reported_first(lists, tmp_path, capsys):
+    # A 8-video list with the default -b 64 would fail too; the arch is what the user must hear about.
+    with pytest.raises(SystemExit) as e:
+        run_main(["ucf101", *lists, "--arch", "resnet999_3d", "--device", "cpu", "--output_root", str(tmp_path)])
+    one_line_error(capsys, "resnet999_3d", exc=e)
+
+
+def test_val_label_unseen_in_training_is_a_warning(lists, tmp_path, capsys):
+    val = tmp_path / "val.txt"
+    lines = Path(lists[1]).read_text().splitlines()
+    val.write_text("\n".join(lines[:3] + [lines[3].rsplit(" ", 1)[0] + " 9"]) + "\n")
+    run_main(["ucf101", lists[0], str(val), *TINY, "--epochs", "1", "--data_root", str(Path(lists[1]).parent),
+              "--output_root", str(tmp_path)])
+    assert f"{val}:4: label 9 never occurs in {lists[0]}" in capsys.readouterr().err
+
+
+def test_each_epoch_has_its_own_order(lists, tmp_path):
+    # Without train_sampler.set_epoch every epoch would replay epoch 0's order.
+    args = train.parse_args(["ucf101", *lists, *TINY, "--output_root", str(tmp_path)])
+    train.check_args(args)
+    d = train.build_data(args, train.setup_runtime(args))
+    orders = [list(train.train_loader(args, d, epoch, 0).sampler) for epoch in (0, 1, 2)]
+    assert sorted(orders[0]) == sorted(orders[1]) and len({tuple(o) for o in orders}) == 3
+    assert list(train.train_loader(args, d, 1, 1).sampler) == orders[1][4:]  # a resumed epoch skips what it did
+
+
+def test_fine_tuning_modes_freeze_what_they_say(lists, tmp_path):
+    args = ["ucf101", *lists, *TINY, "--epochs", "1", "--lr", "0.1"]
+    run_main([*args, "--output_root", str(tmp_path / "a")])
+    first = weights(run_dir(tmp_path / "a", args) / "checkpoint.pth")
+    for mode, root in (("--freeze_bn", "bn"), ("--fc_only", "fc")):
+        run_main([*args, mode, "--pretrained", str(run_dir(tmp_path / "a", args) / "checkpoint.pth"),
+                  "--output_root", str(tmp_path / root)])
+        after = weights(run_dir(tmp_path / root, args) / "checkpoint.pth")
+        bn = [k for k in first if ".bn" in f".{k}" or "downsample.1" in k]
+        assert bn and all(torch.equal(first[k], after[k]) for k in bn), mode  # statistics and affine fixed
+        convs = [k for k in first if k.endswith("conv1.weight")]
+        assert all(torch.equal(first[k], after[k]) for k in convs) == (mode == "--fc_only"), mode
+        assert not torch.equal(first["fc.weight"], after["fc.weight"])
+
+
+# ---- one step of each flag the rest of the suite does not run --------------------------------------
+def test_clip_grad_bounds_the_first_step(lists, tmp_path):
+    # First SGD step with no weight decay: the update is lr x the clipped gradient, so its norm <= lr x max.
+    args = ["ucf101", *lists, *TINY, "--epochs", "1", "-b", "8", "--wd", "0", "--lr", "1", "--clip-grad", "0.001"]
+    run_main([*args, "--output_root", str(tmp_path)])
+    torch.manual_seed(0)
+    init = train.models.build_model("resnet10_3d", 101).state_dict()
+    after = weights(run_dir(tmp_path, args) / "checkpoint.pth")
+    change = torch.cat([(after[k] - init[k]).flatten() for k in init if init[k].dtype.is_floating_point and "running" not in k])
+    assert 0 < change.norm() <= 0.001 * 1.0001
+
+
+@pytest.mark.parametrize("flags", [["--amp", "bf16"], ["--channels-last"], ["--label-smoothing", "0.2"],
+                                   ["--bn_bias_wd"], ["--no_flip"], ["--iter_size", "2", "-b", "2", "--ddp"]])
+def test_one_epoch_with_flag(lists, tmp_path, flags):
+    if "--ddp" in flags:  # one-process torchrun: DDP with no_sync on the accumulation steps
+        r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
+                            str(REPO / "train.py"), "ucf101", *lists, *TINY, *flags, "--epochs", "1",
+                            "--output_root", str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=240)
+        assert r.returncode == 0, r.stderr[-2000:]
+    else:
+        run_main(["ucf101", *lists, *TINY, *flags, "--epochs", "1", "--output_root", str(tmp_path)])
+    (folder,) = tmp_path.iterdir()
+    (log,) = logs(folder)
+    assert math.isfinite(log["train_loss"]) and log["val_top1"] is not None
+    ckpt = torch.load(folder / "checkpoint.pth", weights_only=False)
+    assert all(v.dtype != torch.bfloat16 for v in ckpt["model"].values())
+    assert ckpt["args"]["mean"] == data.MEAN
+
+
+def test_flags_reach_their_targets(lists, tmp_path):
+    args = train.parse_args(["ucf101", *lists, *TINY, "--no_flip", "--bn_bias_wd", "--label-smoothing", "0.2",
+                             "--output_root", str(tmp_path)])
+    train.check_args(args)
+    rt = train.setup_runtime(args)
+    assert train.build_data(args, rt).train_ds.flip is False
+    net = train.build_net(args, rt)
+    groups = net.optimizer.param_groups
+    assert [g["weight_decay"] for g in groups] == [5e-4, 0.0] and len(groups[1]["params"]) == 0  # all decayed
+
+
+# ---- faults in workers and ranks: no hang, one line ------------------------------------------------
+def test_bad_val_frame_with_workers_ends_promptly_with_one_line(lists, tmp_path):
+    root = Path(lists[0]).parent
+    folder = tmp_path / "copy"
+    shutil.copytree(root, folder)
+    first_val = Path(lists[1]).read_text().split()[0]
+    os.remove(folder / first_val / "img_00004.jpg")  # read by the centred clip; the early check sees frames 1 and 10
+    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "-j", "2", "--epochs", "1",
+            "--output_root", str(tmp_path / "out")]
+    r = run_cli(args, timeout=120)
+    assert r.returncode == 2, r.stderr[-2000:]
+    err = one_line_error(r.stderr.strip().splitlines()[-1], "img_00004.jpg", "val.txt:1")
+    assert "validation stopped (checkpoint.pth saved)" in err
+    assert torch.load(run_dir(tmp_path / "out", args) / "checkpoint.pth", weights_only=False)["epoch"] == 1
+    ckpt = str(run_dir(tmp_path / "out", args) / "checkpoint.pth")
+    r = run_cli([*args, "--evaluate", "--resume", ckpt], timeout=120)
+    assert r.returncode == 2
+    one_line_error(r.stderr, "evaluation stopped", "img_00004.jpg")
+
+
+def test_process_group_sigterm_with_workers_saves(lists, tmp_path):
+    # SIGTERM to the whole process group (preemption, Ctrl-C): workers must not die before the main process saves.
+    args = ["ucf101", *lists, *TINY, "-j", "2", "--epochs", "50", "--output_root", str(tmp_path)]
+    p = subprocess.Popen([sys.executable, str(REPO / "train.py"), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=ENV, cwd=REPO, start_new_session=True)
+    try:
+        for line in p.stdout:
+            if line.startswith("epoch 1 ["):
+                os.killpg(p.pid, signal.SIGTERM)
+                break
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert torch.load(run_dir(tmp_path, args) / "checkpoint.pth", weights_only=False)["epoch"] >= 1
+
+
+def test_ddp_rank_failure_ends_every_rank(lists, tmp_path):
+    # 2 ranks evaluate; the bad video is in rank 1's shard only. Both must end, non-zero, with the message.
+    folder = tmp_path / "copy"
+    shutil.copytree(Path(lists[0]).parent, folder)
+    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "--epochs", "1", "--output_root", str(tmp_path)]
+    assert run_cli(args).returncode == 0
+    second_val = (folder / "val.txt").read_text().splitlines()[1].split()[0]
+    (folder / second_val / "img_00004.jpg").write_bytes(b"not a jpeg")
+    ckpt = str(run_dir(tmp_path, args) / "checkpoint.pth")
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                        str(REPO / "train.py"), *args, "--ddp", "-j", "2", "--evaluate", "--resume", ckpt],
+                       capture_output=True, text=True, env=ENV, timeout=180)
+    assert r.returncode != 0
+    assert "evaluation stopped" in r.stderr and "img_00004.jpg" in r.stderr and "val.txt:2" in r.stderr
