@@ -19,7 +19,6 @@ import os
 import sys
 import tempfile
 
-import numpy as np
 import torch
 
 import data
@@ -43,12 +42,25 @@ class _DecodedVideo(data.VideoFrameDataset):
         return [self.decoded[int(i) - self.start_index] for i in numbers]
 
 
-def decode_video(path):
-    """A video file -> list of uint8 (H, W, 3) RGB tensors, every frame of its first video stream."""
+def decode_video(path, short_side=None):
+    """A video file -> list of uint8 (H, W, 3) RGB tensors, every frame of its first video stream.
+
+    short_side: frames larger than that are scaled (bilinear, by FFmpeg's swscale) to that short side as
+    they are decoded, as `data.py extract --short-side` makes training frames. predict passes the
+    checkpoint's new_size: the crops are then the ones evaluation takes, and a long HD video does not
+    hold every full-size frame in memory (a 10 s 1080p clip would be 1.9 GB; at short side 256, 80 MB)."""
+    def rgb(frame):
+        w, h = frame.width, frame.height
+        if short_side and min(w, h) > short_side:
+            s = short_side / min(w, h)  # the rounding of data.py extract
+            return frame.to_ndarray(width=max(1, round(w * s)), height=max(1, round(h * s)), format="rgb24",
+                                    interpolation="BILINEAR")
+        return frame.to_ndarray(format="rgb24")
+
     try:
         import av  # optional dependency (pip install av), imported where it is needed
         with av.open(path) as container:
-            frames = [torch.from_numpy(f.to_ndarray(format="rgb24")) for f in container.decode(video=0)]
+            frames = [torch.from_numpy(rgb(f)) for f in container.decode(video=0)]
     except ImportError:
         raise PredictError(f"{path}: decoding a video file needs PyAV: pip install av") from None
     except Exception as e:  # PyAV raises many kinds (InvalidDataError, ValueError for no video stream, ...)
@@ -104,9 +116,12 @@ def make_dataset(frames_or_folder, args, clips, crops):
         list_file = os.path.join(tmp, "predict.txt")
         with open(list_file, "w", encoding="utf-8") as f:
             f.write(f"{folder} {num_frames} 0\n")
-        if frames is None:
-            return data.VideoFrameDataset(list_file, **kwargs), num_frames
-        return _DecodedVideo(frames, list_file=list_file, **kwargs), num_frames
+        try:
+            if frames is None:
+                return data.VideoFrameDataset(list_file, **kwargs), num_frames
+            return _DecodedVideo(frames, list_file=list_file, **kwargs), num_frames
+        except ValueError as e:  # settings data.py refuses (say a checkpoint's image_tmpl without a number)
+            raise PredictError(f"checkpoint settings: {e}") from None
 
 
 def _normalize(x, args):
@@ -136,19 +151,27 @@ def predict_one(model, source, args, clips, crops, device, batch=8):
     return torch.cat(probs).mean(0), num_frames
 
 
+def positive(text):
+    """argparse type: a count >= 1 (argparse then prints one line and exits 2)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return int(text)
+
+
 def get_parser():
-    p = argparse.ArgumentParser(prog="train.py predict", description="Top-5 classes of videos or frame folders, with a checkpoint's own clip settings.")
+    p = argparse.ArgumentParser(prog="train.py predict",
+                                description="Top-5 classes of videos or frame folders, with a checkpoint's own clip settings.")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="video file (decoded with PyAV) or frame folder")
-    p.add_argument("--resume", required=True, metavar="CKPT", help="checkpoint written by train.py (checkpoint.pth / model_best.pth)")
-    p.add_argument("--test_clips", type=int, default=1, help="clips per input, spread over the whole video")
+    p.add_argument("--resume", required=True, metavar="CKPT", help="checkpoint written by train.py (model_best.pth, ...)")
+    p.add_argument("--test_clips", type=positive, default=1, help="clips per input, spread over the whole video")
     p.add_argument("--test_crops", type=int, default=1, choices=[1, 3], help="spatial crops per clip")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu")
-    p.add_argument("-k", "--top", type=int, default=5, help="classes to show per input")
+    p.add_argument("-k", "--top", type=positive, default=5, help="classes to show per input")
     return p
 
 
-def _report(result, top, names):
+def _report(result, top):
     """Text for one input: a header line, then rank, class and probability of the top classes."""
     lines = [f"{result['input']}: {result['frames']} frames, {result['views']} views"]
     lines += [f"  {r + 1}. {e['name']:<30} {e['prob']:.4f}" for r, e in enumerate(result["top"][:top])]
@@ -157,9 +180,6 @@ def _report(result, top, names):
 
 def main(argv=None):
     a = get_parser().parse_args(argv)
-    if a.test_clips < 1 or a.top < 1:
-        print("train.py predict: error: --test_clips and --top must be >= 1", file=sys.stderr)
-        return 2
     failed = False
     try:
         if a.device.startswith("cuda") and not torch.cuda.is_available():
@@ -175,8 +195,8 @@ def main(argv=None):
         try:
             if not os.path.exists(path):
                 raise PredictError(f"no such file or folder: {path}")
-            probs, n = predict_one(model, path if os.path.isdir(path) else decode_video(path), args,
-                                   a.test_clips, a.test_crops, torch.device(a.device))
+            source = path if os.path.isdir(path) else decode_video(path, args["new_size"])
+            probs, n = predict_one(model, source, args, a.test_clips, a.test_crops, torch.device(a.device))
         except PredictError as e:
             print(f"train.py predict: error: {e}", file=sys.stderr)
             failed = True
@@ -187,7 +207,7 @@ def main(argv=None):
         results.append({"input": path, "frames": n, "views": a.test_clips * a.test_crops, "top": top,
                         "probs": probs.tolist()})
         if not a.json:
-            print(_report(results[-1], a.top, names), flush=True)
+            print(_report(results[-1], a.top), flush=True)
     if a.json:
         print(json.dumps({"checkpoint": a.resume, "arch": args["arch"], "class_names": names is not None,
                           "test_clips": a.test_clips, "test_crops": a.test_crops, "results": results}, indent=1))

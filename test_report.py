@@ -254,3 +254,11 @@ def test_predict_folder_without_frames_and_wrong_weights(synth, tmp_path, capsys
     assert predict.main(["--resume", wrong, synth["folder"], "--device", "cpu"]) == 2
     err = capsys.readouterr().err.strip()
     assert "do not load" in err and len(err.splitlines()) == 1
+
+
+def test_decode_video_scales_large_frames_to_new_size(media):
+    full = predict.decode_video(media["video"])
+    small = predict.decode_video(media["video"], short_side=24)  # the checkpoint's new_size in predict
+    assert len(full) == len(small) == 12
+    assert full[0].shape == (48, 64, 3) and small[0].shape == (24, 32, 3) and small[0].dtype == torch.uint8
+    assert predict.decode_video(media["video"], short_side=100)[0].shape == (48, 64, 3)  # never enlarged
