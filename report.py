@@ -11,8 +11,8 @@ left out): it weighs a rare class as much as a frequent one, unlike top-1. It is
 as `mean_class_accuracy` (mmaction/evaluation/functional/accuracy.py); the confusion matrix layout
 (rows = true class, columns = predicted) follows sklearn.metrics.confusion_matrix.
 
-Pictures are drawn by matplotlib with the Agg backend (no display needed, safe in DataLoader-free
-headless jobs); nothing here is drawn by hand.
+Pictures are drawn by matplotlib with its Agg backend (no display needed: training nodes have none).
+The demo scripts that label one video are in predict.py.
 """
 import csv
 import json
