@@ -1,0 +1,217 @@
+"""Results people can read: per-class accuracy, the confusion matrix, training curves.
+
+    m = class_metrics(scores, labels, num_classes)   # scores float (N, C) softmax, labels int (N,)
+    print(per_class_table(m, class_names))           # worst classes first
+    save_confusion_png(m["confusion"], class_names, "run/confusion_10x3.png")
+    save_per_class_csv(m, class_names, "run/per_class_10x3.csv")
+    save_curves_png("run/log.jsonl", "run/curves.png")
+
+Mean class accuracy is the mean over classes of each class's top-1 accuracy (classes without videos
+left out): it weighs a rare class as much as a frequent one, unlike top-1. It is what mmaction2 reports
+as `mean_class_accuracy` (mmaction/evaluation/functional/accuracy.py); the confusion matrix layout
+(rows = true class, columns = predicted) follows sklearn.metrics.confusion_matrix.
+
+Pictures are drawn by matplotlib with its Agg backend (no display needed: training nodes have none).
+The demo scripts that label one video are in predict.py.
+"""
+import csv
+import json
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: a training node has no display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+CURVES_FIGSIZE = (13.5, 3.6)  # inches; curves.png is CURVES_FIGSIZE * DPI pixels
+DPI = 100
+
+
+def _numpy(x):
+    """torch tensor (any device) or array-like -> numpy array."""
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def class_metrics(scores, labels, num_classes=None):
+    """Scores float (N, C), labels int (N,) (torch or numpy) -> dict of numpy values:
+
+    top1, top5 (percent, of all N videos), mean_class_acc (percent, mean over classes that have videos),
+    per_class_acc float (C,) percent (NaN for a class without videos), per_class_count int (C,),
+    confusion int (C, C) (rows = true class, columns = predicted top-1), confused_with int (C,): the
+    class each class is most often mistaken for (-1 if never mistaken), confused_count int (C,).
+    """
+    scores, labels = _numpy(scores).astype(np.float64), _numpy(labels).astype(np.int64)
+    if scores.ndim != 2 or labels.shape != (scores.shape[0],):
+        raise ValueError(f"need scores (N, C) and labels (N,), got {scores.shape} and {labels.shape}")
+    N, C = scores.shape
+    C = num_classes or C
+    if scores.shape[1] != C:
+        raise ValueError(f"scores have {scores.shape[1]} columns, num_classes is {num_classes}")
+    if N and (labels.min() < 0 or labels.max() >= C):
+        raise ValueError(f"labels must lie in [0, {C}), got [{labels.min()}, {labels.max()}]")
+    pred = scores.argmax(1)
+    confusion = np.zeros((C, C), np.int64)
+    np.add.at(confusion, (labels, pred), 1)
+    count = confusion.sum(1)
+    has = count > 0
+    per_class = np.full(C, np.nan)
+    per_class[has] = 100.0 * np.diag(confusion)[has] / count[has]
+    topk = np.argsort(-scores, axis=1, kind="stable")[:, :min(5, C)]
+    off = confusion.copy()
+    np.fill_diagonal(off, 0)
+    confused_with = off.argmax(1)
+    confused_count = off[np.arange(C), confused_with]
+    confused_with[confused_count == 0] = -1
+    return {
+        "num_videos": N, "num_classes": C,
+        "top1": 100.0 * float((pred == labels).mean()) if N else 0.0,
+        "top5": 100.0 * float((topk == labels[:, None]).any(1).mean()) if N else 0.0,
+        "mean_class_acc": float(per_class[has].mean()) if has.any() else 0.0,
+        "per_class_acc": per_class, "per_class_count": count, "confusion": confusion,
+        "confused_with": confused_with, "confused_count": confused_count,
+    }
+
+
+def _name(class_names, label):
+    return str(label) if class_names is None else class_names[label]
+
+
+def _worst_first(metrics):
+    """Labels of classes with videos, lowest accuracy first (ties: more videos first, then label)."""
+    acc, count = metrics["per_class_acc"], metrics["per_class_count"]
+    return sorted(np.flatnonzero(count > 0), key=lambda c: (acc[c], -count[c], c))
+
+
+def per_class_table(metrics, class_names=None):
+    """The per-class table as text, worst classes first: class (name, or label number), accuracy,
+    videos, and the class it is most often mistaken for with how many of its videos went there."""
+    if class_names is not None and len(class_names) != metrics["num_classes"]:
+        raise ValueError(f"{len(class_names)} class names for {metrics['num_classes']} classes")
+    rows = []
+    for c in _worst_first(metrics):
+        other = metrics["confused_with"][c]
+        confused = "-" if other < 0 else f"{_name(class_names, other)} ({metrics['confused_count'][c]})"
+        rows.append((_name(class_names, c), f"{metrics['per_class_acc'][c]:.1f}", str(metrics["per_class_count"][c]), confused))
+    width = max([len("class")] + [len(r[0]) for r in rows])
+    lines = [f"{'class':<{width}}  {'acc%':>6}  {'videos':>6}  most confused with"]
+    lines += [f"{name:<{width}}  {acc:>6}  {n:>6}  {confused}" for name, acc, n, confused in rows]
+    return "\n".join(lines)
+
+
+def save_per_class_csv(metrics, class_names, path):
+    """One row per class (label order): label, name, accuracy, videos, correct, most confused with."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "name", "accuracy", "videos", "correct", "confused_with_label",
+                    "confused_with_name", "confused_count"])
+        for c in range(metrics["num_classes"]):
+            n, other = int(metrics["per_class_count"][c]), int(metrics["confused_with"][c])
+            w.writerow([c, _name(class_names, c), f"{metrics['per_class_acc'][c]:.4f}" if n else "", n,
+                        int(metrics["confusion"][c, c]), other if other >= 0 else "",
+                        _name(class_names, other) if other >= 0 else "", int(metrics["confused_count"][c])])
+
+
+def confusion_side(num_classes):
+    """Side of the confusion figure in inches: 0.14 in per class (a 14 px row at DPI 100, room for an
+    8 pt label), plus room for the tick labels and the colour bar; at least 6 in."""
+    return max(6.0, 3.0 + 0.14 * num_classes)
+
+
+def save_confusion_png(cm, class_names, path, title=None):
+    """Row-normalised confusion matrix (each row: where that true class's videos went, fractions
+    summing to 1) as a square PNG; size and fonts scale with the class count, so 101 UCF101 names stay
+    readable. Cells carry their value when there are few classes."""
+    cm = _numpy(cm).astype(np.float64)
+    C = cm.shape[0]
+    if cm.shape != (C, C):
+        raise ValueError(f"confusion matrix must be square, got {cm.shape}")
+    names = [str(c) for c in range(C)] if class_names is None else list(class_names)
+    rows = cm.sum(1, keepdims=True)
+    norm = np.divide(cm, rows, out=np.zeros_like(cm), where=rows > 0)
+    side = confusion_side(C)
+    font = 10 if C <= 40 else 8  # 8 pt = 11 px: fits a 14 px row
+    fig = plt.figure(figsize=(side, side), dpi=DPI, layout="constrained")
+    try:
+        ax = fig.add_subplot()
+        im = ax.imshow(norm, cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
+        ax.set_xticks(range(C), names, rotation=90, fontsize=font)
+        ax.set_yticks(range(C), names, fontsize=font)
+        ax.set_xlabel("predicted class")
+        ax.set_ylabel("true class")
+        ax.set_title(title or f"confusion matrix, rows normalised ({int(cm.sum())} videos)")
+        if C <= 20:
+            for i, j in np.ndindex(C, C):
+                if cm[i, j]:
+                    ax.text(j, i, f"{norm[i, j]:.2f}", ha="center", va="center", fontsize=font,
+                            color="white" if norm[i, j] > 0.5 else "black")
+        fig.colorbar(im, ax=ax, shrink=0.6, label="fraction of the true class")
+        fig.savefig(path, dpi=DPI)
+    finally:
+        plt.close(fig)
+
+
+def read_log(log_jsonl_path):
+    """log.jsonl -> list of dicts, one per epoch in epoch order; an epoch logged twice (a resumed run)
+    keeps its last line. Raises ValueError naming the file and line for a line that is not JSON."""
+    by_epoch = {}
+    with open(log_jsonl_path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                by_epoch[int(row["epoch"])] = row
+            except (ValueError, KeyError, TypeError) as e:
+                raise ValueError(f"{log_jsonl_path}:{n}: not a log line with an epoch ({e})") from None
+    return [by_epoch[e] for e in sorted(by_epoch)]
+
+
+def save_curves_png(log_jsonl_path, png_path):
+    """Three panels against the epoch: loss (train, and val where logged), top-1 (train, and val where
+    logged), learning rate (log scale). Null values are left out of their series."""
+    rows = read_log(log_jsonl_path)
+
+    def series(key):
+        pts = [(r["epoch"], r[key]) for r in rows if r.get(key) is not None]
+        return [p[0] for p in pts], [p[1] for p in pts]
+
+    fig, axes = plt.subplots(1, 3, figsize=CURVES_FIGSIZE, dpi=DPI, layout="constrained")
+    try:
+        panels = ((axes[0], "loss", (("train_loss", "train"), ("val_loss", "val"))),
+                  (axes[1], "top-1 (%)", (("train_top1", "train"), ("val_top1", "val"))),
+                  (axes[2], "learning rate", (("lr", None),)))
+        for ax, ylabel, keys in panels:
+            for key, label in keys:
+                x, y = series(key)
+                if x:
+                    ax.plot(x, y, marker="o" if len(x) < 30 else None, markersize=3, label=label)
+            ax.set_xlabel("epoch")
+            ax.set_ylabel(ylabel)
+            ax.grid(alpha=0.3)
+            if ax.get_legend_handles_labels()[0] and keys[0][1]:
+                ax.legend()
+        if any(r.get("lr") for r in rows):
+            axes[2].set_yscale("log")
+        fig.savefig(png_path, dpi=DPI)
+    finally:
+        plt.close(fig)
+
+
+def write_evaluation(run_dir, scores, labels, class_names, clips, crops, videos=None):
+    """Everything `--evaluate` writes, for the trainer to call on rank 0: per_class_<clips>x<crops>.csv,
+    confusion_<clips>x<crops>.png, scores_<clips>x<crops>.npz (scores, labels, videos, class_names).
+    Returns (metrics, {kind: path})."""
+    scores, labels = _numpy(scores), _numpy(labels)
+    metrics = class_metrics(scores, labels, scores.shape[1])
+    tag = f"{clips}x{crops}"
+    paths = {k: os.path.join(run_dir, f"{k}_{tag}.{ext}")
+             for k, ext in (("per_class", "csv"), ("confusion", "png"), ("scores", "npz"))}
+    os.makedirs(run_dir, exist_ok=True)
+    np.savez(paths["scores"], scores=scores, labels=labels, videos=np.asarray(videos if videos is not None else []),
+             class_names=np.asarray(class_names if class_names is not None else []))
+    save_per_class_csv(metrics, class_names, paths["per_class"])
+    save_confusion_png(metrics["confusion"], class_names, paths["confusion"], f"confusion matrix, {tag} views, rows normalised")
+    return metrics, paths
