@@ -7,6 +7,14 @@ resnet50_3d is the I3D-R50 of the Non-local / PySlowFast / mmaction2 (i3d_r50) m
 28.04M parameters at 400 classes, 56.8 GMACs for a 16x224x224 clip. Parameter names mirror
 torchvision's 2D resnet (conv1, bn1, layer1.0.conv1, layer1.0.downsample.0, fc, ...), so inflating
 ImageNet weights is a name-for-name copy in which every conv kernel gains a temporal axis.
+resnet50_3d_slowonly is the Slow-only R50 of the same zoos; resnet50_3d_mmaction is mmaction2's
+i3d_r50, which strides time by 2 in conv1 and the first max-pool (same tensors, another network).
+
+Pretrained weights (load_pretrained): torchvision ImageNet (inflated), our checkpoints, and the
+Kinetics checkpoints of pytorchvideo (.pyth), PySlowFast (PyTorch .pyth and Caffe2 .pkl) and
+mmaction2 (.pth), recognised by their key layout and renamed by small rule tables; loading is
+strict (only the classifier may differ) and `model.pretrained_info` tells the input normalisation
+the weights expect.
 
 References
 - He, Zhang, Ren, Sun. Deep Residual Learning for Image Recognition. CVPR 2016.
@@ -18,7 +26,7 @@ References
 - Tran et al. A Closer Look at Spatiotemporal Convolutions for Action Recognition. CVPR 2018
   (r3d / mc3 / r2plus1d, provided here through torchvision).
 - torchvision/models/resnet.py (layout and names), facebookresearch/SlowFast (PySlowFast),
-  open-mmlab/mmaction2 (ResNet3d, i3d_r50 configs).
+  facebookresearch/pytorchvideo (models/resnet.py, hub), open-mmlab/mmaction2 (ResNet3d, i3d_r50 configs).
 """
 import os
 import pickle
