@@ -364,20 +364,23 @@ def _load_any(src):
     """Unpickle a torch checkpoint or a Caffe2 .pkl. Safe unpickling first (a plain state dict needs
     nothing else); our checkpoints (args, numpy RNG state), PySlowFast's (cfg) and Caffe2's pickles
     (numpy arrays) need full unpickling, which can run code from the file: only pass files you trust."""
-    try:
-        return torch.load(src, map_location="cpu", weights_only=True)
-    except Exception:
-        pass
-    try:
-        return torch.load(src, map_location="cpu", weights_only=False)
-    except Exception as e:
-        first = e
-    try:  # PySlowFast's Caffe2 zoo: a Python 2 pickle (slowfast/utils/checkpoint.py: encoding="latin1")
-        with open(src, "rb") as f:
+    def caffe2(path):  # PySlowFast's Caffe2 zoo: a Python 2 pickle (slowfast/utils/checkpoint.py: latin1)
+        with open(path, "rb") as f:
             return pickle.load(f, encoding="latin1")
-    except Exception:
-        raise ValueError(f"--pretrained {src}: cannot read it as a torch checkpoint ({first}) "
-                         "nor as a Caffe2 pickle") from first
+    loaders = [lambda p: torch.load(p, map_location="cpu", weights_only=True),
+               lambda p: torch.load(p, map_location="cpu", weights_only=False), caffe2]
+    if src.endswith(".pkl"):  # try the Caffe2 reader first: no pointless unpickling of a large file
+        loaders.insert(0, loaders.pop())
+    errors = []
+    for load in loaders:
+        try:
+            return load(src)
+        except Exception as e:
+            errors.append(e)
+    e = errors[1] if src.endswith(".pkl") else errors[0]  # torch's own complaint, first line only
+    why = (str(e).splitlines() or [""])[0]
+    raise ValueError(f"--pretrained {src}: cannot read it as a torch checkpoint ({type(e).__name__}: {why}) "
+                     "nor as a Caffe2 pickle") from e
 
 
 def _caffe2_blobs(blobs):
@@ -576,6 +579,10 @@ def load_pretrained(model, src, inflate="mean"):
         line += f" ({_few([k for k, _ in skipped])}: {' / '.join(reasons)}; classifier re-initialised)"
     if unused:
         line += f"; unused in the file: {_few(unused)}"
+    spec = ARCH_SPECS.get(arch)
+    if zoo.name == "mmaction2" and zoo.stem_stride_t is None and spec and spec.conv1_t > 1:
+        line += ("; the file does not say its stem's temporal stride: mmaction2's i3d_r50 weights "
+                 "belong in --arch resnet50_3d_mmaction")
     print(line)
     model.pretrained_info = {"format": zoo.name, "mean": zoo.mean, "std": zoo.std}
     return {"inflated": inflated, "copied": copied, "skipped": [k for k, _ in skipped], "format": zoo.name}

@@ -177,11 +177,14 @@ def test_mmaction2_arch_is_not_resnet50_3d(nets, clip):
     assert build_model("resnet50_3d_mmaction", 3).min_t == 5  # 5 -> conv1 3 -> pool1 2 -> pool2 1
 
 
-def test_stem_stride_mismatch_refused(nets, tmp_path):
+def test_stem_stride_mismatch_refused(nets, tmp_path, capsys):
     cfg = "model = dict(backbone=dict(type='ResNet3d', conv1_stride_t=2, pool1_stride_t=2))"
     mm = save("mmaction2", nets["mmaction_i3d"][0], tmp_path / "mm.pth", meta_cfg=cfg)
     with pytest.raises(ValueError, match="temporal stride 2 .* resnet50_3d has 1 .*use --arch resnet50_3d_mmaction"):
         build_model("resnet50_3d", 400, pretrained=mm)
+    mm = save("mmaction2", nets["mmaction_i3d"][0], tmp_path / "mm.pth")  # no meta: cannot tell; says so
+    build_model("resnet50_3d", 400, pretrained=mm)
+    assert "i3d_r50 weights belong in --arch resnet50_3d_mmaction" in capsys.readouterr().out
     pv = save("pytorchvideo", nets["i3d"][0], tmp_path / "pv.pyth")
     with pytest.raises(ValueError, match="use --arch resnet50_3d$"):
         build_model("resnet50_3d_mmaction", 400, pretrained=pv)
@@ -308,3 +311,16 @@ def test_min_t_is_the_fewest_frames_that_work(arch):
             except RuntimeError:
                 T = 0
             assert T == 0
+
+
+def test_unreadable_files_fail_in_one_line(tmp_path):
+    for name in ("junk.pkl", "junk.pth"):
+        (tmp_path / name).write_bytes(b"not a checkpoint")
+        with pytest.raises(ValueError, match=f"{name}: cannot read it as a torch checkpoint .* nor as a Caffe2 pickle"
+                           ) as e:
+            build_model("resnet10_3d", 3, pretrained=str(tmp_path / name))
+        assert "\n" not in str(e.value)
+    with open(tmp_path / "other.pkl", "wb") as f:
+        pickle.dump({"weights": [1, 2, 3]}, f)
+    with pytest.raises(ValueError, match="other.pkl: not a state dict"):
+        build_model("resnet10_3d", 3, pretrained=str(tmp_path / "other.pkl"))
