@@ -52,7 +52,7 @@ def still_clip(img, T):
 
 @pytest.mark.parametrize("arch3d", ["resnet18_3d", "resnet50_3d"])
 def test_center_inflation_is_exact(arch3d, tmp_path, capsys):
-    m2d = random_2d_resnet(ARCH_SPECS[arch3d][5])
+    m2d = random_2d_resnet(ARCH_SPECS[arch3d].twin2d)
     sd = m2d.state_dict()
     if arch3d == "resnet50_3d":  # like torchvision's IMAGENET1K_V1 files, saved before BN had this buffer
         sd = {k: v for k, v in sd.items() if not k.endswith("num_batches_tracked")}
