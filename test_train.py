@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+import numpy as np
 import torch
 
 import data
@@ -287,7 +288,7 @@ def test_clip_grad_bounds_the_first_step(lists, tmp_path):
     assert 0 < change.norm() <= 0.001 * 1.0001
 
 
-@pytest.mark.parametrize("flags", [["--amp", "bf16"], ["--channels-last"], ["--label-smoothing", "0.2"],
+@pytest.mark.parametrize("flags", [["--amp", "bf16", "--t_length", "8"], ["--channels-last"], ["--label-smoothing", "0.2"],
                                    ["--bn_bias_wd"], ["--no_flip"], ["--iter_size", "2", "-b", "2", "--ddp"]])
 def test_one_epoch_with_flag(lists, tmp_path, flags):
     if "--ddp" in flags:  # one-process torchrun: DDP with no_sync on the accumulation steps
@@ -303,6 +304,13 @@ def test_one_epoch_with_flag(lists, tmp_path, flags):
     ckpt = torch.load(folder / "checkpoint.pth", weights_only=False)
     assert all(v.dtype != torch.bfloat16 for v in ckpt["model"].values())
     assert ckpt["args"]["mean"] == data.MEAN
+
+
+def test_cpu_bf16_with_clips_shorter_than_the_stem_kernel_is_refused(lists, tmp_path, capsys):
+    # torch's CPU bf16 conv3d weight gradient is NaN for T=4 under the 5x7x7 stem (it was a NaN loss at step 2).
+    with pytest.raises(SystemExit) as e:
+        run_main(["ucf101", *lists, *TINY, "--amp", "bf16", "--output_root", str(tmp_path)])
+    one_line_error(capsys, "--amp bf16", "--t_length >= 5", exc=e)
 
 
 def test_flags_reach_their_targets(lists, tmp_path):
@@ -368,3 +376,54 @@ def test_ddp_rank_failure_ends_every_rank(lists, tmp_path):
                        capture_output=True, text=True, env=ENV, timeout=180)
     assert r.returncode != 0
     assert "evaluation stopped" in r.stderr and "img_00004.jpg" in r.stderr and "val.txt:2" in r.stderr
+
+
+# ---- results people can read: names, per-class report, pictures; exact under DDP -------------------
+def test_ddp_validation_and_per_class_report_are_exact(lists, tmp_path):
+    from PIL import Image
+    folder = tmp_path / "data"
+    shutil.copytree(Path(lists[0]).parent, folder)
+    names = [f"class_{i}" for i in range(101)]
+    (folder / "ucf101_classes.txt").write_text("\n".join(names) + "\n")  # found beside the train list
+    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "--epochs", "1", "-b", "2"]
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(REPO / "train.py")]
+    r = subprocess.run([*torchrun, *args, "--ddp", "--output_root", str(tmp_path / "ddp")],
+                       capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    trained = run_dir(tmp_path / "ddp", args)
+    ckpt = torch.load(trained / "checkpoint.pth", weights_only=False)
+    assert ckpt["class_names"] == names
+    for png in ("curves.png", "confusion_1x1.png"):
+        with Image.open(trained / png) as im:
+            assert im.size[0] > 300 and im.size[1] > 200, png
+    # Validation during DDP training scored every shard with rank 0's BN statistics, the saved ones: its
+    # val_loss is the single-process evaluation's of checkpoint.pth.
+    evaluate = [*args, "--evaluate", "--resume", str(trained / "checkpoint.pth"), "--test_clips", "2", "--test_crops", "3"]
+    r1 = run_cli([*evaluate, "--output_root", str(tmp_path / "e1")], timeout=300)
+    assert r1.returncode == 0, r1.stderr[-3000:]
+    r2 = subprocess.run([*torchrun, *evaluate, "--ddp", "--output_root", str(tmp_path / "e2")],
+                        capture_output=True, text=True, env=ENV, timeout=300)
+    assert r2.returncode == 0, r2.stderr[-3000:]
+    assert r1.stdout.strip().splitlines()[-1].startswith(" * Acc@1") and "mean class accuracy" in r1.stdout
+    e1, e2 = run_dir(tmp_path / "e1", args), run_dir(tmp_path / "e2", args)
+    assert (e1 / "per_class_2x3.csv").read_text() == (e2 / "per_class_2x3.csv").read_text()
+    s = np.load(e1 / "scores_2x3.npz")
+    assert list(s["class_names"]) == names
+    pred, labels = s["scores"].argmax(1), s["labels"]
+    mean_class = np.mean([(pred[labels == c] == c).mean() for c in np.unique(labels)]) * 100
+    for out in (r1.stdout, r2.stdout):
+        assert f"mean class accuracy {mean_class:.3f}" in out
+    with Image.open(e1 / "confusion_2x3.png") as im:
+        assert im.size[0] == im.size[1] >= 600
+    # The log's val_loss from the DDP run == the single-process loss of the same checkpoint, 1 clip.
+    r3 = run_cli([*args, "--evaluate", "--resume", str(trained / "checkpoint.pth"), "--output_root", str(tmp_path / "e3")])
+    assert r3.returncode == 0, r3.stderr[-3000:]
+    s1 = np.load(run_dir(tmp_path / "e3", args) / "scores_1x1.npz")
+    loss = -np.log(np.maximum(s1["scores"][np.arange(len(s1["labels"])), s1["labels"]], 1e-12)).mean()
+    assert logs(trained)[0]["val_loss"] == pytest.approx(loss, rel=1e-5)
+
+
+def test_tensorboard_writes_events(lists, tmp_path):
+    pytest.importorskip("tensorboard")
+    run_main(["ucf101", *lists, *TINY, "--epochs", "1", "--tensorboard", "--output_root", str(tmp_path)])
+    assert list((run_dir(tmp_path, ["ucf101", *lists, *TINY]) / "tensorboard").glob("events.out.tfevents.*"))

@@ -56,8 +56,11 @@ import torch.distributed as dist
 import torch.nn as nn
 from torch.utils.data import DataLoader, DistributedSampler, Subset
 
+from tqdm import tqdm
+
 import data
 import model as models
+import report
 
 # Datasets whose labels name a direction (a flipped "moving left" is "moving right"): no horizontal flips.
 NO_FLIP = {"sthv1", "sthv2", "demo"}
@@ -166,7 +169,7 @@ def get_args_parser():
     p.add_argument("--test_clips", default=1, type=positive, help="--evaluate: clips per video")
     p.add_argument("--test_crops", default=1, type=int, choices=[1, 3, 10], help="--evaluate: crops per clip (1: centre; 3: the whole short side, resized to --crop_size; 10: 4 corners + centre, each mirrored)")
     p.add_argument("--test_sampling", default="ours", choices=["ours", "pyslowfast", "mmaction2"], help="--evaluate: where the test clips go (ours: first frame to last)")
-    p.add_argument("--save_scores", action="store_true", help="--evaluate: also write per-video softmax scores (.npz)")
+    p.add_argument("--save_scores", action="store_true", help="kept from the original command line: --evaluate always writes scores_<clips>x<crops>.npz")
     return p
 
 
@@ -424,11 +427,17 @@ def build_net(args, rt):
         fail(str(e))
     if args.t_length < getattr(model, "min_t", 1):
         fail(f"--t_length {args.t_length} is too short for --arch {args.arch} (needs >= {model.min_t})")
+    stem_t = model.conv1.kernel_size[0] if isinstance(getattr(model, "conv1", None), nn.Conv3d) else 1
+    if args.amp == "bf16" and rt.device.type == "cpu" and args.t_length < stem_t:
+        # Measured with torch 2.14: the CPU bf16 conv3d weight gradient is NaN or several-fold wrong when the
+        # temporal kernel is longer than the clip (fine from T = kernel up, and in fp32).
+        fail(f"--amp bf16 on CPU needs --t_length >= {stem_t} for --arch {args.arch} (torch's CPU bf16 conv3d "
+             "gradient is wrong for clips shorter than the kernel); use --amp off")
     info = getattr(model, "pretrained_info", None) or {}
     rt.mean = tuple(args.mean or info.get("mean") or data.MEAN)
     rt.std = tuple(args.std or info.get("std") or data.STD)
     for name, p in model.named_parameters():  # fine-tuning modes: frozen tensors get no gradient, no decay
-        if args.fc_only and not name.startswith(models.HEAD_PREFIXES):
+        if args.fc_only and not name.startswith(models.HEAD):
             p.requires_grad = False
     for m in model.modules() if args.freeze_bn else []:
         if isinstance(m, nn.modules.batchnorm._BatchNorm):
@@ -494,6 +503,7 @@ class Progress:
     best_epoch: int = -1
     bad_videos: int = 0  # replaced in training so far, all ranks
     bad_seen: set = field(default_factory=set)  # this rank's, reported once each
+    last_val: dict = None  # the latest validation's results (not saved)
 
 
 def atomic_save(obj, path):
@@ -725,7 +735,8 @@ def evaluate(net, d, args, rt):
     net.eval.eval()
     scores, labels, error = [], [], None
     try:
-        for clips, target, _ in d.val_loader:
+        quiet = rt.rank != 0 or not sys.stderr.isatty()  # a bar on a terminal; logs stay clean
+        for clips, target, _ in tqdm(d.val_loader, desc="evaluate", unit="batch", disable=quiet, leave=False):
             clips = data.normalize(clips.to(rt.device, non_blocking=True), rt.mean, rt.std)
             if clips.dim() == 5:  # one view per video: (B, 3, T, H, W) -> (B, 1, 3, T, H, W)
                 clips = clips.unsqueeze(1)
@@ -755,17 +766,25 @@ def evaluate(net, d, args, rt):
             "loss": -p_true.log().mean().item(), "scores": all_scores, "labels": all_labels}
 
 
+def report_evaluation(args, rt, d, res, clips, crops):
+    """Rank 0: top-1, top-5, mean class accuracy, the per-class table (worst first) and the run folder's
+    per_class CSV, confusion PNG and scores .npz. Exact under DDP: `res` holds every rank's videos."""
+    if rt.rank != 0:
+        return
+    videos = [v.path for v in d.val_ds.videos]
+    metrics, paths = report.write_evaluation(rt.run_dir, res["scores"], res["labels"], d.class_names, clips, crops, videos)
+    print(report.per_class_table(metrics, d.class_names))
+    print(f"top-1 {res['top1']:.3f}  top-5 {res['top5']:.3f}  mean class accuracy {metrics['mean_class_acc']:.3f}  "
+          f"({len(videos)} videos, {clips}x{crops} views); wrote {', '.join(sorted(paths.values()))}")
+
+
 def evaluate_checkpoint(args, rt, net, d):
-    """--evaluate: the metrics, then the files (scores, per-class table) -- the output folder checked first."""
+    """--evaluate: the metrics, the per-class report and its files; the last line is the one scripts parse."""
     try:
         res = evaluate(net, d, args, rt)
     except data.BadVideo as e:
         fail(f"evaluation stopped: {bad_video_line(e)}")
-    if args.save_scores and rt.rank == 0:
-        path = os.path.join(rt.run_dir, f"scores_{args.test_clips}x{args.test_crops}.npz")
-        np.savez(path, scores=res["scores"].numpy(), labels=res["labels"].numpy(),
-                 videos=[v.path for v in d.val_ds.videos], class_names=d.class_names or [])
-        print(f"saved per-video scores to {path}")
+    report_evaluation(args, rt, d, res, args.test_clips, args.test_crops)
     print(f" * Acc@1 {res['top1']:.3f} Acc@5 {res['top5']:.3f}")
     return res
 
@@ -789,6 +808,7 @@ def validate_and_log(args, rt, net, d, progress, meter):
             save_checkpoint(args, rt, net, progress, d)
             fail(f"validation stopped (checkpoint.pth saved): {bad_video_line(e)}")
         log.update(val_top1=res["top1"], val_top5=res["top5"], val_loss=res["loss"])
+        progress.last_val = res
         print(f"epoch {epoch} * Acc@1 {res['top1']:.3f} Acc@5 {res['top5']:.3f}")
     is_best = log["val_top1"] is not None and log["val_top1"] > progress.best_acc1
     if is_best:
@@ -801,6 +821,10 @@ def validate_and_log(args, rt, net, d, progress, meter):
             os.replace(os.path.join(rt.run_dir, "model_best.tmp"), os.path.join(rt.run_dir, "model_best.pth"))
         with open(os.path.join(rt.run_dir, "log.jsonl"), "a") as f:
             f.write(json.dumps(log) + "\n")
+        report.save_curves_png(os.path.join(rt.run_dir, "log.jsonl"), os.path.join(rt.run_dir, "curves.png"))
+        for key, value in log.items() if rt.tensorboard else ():
+            if value is not None and key != "epoch":
+                rt.tensorboard.add_scalar(key, value, epoch)
     return log
 
 
@@ -820,6 +844,12 @@ def main(args):
             dist.destroy_process_group()
         return res["top1"], res["top5"]
 
+    if args.tensorboard and rt.rank == 0:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:
+            fail("--tensorboard needs the tensorboard package: pip install tensorboard")
+        rt.tensorboard = SummaryWriter(os.path.join(rt.run_dir, "tensorboard"))
     old_handlers = {sig: signal.signal(sig, lambda signum, frame: STOP.update(signal=signum))
                     for sig in (signal.SIGTERM, signal.SIGINT)}  # finish the step, save, exit 128+signal
     print(f"run folder {rt.run_dir}: {len(d.train_ds)} train / {len(d.val_ds)} val videos, {args.num_classes} classes, "
@@ -833,7 +863,9 @@ def main(args):
             sys.exit(128 + (STOP["signal"] or signal.SIGTERM))
 
     print(f"done in {time.time() - t_run:.0f}s: best Acc@1 {progress.best_acc1:.3f} at epoch {progress.best_epoch}, "
-          f"saved to {os.path.join(rt.run_dir, 'model_best.pth')}")
+          f"saved to {os.path.join(rt.run_dir, 'model_best.pth')}; the last epoch's validation by class:")
+    if progress.last_val is not None:
+        report_evaluation(args, rt, d, progress.last_val, 1, 1)
     for sig, handler in old_handlers.items():  # callers running main() in-process get Ctrl-C back
         signal.signal(sig, handler)
     if rt.world_size > 1:
