@@ -271,7 +271,13 @@ class BadVideo(Exception):
     undecodable, or of another size than the first. One line: "<list>:<line>: <frame path>: <reason>
     (video <folder>)". Train mode replaces such a video (see VideoFrameDataset.__getitem__); val/test raise."""
 
-    def __init__(self, video, path, reason):
+    def __init__(self, video, path=None, reason=None):
+        if path is None:  # BadVideo(text): how a DataLoader worker's exception is re-raised in the main
+            # process (torch's ExceptionWrapper passes the worker's whole traceback): keep its last line
+            lines = [ln for ln in str(video).splitlines() if "BadVideo: " in ln] or [str(video)]
+            self.video = self.path = self.reason = None
+            super().__init__(lines[-1].split("BadVideo: ", 1)[-1])
+            return
         self.video, self.path, self.reason = video, path, reason
         super().__init__(f"{video.list_file}:{video.line}: {path}: {reason} (video {video.path})")
 
@@ -620,13 +626,13 @@ def make_lists(frames_dir, dataset, splits_dir, split=1, out_dir=None, image_tmp
         if n:
             folders[os.path.basename(dirpath)] = (dirpath, n)
     classes, entries = _split_entries(dataset, splits_dir, split)
-    lists = {}
+    lists, warnings_ = {}, []
     for part in ("train", "val"):
         lines, missing = [], 0
         for name, label, where in entries[part]:
             if name not in folders:
                 missing += 1
-                print(f"warning: {where}: no frame folder for {name} under {frames_dir}", file=sys.stderr)
+                warnings_.append(f"warning: {where}: no frame folder for {name} under {frames_dir}")
                 continue
             folder, n = folders[name]
             rel = os.path.relpath(folder, out_dir)
@@ -637,6 +643,8 @@ def make_lists(frames_dir, dataset, splits_dir, split=1, out_dir=None, image_tmp
             raise ValueError(f"no frame folder under {frames_dir} matches a {part} video of split {split} "
                              f"(looked for folders named like {example!r} holding {image_tmpl.format(start_index)}, ...)")
         lists[part] = lines, missing
+    for message in warnings_:  # only now: an error above is one line, not thousands of warnings first
+        print(message, file=sys.stderr)
     written = []
     for part, (lines, missing) in lists.items():
         path = os.path.join(out_dir, f"{dataset}_{part}_split{split}_list.txt")
