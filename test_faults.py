@@ -24,7 +24,7 @@ import torch
 from PIL import Image
 
 import data
-from test_smoke import UCF101_LISTS, copy_video, fake_hmdb51, fake_ucf101, write_frames, write_list
+from test_smoke import UCF101_LISTS, fake_hmdb51, fake_ucf101, write_frames, write_list
 
 HERE = Path(__file__).resolve().parent
 W, H = 48, 40
