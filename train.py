@@ -217,7 +217,7 @@ def evaluate(model, loader, indices, args, device, autocast, world_size, memory_
     """
     model.eval()
     scores, labels = [], []
-    for clips, target in loader:
+    for clips, target, _ in loader:  # info (data.collate): nothing to report in validation
         clips = data.normalize(clips.to(device, non_blocking=True))
         if clips.dim() == 5:  # one view per video: (B, 3, T, H, W) -> (B, 1, 3, T, H, W)
             clips = clips.unsqueeze(1)
@@ -413,7 +413,7 @@ def main(args):
         model.train()
         loss_sum, correct, seen, t_wait, n_log = 0.0, 0, 0, 0.0, 0
         t_epoch = t_log = t_end = time.time()
-        for it, (clips, labels) in enumerate(loader, start=start_iter):
+        for it, (clips, labels, info) in enumerate(loader, start=start_iter):
             t_wait += time.time() - t_end
             # uint8 -> float, scale jitter (seeded by seed, epoch, iteration: exact resume), memory layout
             clips = data.normalize(clips.to(device, non_blocking=True))
