@@ -281,8 +281,8 @@ class BadVideo(Exception):
         self.video, self.path, self.reason = video, path, reason
         super().__init__(f"{video.list_file}:{video.line}: {path}: {reason} (video {video.path})")
 
-    def __reduce__(self):  # raised in a DataLoader worker, re-created in the main process
-        return BadVideo, (self.video, self.path, self.reason)
+    def __reduce__(self):  # pickled (multiprocessing): re-created with the same fields, or the same text
+        return BadVideo, ((self.video, self.path, self.reason) if self.path is not None else (str(self),))
 
 
 BAD_ATTEMPTS = 4  # train mode: replacements tried for one unreadable video before giving up

@@ -8,6 +8,7 @@ a timeout: a hang fails the test instead of hanging CI.
 import fcntl
 import json
 import os
+import pickle
 import pty
 import re
 import struct
@@ -427,6 +428,9 @@ def test_bad_video_from_a_worker_is_one_line(six_videos):
     with pytest.raises(data.BadVideo) as e:
         list(loader)
     assert "\n" not in str(e.value) and str(e.value).startswith(f"{six_videos}:2: {named}: unreadable frame"), str(e.value)
+    for err in (e.value, data.BadVideo(data.read_list(six_videos)[0], str(named), "why")):  # pickles as it is
+        again = pickle.loads(pickle.dumps(err))
+        assert type(again) is data.BadVideo and str(again) == str(err) and again.path == err.path
 
 
 # ---- check_folders: the fail-early check ----------------------------------------------------------
