@@ -129,7 +129,7 @@ class Collated(Dataset):
         return len(self.ds)
 
     def __getitem__(self, i):
-        item = self.ds[i]  # (clip, label) from data.py; a bare clip from the naive pipeline
+        item = self.ds[i]  # (clip, label, info) from data.py; a bare clip from the naive pipeline
         return self.collate([item if isinstance(item, tuple) else (item, 0)])
 
 
@@ -221,7 +221,7 @@ def bench_data(args):
 
 def rate_device_part(ds, K, mode, batch=8, rounds=3):
     """clips/s of the training step's data work (normalize, and random_zoom for train) on this CPU."""
-    x, _ = data.collate([ds[i % K] for i in range(batch)])
+    x = data.collate([ds[i % K] for i in range(batch)])[0]
     g = torch.Generator().manual_seed(0)
     best = 0.0
     for _ in range(rounds):
@@ -280,13 +280,13 @@ def run_steps(step, batches, warmup, iters, device):
     """clips/s and the share of time spent waiting for the next batch, over `iters` timed steps."""
     it = iter(batches)
     for _ in range(warmup):  # cuDNN autotuning, torch.compile, worker start-up
-        step(*next(it))
+        step(*next(it)[:2])  # data.collate's batches also carry info
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     wait, n, t0 = 0.0, 0, time.perf_counter()
     for _ in range(iters):
         t = time.perf_counter()
-        clips, labels = next(it)
+        clips, labels = next(it)[:2]
         wait += time.perf_counter() - t
         step(clips, labels)
         n += len(labels)
@@ -424,7 +424,7 @@ def main(argv=None):
         warnings.filterwarnings("ignore", "The image decoding", DeprecationWarning)
         try:
             out = {"data": bench_data, "model": bench_model, "train": bench_train}[args.cmd](args)
-        except (ValueError, FileNotFoundError) as e:  # bad sizes, a bad list or frame: data.py / model.py say which
+        except (ValueError, FileNotFoundError, data.BadVideo) as e:  # bad sizes, a bad list or frame: data.py / model.py say which
             fail(str(e))
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)

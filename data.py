@@ -5,7 +5,7 @@ A dataset is a list file, one video per line: `<frame_dir> <num_frames> <label>`
 i = start_index .. start_index + num_frames - 1.
 
     ds = VideoFrameDataset("ucf101_train_split1_list.txt", mode="train")   # root = the list's folder
-    clip, label = ds[0]                  # uint8 (3, T, 224, 224); test mode: (V, 3, T, crop, crop)
+    clip, label, info = ds[0]            # uint8 (3, T, 224, 224); test mode: (V, 3, T, crop, crop)
     x = normalize(clips.to("cuda"))      # float, ImageNet mean/std, on the device
 
     python data.py synth OUT [--classes 4 --videos 24 --frames 32 --size 340x256]
@@ -35,13 +35,14 @@ import re
 import shutil
 import sys
 import warnings
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from PIL import Image
+from tqdm import tqdm
 
 try:  # libjpeg-turbo: ~1.3x faster than Pillow's decoder on our frames
     from torchvision.io import ImageReadMode, decode_image, read_file
@@ -65,41 +66,74 @@ class Video:
     num_frames: int
     label: int
     line: int        # 1-based line number in the list file, for error messages
+    list_file: str = ""  # the list it came from, for error messages
+
+
+def read_text_lines(path):
+    """A text file -> [(line number, line)], for list, split and class files. A UTF-8 BOM is dropped
+    (Notepad writes one; U+FEFF would otherwise become part of the first path). Text that is not UTF-8
+    (latin-1, a binary file) is a ValueError naming the file and the line, not a bare codec error."""
+    path = str(path)
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8-sig")  # utf-8-sig strips one leading BOM, if any
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[e.start]:02x}); save it as UTF-8") from None
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise ValueError(f"{path}:{line}: a NUL byte: a binary file, not a text list")
+    # universal newlines, as open() in text mode: a list made on Windows (CRLF) or old macOS (CR) works
+    return list(enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1))
 
 
 def read_list(list_file, root=None, num_classes=None, problems=None):
     """Parse a list file into Videos. A bad line raises ValueError("list:LINE: what: the line"), or,
     if `problems` is a list, goes into it as (LINE, message) and is skipped (`check` reports them all).
-    Only whole lines starting with '#' are comments: a frame folder may contain '#' or spaces."""
+    Only whole lines starting with '#' are comments: a frame folder may contain '#' or spaces.
+    Backslashes in a frame folder become '/': a list written on Windows works here."""
     list_file = str(list_file)
     root = os.path.dirname(os.path.abspath(list_file)) if root is None else str(root)
     videos = []
-    with open(list_file, encoding="utf-8") as f:
-        for n, text in enumerate(f, 1):
-            line = text.strip()
-            if not line or line.startswith("#"):
-                continue
-            parts = line.rsplit(maxsplit=2)  # the last two fields are the integers
+    for n, text in read_text_lines(list_file):
+        line = text.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.rsplit(maxsplit=2)  # the last two fields are the integers
+        try:
+            if len(parts) != 3:
+                raise ValueError("expected '<frame_dir> <num_frames> <label>'")
             try:
-                if len(parts) != 3:
-                    raise ValueError("expected '<frame_dir> <num_frames> <label>'")
-                try:
-                    num_frames, label = int(parts[1]), int(parts[2])
-                except ValueError:
-                    raise ValueError("num_frames and label must be integers") from None
-                if num_frames < 1:
-                    raise ValueError(f"num_frames must be >= 1, got {num_frames}")
-                if label < 0 or (num_classes is not None and label >= num_classes):
-                    raise ValueError(f"label {label} outside [0, {num_classes if num_classes else 'num_classes'})")
-            except ValueError as e:
-                if problems is None:
-                    raise ValueError(f"{list_file}:{n}: {e}: {line}") from None
-                problems.append((n, f"{list_file}:{n}: {e}: {line}"))
-                continue
-            videos.append(Video(os.path.normpath(os.path.join(root, parts[0])), num_frames, label, n))
+                num_frames, label = int(parts[1]), int(parts[2])
+            except ValueError:
+                raise ValueError("num_frames and label must be integers") from None
+            if num_frames < 1:
+                raise ValueError(f"num_frames must be >= 1, got {num_frames}")
+            if label < 0 or (num_classes is not None and label >= num_classes):
+                raise ValueError(f"label {label} outside [0, {num_classes if num_classes else 'num_classes'})")
+        except ValueError as e:
+            if problems is None:
+                raise ValueError(f"{list_file}:{n}: {e}: {line}") from None
+            problems.append((n, f"{list_file}:{n}: {e}: {line}"))
+            continue
+        folder = os.path.normpath(os.path.join(root, parts[0].replace("\\", "/")))
+        videos.append(Video(folder, num_frames, label, n, list_file))
     if not videos and problems is None:
         raise ValueError(f"{list_file}: no videos listed")
     return videos
+
+
+def check_image_tmpl(image_tmpl, start_index=1):
+    """The frame-name template must give a different name for every frame number: one unnamed integer
+    field, like 'img_{:05d}.jpg'. Without a field every frame has the same name (counting frames would
+    never end); a named field ('{idx:05d}') cannot be filled. ValueError naming the flag otherwise."""
+    try:
+        distinct = image_tmpl.format(start_index) != image_tmpl.format(start_index + 1)
+    except (IndexError, KeyError, ValueError, TypeError, AttributeError):
+        distinct = False
+    if not distinct:
+        raise ValueError(f"--image_tmpl {image_tmpl!r} needs one unnamed integer field, like 'img_{{:05d}}.jpg'")
 
 
 # ---- sampling: pure functions of (sizes, mode, rng) ----------------------------------------------
@@ -211,9 +245,11 @@ def random_zoom(x, generator, max_zoom=1.25):
 def collate(batch):
     """DataLoader collate_fn. Clips arrive as (.., 3, T, H, W) views of (.., T, H, W, 3) memory, the
     decoder's layout; stacking that memory as it is (a plain copy, no transposition) gives a batch in
-    channels_last_3d memory. The transposition, if the model wants one, runs on the device."""
-    clips, labels = torch.utils.data.default_collate([(c.movedim(-4, -1), label) for c, label in batch])
-    return clips.movedim(-1, -4), labels  # (B, [V,] 3, T, H, W)
+    channels_last_3d memory. The transposition, if the model wants one, runs on the device.
+    Returns (clips, labels, info): info is the items' info dicts collated by default_collate (tensors
+    stacked, strings -> a list of B strings, e.g. info["bad"])."""
+    clips, labels, info = torch.utils.data.default_collate([(c.movedim(-4, -1), label, i) for c, label, i in batch])
+    return clips.movedim(-1, -4), labels, info  # (B, [V,] 3, T, H, W)
 
 
 def decode_frame(path):
@@ -230,8 +266,30 @@ def _why(err):
 
 
 # ---- the dataset ---------------------------------------------------------------------------------
+class BadVideo(Exception):
+    """A listed video that cannot be read: its folder or a frame is missing, a frame is empty, truncated,
+    undecodable, or of another size than the first. One line: "<list>:<line>: <frame path>: <reason>
+    (video <folder>)". Train mode replaces such a video (see VideoFrameDataset.__getitem__); val/test raise."""
+
+    def __init__(self, video, path=None, reason=None):
+        if path is None:  # BadVideo(text): how a DataLoader worker's exception is re-raised in the main
+            # process (torch's ExceptionWrapper passes the worker's whole traceback): keep its last line
+            lines = [ln for ln in str(video).splitlines() if "BadVideo: " in ln] or [str(video)]
+            self.video = self.path = self.reason = None
+            super().__init__(lines[-1].split("BadVideo: ", 1)[-1])
+            return
+        self.video, self.path, self.reason = video, path, reason
+        super().__init__(f"{video.list_file}:{video.line}: {path}: {reason} (video {video.path})")
+
+    def __reduce__(self):  # pickled (multiprocessing): re-created with the same fields, or the same text
+        return BadVideo, ((self.video, self.path, self.reason) if self.path is not None else (str(self),))
+
+
+BAD_ATTEMPTS = 4  # train mode: replacements tried for one unreadable video before giving up
+
+
 class VideoFrameDataset(torch.utils.data.Dataset):
-    """`ds[i] -> (clip, label)`: clip uint8 (3, T, crop, crop) in train/val mode; in test mode
+    """`ds[i] -> (clip, label, info)`: clip uint8 (3, T, crop, crop) in train/val mode; in test mode
     (V, 3, T, crop, crop) with V = num_clips * num_crops, clip-major (view = clip * num_crops + crop).
 
     Randomness: sample i of epoch e uses np.random.default_rng([seed, e, i]) and nothing else, so clips
@@ -254,12 +312,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             raise ValueError(f"t_length and t_stride must be >= 1, got {t_length}, {t_stride}")
         if not 1 <= crop_size <= new_size:
             raise ValueError(f"need 1 <= crop_size <= new_size, got crop_size {crop_size}, new_size {new_size}")
-        try:
-            distinct = image_tmpl.format(start_index) != image_tmpl.format(start_index + 1)  # no field: one file for all
-        except (IndexError, KeyError, ValueError):
-            distinct = False
-        if not distinct:
-            raise ValueError(f"image_tmpl {image_tmpl!r} needs one integer field, like 'img_{{:05d}}.jpg'")
+        check_image_tmpl(image_tmpl, start_index)
         self.list_file, self.image_tmpl, self.mode = str(list_file), image_tmpl, mode
         self.t_length, self.t_stride, self.new_size, self.crop_size = t_length, t_stride, new_size, crop_size
         self.num_clips, self.num_crops, self.flip, self.start_index = num_clips, num_crops, flip, start_index
@@ -276,31 +329,56 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     def frame_path(self, video, i):
         return os.path.join(video.path, self.image_tmpl.format(i))
 
-    def _where(self, video):
-        return f"video {video.path} ({self.list_file}:{video.line})"
-
     def load_frames(self, video, numbers):
         """Decode frames `numbers` of `video` -> list of uint8 (H, W, 3) tensors. libjpeg-turbo via
         torchvision: the fastest decoder we measured (Pillow's draft mode only pays off for >= 2x
-        reductions, and little even then at q95, where entropy decoding dominates)."""
+        reductions, and little even then at q95, where entropy decoding dominates).
+        Any failure is a BadVideo naming the frame, the reason, the video and its list line."""
         frames = []
         for i in numbers:
             path = self.frame_path(video, int(i))
             try:
                 img = decode_frame(path)
-            except (OSError, RuntimeError) as e:
+            except (OSError, RuntimeError, ValueError) as e:  # PIL: UnidentifiedImageError is an OSError
+                if not os.path.isdir(video.path):
+                    raise BadVideo(video, video.path, "missing folder") from None
                 if not os.path.isfile(path):
-                    raise FileNotFoundError(f"missing frame {path} of {self._where(video)}") from None
-                raise RuntimeError(f"unreadable frame {path} of {self._where(video)}: {_why(e)}") from None
+                    raise BadVideo(video, path, "missing frame") from None
+                if os.path.getsize(path) == 0:
+                    raise BadVideo(video, path, "empty file (0 bytes)") from None
+                raise BadVideo(video, path, f"unreadable frame: {_why(e)}") from None
             if frames and img.shape != frames[0].shape:
-                raise RuntimeError(f"frame {path} is {tuple(img.shape)}, the first frame {tuple(frames[0].shape)}: "
-                                   f"{self._where(video)}")
+                raise BadVideo(video, path, f"frame is {tuple(img.shape)}, the first frame {tuple(frames[0].shape)}")
             frames.append(img)
         return frames
 
     def __getitem__(self, index):
+        """(clip, label, info). Train mode: an unreadable video (BadVideo) is replaced by another one, drawn
+        from (seed, epoch, index, attempt) only -- the same replacement for any worker count or resume
+        point -- and each failure is one line of info["bad"]; the label is the replacement's. Val/test
+        never substitute (it would change the metric): BadVideo propagates."""
         video = self.videos[index]
         rng = np.random.default_rng([self.seed, self.epoch, index])
+        bad = []
+        for attempt in range(1, BAD_ATTEMPTS + 2):
+            try:
+                clip, info = self.load_clip(video, rng)
+                return clip, video.label, {**info, "bad": "\n".join(bad)}
+            except BadVideo as e:
+                if self.mode != "train" or len(self.videos) < 2:
+                    raise
+                bad.append(str(e))
+                if attempt > BAD_ATTEMPTS:
+                    raise BadVideo(e.video, e.path, f"{e.reason}; the last of {len(bad)} unreadable videos in a row "
+                                   f"for sample {index} (epoch {self.epoch}): run `python data.py check`") from None
+            # another video, never this sample itself; its clip draws from the same generator
+            rng = np.random.default_rng([self.seed, self.epoch, index, attempt])
+            j = int(rng.integers(len(self.videos) - 1))
+            video = self.videos[j + (j >= index)]
+
+    def load_clip(self, video, rng):
+        """One video -> (clip, info): uint8 (3, T, c, c), or (V, 3, T, c, c) in test mode; `rng` draws
+        the clip's position, crop and flip."""
         clips = sample_indices(video.num_frames, self.t_length, self.t_stride, self.mode,
                                self.num_clips if self.mode == "test" else 1, rng, self.start_index)
         numbers, inverse = np.unique(clips, return_inverse=True)  # decode each frame once
@@ -320,7 +398,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         # (V, 3, T, c, c) as a VIEW of the decoder's interleaved memory: no de-interleaving copy here
         # (`collate` keeps it that way; .contiguous() if you need planar memory).
         x = x.flatten(0, 1).permute(0, 4, 1, 2, 3)
-        return (x if self.mode == "test" else x[0]), video.label
+        return (x if self.mode == "test" else x[0]), {}
 
 
 # ---- synthetic data: motion is the only cue -------------------------------------------------------
@@ -393,7 +471,8 @@ def _extract_one(job):
     video, out_dir, short_side, quality = job
     import av  # optional dependency, imported where it is needed
     tmp = out_dir + ".part"
-    os.makedirs(tmp, exist_ok=True)
+    shutil.rmtree(tmp, ignore_errors=True)  # an interrupted run's frames: stale, maybe more than this video has
+    os.makedirs(tmp)
     n = 0
     try:
         with av.open(video) as container:
@@ -417,9 +496,12 @@ def _extract_one(job):
 
 def extract(videos_dir, frames_dir, short_side=256, quality=95, jobs=1):
     """Every video under videos_dir -> frames_dir/<same relative path without extension>/img_%05d.jpg,
-    short side resized to short_side (0: keep), in parallel over videos. Existing folders are skipped."""
+    short side resized to short_side (0: keep), in parallel over videos. Existing folders are skipped.
+    ValueError if videos_dir is not a folder or holds no video file."""
     if importlib.util.find_spec("av") is None:
         raise SystemExit("data.py extract: PyAV is not installed: pip install av")
+    if not os.path.isdir(videos_dir):
+        raise ValueError(f"VIDEOS_DIR {videos_dir} is not a folder")
     todo, skipped = [], 0
     for dirpath, _, files in os.walk(videos_dir):
         for name in sorted(files):
@@ -430,13 +512,17 @@ def extract(videos_dir, frames_dir, short_side=256, quality=95, jobs=1):
                     skipped += 1
                 else:
                     todo.append((os.path.join(dirpath, name), out, short_side, quality))
+    if not todo and not skipped:
+        raise ValueError(f"no video file ({', '.join(VIDEO_EXTS)}) under VIDEOS_DIR {videos_dir}")
     frames = failed = 0
     with ProcessPoolExecutor(max(1, jobs)) as pool:
-        for video, n, err in pool.map(_extract_one, todo, chunksize=4) if jobs > 1 else map(_extract_one, todo):
+        results = pool.map(_extract_one, todo, chunksize=4) if jobs > 1 else map(_extract_one, todo)
+        # a bar with rate and ETA on a terminal only (disable=None): logs stay clean
+        for video, n, err in tqdm(results, total=len(todo), desc="extract", unit="video", disable=None):
             frames += n
             if err:
                 failed += 1
-                print(f"{video}: {err}", file=sys.stderr)
+                tqdm.write(f"{video}: {err}", file=sys.stderr)
     print(f"extracted {len(todo) - failed} videos ({frames} frames) to {frames_dir}; "
           f"{skipped} already there, {failed} failed")
     return failed
@@ -446,14 +532,44 @@ def count_frames(folder, image_tmpl="img_{:05d}.jpg", start_index=1, names=None)
     """Frames start_index, start_index+1, ... present in folder (stops at the first gap)."""
     names = set(os.listdir(folder) if names is None else names)
     n = 0
-    while image_tmpl.format(start_index + n) in names:
+    while n < len(names) and image_tmpl.format(start_index + n) in names:  # bounded: whatever the template
         n += 1
     return n
 
 
-def _lines(path):
-    with open(path, encoding="utf-8") as f:
-        return list(enumerate(f.read().splitlines(), 1))
+def read_class_names(path):
+    """A classes file (`<dataset>_classes.txt`, written by `lists`): line i = the name of label i.
+    ValueError naming file:line for a blank line inside, a duplicate, or no names at all."""
+    lines = read_text_lines(path)
+    while lines and not lines[-1][1].strip():  # the final newline(s)
+        lines.pop()
+    names, seen = [], {}
+    for n, line in lines:
+        name = line.strip()
+        if not name:
+            raise ValueError(f"{path}:{n}: blank line (line i must name class i - 1)")
+        if name in seen:
+            raise ValueError(f"{path}:{n}: class {name!r} repeats line {seen[name]}")
+        seen[name] = n
+        names.append(name)
+    if not names:
+        raise ValueError(f"{path}: no class names")
+    return names
+
+
+def _ucf101_classes(path):
+    """classInd.txt ("1 ApplyEyeMakeup", 1-based, in label order) -> class names, label order."""
+    names = {}
+    for n, line in read_text_lines(path):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 2 or not parts[0].isdigit() or int(parts[0]) < 1 or int(parts[0]) in names:
+            raise ValueError(f"{path}:{n}: expected '<index from 1> <class name>', each index once: {line.strip()}")
+        names[int(parts[0])] = parts[1]
+    if sorted(names) != list(range(1, len(names) + 1)):
+        raise ValueError(f"{path}: class indices must be 1..{len(names)} without gaps")
+    return [names[k] for k in range(1, len(names) + 1)]
 
 
 def _split_entries(dataset, splits_dir, split):
@@ -464,17 +580,18 @@ def _split_entries(dataset, splits_dir, split):
         # testlist01.txt: the same without the label. The class comes from the folder part, looked up
         # case-insensitively (UCF101 spells HandstandPushups two ways).
         ind = os.path.join(splits_dir, "classInd.txt")
-        lookup = {name.lower(): int(k) - 1 for _, line in _lines(ind) if line.strip() for k, name in [line.split()]}
+        classes = _ucf101_classes(ind)
+        lookup = {name.lower(): label for label, name in enumerate(classes)}
         for part, fname in (("train", f"trainlist0{split}.txt"), ("val", f"testlist0{split}.txt")):
             path = os.path.join(splits_dir, fname)
-            for n, line in _lines(path):
+            for n, line in read_text_lines(path):
                 if line.strip():
                     rel = line.split()[0].replace("\\", "/")
                     cls = rel.split("/")[0].lower()
                     if cls not in lookup:
                         raise ValueError(f"{path}:{n}: class {rel.split('/')[0]!r} is not in {ind}: {line.strip()}")
                     entries[part].append((os.path.splitext(os.path.basename(rel))[0], lookup[cls], f"{path}:{n}"))
-        return sorted(lookup), entries
+        return classes, entries
     # HMDB51: <class>_test_split<N>.txt, lines "<video>.avi <0|1|2>": 1 train, 2 test, 0 unused. Labels
     # index the sorted class names (not the sorted file names: "sword_exercise_..." < "sword_test...").
     suffix = f"_test_split{split}.txt"
@@ -483,7 +600,7 @@ def _split_entries(dataset, splits_dir, split):
         raise ValueError(f"no *{suffix} files in {splits_dir}")
     for label, name in enumerate(classes):
         path = os.path.join(splits_dir, name + suffix)
-        for n, line in _lines(path):
+        for n, line in read_text_lines(path):
             parts = line.split()
             if len(parts) == 2 and parts[1] in ("1", "2"):
                 entries["train" if parts[1] == "1" else "val"].append(
@@ -496,7 +613,12 @@ def _split_entries(dataset, splits_dir, split):
 def make_lists(frames_dir, dataset, splits_dir, split=1, out_dir=None, image_tmpl="img_{:05d}.jpg", start_index=1):
     """Write <out_dir>/<dataset>_{train,val}_split<N>_list.txt from the official splits, counting the
     frames on disk. Frame folders are found by video name anywhere under frames_dir (flat or per class).
-    Paths are relative to out_dir (default: frames_dir's parent), the lists' default root."""
+    Paths are relative to out_dir (default: frames_dir's parent), the lists' default root.
+    Also writes <out_dir>/<dataset>_classes.txt: line i = the name of label i (read_class_names).
+    ValueError, and nothing written, if frames_dir is not a folder or a list would be empty."""
+    check_image_tmpl(image_tmpl, start_index)
+    if not os.path.isdir(frames_dir):
+        raise ValueError(f"FRAMES_DIR {frames_dir} is not a folder")
     out_dir = out_dir or os.path.dirname(os.path.abspath(frames_dir))
     folders = {}  # video name -> (folder, frame count)
     for dirpath, _, files in os.walk(frames_dir):
@@ -504,23 +626,36 @@ def make_lists(frames_dir, dataset, splits_dir, split=1, out_dir=None, image_tmp
         if n:
             folders[os.path.basename(dirpath)] = (dirpath, n)
     classes, entries = _split_entries(dataset, splits_dir, split)
-    written = []
+    lists, warnings_ = {}, []
     for part in ("train", "val"):
         lines, missing = [], 0
         for name, label, where in entries[part]:
             if name not in folders:
                 missing += 1
-                print(f"warning: {where}: no frame folder for {name} under {frames_dir}", file=sys.stderr)
+                warnings_.append(f"warning: {where}: no frame folder for {name} under {frames_dir}")
                 continue
             folder, n = folders[name]
             rel = os.path.relpath(folder, out_dir)
             rel = "./" + rel if rel.startswith("#") else rel  # HMDB51 has names starting with '#': not a comment
             lines.append(f"{rel} {n} {label}\n")
+        if not lines:  # a wrong FRAMES_DIR, --image_tmpl or split: say so rather than write an empty list
+            example = entries[part][0][0] if entries[part] else "(none listed)"
+            raise ValueError(f"no frame folder under {frames_dir} matches a {part} video of split {split} "
+                             f"(looked for folders named like {example!r} holding {image_tmpl.format(start_index)}, ...)")
+        lists[part] = lines, missing
+    for message in warnings_:  # only now: an error above is one line, not thousands of warnings first
+        print(message, file=sys.stderr)
+    written = []
+    for part, (lines, missing) in lists.items():
         path = os.path.join(out_dir, f"{dataset}_{part}_split{split}_list.txt")
         with open(path, "w") as f:
             f.writelines(lines)
         print(f"wrote {path}: {len(lines)} videos, {len(classes)} classes ({missing} without frames)")
         written.append(path)
+    path = os.path.join(out_dir, f"{dataset}_classes.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(name + "\n" for name in classes)
+    print(f"wrote {path}: {len(classes)} class names (line 1 = label 0)")
     return written
 
 
@@ -528,12 +663,13 @@ def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_
     """Every problem of a list file and its frames, one line each with the list line; returns them.
     Checks the list syntax and labels, that every listed frame exists, and decodes the first and last
     frame of each video (full=True: every frame, and that all have one size)."""
+    check_image_tmpl(image_tmpl, start_index)
     problems = []  # (line, message)
     videos = read_list(list_file, root, num_classes, problems)
     if not videos:
         problems.append((0, f"{list_file}: no videos listed"))
     frames = 0
-    for v in videos:
+    for v in tqdm(videos, desc="check", unit="video", disable=None):  # a bar on a terminal only
         where = f"{list_file}:{v.line}"
         if not os.path.isdir(v.path):
             problems.append((v.line, f"{where}: missing folder {v.path}"))
@@ -548,7 +684,7 @@ def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_
             path = os.path.join(v.path, image_tmpl.format(i))
             try:
                 img = decode_frame(path)
-            except (OSError, RuntimeError) as e:
+            except (OSError, RuntimeError, ValueError) as e:
                 problems.append((v.line, f"{where}: unreadable frame {path}: {_why(e)}"))
                 continue
             if size is not None and img.shape != size:
@@ -563,8 +699,39 @@ def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_
     return [message for _, message in problems]
 
 
+def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report=10, threads=32):
+    """The fail-early check before training: every video's folder exists and holds its first and last
+    listed frame. Stat calls only (no decoding), on `threads` threads: on network storage a stat is a
+    round trip, and they overlap. Returns (the first `max_report` problems in list order, one line each:
+    "<list>:<line>: missing folder <path>" / "missing frame <path>", the number of bad videos)."""
+    check_image_tmpl(image_tmpl, start_index)
+
+    def problem(v):
+        for i in sorted({start_index, start_index + v.num_frames - 1}):
+            path = os.path.join(v.path, image_tmpl.format(i))
+            if not os.path.exists(path):
+                what = f"missing frame {path}" if os.path.isdir(v.path) else f"missing folder {v.path}"
+                return f"{v.list_file}:{v.line}: {what}"
+        return None
+
+    def chunk(vs):  # a task per chunk, not per video: a future costs about as much as a stat
+        return [m for m in map(problem, vs) if m]
+
+    size = max(1, min(256, len(videos) // (4 * threads) + 1))
+    with ThreadPoolExecutor(threads) as pool:
+        found = [m for ms in pool.map(chunk, [videos[k:k + size] for k in range(0, len(videos), size)]) for m in ms]
+    return found[:max_report], len(found)
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse errors as one line (no usage block), exit 2: like every other error of data.py."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(description="Video frame-folder datasets: make, extract, list, check.")
+    p = _OneLineParser(description="Video frame-folder datasets: make, extract, list, check.")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def size(text):
