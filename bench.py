@@ -265,8 +265,8 @@ def print_data(res, mode, list_file, methods, args):
         print(f"{name:44s} {one[name]:8.1f} {w} {one[name] / one[NAIVE]:7.2f}x {one[name] / best_a:11.2f}x")
     print(f"(c) device part ({'normalize + random_zoom' if mode == 'train' else 'normalize'}), run here on 1 CPU core: "
           f"{res['device_part_cpu_clips_s']:.1f} clips/s (on a GPU: a few batched kernels)")
-    print(f"loader's share of the limit ({res['limit']}): " + ", ".join(
-        f"{k[len('(c) data.py, '):]} {v:.2f}" + (f" ({res['share_of_limit_workers'][k]:.2f} with {args.workers} workers)" if many else "")
+    print(f"loader's share of the limit ({res['limit']}), 1 core{' / workers' if many else ''}: " + ", ".join(
+        f"{k[len('(c) data.py, '):]} {v:.2f}" + (f" / {res['share_of_limit_workers'][k]:.2f}" if many else "")
         for k, v in res["share_of_limit"].items()))
     print(f"targets, 1 core: (c)/(b) = {res['c_over_b']:.2f}x (>= 5), (c)/best (a) = {res['c_over_best_a']:.2f}x (>= 0.8)")
 
