@@ -661,8 +661,7 @@ def test_frame_size_change_names_frame_and_line(synth, tmp_path):
 
 
 def test_pillow_fallback_decoder(synth, tmp_path, monkeypatch):
-    """Without torchvision's decoders (deprecated in 0.29), data.py decodes with Pillow: same clips
-    (up to decoder rounding), same errors."""
+    """Without TorchCodec, data.py decodes with Pillow: same clips (up to decoder rounding), same errors."""
     root, _, val = synth
     ds = data.VideoFrameDataset(val, mode="val", **SMALL)
     fast = ds[1][0]
@@ -671,7 +670,7 @@ def test_pillow_fallback_decoder(synth, tmp_path, monkeypatch):
     Image.fromarray(np.full((12, 16), 77, np.uint8)).save(gray)
     assert data.decode_frame(str(gray)).shape == (12, 16, 3)
 
-    monkeypatch.setattr(data, "decode_image", None)
+    monkeypatch.setattr(data, "DECODER", "pil")  # what data.py picks when TorchCodec is missing
     slow = ds[1][0]
     assert slow.shape == fast.shape and slow.dtype == torch.uint8
     assert_interleaved(slow)
