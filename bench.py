@@ -7,6 +7,7 @@ size, FLOPs and training speed, and end-to-end training with the real loader aga
     python bench.py model --arch resnet50_3d -b 32 --amp bf16 --channels-last --compile --device cuda
     python bench.py train --arch resnet10_3d --t_length 8 --crop_size 112 -b 4 --workers 2 --iters 10
     python bench.py train --arch resnet50_3d -b 32 --workers 16 --amp bf16 --channels-last --device cuda --iters 200
+    python bench.py train ... --device cuda --decode_device cuda    # the loader ships bytes, nvJPEG decodes
 Every command takes --json OUT to write its numbers as well.
 
 data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in [256, 320], random
@@ -401,20 +402,25 @@ def bench_train(args):
     torch.backends.cudnn.benchmark = True
     train_list = os.path.join(args.frames, "train.txt") if args.frames else ensure_frames(DEFAULT_FRAMES)[0]
     ds = data.VideoFrameDataset(train_list, mode="train", t_length=args.t_length, t_stride=args.t_stride,
-                                new_size=args.new_size, crop_size=args.crop_size, seed=args.seed)
+                                new_size=args.new_size, crop_size=args.crop_size, seed=args.seed,
+                                encoded=args.decode_device == "cuda")  # then the loader ships bytes
     step = make_step(args, device, args.amp, args.channels_last, args.compile)
     sampler = torch.utils.data.RandomSampler(ds, replacement=True, num_samples=(args.warmup + args.iters) * args.batch_size,
                                              generator=torch.Generator().manual_seed(args.seed))
     loader = DataLoader(ds, batch_size=args.batch_size, sampler=sampler, num_workers=args.workers,
-                        pin_memory=device.type == "cuda", drop_last=True, collate_fn=data.collate)
+                        pin_memory=device.type == "cuda", drop_last=True,
+                        collate_fn=data.collate_encoded if ds.encoded else data.collate)
+    # --decode_device cuda: nvJPEG decodes each batch in this process; that time counts as "data wait"
+    batches = (data.decode_batch(b, args.decode_device, ds) for b in loader) if ds.encoded else loader
     # Synthetic first: it also warms up the model (cuDNN autotune, compile) before the real loader runs.
     synth, synth_wait = run_steps(step, synthetic_batches(args), args.warmup, args.iters, device)
-    real, real_wait = run_steps(step, loader, args.warmup, args.iters, device)
+    real, real_wait = run_steps(step, batches, args.warmup, args.iters, device)
     out = {"settings": vars(args), "synthetic_clips_s": synth, "real_clips_s": real, "real_over_synthetic": real / synth,
            "real_data_wait": real_wait, "synthetic_data_wait": synth_wait}
     amp = [args.amp] * (args.amp != "off") + ["channels-last"] * args.channels_last + ["compile"] * args.compile
     print(f"\ntrain {args.arch} 3x{args.t_length}x{args.crop_size}x{args.crop_size}, batch {args.batch_size}, "
-          f"{args.workers} workers, {device}, {'+'.join(amp) or 'fp32'}; {args.warmup} warmup + {args.iters} timed steps")
+          f"{args.workers} workers, {device}, {'+'.join(amp) or 'fp32'}, JPEGs decoded on {args.decode_device}; "
+          f"{args.warmup} warmup + {args.iters} timed steps")
     print(f"{'loader':34s} {'clips/s':>9s} {'ms/step':>9s} {'data wait':>10s}")
     for name, r, w in (("synthetic (uint8 batches in memory)", synth, synth_wait), ("real (VideoFrameDataset)", real, real_wait)):
         print(f"{name:34s} {r:9.2f} {1000 * args.batch_size / r:9.1f} {w:10.0%}")
@@ -451,6 +457,8 @@ def get_args_parser():
         q.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
         q.add_argument("--warmup", default=3, type=int, help="untimed steps first")
     m.add_argument("--iters", default=10, type=int, help="timed steps (0: only params and GMACs)")
+    t.add_argument("--decode_device", default="cpu", choices=["cpu", "cuda"],
+                   help="cpu: the workers decode; cuda: they ship bytes, nvJPEG decodes batches (data.decode_batch)")
     t.add_argument("--iters", default=50, type=int, help="timed steps; >> 2 x workers, or batches that workers "
                    "prefetch during warmup hide waiting")
     return p
@@ -465,6 +473,8 @@ def main(argv=None):
     args = get_args_parser().parse_args(argv)
     if getattr(args, "device", "cpu").startswith("cuda") and not torch.cuda.is_available():
         fail("--device cuda but no CUDA GPU is visible; use --device cpu")
+    if getattr(args, "decode_device", "cpu") == "cuda" and not torch.cuda.is_available():
+        fail("--decode_device cuda but no CUDA GPU is visible; use --decode_device cpu")
     if getattr(args, "amp", "off") == "fp16" and not args.device.startswith("cuda"):
         fail("--amp fp16 needs a CUDA device; use --amp bf16 on CPU")
     for name in ("train.txt", "val.txt")[:2 if args.cmd == "data" else 1]:

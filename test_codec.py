@@ -360,3 +360,22 @@ def test_bench_data_rows_per_decoder_and_share_of_limit(tiny_frames, tmp_path, c
         for d in decoders:
             assert float(printed[d]) == pytest.approx(r["share_of_limit"][bench.PIPELINE.format(d)], abs=0.006)
         assert r["c_over_best_a"] == pytest.approx(one[bench.OURS] / one[limit], rel=1e-12)
+
+
+def test_bench_train_decode_device_cuda_without_cuda_is_one_line(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is present")
+    p = subprocess.run([sys.executable, os.path.join(HERE, "bench.py"), "train", "--decode_device", "cuda", "--device", "cpu"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and p.stderr.strip().count("\n") == 0, p.stderr
+    assert "--decode_device cuda but no CUDA GPU" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_bench_train_decode_device_cuda_runs(tiny_frames, tmp_path):
+    """bench.py train with the loader shipping bytes and nvJPEG decoding each batch."""
+    path = tmp_path / "t.json"
+    out = bench.main(["train", "--frames", tiny_frames, "--arch", "resnet10_3d", "--num_classes", "2", "--t_length", "4",
+                      "--t_stride", "2", "--new_size", "32", "--crop_size", "24", "-b", "2", "--workers", "0",
+                      "--warmup", "1", "--iters", "2", "--device", "cuda", "--decode_device", "cuda", "--json", str(path)])
+    assert out["real_clips_s"] > 0 and out["settings"]["decode_device"] == "cuda"
