@@ -515,7 +515,8 @@ def decode_batch(batch, device, dataset):
 
 
 def _frame_error(e, path, reason):
-    """The error for a frame that fails only on the device (its header read fine in the loader)."""
+    """The error for a frame that fails only in decode_batch (its header read fine in the loader): the
+    dataset's BadVideo where data.py has one (the bad-video handling), else a one-line RuntimeError."""
     bad = globals().get("BadVideo")
     if bad is not None:
         return bad(e.video, path, reason)
