@@ -379,3 +379,18 @@ def test_bench_train_decode_device_cuda_runs(tiny_frames, tmp_path):
                       "--t_stride", "2", "--new_size", "32", "--crop_size", "24", "-b", "2", "--workers", "0",
                       "--warmup", "1", "--iters", "2", "--device", "cuda", "--decode_device", "cuda", "--json", str(path)])
     assert out["real_clips_s"] > 0 and out["settings"]["decode_device"] == "cuda"
+
+
+@pytest.mark.skipif(not hasattr(data, "BadVideo"), reason="needs data.BadVideo (train-mode replacement of bad videos)")
+def test_bytes_mode_replaces_a_bad_video_like_the_normal_path(tmp_path):
+    """Train mode: a video with a missing frame is replaced in the loader in bytes mode too -- the same
+    replacement, clip, label and info["bad"] line as the normal path."""
+    train_list, _ = data.make_synth(str(tmp_path), classes=2, videos=4, frames=8, size=(64, 40))
+    for k in range(1, 9):  # every frame but the first: whatever clip is drawn, a frame is missing
+        if k > 1:
+            os.remove(tmp_path / "train" / "video_0001" / f"img_{k:05d}.jpg")
+    ds, enc = both(train_list, mode="train", t_length=3, t_stride=2, new_size=48, crop_size=32)
+    normal = data.collate([ds[i] for i in range(len(ds))])
+    deferred = data.decode_batch(data.collate_encoded([enc[i] for i in range(len(enc))]), "cpu", enc)
+    assert torch.equal(normal[0], deferred[0]) and torch.equal(normal[1], deferred[1])
+    assert normal[2]["bad"] == deferred[2]["bad"] and "video_0001" in normal[2]["bad"][1], normal[2]["bad"]
