@@ -307,7 +307,7 @@ def test_bench_reads_exactly_the_frames_the_dataset_reads(tmp_path, monkeypatch)
     train_list, _ = data.make_synth(str(tmp_path), classes=2, videos=3, frames=24, size=(48, 32))
     ds = data.VideoFrameDataset(train_list, mode="train", t_length=4, t_stride=2, new_size=32, crop_size=24)
 
-    def tsn(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, start_index=1, **kw):
+    def tsn(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, start_index=1, *placement, **kw):
         seg = num_frames // t_length
         return (np.arange(t_length) * seg + rng.integers(0, seg, t_length))[None] + start_index
 
