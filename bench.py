@@ -7,26 +7,33 @@ size, FLOPs and training speed, and end-to-end training with the real loader aga
     python bench.py model --arch resnet50_3d -b 32 --amp bf16 --channels-last --compile --device cuda
     python bench.py train --arch resnet10_3d --t_length 8 --crop_size 112 -b 4 --workers 2 --iters 10
     python bench.py train --arch resnet50_3d -b 32 --workers 16 --amp bf16 --channels-last --device cuda --iters 200
+    python bench.py train ... --device cuda --decode_device cuda    # the loader ships bytes, nvJPEG decodes
 Every command takes --json OUT to write its numbers as well.
 
 data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in [256, 320], random
   224 crop, random flip) and val clips (centred, short side 256, centre crop), from 340x256 JPEGs
   made once by data.make_synth (q95, textured: flat images decode unrealistically fast) into
   ./output/bench_frames (8 videos of 72 frames per list), or from --frames DIR (train.txt, val.txt).
-  (a) decode only: the clip's frames decoded to uint8 and dropped, with each decoder the project can
-      use -- the limit of any JPEG-frame pipeline on this CPU.
+  (a) decode only: the clip's frame files decoded to uint8 by data.decode_frame and dropped, with each
+      decoder data.py can use (TorchCodec, torchvision, Pillow) -- the limit of any JPEG-frame pipeline
+      on this CPU.
   (b) naive: the original project's pipeline: per frame PIL open+convert, PIL resize, crop and flip,
       then stack, float /255 and ImageNet normalisation (TSN-style Group* transforms).
-  (c) data.py: VideoFrameDataset's uint8 (3, T, crop, crop) clip through data.collate. Train clips are
-      cropped at short side 256 (random position, flip); their scale jitter (data.random_zoom) and
-      normalisation run batched on the device in the training step -- timed apart, on this CPU, in
-      the "device part" line. (b) and (c) both pay for collating their clip into a batch.
-  All three read the same frames: clip i is video i % K, frames chosen by data.sample_indices with
-  data.py's generator. "1 core": torch.set_num_threads(1) in this process, best of --repeats rounds
-  run in turn. "N workers": a DataLoader with N processes, batch 8, the first N batches (start-up)
-  untimed. Frames come from disk on the first (untimed) pass only, then from the OS page cache --
-  the same for all three. Targets (1 core, train): (c) >= 5x (b), (c) >= 0.8x the best (a). (c)
-  cannot beat the best (a), so the "vs (b)" of the best (a) row bounds what (c)/(b) can reach.
+  (c) data.py: VideoFrameDataset's uint8 (3, T, crop, crop) clip through data.collate, one row per
+      decoder (data.DECODER): the same run shows the pipeline before (torchvision) and after
+      (TorchCodec) the switch. Train clips are cropped at short side 256 (random position, flip);
+      their scale jitter (data.random_zoom) and normalisation run batched on the device in the training
+      step -- timed apart, on this CPU, in the "device part" line. (b) and (c) both pay for collating.
+  (d) data.py bytes only: the loader's side of --decode_device cuda (VideoFrameDataset(encoded=True) +
+      data.collate_encoded): it reads the files and ships their bytes; the GPU decodes them.
+  All rows read the same files: the ones data.py's own __getitem__ chooses for clip i = video i % K
+  (`clip_files`: the dataset's bytes mode, not a copy of its sampling). "1 core":
+  torch.set_num_threads(1) in this process, best of --repeats rounds run in turn. "N workers": a
+  DataLoader with N processes, batch 8, the first N batches (start-up) untimed. Frames come from disk
+  on the first (untimed) pass only, then from the OS page cache -- the same for all rows. "Loader's
+  share of the limit": each (c) row over the fastest (a) row. Targets (1 core, train): (c) >= 5x (b),
+  (c) >= 0.8x the best (a). (c) cannot beat the best (a), so the "vs (b)" of the best (a) row bounds
+  what (c)/(b) can reach.
 model: parameters, GMACs per clip (torch.utils.flop_counter on a 1-clip forward on the meta device;
   MACs = flops / 2 of the convs and the fc, not BN/ReLU/pooling -- the model zoos' convention),
   training clips/s (forward + backward + SGD, data.normalize in the step as in train.py) and peak
@@ -40,13 +47,13 @@ References: PyTorch Performance Tuning Guide and torch.utils.benchmark (warmup, 
 timing); BannyStone/Video_Classification_PyTorch lib/transforms.py (the naive pipeline).
 """
 import argparse
+import copy
 import json
 import os
 import platform
 import resource
 import sys
 import time
-import warnings
 
 import numpy as np
 import torch
@@ -55,7 +62,6 @@ import torchvision.transforms.functional as TF
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.flop_counter import FlopCounterMode
-from torchvision.io import ImageReadMode, decode_image, decode_jpeg, read_file
 
 import data
 import model as models
@@ -74,29 +80,63 @@ def ensure_frames(frames_dir):
     return train_list, val_list
 
 
-def clip_frames(ds, i, mode, seed):
-    """Paths of the frames that data.py reads for clip i (same sampling function, same generator)."""
-    v = ds.videos[i]
-    rng = np.random.default_rng([seed, 0, i])  # data.py's generator for (seed, epoch 0, index i)
-    numbers = data.sample_indices(v.num_frames, ds.t_length, ds.t_stride, mode, 1, rng, ds.start_index)[0]
-    return [ds.frame_path(v, int(k)) for k in numbers], rng
+def clip_files(ds, i):
+    """The frame files data.py reads for item i, each once, in the order it reads them: what the
+    dataset's own __getitem__ chooses (its bytes mode stops right after choosing), never a copy of its
+    sampling -- a changed sampler is what gets benchmarked."""
+    enc = copy.copy(ds)
+    enc.encoded = True
+    return list(enc[i][0].paths)
 
 
-def decode_pil(paths):
-    return [np.asarray(Image.open(p).convert("RGB")) for p in paths]  # (H, W, 3) uint8 each
+DECODE = "(a) decode only, {}"         # data.decode_frame with each decoder data.py can use
+NAIVE = "(b) naive (original project)"
+PIPELINE = "(c) data.py, {}"           # data.py's own pipeline with data.DECODER = each decoder
+OURS = PIPELINE.format(data.DECODER)   # data.py as shipped (TorchCodec where installed)
+BYTES = "(d) data.py, bytes only (--decode_device)"
 
 
-def decode_torchvision(paths):
-    return [decode_jpeg(read_file(p)) for p in paths]  # (3, H, W) uint8 each, libjpeg-turbo
+class DecodeOnly(Dataset):
+    """Clip i's files decoded to uint8 and dropped: returns the frame count, since shipping the frames
+    back is not decoding."""
+
+    def __init__(self, files, decoder):
+        self.files, self.decoder = files, decoder
+
+    def __len__(self):
+        return len(self.files)
+
+    def __getitem__(self, i):
+        return len([data.decode_frame(p, self.decoder) for p in self.files[i]])
 
 
-def decode_image_rgb(paths):  # data.py's call: decode_image dispatches on the file's magic bytes
-    return [decode_image(read_file(p), mode=ImageReadMode.RGB) for p in paths]
+class Naive(Dataset):
+    """The original project's clip from the files data.py reads for clip i (its own crop/flip draws)."""
+
+    def __init__(self, files, mode, args):
+        self.files, self.mode, self.args = files, mode, args
+
+    def __len__(self):
+        return len(self.files)
+
+    def __getitem__(self, i):
+        rng = np.random.default_rng([self.args.seed, i])
+        return naive_clip(self.files[i], self.mode, self.args.new_size, self.args.crop_size, rng)
 
 
-DECODERS = {"PIL open+convert": decode_pil, "torchvision decode_jpeg": decode_torchvision,
-            "torchvision decode_image RGB": decode_image_rgb}
-NAIVE, OURS = "(b) naive (original project)", "(c) data.py VideoFrameDataset"
+class Pipeline(Dataset):
+    """data.py's dataset, its frames decoded with `decoder` (data.DECODER, set in whichever process
+    runs the item: this one, or a DataLoader worker)."""
+
+    def __init__(self, ds, decoder):
+        self.ds, self.decoder = ds, decoder
+
+    def __len__(self):
+        return len(self.ds)
+
+    def __getitem__(self, i):
+        data.DECODER = self.decoder
+        return self.ds[i]
 
 
 def naive_clip(paths, mode, new_size, crop, rng):
@@ -133,23 +173,6 @@ class Collated(Dataset):
         return self.collate([item if isinstance(item, tuple) else (item, 0)])
 
 
-class Method(Dataset):
-    """Clip i of a baseline, as a map-style dataset so that the DataLoader runs it like data.py.
-    Decode-only returns the frame count: shipping the frames back is not decoding."""
-
-    def __init__(self, ds, mode, fn, args):
-        self.ds, self.mode, self.fn, self.args = ds, mode, fn, args
-
-    def __len__(self):
-        return len(self.ds)
-
-    def __getitem__(self, i):
-        paths, rng = clip_frames(self.ds, i, self.mode, self.args.seed)
-        if self.fn is naive_clip:
-            return naive_clip(paths, self.mode, self.args.new_size, self.args.crop_size, rng)
-        return len(self.fn(paths))
-
-
 def rate_main(dataset, indices, warmup=2):
     """clips/s of dataset[i] in this process."""
     for i in indices[:warmup]:
@@ -172,21 +195,33 @@ def rate_loader(dataset, indices, workers, batch=8, collate=None):
     return n / (time.perf_counter() - t0)
 
 
+def data_methods(ds, K, mode, args):
+    """The benchmark's rows for one dataset: name -> a map-style dataset whose item i is clip i's work."""
+    files = [clip_files(ds, i) for i in range(K)]
+    decoders = data.available_decoders()
+    methods = {DECODE.format(d): DecodeOnly(files, d) for d in decoders}
+    methods[NAIVE] = Collated(Naive(files, mode, args), torch.utils.data.default_collate)
+    for d in decoders:  # the same pipeline with each decoder: before / after the TorchCodec switch
+        methods[PIPELINE.format(d)] = Collated(Pipeline(ds, d), data.collate)
+    enc = copy.copy(ds)
+    enc.encoded = True  # the loader's side of --decode_device: read the files, ship the bytes
+    methods[BYTES] = Collated(enc, data.collate_encoded)
+    return methods, files
+
+
 def bench_data(args):
     train_list, val_list = ((os.path.join(args.frames, "train.txt"), os.path.join(args.frames, "val.txt"))
                             if args.frames else ensure_frames(DEFAULT_FRAMES))
-    out = {"settings": vars(args) | {"machine": platform.machine(), "cores": os.cpu_count(), "torch": torch.__version__},
-           "modes": {}}
-    threads = torch.get_num_threads()
+    out = {"settings": vars(args) | {"machine": platform.machine(), "cores": os.cpu_count(), "torch": torch.__version__,
+                                     "decoders": data.available_decoders()}, "modes": {}}
+    threads, decoder = torch.get_num_threads(), data.DECODER
     torch.set_num_threads(1)  # "per core": one intra-op thread, no workers
     try:
         for mode, list_file in (("train", train_list), ("val", val_list)):
             ds = data.VideoFrameDataset(list_file, mode=mode, t_length=args.t_length, t_stride=args.t_stride,
                                         new_size=args.new_size, crop_size=args.crop_size, seed=args.seed)
             K = min(args.videos or len(ds), len(ds))
-            methods = {f"(a) decode {name}": Method(ds, mode, fn, args) for name, fn in DECODERS.items()}
-            methods[NAIVE] = Collated(Method(ds, mode, naive_clip, args), torch.utils.data.default_collate)
-            methods[OURS] = Collated(ds, data.collate)
+            methods, files = data_methods(ds, K, mode, args)
             for m in methods.values():  # one untimed pass: every file read once, into the page cache
                 [m[i] for i in range(K)]
             one = dict.fromkeys(methods, 0.0)
@@ -197,26 +232,44 @@ def bench_data(args):
             idx = [i % K for i in range(64 * max(1, args.workers))]
             many = {name: rate_loader(m.ds, idx, args.workers, collate=m.collate) if isinstance(m, Collated) else
                     rate_loader(m, idx, args.workers) for name, m in methods.items()} if args.workers else {}
-            device_part = rate_device_part(ds, K, mode)
-            best_a = max(v for k, v in one.items() if k.startswith("(a)"))
-            paths = [p for i in range(K) for p in clip_frames(ds, i, mode, args.seed)[0]]
-            W, H = Image.open(paths[0]).size
-            res = {"per_core": one, "workers": many, "c_over_b": one[OURS] / one[NAIVE], "c_over_best_a": one[OURS] / best_a,
-                   "device_part_cpu_clips_s": device_part,
-                   "videos": K, "frame_size": [W, H], "jpeg_kb": float(np.mean([os.path.getsize(p) for p in paths]) / 1024)}
+            data.DECODER = decoder
+            res = summarize(one, many, files)
+            res["device_part_cpu_clips_s"] = rate_device_part(ds, K, mode)
             out["modes"][mode] = res
-            print(f"\ndata: {mode} clips 3x{args.t_length}x{args.crop_size}x{args.crop_size} (t_stride {args.t_stride}) "
-                  f"from {list_file}: {K} videos, {W}x{H} JPEGs of {res['jpeg_kb']:.0f} KB; clips/s")
-            print(f"{'method':40s} {'1 core':>8s} {f'{args.workers} workers':>10s} {'vs (b)':>8s} {'vs best (a)':>12s}")
-            for name in methods:
-                w = f"{many[name]:10.1f}" if many else f"{'-':>10s}"
-                print(f"{name:40s} {one[name]:8.1f} {w} {one[name] / one[NAIVE]:7.2f}x {one[name] / best_a:11.2f}x")
-            print(f"(c) device part ({'normalize + random_zoom' if mode == 'train' else 'normalize'}), run here on 1 CPU core: "
-                  f"{device_part:.1f} clips/s (on a GPU: a few batched kernels)")
-            print(f"targets, 1 core: (c)/(b) = {res['c_over_b']:.2f}x (>= 5), (c)/best (a) = {res['c_over_best_a']:.2f}x (>= 0.8)")
+            print_data(res, mode, list_file, methods, args)
     finally:
         torch.set_num_threads(threads)
+        data.DECODER = decoder
     return out
+
+
+def summarize(one, many, files):
+    """Ratios of the rows: (c) / (b), and each data.py row's share of the decode-only limit."""
+    limit = max((k for k in one if k.startswith("(a)")), key=one.get)  # the fastest decoder's row
+    share = {k: one[k] / one[limit] for k in one if k.startswith("(c)")}
+    share_many = {k: many[k] / max(many[j] for j in many if j.startswith("(a)")) for k in share} if many else {}
+    W, H = Image.open(files[0][0]).size
+    return {"per_core": one, "workers": many, "c_over_b": one[OURS] / one[NAIVE], "c_over_best_a": one[OURS] / one[limit],
+            "limit": limit, "share_of_limit": share, "share_of_limit_workers": share_many,
+            "videos": len(files), "frame_size": [W, H],
+            "jpeg_kb": float(np.mean([os.path.getsize(p) for f in files for p in f]) / 1024)}
+
+
+def print_data(res, mode, list_file, methods, args):
+    one, many, best_a = res["per_core"], res["workers"], res["per_core"][res["limit"]]
+    W, H = res["frame_size"]
+    print(f"\ndata: {mode} clips 3x{args.t_length}x{args.crop_size}x{args.crop_size} (t_stride {args.t_stride}) "
+          f"from {list_file}: {res['videos']} videos, {W}x{H} JPEGs of {res['jpeg_kb']:.0f} KB; clips/s")
+    print(f"{'method':44s} {'1 core':>8s} {f'{args.workers} workers':>10s} {'vs (b)':>8s} {'vs best (a)':>12s}")
+    for name in methods:
+        w = f"{many[name]:10.1f}" if many else f"{'-':>10s}"
+        print(f"{name:44s} {one[name]:8.1f} {w} {one[name] / one[NAIVE]:7.2f}x {one[name] / best_a:11.2f}x")
+    print(f"(c) device part ({'normalize + random_zoom' if mode == 'train' else 'normalize'}), run here on 1 CPU core: "
+          f"{res['device_part_cpu_clips_s']:.1f} clips/s (on a GPU: a few batched kernels)")
+    print(f"loader's share of the limit ({res['limit']}), 1 core{' / workers' if many else ''}: " + ", ".join(
+        f"{k[len('(c) data.py, '):]} {v:.2f}" + (f" / {res['share_of_limit_workers'][k]:.2f}" if many else "")
+        for k, v in res["share_of_limit"].items()))
+    print(f"targets, 1 core: (c)/(b) = {res['c_over_b']:.2f}x (>= 5), (c)/best (a) = {res['c_over_best_a']:.2f}x (>= 0.8)")
 
 
 def rate_device_part(ds, K, mode, batch=8, rounds=3):
@@ -349,20 +402,25 @@ def bench_train(args):
     torch.backends.cudnn.benchmark = True
     train_list = os.path.join(args.frames, "train.txt") if args.frames else ensure_frames(DEFAULT_FRAMES)[0]
     ds = data.VideoFrameDataset(train_list, mode="train", t_length=args.t_length, t_stride=args.t_stride,
-                                new_size=args.new_size, crop_size=args.crop_size, seed=args.seed)
+                                new_size=args.new_size, crop_size=args.crop_size, seed=args.seed,
+                                encoded=args.decode_device == "cuda")  # then the loader ships bytes
     step = make_step(args, device, args.amp, args.channels_last, args.compile)
     sampler = torch.utils.data.RandomSampler(ds, replacement=True, num_samples=(args.warmup + args.iters) * args.batch_size,
                                              generator=torch.Generator().manual_seed(args.seed))
     loader = DataLoader(ds, batch_size=args.batch_size, sampler=sampler, num_workers=args.workers,
-                        pin_memory=device.type == "cuda", drop_last=True, collate_fn=data.collate)
+                        pin_memory=device.type == "cuda", drop_last=True,
+                        collate_fn=data.collate_encoded if ds.encoded else data.collate)
+    # --decode_device cuda: nvJPEG decodes each batch in this process; that time counts as "data wait"
+    batches = (data.decode_batch(b, args.decode_device, ds) for b in loader) if ds.encoded else loader
     # Synthetic first: it also warms up the model (cuDNN autotune, compile) before the real loader runs.
     synth, synth_wait = run_steps(step, synthetic_batches(args), args.warmup, args.iters, device)
-    real, real_wait = run_steps(step, loader, args.warmup, args.iters, device)
+    real, real_wait = run_steps(step, batches, args.warmup, args.iters, device)
     out = {"settings": vars(args), "synthetic_clips_s": synth, "real_clips_s": real, "real_over_synthetic": real / synth,
            "real_data_wait": real_wait, "synthetic_data_wait": synth_wait}
     amp = [args.amp] * (args.amp != "off") + ["channels-last"] * args.channels_last + ["compile"] * args.compile
     print(f"\ntrain {args.arch} 3x{args.t_length}x{args.crop_size}x{args.crop_size}, batch {args.batch_size}, "
-          f"{args.workers} workers, {device}, {'+'.join(amp) or 'fp32'}; {args.warmup} warmup + {args.iters} timed steps")
+          f"{args.workers} workers, {device}, {'+'.join(amp) or 'fp32'}, JPEGs decoded on {args.decode_device}; "
+          f"{args.warmup} warmup + {args.iters} timed steps")
     print(f"{'loader':34s} {'clips/s':>9s} {'ms/step':>9s} {'data wait':>10s}")
     for name, r, w in (("synthetic (uint8 batches in memory)", synth, synth_wait), ("real (VideoFrameDataset)", real, real_wait)):
         print(f"{name:34s} {r:9.2f} {1000 * args.batch_size / r:9.1f} {w:10.0%}")
@@ -399,6 +457,8 @@ def get_args_parser():
         q.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
         q.add_argument("--warmup", default=3, type=int, help="untimed steps first")
     m.add_argument("--iters", default=10, type=int, help="timed steps (0: only params and GMACs)")
+    t.add_argument("--decode_device", default="cpu", choices=["cpu", "cuda"],
+                   help="cpu: the workers decode; cuda: they ship bytes, nvJPEG decodes batches (data.decode_batch)")
     t.add_argument("--iters", default=50, type=int, help="timed steps; >> 2 x workers, or batches that workers "
                    "prefetch during warmup hide waiting")
     return p
@@ -413,6 +473,8 @@ def main(argv=None):
     args = get_args_parser().parse_args(argv)
     if getattr(args, "device", "cpu").startswith("cuda") and not torch.cuda.is_available():
         fail("--device cuda but no CUDA GPU is visible; use --device cpu")
+    if getattr(args, "decode_device", "cpu") == "cuda" and not torch.cuda.is_available():
+        fail("--decode_device cuda but no CUDA GPU is visible; use --decode_device cpu")
     if getattr(args, "amp", "off") == "fp16" and not args.device.startswith("cuda"):
         fail("--amp fp16 needs a CUDA device; use --amp bf16 on CPU")
     for name in ("train.txt", "val.txt")[:2 if args.cmd == "data" else 1]:
@@ -420,12 +482,10 @@ def main(argv=None):
             fail(f"--frames {args.frames} has no {name} (make one: python data.py synth DIR)")
     if getattr(args, "iters", 1) < (1 if args.cmd == "data" else 0) or getattr(args, "videos", 0) < 0:
         fail("--iters must be >= 1 for data (0 = params/GMACs only, for model) and --videos >= 0")
-    with warnings.catch_warnings():  # torchvision >= 0.29 warns on every decode (decoders move to TorchCodec)
-        warnings.filterwarnings("ignore", "The image decoding", DeprecationWarning)
-        try:
-            out = {"data": bench_data, "model": bench_model, "train": bench_train}[args.cmd](args)
-        except (ValueError, FileNotFoundError, data.BadVideo) as e:  # bad sizes, a bad list or frame: data.py / model.py say which
-            fail(str(e))
+    try:
+        out = {"data": bench_data, "model": bench_model, "train": bench_train}[args.cmd](args)
+    except (ValueError, FileNotFoundError, data.BadVideo) as e:  # bad sizes, a bad list or frame: data.py / model.py say which
+        fail(str(e))
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:

@@ -13,6 +13,10 @@ i = start_index .. start_index + num_frames - 1.
     python data.py lists FRAMES_DIR --ucf101 SPLITS_DIR [--split 1]    (or --hmdb51 SPLITS_DIR)
     python data.py check LIST [--root R --image_tmpl T --full]
 
+Decoding is TorchCodec's (`decode_frame`; Pillow if TorchCodec is not installed). With
+`VideoFrameDataset(..., encoded=True)` + `collate_encoded`, the loader only reads the files and
+`decode_batch` decodes the whole batch on the GPU with nvJPEG (train.py --decode_device cuda).
+
 Speed (`python bench.py data`): a clip is its JPEG decodes (libjpeg-turbo), then one crop, one uint8
 resize and one layout change of the whole (T, H, W, 3) stack -- never a per-frame float transform, and
 only the crop is resized. Decoding is the floor; the resize is most of the rest. Float conversion and
@@ -25,10 +29,14 @@ References
   `ThreeCrop`): dense clips with scale jitter [256, 320] for training; multi-view testing
   (clips spread evenly over the video x 3 crops along the long side).
 - torchvision `references/video_classification`: uint8 clips, resizing on stacked tensors.
+- TorchCodec (pytorch/torchcodec, src/torchcodec/decoders/_image_decoders.py): decode_jpeg / decode_image,
+  batched nvJPEG decoding of a list of JPEGs on CUDA.
 - K. Soomro et al., UCF101 (2012); H. Kuehne et al., HMDB51 (2011): the official split files.
 """
 import argparse
+import copy
 import importlib.util
+import io
 import math
 import os
 import re
@@ -44,10 +52,26 @@ import torch.nn.functional as F
 from PIL import Image
 from tqdm import tqdm
 
-try:  # libjpeg-turbo: ~1.3x faster than Pillow's decoder on our frames
-    from torchvision.io import ImageReadMode, decode_image, read_file
-except ImportError:  # torchvision deprecated its image decoders in 0.29; then Pillow decodes
-    decode_image = None
+try:  # TorchCodec (>= 0.16): libjpeg-turbo on the CPU, nvJPEG on CUDA; no FFmpeg needed for images
+    from torchcodec.decoders import decode_image as codec_decode_image, decode_jpeg as codec_decode_jpeg
+    _NO_CODEC = None
+except ImportError as e:  # not installed: Pillow decodes (~1.3x slower on our frames)
+    codec_decode_image = codec_decode_jpeg = None
+    _NO_CODEC = f"{type(e).__name__}: {e}"
+except (OSError, RuntimeError) as e:  # installed but its libraries do not load (a wheel for another torch)
+    codec_decode_image = codec_decode_jpeg = None
+    _NO_CODEC = f"{type(e).__name__}: {e}"
+    warnings.warn(f"TorchCodec is installed but does not load ({_NO_CODEC}); decoding frames with Pillow")
+try:  # torchvision's decoders: deprecated in 0.29, kept as a choice for `bench.py data`
+    from torchvision.io import ImageReadMode, decode_image, decode_jpeg as tv_decode_jpeg
+except ImportError:
+    decode_image = tv_decode_jpeg = None
+
+# The frame decoder of decode_frame: "torchcodec" (default), "torchvision" (bit-identical on JPEGs:
+# the same libjpeg-turbo calls) or "pil". Module-level so that `bench.py data` can time data.py's own
+# pipeline with each; a DataLoader worker takes the value it had when the worker started.
+DECODERS = ("torchcodec", "torchvision", "pil")
+DECODER = "torchcodec" if codec_decode_image is not None else "pil"
 
 # torchvision >= 0.29 deprecates its image decoders (in favour of TorchCodec) and warns on every call.
 # Silenced once here, for that message only: a catch_warnings() around each call costs ~3% of a clip.
@@ -209,7 +233,11 @@ def resized_crop(frames, box, size):
         return crop
     # bilinear straight on uint8; antialias matters when shrinking (else aliasing), only costs enlarging
     crop = crop.permute(0, 3, 1, 2)  # (N, 3, side, side) channels-last view
-    crop = F.interpolate(crop, size=(size, size), mode="bilinear", antialias=side > size, align_corners=False)
+    if crop.device.type != "cpu":  # CUDA has no uint8 bilinear kernel: float, rounded back (+-1 of the CPU's)
+        crop = F.interpolate(crop.float(), size=(size, size), mode="bilinear", antialias=side > size,
+                             align_corners=False).round_().clamp_(0, 255).to(torch.uint8)
+    else:
+        crop = F.interpolate(crop, size=(size, size), mode="bilinear", antialias=side > size, align_corners=False)
     return crop.permute(0, 2, 3, 1)  # (N, size, size, 3), contiguous again
 
 
@@ -252,12 +280,100 @@ def collate(batch):
     return clips.movedim(-1, -4), labels, info  # (B, [V,] 3, T, H, W)
 
 
-def decode_frame(path):
-    """An image file -> uint8 (H, W, 3) tensor. Raises OSError / RuntimeError if missing or corrupt."""
-    if decode_image is None:
-        with Image.open(path) as img:
+def read_encoded(path):
+    """A file's bytes as a 1-D uint8 tensor: what the decoders take (OSError if missing)."""
+    return torch.from_numpy(np.fromfile(path, dtype=np.uint8))
+
+
+def is_jpeg(data):
+    return data.numel() >= 3 and bytes(data[:3].tolist()) == b"\xff\xd8\xff"  # SOI + the next marker
+
+
+def decode_frame(source, decoder=None):
+    """An image file (path) or its bytes (1-D uint8 tensor) -> uint8 (H, W, 3) tensor, decoded with
+    `decoder` (default: DECODER). Raises OSError / RuntimeError if missing or corrupt.
+
+    TorchCodec and torchvision give the same pixels on JPEGs (tested): the same libjpeg-turbo calls.
+    Both return (3, H, W) views of interleaved (H, W, 3) memory, which is what resized_crop wants."""
+    decoder = decoder or DECODER
+    data = source if isinstance(source, torch.Tensor) else read_encoded(source)
+    if decoder == "pil":
+        with Image.open(io.BytesIO(data.numpy())) as img:
             return torch.from_numpy(np.array(img.convert("RGB")))
-    return decode_image(read_file(path), mode=ImageReadMode.RGB).permute(1, 2, 0)  # (H, W, 3) view of HWC memory
+    if decoder == "torchcodec" and codec_decode_image is not None:
+        try:  # decode_jpeg straight away: decode_image would sniff the format from the bytes again
+            img = (codec_decode_jpeg if is_jpeg(data) else codec_decode_image)(data, mode="RGB")
+        except ValueError as e:  # "Unsupported or unrecognized image format": a corrupt file, for us
+            raise RuntimeError(str(e)) from None
+    elif decoder == "torchvision" and decode_image is not None:
+        img = decode_image(data, mode=ImageReadMode.RGB)
+    else:
+        why = f" ({_NO_CODEC})" if decoder == "torchcodec" else ""
+        raise ValueError(f"decoder {decoder!r} is not available here{why}; choose from {available_decoders()}")
+    if img.dim() != 3:  # an animated GIF / WebP: (N, 3, H, W)
+        raise RuntimeError(f"{img.shape[0]} images in one file (an animation), expected one frame")
+    return img.permute(1, 2, 0)  # (H, W, 3) view of HWC memory
+
+
+def available_decoders():
+    return [d for d, ok in zip(DECODERS, (codec_decode_image, decode_image, Image)) if ok is not None]
+
+
+class _FramesChosen(Exception):
+    """Stops load_clip in defer_clip once it has chosen its frames (control flow, never an error)."""
+
+    def __init__(self, numbers):
+        self.numbers = numbers
+
+
+def _stop_at_frames(video, numbers):
+    raise _FramesChosen(numbers)
+
+
+def _encoded_size(blob):
+    """(H, W) from an image file's header without decoding it: JPEG by its SOF marker (a few us; Pillow
+    takes ~50 us), other formats by Pillow. None if unreadable."""
+    if blob[:3] != b"\xff\xd8\xff":
+        with Image.open(io.BytesIO(blob)) as img:
+            return img.height, img.width
+    k = 2
+    while k + 9 <= len(blob):  # segments: FF <marker> <2-byte big-endian length including itself> ...
+        if blob[k] != 0xFF:
+            return None
+        marker = blob[k + 1]
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # SOFn (not DHT, JPG, DAC)
+            return int.from_bytes(blob[k + 5:k + 7], "big"), int.from_bytes(blob[k + 7:k + 9], "big")
+        if marker == 0xFF:  # fill byte
+            k += 1
+            continue
+        k += 2 + int.from_bytes(blob[k + 2:k + 4], "big")
+    return None
+
+
+@dataclass
+class EncodedClip:
+    """One item in bytes mode (--decode_device): the undecoded frame files load_clip chose, and a copy of
+    its generator for decode_batch to replay load_clip after decoding. `data` is all the files, one
+    after another (one tensor: one shared-memory handle per clip from a DataLoader worker); frame k is
+    data[offsets[k]:offsets[k + 1]]."""
+    video: Video
+    numbers: tuple   # frame numbers, as load_clip passed them to its reader
+    paths: tuple     # their files, for error messages
+    data: torch.Tensor
+    offsets: tuple
+    rng: np.random.Generator
+
+    def frames(self):
+        return [self.data[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
+
+    def pin_memory(self):  # DataLoader(pin_memory=True) calls it
+        return EncodedClip(self.video, self.numbers, self.paths, self.data.pin_memory(), self.offsets, self.rng)
+
+
+def collate_encoded(batch):
+    """DataLoader collate_fn in bytes mode: (list of EncodedClip, labels[, info collated])."""
+    rest = torch.utils.data.default_collate([item[1:] for item in batch])
+    return ([item[0] for item in batch], *rest)
 
 
 def _why(err):
@@ -301,7 +417,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
 
     def __init__(self, list_file, root=None, image_tmpl="img_{:05d}.jpg", t_length=16, t_stride=4,
                  mode="train", new_size=256, crop_size=224, num_clips=1, num_crops=1, flip=True,
-                 start_index=1, num_classes=None, seed=0):
+                 start_index=1, num_classes=None, seed=0, encoded=False):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode != "test" and (num_clips, num_crops) != (1, 1):
@@ -317,6 +433,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         self.t_length, self.t_stride, self.new_size, self.crop_size = t_length, t_stride, new_size, crop_size
         self.num_clips, self.num_crops, self.flip, self.start_index = num_clips, num_crops, flip, start_index
         self.seed, self.epoch = seed, 0
+        self.encoded = encoded  # --decode_device: items are EncodedClips, decode_batch decodes them
         self.videos = read_list(list_file, root, num_classes)
         self.num_classes = num_classes or max(v.label for v in self.videos) + 1
 
@@ -352,6 +469,35 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             frames.append(img)
         return frames
 
+    def defer_clip(self, video, rng):
+        """Bytes mode (--decode_device): -> (EncodedClip, {}). load_clip runs as far as choosing the frames,
+        whose files are read but not decoded; the clip keeps a copy of `rng` as load_clip got it, and
+        decode_batch, after decoding, replays load_clip with it: the same draws, the same code, so
+        bytes mode cannot drift from the normal path whatever load_clip samples or how."""
+        replay = copy.deepcopy(rng)
+        try:
+            self.load_clip(video, rng, read=_stop_at_frames)
+            raise AssertionError("load_clip finished without reading its frames")
+        except _FramesChosen as chosen:
+            numbers = tuple(int(i) for i in chosen.numbers)
+        paths = tuple(self.frame_path(video, i) for i in numbers)
+        blobs, size = [], None
+        for i, path in zip(numbers, paths):
+            try:
+                with open(path, "rb") as f:
+                    blobs.append(f.read())
+                hw = _encoded_size(blobs[-1])
+            except (OSError, ValueError):
+                hw = None
+            if hw is None or (size is not None and hw != size):
+                # loading the frame(s) as the normal path would raises its own error (replaceable in
+                # train mode); if that decodes after all (a header we cannot parse), ship it
+                self.load_frames(video, [numbers[0], i] if size is not None else [i])
+            size = size or hw
+        offsets = np.cumsum([0] + [len(b) for b in blobs]).tolist()
+        data = torch.frombuffer(bytearray(b"".join(blobs)), dtype=torch.uint8)
+        return EncodedClip(video, numbers, paths, data, tuple(offsets), replay), {}
+
     def __getitem__(self, index):
         """(clip, label, info). Train mode: an unreadable video (BadVideo) is replaced by another one, drawn
         from (seed, epoch, index, attempt) only -- the same replacement for any worker count or resume
@@ -376,13 +522,16 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             j = int(rng.integers(len(self.videos) - 1))
             video = self.videos[j + (j >= index)]
 
-    def load_clip(self, video, rng):
+    def load_clip(self, video, rng, read=None):
         """One video -> (clip, info): uint8 (3, T, c, c), or (V, 3, T, c, c) in test mode; `rng` draws
-        the clip's position, crop and flip."""
+        the clip's position, crop and flip. Its frames come from `read(video, numbers)` (default:
+        load_frames, decoding on this CPU). With encoded=True, an EncodedClip instead: see defer_clip."""
+        if self.encoded and read is None:
+            return self.defer_clip(video, rng)
         clips = sample_indices(video.num_frames, self.t_length, self.t_stride, self.mode,
                                self.num_clips if self.mode == "test" else 1, rng, self.start_index)
         numbers, inverse = np.unique(clips, return_inverse=True)  # decode each frame once
-        frames = self.load_frames(video, numbers)
+        frames = (read or self.load_frames)(video, numbers)
         H, W, _ = frames[0].shape
         boxes = crop_boxes(H, W, self.mode, self.new_size, self.crop_size, self.num_crops, rng)
         flip = self.mode == "train" and self.flip and rng.random() < 0.5
@@ -399,6 +548,82 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         # (`collate` keeps it that way; .contiguous() if you need planar memory).
         x = x.flatten(0, 1).permute(0, 4, 1, 2, 3)
         return (x if self.mode == "test" else x[0]), {}
+
+
+# ---- bytes mode: decoding on the device (--decode_device cuda) ------------------------------------
+def decode_batch(batch, device, dataset):
+    """A batch of EncodedClips (from collate_encoded) -> the batch that data.collate would have given,
+    its clips decoded and cropped on `device`: (clips, labels[, info]), clips uint8 (B, [V,] 3, T, c, c)
+    in channels_last_3d memory on `device`; labels stay where they are.
+
+    All JPEGs of the batch are decoded in ONE call (nvJPEG on CUDA, batched: TorchCodec, else
+    torchvision); then each clip is `dataset.load_clip` replayed on the decoded frames with the
+    generator it had in the loader: the same crops and flips, run on the device. On the CPU this is
+    exactly the normal path (tested); on CUDA, nvJPEG's pixels and the float resize differ from
+    libjpeg-turbo's and the uint8 resize by a few levels. `dataset` is the loader's dataset (its sizes)."""
+    encoded, labels, *info = batch
+    device = torch.device(device)
+    frames = _decode_on(device, [f for e in encoded for f in e.frames()], [(e, p) for e in encoded for p in e.paths])
+    clips, infos, k = [], [], 0
+    for e in encoded:
+        mine = [f.permute(1, 2, 0) for f in frames[k:k + len(e.numbers)]]  # (H, W, 3) views, as decode_frame's
+        k += len(mine)
+
+        def read(video, numbers, mine=mine, e=e):
+            if tuple(int(i) for i in numbers) != e.numbers:
+                raise RuntimeError(f"load_clip chose other frames on replay ({e.video.path}): it must draw only from rng")
+            for f, path in zip(mine, e.paths):
+                if f.shape != mine[0].shape:
+                    raise _frame_error(e, path, f"frame is {tuple(f.shape)}, the first frame {tuple(mine[0].shape)}")
+            return mine
+
+        clip, clip_info = dataset.load_clip(e.video, copy.deepcopy(e.rng), read=read)
+        clips.append(clip.movedim(-4, -1))  # as collate stacks: the interleaved memory as it is
+        infos.append(clip_info)
+    out = torch.stack(clips).movedim(-1, -4)
+    if not info:
+        return out, labels
+    extra = torch.utils.data.default_collate(infos) if infos[0] else {}  # e.g. info["box"], drawn on replay
+    return out, labels, {**info[0], **extra}
+
+
+def _frame_error(e, path, reason):
+    """The error for a frame that fails only in decode_batch (its header read fine in the loader): the
+    dataset's BadVideo, as load_frames raises it."""
+    return BadVideo(e.video, path, reason)
+
+
+def _decode_on(device, blobs, where):
+    """Encoded frames (1-D uint8 CPU tensors) -> uint8 (3, H, W) tensors on `device`: decode_frame on the
+    CPU; on CUDA, the JPEGs in one batched nvJPEG call, anything else on the CPU and copied."""
+    if device.type == "cpu":
+        out = []
+        for b, (e, path) in zip(blobs, where):
+            try:
+                out.append(decode_frame(b).permute(2, 0, 1))
+            except (OSError, RuntimeError) as err:
+                raise _frame_error(e, path, f"unreadable frame: {_why(err)}") from None
+        return out
+    jpeg = [k for k, b in enumerate(blobs) if is_jpeg(b)]
+    out = [None] * len(blobs)
+    decode = codec_decode_jpeg or (tv_decode_jpeg and (lambda x, mode, device: tv_decode_jpeg(
+        x, mode=ImageReadMode.RGB, device=device)))
+    if jpeg and not decode:
+        raise RuntimeError(f"decoding on {device} needs TorchCodec (pip install 'torchcodec>=0.16')")
+    try:
+        decoded = decode([blobs[k] for k in jpeg], mode="RGB", device=device) if jpeg else []
+    except RuntimeError:  # one bad file fails the whole call: find it, one by one, to name it
+        for k in jpeg:
+            try:
+                decode([blobs[k]], mode="RGB", device=device)
+            except RuntimeError as err:
+                raise _frame_error(*where[k], f"unreadable frame on {device}: {_why(err)}") from None
+        raise
+    for k, img in zip(jpeg, decoded):
+        out[k] = img
+    for k in set(range(len(blobs))) - set(jpeg):
+        out[k] = _decode_on(torch.device("cpu"), [blobs[k]], [where[k]])[0].to(device)
+    return out
 
 
 # ---- synthetic data: motion is the only cue -------------------------------------------------------

@@ -661,8 +661,7 @@ def test_frame_size_change_names_frame_and_line(synth, tmp_path):
 
 
 def test_pillow_fallback_decoder(synth, tmp_path, monkeypatch):
-    """Without torchvision's decoders (deprecated in 0.29), data.py decodes with Pillow: same clips
-    (up to decoder rounding), same errors."""
+    """Without TorchCodec, data.py decodes with Pillow: same clips (up to decoder rounding), same errors."""
     root, _, val = synth
     ds = data.VideoFrameDataset(val, mode="val", **SMALL)
     fast = ds[1][0]
@@ -671,7 +670,7 @@ def test_pillow_fallback_decoder(synth, tmp_path, monkeypatch):
     Image.fromarray(np.full((12, 16), 77, np.uint8)).save(gray)
     assert data.decode_frame(str(gray)).shape == (12, 16, 3)
 
-    monkeypatch.setattr(data, "decode_image", None)
+    monkeypatch.setattr(data, "DECODER", "pil")  # what data.py picks when TorchCodec is missing
     slow = ds[1][0]
     assert slow.shape == fast.shape and slow.dtype == torch.uint8
     assert_interleaved(slow)
@@ -1134,10 +1133,11 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
     res, out = bench_main(["data", "--frames", bench_frames, *BENCH_CLIP_ARGS, "--videos", "2",
                            "--iters", "4", "--repeats", "1", "--workers", str(workers)], tmp_path, capsys)
     assert torch.get_num_threads() == threads  # the per-core setting (1 thread) is undone afterwards
-    names = [f"(a) decode {d}" for d in bench.DECODERS] + [bench.NAIVE, bench.OURS]
-    assert "(a) decode PIL open+convert" in names  # the naive pipeline's decoder ...
-    if data.decode_image is not None:  # ... and data.py's own call are both among the decode limits
-        assert "(a) decode torchvision decode_image RGB" in names
+    decoders = data.available_decoders()
+    names = ([bench.DECODE.format(d) for d in decoders] + [bench.NAIVE]
+             + [bench.PIPELINE.format(d) for d in decoders] + [bench.BYTES])
+    assert bench.DECODE.format("pil") in names  # the naive pipeline's decoder ...
+    assert bench.DECODE.format(data.DECODER) in names and bench.OURS in names  # ... and data.py's own
     assert set(res["modes"]) == {"train", "val"}
     for mode, r in res["modes"].items():
         one = r["per_core"]
@@ -1181,8 +1181,8 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
 
 def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch, capsys):
     """The 'N workers' column runs the same work as the '1 core' column: for each (a) row the decoder
-    alone (a Method has a .ds too: it must not be unwrapped), for (b) the naive clip with
-    default_collate, for (c) data.py with data.collate; all in batches of 8."""
+    alone, for (b) the naive clip with default_collate, for (c) data.py with that row's decoder and
+    data.collate, for (d) the bytes mode with data.collate_encoded; all in batches of 8."""
     seen = []
 
     def spy(dataset, indices, workers, batch=8, collate=None):  # records what would be timed
@@ -1192,12 +1192,15 @@ def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch
     monkeypatch.setattr(bench, "rate_loader", spy)
     bench_main(["data", "--frames", bench_frames, *BENCH_CLIP_ARGS, "--iters", "2", "--repeats", "1",
                 "--workers", "1"], tmp_path, capsys)
-    expected = [(bench.Method, fn, None) for fn in bench.DECODERS.values()]
-    expected += [(bench.Method, bench.naive_clip, torch.utils.data.default_collate), (data.VideoFrameDataset, None, data.collate)]
+    decoders = data.available_decoders()
+    expected = [(bench.DecodeOnly, d, None) for d in decoders]
+    expected += [(bench.Naive, None, torch.utils.data.default_collate)]
+    expected += [(bench.Pipeline, d, data.collate) for d in decoders]
+    expected += [(data.VideoFrameDataset, None, data.collate_encoded)]
     assert len(seen) == 2 * len(expected)  # train and val
-    for (dataset, batch, collate), (cls, fn, coll) in zip(seen, expected * 2):
+    for (dataset, batch, collate), (cls, dec, coll) in zip(seen, expected * 2):
         assert batch == 8, f"rate_loader got batch={batch!r}"
-        assert type(dataset) is cls and getattr(dataset, "fn", None) is fn and collate is coll, (dataset, fn, collate)
+        assert type(dataset) is cls and getattr(dataset, "decoder", None) == dec and collate is coll, (dataset, dec, collate)
 
 
 @pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")  # torchvision 0.29, as data.py does
@@ -1208,9 +1211,9 @@ def test_bench_naive_val_clip_equals_data_py(bench_frames):
                                 t_stride=BENCH_TINY["t_stride"], new_size=BENCH_TINY["new_size"],
                                 crop_size=BENCH_TINY["crop_size"])
     for i in range(len(ds)):
-        paths, rng = bench.clip_frames(ds, i, "val", 0)
+        paths = bench.clip_files(ds, i)
         assert len(paths) == BENCH_TINY["t_length"] and len(set(paths)) == len(paths)
-        naive = bench.naive_clip(paths, "val", BENCH_TINY["new_size"], BENCH_TINY["crop_size"], rng)
+        naive = bench.naive_clip(paths, "val", BENCH_TINY["new_size"], BENCH_TINY["crop_size"], np.random.default_rng(0))
         clip, _, _ = ds[i]
         ours = data.normalize(clip)
         assert naive.dtype == ours.dtype == torch.float32
