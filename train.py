@@ -158,6 +158,7 @@ def get_args_parser():
     p.add_argument("--image_tmpl", default="img_{:05d}.jpg", help="frame file name template, formatted with the frame number")
     p.add_argument("--data_root", default=None, help="folder that frame_dirs are relative to (default: each list's folder)")
     p.add_argument("--max_bad_videos", default=100, type=natural, help="training: unreadable videos replaced (and listed in bad_videos.txt) before the run stops")
+    p.add_argument("--decode_device", default="cpu", choices=["cpu", "cuda"], help="where JPEGs are decoded: cpu (loader workers, libjpeg-turbo) or cuda (nvJPEG in batches; the loader only reads files)")
     p.add_argument("--ddp", action="store_true", help="DistributedDataParallel under torchrun (else DataParallel over visible GPUs)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu")
     p.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"], help="mixed precision (fp16 uses a GradScaler)")
@@ -207,6 +208,8 @@ def check_args(args):
         fail(f"--device {args.device} but no CUDA GPU is visible; use --device cpu")
     if args.amp == "fp16" and not args.device.startswith("cuda"):
         fail("--amp fp16 needs a CUDA device; use --amp bf16 on CPU")
+    if args.decode_device == "cuda" and not args.device.startswith("cuda"):
+        fail("--decode_device cuda needs --device cuda")
     if any(s <= 0 for s in args.std or [1]):
         fail(f"--std {args.std}: must be > 0")
     args.freeze_bn = args.freeze_bn or args.fc_only
@@ -335,7 +338,7 @@ def build_data(args, rt):
     num_classes = args.num_classes or NUM_CLASSES.get(args.dataset)
     common = dict(root=args.data_root, image_tmpl=args.image_tmpl, t_length=args.t_length, t_stride=args.t_stride,
                   new_size=args.new_size, crop_size=args.crop_size, num_classes=num_classes, seed=args.seed,
-                  flip=not (args.no_flip or args.dataset in NO_FLIP))
+                  flip=not (args.no_flip or args.dataset in NO_FLIP), encoded=args.decode_device == "cuda")
     views = args.test_clips * args.test_crops if args.evaluate else 1
     try:
         train_ds = data.VideoFrameDataset(args.train_list, mode="train", **common)
@@ -359,7 +362,7 @@ def build_data(args, rt):
     val_indices = list(range(rt.rank, len(val_ds), rt.world_size))
     val_loader = DataLoader(Subset(val_ds, val_indices), batch_size=max(1, args.batch_size // views),
                             num_workers=args.workers, pin_memory=rt.device.type == "cuda", worker_init_fn=worker_init_fn,
-                            collate_fn=data.collate, generator=torch.Generator().manual_seed(args.seed))
+                            collate_fn=collate_fn(args), generator=torch.Generator().manual_seed(args.seed))
     step_clips = args.batch_size * args.iter_size
     if not args.evaluate and len(train_sampler) < step_clips:
         fail(f"{args.train_list} has {len(train_sampler)} videos per process, fewer than --batch-size x --iter_size = {step_clips}")
@@ -403,7 +406,11 @@ def train_loader(args, d, epoch, start_iter):
     order = list(d.train_sampler)[start_iter * args.batch_size:used]
     return DataLoader(d.train_ds, batch_size=args.batch_size, sampler=order, num_workers=args.workers,
                       pin_memory=d.val_loader.pin_memory, drop_last=True, worker_init_fn=worker_init_fn,
-                      collate_fn=data.collate, generator=torch.Generator().manual_seed(args.seed * 1000 + epoch))
+                      collate_fn=collate_fn(args), generator=torch.Generator().manual_seed(args.seed * 1000 + epoch))
+
+
+def collate_fn(args):  # --decode_device cuda: batches of encoded frames, decoded by decode_batch in the step
+    return data.collate_encoded if args.decode_device == "cuda" else data.collate
 
 
 # ---- model and optimizer ---------------------------------------------------------------------------
@@ -666,8 +673,9 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
     set_train_mode(net, args)
     batches = d.steps_per_epoch * args.iter_size
     t_end = time.time()
-    for it, (clips, labels, info) in enumerate(train_loader(args, d, epoch, progress.iter), start=progress.iter):
-        meter.t_wait += time.time() - t_end
+    for it, batch in enumerate(train_loader(args, d, epoch, progress.iter), start=progress.iter):
+        clips, labels, info = data.decode_batch(batch, rt.device, d.train_ds) if d.train_ds.encoded else batch
+        meter.t_wait += time.time() - t_end  # GPU decoding counts as waiting for data
         new_bad = report_bad_videos(info.get("bad", []), rt, progress)
         x, labels = to_model_input(clips, info, rt), labels.to(rt.device, non_blocking=True)
         last = (it + 1) % args.iter_size == 0  # the batch that completes an optimizer step
@@ -736,7 +744,8 @@ def evaluate(net, d, args, rt):
     scores, labels, error = [], [], None
     try:
         quiet = rt.rank != 0 or not sys.stderr.isatty()  # a bar on a terminal; logs stay clean
-        for clips, target, _ in tqdm(d.val_loader, desc="evaluate", unit="batch", disable=quiet, leave=False):
+        for batch in tqdm(d.val_loader, desc="evaluate", unit="batch", disable=quiet, leave=False):
+            clips, target, _ = data.decode_batch(batch, rt.device, d.val_ds) if d.val_ds.encoded else batch
             clips = data.normalize(clips.to(rt.device, non_blocking=True), rt.mean, rt.std)
             if clips.dim() == 5:  # one view per video: (B, 3, T, H, W) -> (B, 1, 3, T, H, W)
                 clips = clips.unsqueeze(1)
