@@ -114,7 +114,8 @@ def get_args_parser():
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--seed", default=0, type=int, help="seed for init, sampling and augmentation")
     p.add_argument("--test_clips", default=1, type=positive, help="--evaluate: clips per video, spread over the whole video")
-    p.add_argument("--test_crops", default=1, type=int, choices=[1, 3], help="--evaluate: spatial crops per clip (3: the whole short side, resized to --crop_size; PySlowFast tests with --crop_size 256)")
+    p.add_argument("--test_crops", default=1, type=int, choices=[1, 3, 10], help="--evaluate: spatial crops per clip (3: the whole short side, resized to --crop_size, mmaction2's ThreeCrop at --crop_size 256; 10: 4 corners + centre at short side --new_size, each also mirrored, the original project's test_10crop.py)")
+    p.add_argument("--test_sampling", default="ours", choices=data.PLACEMENTS, help="where val/test clips go: ours (first frame to last), pyslowfast, mmaction2 (their test-time formulas)")
     p.add_argument("--save_scores", action="store_true", help="--evaluate: write per-video softmax scores to the run folder (.npz)")
     return p
 
@@ -217,7 +218,7 @@ def evaluate(model, loader, indices, args, device, autocast, world_size, memory_
     """
     model.eval()
     scores, labels = [], []
-    for clips, target in loader:
+    for clips, target, _ in loader:
         clips = data.normalize(clips.to(device, non_blocking=True))
         if clips.dim() == 5:  # one view per video: (B, 3, T, H, W) -> (B, 1, 3, T, H, W)
             clips = clips.unsqueeze(1)
@@ -276,7 +277,7 @@ def main(args):
     num_classes = args.num_classes or NUM_CLASSES.get(args.dataset)
     common = dict(root=args.data_root, image_tmpl=args.image_tmpl, t_length=args.t_length, t_stride=args.t_stride,
                   new_size=args.new_size, crop_size=args.crop_size, num_classes=num_classes, seed=args.seed,
-                  flip=not (args.no_flip or args.dataset in NO_FLIP))
+                  flip=not (args.no_flip or args.dataset in NO_FLIP), test_sampling=args.test_sampling)
     views = args.test_clips * args.test_crops if args.evaluate else 1
     try:
         train_ds = data.VideoFrameDataset(args.train_list, mode="train", **common)
@@ -338,7 +339,6 @@ def main(args):
     autocast = torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None)
     scaler = torch.amp.GradScaler(device.type, enabled=args.amp == "fp16")
     criterion = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
-    zoom_rng = torch.Generator(device)
 
     # ---- resume ----------------------------------------------------------------------------------
     start_epoch, start_iter, best_acc1, best_epoch = args.start_epoch, 0, 0.0, -1
@@ -413,12 +413,11 @@ def main(args):
         model.train()
         loss_sum, correct, seen, t_wait, n_log = 0.0, 0, 0, 0.0, 0
         t_epoch = t_log = t_end = time.time()
-        for it, (clips, labels) in enumerate(loader, start=start_iter):
+        for it, (clips, labels, info) in enumerate(loader, start=start_iter):
             t_wait += time.time() - t_end
-            # uint8 -> float, scale jitter (seeded by seed, epoch, iteration: exact resume), memory layout
+            # uint8 -> float, the rest of the loader's crop (drawn from seed, epoch, index: exact resume), layout
             clips = data.normalize(clips.to(device, non_blocking=True))
-            zoom_rng.manual_seed(((args.seed * 1000 + rank) * 1000 + epoch) * 10**6 + it)
-            clips = data.random_zoom(clips, zoom_rng).contiguous(memory_format=memory_format)
+            clips = data.crop_resize(clips, info["box"].to(device)).contiguous(memory_format=memory_format)
             labels = labels.to(device, non_blocking=True)
             # forward / backward / step
             with autocast:
