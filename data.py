@@ -250,17 +250,21 @@ def train_crop(frames, box, size):
     """
     H, W, _ = frames[0].shape
     y0, x0, h, w = box
-    wy, wx = _window(*_taps(y0, h, size, H), size, H), _window(*_taps(x0, w, size, W), size, W)
+    wy, wx = _window(y0, h, size, H), _window(x0, w, size, W)
     if wy is None or wx is None:
         return resample_box(frames, box, size), IDENTITY_BOX
     crop = torch.stack([f[wy:wy + size, wx:wx + size] for f in frames])  # (N, size, size, 3)
     return crop, ((y0 - wy) / size, (x0 - wx) / size, h / size, w / size)
 
 
-def _window(i0, i1, weight, size, limit):
-    """Start of a `size` window of a `limit`-sample axis that holds every tap with a weight, centred on
-    them (so the taps just outside the box are real pixels, as in the reference); None if none does."""
-    first, last = int(i0[0]), int(i1[-1] if weight[-1] > 0 else i0[-1])
+def _window(start, length, size, limit):
+    """Start of a `size` window of a `limit`-sample axis that holds every tap with a weight of the
+    `size` outputs over [start, start + length) (`_taps`, in plain floats: per-clip torch calls cost
+    more than the copy), centred on them (so the taps just outside the box are real pixels, as in the
+    reference); None if no window holds them."""
+    first = math.floor(max(0.0, start + 0.5 * length / size - 0.5))
+    end = max(0.0, start + (size - 0.5) * length / size - 0.5)  # the last output's source coordinate
+    last = min(math.floor(end) + (end > math.floor(end)), limit - 1)
     if last - first + 1 > size or limit < size:
         return None
     return min(max(round((first + last + 1 - size) / 2), 0), limit - size)
