@@ -21,9 +21,9 @@ data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in
       then stack, float /255 and ImageNet normalisation (TSN-style Group* transforms).
   (c) data.py: VideoFrameDataset's uint8 (3, T, crop, crop) clip through data.collate, one row per
       decoder (data.DECODER): the same run shows the pipeline before (torchvision) and after
-      (TorchCodec) the switch. Train clips are cropped at short side 256 (random position, flip);
-      their scale jitter (data.random_zoom) and normalisation run batched on the device in the training
-      step -- timed apart, on this CPU, in the "device part" line. (b) and (c) both pay for collating.
+      (TorchCodec) the switch. Train clips are cropped around their random box (data.train_box);
+      cutting out and enlarging that box (data.crop_resize) and normalisation run batched on the device
+      in the training step -- timed apart, on this CPU, in the "device part" line. (b) and (c) both pay for collating.
   (d) data.py bytes only: the loader's side of --decode_device cuda (VideoFrameDataset(encoded=True) +
       data.collate_encoded): it reads the files and ships their bytes; the GPU decodes them.
   All rows read the same files: the ones data.py's own __getitem__ chooses for clip i = video i % K
@@ -264,7 +264,7 @@ def print_data(res, mode, list_file, methods, args):
     for name in methods:
         w = f"{many[name]:10.1f}" if many else f"{'-':>10s}"
         print(f"{name:44s} {one[name]:8.1f} {w} {one[name] / one[NAIVE]:7.2f}x {one[name] / best_a:11.2f}x")
-    print(f"(c) device part ({'normalize + random_zoom' if mode == 'train' else 'normalize'}), run here on 1 CPU core: "
+    print(f"(c) device part ({'normalize + crop_resize' if mode == 'train' else 'normalize'}), run here on 1 CPU core: "
           f"{res['device_part_cpu_clips_s']:.1f} clips/s (on a GPU: a few batched kernels)")
     print(f"loader's share of the limit ({res['limit']}), 1 core{' / workers' if many else ''}: " + ", ".join(
         f"{k[len('(c) data.py, '):]} {v:.2f}" + (f" / {res['share_of_limit_workers'][k]:.2f}" if many else "")
@@ -273,15 +273,14 @@ def print_data(res, mode, list_file, methods, args):
 
 
 def rate_device_part(ds, K, mode, batch=8, rounds=3):
-    """clips/s of the training step's data work (normalize, and random_zoom for train) on this CPU."""
-    x = data.collate([ds[i % K] for i in range(batch)])[0]
-    g = torch.Generator().manual_seed(0)
+    """clips/s of the training step's data work (normalize, and crop_resize for train) on this CPU."""
+    x, _, info = data.collate([ds[i % K] for i in range(batch)])
     best = 0.0
     for _ in range(rounds):
         t0 = time.perf_counter()
         y = data.normalize(x)
         if mode == "train":
-            y = data.random_zoom(y, g)
+            y = data.crop_resize(y, info["box"])
         best = max(best, batch / (time.perf_counter() - t0))
     return best
 
@@ -300,12 +299,11 @@ def make_step(args, device, amp=None, channels_last=False, compile=False):
     scaler = torch.amp.GradScaler(device.type, enabled=amp == "fp16")
     criterion = nn.CrossEntropyLoss()
 
-    zoom_rng = torch.Generator(device).manual_seed(args.seed)
     memory_format = torch.channels_last_3d if channels_last else torch.contiguous_format
 
-    def step(clips, labels):
+    def step(clips, labels, info):
         clips = data.normalize(clips.to(device, non_blocking=True))  # uint8 -> float on the device
-        clips = data.random_zoom(clips, zoom_rng).contiguous(memory_format=memory_format)  # scale jitter
+        clips = data.crop_resize(clips, info["box"].to(device)).contiguous(memory_format=memory_format)  # the crop's rest
         labels = labels.to(device, non_blocking=True)
         with autocast:
             loss = criterion(model(clips), labels)
@@ -326,6 +324,8 @@ def synthetic_batches(args, n=2):
             torch.randint(0, args.num_classes, (args.batch_size,), generator=g)) for _ in range(n)]
     if args.device.startswith("cuda"):
         out = [(x.pin_memory(), y.pin_memory()) for x, y in out]
+    box = torch.tensor([[0.05, 0.05, 0.9, 0.9]]).repeat(args.batch_size, 1)  # a typical upscale: crop_resize runs
+    out = [(x, y, {"box": box}) for x, y in out]
     return (out[i % n] for i in range(args.warmup + args.iters))  # an iterator, like a loader
 
 
@@ -339,9 +339,9 @@ def run_steps(step, batches, warmup, iters, device):
     wait, n, t0 = 0.0, 0, time.perf_counter()
     for _ in range(iters):
         t = time.perf_counter()
-        clips, labels = next(it)[:2]
+        clips, labels, info = next(it)
         wait += time.perf_counter() - t
-        step(clips, labels)
+        step(clips, labels, info)
         n += len(labels)
     if device.type == "cuda":
         torch.cuda.synchronize(device)

@@ -6,7 +6,7 @@ i = start_index .. start_index + num_frames - 1.
 
     ds = VideoFrameDataset("ucf101_train_split1_list.txt", mode="train")   # root = the list's folder
     clip, label, info = ds[0]            # uint8 (3, T, 224, 224); test mode: (V, 3, T, crop, crop)
-    x = normalize(clips.to("cuda"))      # float, ImageNet mean/std, on the device
+    x = crop_resize(normalize(clips.to("cuda")), info["box"].to("cuda"))   # a collated train batch
 
     python data.py synth OUT [--classes 4 --videos 24 --frames 32 --size 340x256]
     python data.py extract VIDEOS_DIR FRAMES_DIR [--short-side 256 --quality 95 -j N]
@@ -17,7 +17,7 @@ Decoding is TorchCodec's (`decode_frame`; Pillow if TorchCodec is not installed)
 `VideoFrameDataset(..., encoded=True)` + `collate_encoded`, the loader only reads the files and
 `decode_batch` decodes the whole batch on the GPU with nvJPEG (train.py --decode_device cuda).
 
-Speed (`python bench.py data`): a clip is its JPEG decodes (libjpeg-turbo), then one crop, one uint8
+Speed (`python bench.py data`): a clip is its JPEG decodes (libjpeg-turbo), then one crop, at most one
 resize and one layout change of the whole (T, H, W, 3) stack -- never a per-frame float transform, and
 only the crop is resized. Decoding is the floor; the resize is most of the rest. Float conversion and
 normalisation run on the device (`normalize`): a uint8 batch is 4x less to pin and copy.
@@ -161,7 +161,10 @@ def check_image_tmpl(image_tmpl, start_index=1):
 
 
 # ---- sampling: pure functions of (sizes, mode, rng) ----------------------------------------------
-def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, start_index=1):
+PLACEMENTS = ("ours", "pyslowfast", "mmaction2")  # where test clips go: see sample_indices
+
+
+def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, start_index=1, placement="ours"):
     """Frame numbers of the clip(s) to read: int64 array (num_clips, t_length).
 
     A clip is t_length frames, t_stride apart, spanning (t_length - 1) * t_stride + 1 frames.
@@ -172,9 +175,19 @@ def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, 
     Short videos: the stride shrinks to the largest s <= t_stride whose span fits; if even stride 1
     is too long, the clip is every frame followed by repeats of the last. Frame numbers never leave
     [start_index, start_index + num_frames - 1].
+    `placement` picks another zoo's val/test clips instead (train clips are always ours): "pyslowfast"
+    (`_pyslowfast_clips`) or "mmaction2" (`_mmaction2_clips`); their short-video rules are theirs.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
+    if mode == "val" and num_clips != 1:
+        raise ValueError("val mode samples one clip; use mode='test' for num_clips > 1")
+    if mode != "train" and placement != "ours":
+        clips = (_pyslowfast_clips if placement == "pyslowfast" else _mmaction2_clips)(
+            num_frames, t_length, t_stride, num_clips)
+        return clips.astype(np.int64) + start_index
     stride = t_stride
     if (t_length - 1) * stride + 1 > num_frames:
         stride = max(1, (num_frames - 1) // max(1, t_length - 1))
@@ -185,8 +198,6 @@ def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, 
             raise ValueError("train sampling needs rng (a numpy Generator)")
         starts = rng.integers(0, room + 1, size=num_clips)
     elif mode == "val":
-        if num_clips != 1:
-            raise ValueError("val mode samples one clip; use mode='test' for num_clips > 1")
         starts = np.array([room // 2])
     else:
         starts = np.round(np.linspace(0, room, num_clips)) if num_clips > 1 else np.array([room // 2])
@@ -194,31 +205,157 @@ def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, 
     return idx + start_index
 
 
-def crop_boxes(height, width, mode, new_size, crop_size, num_crops=1, rng=None):
-    """Square crops (y, x, side) in ORIGINAL frame pixels; each is resized to crop_size afterwards.
+def _pyslowfast_clips(num_frames, t_length, t_stride, num_clips):
+    """PySlowFast's test clips (slowfast/datasets/decoder.py: get_start_end_idx with clip_idx k of
+    num_clips, USE_OFFSET_SAMPLING False as in its Kinetics configs, then temporal_sampling; fps =
+    target fps). Clip k spans t_length * t_stride frames from start = max(N - span, 0) * k / num_clips
+    -- so the last clip ends before the video does, and num_clips=1 is the FIRST clip, not the centre.
+    Its frames are torch.linspace(start, start + span - 1, t_length) (float32, so the step is a little
+    over t_stride), clamped to the video and truncated to integers: short videos repeat frames."""
+    span = t_length * t_stride
+    delta = max(num_frames - span, 0)
+    clips = [torch.linspace(delta * k / num_clips, delta * k / num_clips + span - 1, t_length)
+             for k in range(num_clips)]
+    return torch.stack(clips).clamp(0, num_frames - 1).long().numpy()
 
-    Cropping first and resizing only the crop equals "resize the short side to S, then crop
+
+def _mmaction2_clips(num_frames, t_length, t_stride, num_clips):
+    """mmaction2 `SampleFrames(clip_len=t_length, frame_interval=t_stride, num_clips, test_mode=True)`
+    (mmaction/datasets/transforms/loading.py, 1.x: `_get_test_clips` for 3D recognizers, default
+    out_of_bound_opt='loop'). The clip spans (t_length - 1) * t_stride + 1 frames; max_offset =
+    max(N - span, 0); starts round(k * max_offset / (num_clips - 1)), or max_offset // 2 for one clip.
+    Frames past the end wrap around to the start (modulo N). (mmaction2 0.x instead started clip k at
+    int((k + 1/2) * (N - span + 1) / num_clips); 1.x changed it to the above, "aligned with PySlowFast".)"""
+    span = (t_length - 1) * t_stride + 1
+    max_offset = max(num_frames - span, 0)
+    if num_clips > 1:
+        starts = np.round(np.arange(num_clips) * (max_offset / float(num_clips - 1)))
+    else:
+        starts = np.array([max_offset // 2])
+    idx = starts.astype(np.int64)[:, None] + np.arange(t_length)[None, :] * t_stride
+    return np.mod(idx, num_frames)
+
+
+def crop_boxes(height, width, mode, new_size, crop_size, num_crops=1):
+    """Val/test crops: squares (y, x, side) in ORIGINAL frame pixels; each is resized to crop_size
+    afterwards (train crops: `train_box`).
+
+    Cropping first and resizing only the crop equals "resize the short side to new_size, then crop
     crop_size" (up to rounding to whole source pixels), but the resize touches crop_size^2 pixels
     per frame instead of the whole rescaled frame -- and none at all when the frames were extracted
     with short side new_size (then side == crop_size).
-    - train: S = new_size, uniform position. The scale jitter S in [new_size, 1.25 * new_size]
-      (256 -> [256, 320]) is `random_zoom`, batched on the device: a CPU resize of every clip costs
-      more than a third of its decoding time.
-    - val, and test with num_crops=1: S = new_size, centre crop.
-    - test with num_crops=3 (PySlowFast / mmaction2 ThreeCrop): S = crop_size, i.e. the whole short
-      side, and three crops at the start, centre and end of the long side -- together they see the
-      whole frame. PySlowFast uses crop_size = 256 here; pass the crop_size you want.
+    - val, and test with num_crops=1: centre crop.
+    - test, num_crops=3: the whole short side, three crops at the start, centre and end of the long
+      side (together they see the whole frame). At crop_size 256 this is mmaction2's ThreeCrop test
+      protocol. (PySlowFast's 3 crops at 256 px go through a fully convolutional head that averages
+      the softmaxes of the windows its fixed pooling kernel sees: not implemented here.)
+    - test, num_crops=10: the 5 distinct crops of the original project's 10-crop test (lib/transforms.py
+      GroupOverSample, from GroupMultiScaleCrop.fill_fix_offset: short side scaled to new_size, then
+      crop_size crops at upper-left, upper-right, lower-left, lower-right and centre, with steps of
+      (scaled size - crop_size) // 4); the caller adds each one's mirror image after it.
     """
     short = min(height, width)
+    side = min(short, round(crop_size * short / new_size))
     if mode in ("train", "val") or num_crops == 1:
-        side = min(short, round(crop_size * short / new_size))
-        if mode == "train":
-            return [(int(rng.integers(0, height - side + 1)), int(rng.integers(0, width - side + 1)), side)]
         return [((height - side) // 2, (width - side) // 2, side)]
+    if num_crops == 10:
+        # the scaled frame as torchvision's Resize(new_size) makes it (long side truncated), its offsets
+        sh, sw = (new_size, int(new_size * width / height)) if height <= width else (int(new_size * height / width), new_size)
+        hs, ws = (sh - crop_size) // 4, (sw - crop_size) // 4
+        to_y, to_x = height / sh, width / sw  # scaled -> original pixels
+        return [(min(round(4 * i * hs * to_y), height - side), min(round(4 * j * ws * to_x), width - side), side)
+                for i, j in ((0, 0), (0, 1), (1, 0), (1, 1), (0.5, 0.5))]
     if num_crops != 3:
-        raise ValueError(f"num_crops must be 1 or 3, got {num_crops}")
+        raise ValueError(f"num_crops must be 1, 3 or 10, got {num_crops}")
     starts = [0, (max(height, width) - short) // 2, max(height, width) - short]
     return [(0, s, short) if width >= height else (s, 0, short) for s in starts]
+
+
+def train_box(height, width, new_size, crop_size, rng):
+    """The reference training crop of a (height, width) frame as a box (y0, x0, h, w) of ORIGINAL
+    frame pixels (floats; edges, so pixel k spans [k, k + 1)).
+
+    The reference (PySlowFast slowfast/datasets/transform.py: random_short_side_scale_jitter, then
+    random_crop): short side S = round(U[new_size, 1.25 * new_size]), the long side scaled to
+    floor(long * S / short); then a crop_size crop at a uniformly random whole-pixel offset of that
+    rescaled frame, every offset 0 .. size - crop_size allowed (PySlowFast's np.random.randint leaves
+    out the last one). In original pixels that crop is this box; `train_crop` resamples only it.
+    """
+    S = int(round(rng.uniform(new_size, 1.25 * new_size)))
+    if width < height:
+        rw, rh = S, int(math.floor(height / width * S))
+    else:
+        rh, rw = S, int(math.floor(width / height * S))
+    y, x = int(rng.integers(0, rh - crop_size + 1)), int(rng.integers(0, rw - crop_size + 1))
+    sy, sx = height / rh, width / rw  # rescaled -> original pixels
+    return (y * sy, x * sx, crop_size * sy, crop_size * sx)
+
+
+IDENTITY_BOX = (0.0, 0.0, 1.0, 1.0)  # box (y0, x0, h, w) in fractions of the shipped window: all of it
+
+
+def train_crop(frames, box, size):
+    """List of N uint8 (H, W, 3) frames and a `train_box` -> (uint8 (N, size, size, 3), window box).
+
+    Exactly one bilinear resample in total, as the reference's single rescale:
+    - an upscale (box smaller than size; e.g. frames extracted at short side new_size): ship, not
+      resampled, a size x size window that holds every source pixel the box's bilinear taps read, and
+      return the box in fractions of that window, for `crop_resize` to cut out and enlarge, batched
+      on the device. (A CPU resize of every clip costs more than a third of its decoding time.)
+    - a downscale (frames bigger than needed), or taps that fit no window (the box within a pixel of
+      size, ~4% of clips from short-side-new_size frames): resample the box here, from the full-
+      resolution pixels (`resample_box`); the window box is the identity.
+    """
+    H, W, _ = frames[0].shape
+    y0, x0, h, w = box
+    wy, wx = _window(y0, h, size, H), _window(x0, w, size, W)
+    if wy is None or wx is None:
+        return resample_box(frames, box, size), IDENTITY_BOX
+    crop = torch.stack([f[wy:wy + size, wx:wx + size] for f in frames])  # (N, size, size, 3)
+    return crop, ((y0 - wy) / size, (x0 - wx) / size, h / size, w / size)
+
+
+def _window(start, length, size, limit):
+    """Start of a `size` window of a `limit`-sample axis that holds every tap with a weight of the
+    `size` outputs over [start, start + length) (`_taps`, in plain floats: per-clip torch calls cost
+    more than the copy), centred on them (so the taps just outside the box are real pixels, as in the
+    reference); None if no window holds them."""
+    first = math.floor(max(0.0, start + 0.5 * length / size - 0.5))
+    end = max(0.0, start + (size - 0.5) * length / size - 0.5)  # the last output's source coordinate
+    last = min(math.floor(end) + (end > math.floor(end)), limit - 1)
+    if last - first + 1 > size or limit < size:
+        return None
+    return min(max(round((first + last + 1 - size) / 2), 0), limit - size)
+
+
+def _taps(start, length, n, limit):
+    """1-D bilinear taps of F.interpolate(align_corners=False) for n outputs covering [start, start +
+    length) of a signal of `limit` samples: (i0, i1, weight of i1). Output i reads source coordinate
+    start + (i + 0.5) * length / n - 0.5, clamped at 0; i1 stops at the last sample (ATen's
+    area_pixel_compute_source_index and its bilinear kernel)."""
+    c = (start + (torch.arange(n, dtype=torch.float64) + 0.5) * (length / n) - 0.5).clamp(min=0)
+    i0 = c.floor().long().clamp(max=limit - 1)
+    return i0, (i0 + 1).clamp(max=limit - 1), (c - i0).clamp(0, 1).float()
+
+
+def resample_box(frames, box, size):
+    """Frames -> uint8 (N, size, size, 3): the box (y0, x0, h, w) of original pixels resampled as
+    "resize the whole frame (bilinear, align_corners=False, no antialias: PySlowFast's
+    F.interpolate, mmaction2's cv2 INTER_LINEAR), then crop" would -- but only the box's pixels are
+    read. Separable: rows, then columns, in float32."""
+    H, W, _ = frames[0].shape
+    y0, x0, h, w = box
+    (r0, r1, rw), (c0, c1, cw) = _taps(y0, h, size, H), _taps(x0, w, size, W)
+    left, right = int(c0[0]), int(c1[-1]) + 1
+    # rows first, gathered straight from each frame's box columns (uint8; only the taps are converted)
+    top = torch.stack([f[:, left:right].index_select(0, r0) for f in frames]).float()  # (N, size, w', 3)
+    bottom = torch.stack([f[:, left:right].index_select(0, r1) for f in frames]).float()
+    N = top.shape[0]
+    rows = torch.lerp(top, bottom, rw[None, :, None, None]).view(N * size, -1)  # (N * size, w' * 3), interleaved
+    # columns: gather whole RGB triplets from the flat rows (3x faster than indexing dim 2 of (.., w', 3))
+    i0, i1 = ((c[:, None] - left) * 3 + torch.arange(3) for c in (c0, c1))
+    out = torch.lerp(rows.index_select(1, i0.flatten()), rows.index_select(1, i1.flatten()), cw.repeat_interleave(3))
+    return out.add_(0.5).to(torch.uint8).view(N, size, size, 3)  # round (values are in [0, 255])
 
 
 def resized_crop(frames, box, size):
@@ -251,31 +388,30 @@ def normalize(x, dtype=torch.float32):
     return (x.to(dtype) - mean) / std  # == (x / 255 - MEAN) / STD
 
 
-def random_zoom(x, generator, max_zoom=1.25):
-    """Training scale jitter on the device, one batched op: float (B, C, T, H, W) -> same shape.
-
-    Each clip gets a zoom z ~ U[1, max_zoom] and a uniformly placed square of side H/z (the same frames
-    for all T) resized back to H x W, bilinear. With the loader's crops taken at short side new_size,
-    this is the reference "short side S ~ U[new_size, 1.25 * new_size], then crop": S = z * new_size.
-    `generator` (on x's device) makes it reproducible; train.py seeds it by (seed, epoch, iteration).
-    """
+def crop_resize(x, boxes):
+    """The device half of the training crop (see `train_crop`), one batched op: float (B, C, T, H, W)
+    and boxes (B, 4) = (y0, x0, h, w) in fractions of H and W -> the boxes cut out and resized to
+    H x W, bilinear (align_corners=False, border clamp: F.interpolate's sampling), the same for every
+    frame. Identity boxes (clips the loader already finished) pass through untouched. No randomness:
+    the boxes were drawn in the loader from (seed, epoch, index), so a resume repeats them exactly."""
     B = x.shape[0]
-    z = 1 + (max_zoom - 1) * torch.rand(B, generator=generator, device=x.device, dtype=x.dtype)
-    s = 1 / z                                                                # box side, in units of the frame
-    t = (1 - s)[:, None] * (2 * torch.rand(B, 2, generator=generator, device=x.device, dtype=x.dtype) - 1)
+    boxes = boxes.to(device=x.device, dtype=x.dtype).view(B, 4)
+    if bool((boxes == boxes.new_tensor(IDENTITY_BOX)).all()):
+        return x
+    y0, x0, h, w = boxes.unbind(1)
     theta = torch.zeros(B, 3, 4, device=x.device, dtype=x.dtype)  # output (x, y, t) in [-1, 1] -> input coords
-    theta[:, 0, 0], theta[:, 1, 1], theta[:, 2, 2] = s, s, 1                 # time maps onto itself exactly
-    theta[:, 0, 3], theta[:, 1, 3] = t[:, 0], t[:, 1]
+    theta[:, 0, 0], theta[:, 1, 1], theta[:, 2, 2] = w, h, 1                # time maps onto itself exactly
+    theta[:, 0, 3], theta[:, 1, 3] = 2 * x0 + w - 1, 2 * y0 + h - 1          # box centre, in [-1, 1] units
     grid = F.affine_grid(theta, list(x.shape), align_corners=False)          # (B, T, H, W, 3)
     return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
 
 
 def collate(batch):
-    """DataLoader collate_fn. Clips arrive as (.., 3, T, H, W) views of (.., T, H, W, 3) memory, the
-    decoder's layout; stacking that memory as it is (a plain copy, no transposition) gives a batch in
-    channels_last_3d memory. The transposition, if the model wants one, runs on the device.
-    Returns (clips, labels, info): info is the items' info dicts collated by default_collate (tensors
-    stacked, strings -> a list of B strings, e.g. info["bad"])."""
+    """DataLoader collate_fn: (clip, label, info) items -> (clips, labels, info). Clips arrive as
+    (.., 3, T, H, W) views of (.., T, H, W, 3) memory, the decoder's layout; stacking that memory as
+    it is (a plain copy, no transposition) gives a batch in channels_last_3d memory. The
+    transposition, if the model wants one, runs on the device. info: torch's default_collate
+    (tensors stacked, strings -> lists)."""
     clips, labels, info = torch.utils.data.default_collate([(c.movedim(-4, -1), label, i) for c, label, i in batch])
     return clips.movedim(-1, -4), labels, info  # (B, [V,] 3, T, H, W)
 
@@ -407,6 +543,8 @@ BAD_ATTEMPTS = 4  # train mode: replacements tried for one unreadable video befo
 class VideoFrameDataset(torch.utils.data.Dataset):
     """`ds[i] -> (clip, label, info)`: clip uint8 (3, T, crop, crop) in train/val mode; in test mode
     (V, 3, T, crop, crop) with V = num_clips * num_crops, clip-major (view = clip * num_crops + crop).
+    info: {"bad": ""} and in train mode "box" (see `load_clip`). test_sampling: `sample_indices`'s
+    placement of val/test clips ("ours", "pyslowfast", "mmaction2").
 
     Randomness: sample i of epoch e uses np.random.default_rng([seed, e, i]) and nothing else, so clips
     do not depend on the number of workers, their order or a resume point. (The classic trap: numpy's
@@ -417,13 +555,15 @@ class VideoFrameDataset(torch.utils.data.Dataset):
 
     def __init__(self, list_file, root=None, image_tmpl="img_{:05d}.jpg", t_length=16, t_stride=4,
                  mode="train", new_size=256, crop_size=224, num_clips=1, num_crops=1, flip=True,
-                 start_index=1, num_classes=None, seed=0, encoded=False):
+                 start_index=1, num_classes=None, seed=0, test_sampling="ours", encoded=False):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode != "test" and (num_clips, num_crops) != (1, 1):
             raise ValueError(f"num_clips / num_crops are test-mode options (mode={mode!r})")
-        if num_crops not in (1, 3) or num_clips < 1:
-            raise ValueError(f"need num_clips >= 1 and num_crops in (1, 3), got {num_clips}, {num_crops}")
+        if num_crops not in (1, 3, 10) or num_clips < 1:
+            raise ValueError(f"need num_clips >= 1 and num_crops in (1, 3, 10), got {num_clips}, {num_crops}")
+        if test_sampling not in PLACEMENTS:
+            raise ValueError(f"test_sampling must be one of {PLACEMENTS}, got {test_sampling!r}")
         if t_length < 1 or t_stride < 1:
             raise ValueError(f"t_length and t_stride must be >= 1, got {t_length}, {t_stride}")
         if not 1 <= crop_size <= new_size:
@@ -432,7 +572,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         self.list_file, self.image_tmpl, self.mode = str(list_file), image_tmpl, mode
         self.t_length, self.t_stride, self.new_size, self.crop_size = t_length, t_stride, new_size, crop_size
         self.num_clips, self.num_crops, self.flip, self.start_index = num_clips, num_crops, flip, start_index
-        self.seed, self.epoch = seed, 0
+        self.seed, self.epoch, self.test_sampling = seed, 0, test_sampling
         self.encoded = encoded  # --decode_device: items are EncodedClips, decode_batch decodes them
         self.videos = read_list(list_file, root, num_classes)
         self.num_classes = num_classes or max(v.label for v in self.videos) + 1
@@ -523,31 +663,39 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             video = self.videos[j + (j >= index)]
 
     def load_clip(self, video, rng, read=None):
-        """One video -> (clip, info): uint8 (3, T, c, c), or (V, 3, T, c, c) in test mode; `rng` draws
-        the clip's position, crop and flip. Its frames come from `read(video, numbers)` (default:
-        load_frames, decoding on this CPU). With encoded=True, an EncodedClip instead: see defer_clip."""
+        """(video, numpy Generator) -> (clip, info). Train: clip uint8 (3, T, crop, crop) and
+        info["box"], the float32 (4,) box that `crop_resize` still cuts out on the device (identity
+        when the clip is final). Val: (3, T, crop, crop); test: (V, 3, T, crop, crop), clip-major.
+        Its frames come from `read(video, numbers)` (default: load_frames, decoding on this CPU).
+        With encoded=True, an EncodedClip instead: see defer_clip."""
         if self.encoded and read is None:
             return self.defer_clip(video, rng)
         clips = sample_indices(video.num_frames, self.t_length, self.t_stride, self.mode,
-                               self.num_clips if self.mode == "test" else 1, rng, self.start_index)
+                               self.num_clips if self.mode == "test" else 1, rng, self.start_index, self.test_sampling)
         numbers, inverse = np.unique(clips, return_inverse=True)  # decode each frame once
         frames = (read or self.load_frames)(video, numbers)
         H, W, _ = frames[0].shape
-        boxes = crop_boxes(H, W, self.mode, self.new_size, self.crop_size, self.num_crops, rng)
-        flip = self.mode == "train" and self.flip and rng.random() < 0.5
-        views = []
-        for box in boxes:
-            x = resized_crop(frames, box, self.crop_size)  # (N, c, c, 3)
+        info = {}
+        if self.mode == "train":  # draws: frames, box, flip -- in this order
+            crop, box = train_crop(frames, train_box(H, W, self.new_size, self.crop_size, rng), self.crop_size)
+            if self.flip and rng.random() < 0.5:
+                crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])  # mirror W, and the box
+            views, info["box"] = [crop], torch.tensor(box, dtype=torch.float32)
+        else:
+            views = [resized_crop(frames, b, self.crop_size)
+                     for b in crop_boxes(H, W, self.mode, self.new_size, self.crop_size, self.num_crops)]
+            if self.num_crops == 10:  # GroupOverSample's order: each crop, then its mirror image
+                views = [v for crop in views for v in (crop, crop.flip(-2))]
+        out = []
+        for x in views:  # (N, c, c, 3)
             if not np.array_equal(numbers, clips.reshape(-1)):  # back to clip order: test clips interleave
                 x = x[torch.from_numpy(inverse.reshape(-1))]  # or overlap, short videos repeat frames
-            views.append(x.reshape(clips.shape[0], self.t_length, *x.shape[1:]))  # (clips, T, c, c, 3)
-        x = views[0].unsqueeze(1) if len(views) == 1 else torch.stack(views, 1)  # (clips, crops, T, c, c, 3)
-        if flip:
-            x = x.flip(-2)  # mirror W
+            out.append(x.reshape(clips.shape[0], self.t_length, *x.shape[1:]))  # (clips, T, c, c, 3)
+        x = out[0].unsqueeze(1) if len(out) == 1 else torch.stack(out, 1)  # (clips, crops, T, c, c, 3)
         # (V, 3, T, c, c) as a VIEW of the decoder's interleaved memory: no de-interleaving copy here
         # (`collate` keeps it that way; .contiguous() if you need planar memory).
         x = x.flatten(0, 1).permute(0, 4, 1, 2, 3)
-        return (x if self.mode == "test" else x[0]), {}
+        return (x if self.mode == "test" else x[0]), info
 
 
 # ---- bytes mode: decoding on the device (--decode_device cuda) ------------------------------------

@@ -168,8 +168,8 @@ def get_args_parser():
     p.add_argument("--seed", default=0, type=natural, help="seed for init, sampling and augmentation")
     # evaluation
     p.add_argument("--test_clips", default=1, type=positive, help="--evaluate: clips per video")
-    p.add_argument("--test_crops", default=1, type=int, choices=[1, 3, 10], help="--evaluate: crops per clip (1: centre; 3: the whole short side, resized to --crop_size; 10: 4 corners + centre, each mirrored)")
-    p.add_argument("--test_sampling", default="ours", choices=["ours", "pyslowfast", "mmaction2"], help="--evaluate: where the test clips go (ours: first frame to last)")
+    p.add_argument("--test_crops", default=1, type=int, choices=[1, 3, 10], help="--evaluate: spatial crops per clip (3: the whole short side, resized to --crop_size, mmaction2's ThreeCrop at --crop_size 256; 10: 4 corners + centre at short side --new_size, each also mirrored, the original project's test_10crop.py)")
+    p.add_argument("--test_sampling", default="ours", choices=data.PLACEMENTS, help="where val/test clips go: ours (first frame to last), pyslowfast, mmaction2 (their test-time formulas)")
     p.add_argument("--save_scores", action="store_true", help="kept from the original command line: --evaluate always writes scores_<clips>x<crops>.npz")
     return p
 
