@@ -333,7 +333,7 @@ def run_steps(step, batches, warmup, iters, device):
     """clips/s and the share of time spent waiting for the next batch, over `iters` timed steps."""
     it = iter(batches)
     for _ in range(warmup):  # cuDNN autotuning, torch.compile, worker start-up
-        step(*next(it)[:2])  # data.collate's batches also carry info
+        step(*next(it))  # (clips, labels, info), as data.collate gives them
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     wait, n, t0 = 0.0, 0, time.perf_counter()

@@ -378,14 +378,16 @@ def resized_crop(frames, box, size):
     return crop.permute(0, 2, 3, 1)  # (N, size, size, 3), contiguous again
 
 
-def normalize(x, dtype=torch.float32):
-    """uint8 clips (..., 3, T, H, W) on any device -> `dtype`, /255 then ImageNet mean/std per channel.
+def normalize(x, mean=MEAN, std=STD, dtype=torch.float32):
+    """uint8 clips (..., 3, T, H, W) on any device -> `dtype`, /255 then (x - mean) / std per channel.
+    mean/std: RGB in [0, 1], what the weights were trained with (ImageNet's for inflated 2D weights,
+    0.45 / 0.225 for PySlowFast / pytorchvideo Kinetics weights: model.pretrained_info says which).
     Keeps the memory format: a batch from `collate` stays channels_last_3d."""
     if x.dtype != torch.uint8 or x.dim() < 4 or x.shape[-4] != 3:
         raise ValueError(f"normalize expects uint8 (..., 3, T, H, W), got {x.dtype} {tuple(x.shape)}")
-    mean = torch.tensor(MEAN, device=x.device, dtype=dtype).view(3, 1, 1, 1) * 255
-    std = torch.tensor(STD, device=x.device, dtype=dtype).view(3, 1, 1, 1) * 255
-    return (x.to(dtype) - mean) / std  # == (x / 255 - MEAN) / STD
+    mean = torch.tensor(mean, device=x.device, dtype=dtype).view(3, 1, 1, 1) * 255
+    std = torch.tensor(std, device=x.device, dtype=dtype).view(3, 1, 1, 1) * 255
+    return (x.to(dtype) - mean) / std  # == (x / 255 - mean) / std
 
 
 def crop_resize(x, boxes):
@@ -810,9 +812,13 @@ def _synth_video(rng, label, classes, frames, width, height):
     return out
 
 
-def make_synth(out_dir, classes=4, videos=24, frames=32, size=(340, 256), quality=95, seed=0):
+SYNTH_DIRECTIONS = ("right", "down-right", "down", "down-left", "left", "up-left", "up", "up-right")
+
+
+def make_synth(out_dir, classes=4, videos=24, frames=32, size=(340, 256), quality=95, seed=0, name="demo"):
     """Write `videos` train AND `videos` val frame folders (labels round-robin, so balanced) of
-    `frames` JPEG frames of size (W, H), plus train.txt / val.txt (paths relative to out_dir).
+    `frames` JPEG frames of size (W, H), plus train.txt / val.txt (paths relative to out_dir) and
+    <name>_classes.txt (the directions: what train.py's reports call the classes of dataset `name`).
     Class c = a patch moving in direction 2*pi*c/classes (1 <= classes <= 8: right, down, left, up, ...).
     Returns (train_list, val_list)."""
     if not 1 <= classes <= 8 or videos < 1 or frames < 1:
@@ -823,14 +829,17 @@ def make_synth(out_dir, classes=4, videos=24, frames=32, size=(340, 256), qualit
     for split in ("train", "val"):
         lines = []
         for i in range(videos):
-            label, name = i % classes, f"{split}/video_{i:04d}"
-            os.makedirs(os.path.join(out_dir, name), exist_ok=True)
+            label, folder = i % classes, f"{split}/video_{i:04d}"
+            os.makedirs(os.path.join(out_dir, folder), exist_ok=True)
             for t, img in enumerate(_synth_video(rng, label, classes, frames, width, height), 1):
-                Image.fromarray(img).save(os.path.join(out_dir, name, f"img_{t:05d}.jpg"), quality=quality)
-            lines.append(f"{name} {frames} {label}\n")
+                Image.fromarray(img).save(os.path.join(out_dir, folder, f"img_{t:05d}.jpg"), quality=quality)
+            lines.append(f"{folder} {frames} {label}\n")
         lists.append(os.path.join(out_dir, f"{split}.txt"))
         with open(lists[-1], "w") as f:
             f.writelines(lines)
+    with open(os.path.join(out_dir, f"{name}_classes.txt"), "w") as f:
+        f.writelines((SYNTH_DIRECTIONS[8 * c // classes] if 8 * c % classes == 0 else f"{360 * c / classes:.0f} degrees")
+                     + "\n" for c in range(classes))
     return tuple(lists)
 
 

@@ -214,7 +214,7 @@ def test_predict_text_output_names_and_labels(synth, tmp_path, capsys):
 
 
 def run_predict(*argv):
-    return subprocess.run([sys.executable, os.path.join(HERE, "predict.py"), *argv, "--device", "cpu"],
+    return subprocess.run([sys.executable, os.path.join(HERE, "train.py"), "predict", *argv, "--device", "cpu"],
                           capture_output=True, text=True, timeout=120, cwd=HERE)
 
 

@@ -550,8 +550,10 @@ def test_normalize():
     out = data.normalize(x)
     assert out.dtype == torch.float32 and out.shape == x.shape
     torch.testing.assert_close(out, (x / 255 - mean) / std, rtol=1e-5, atol=1e-5)
-    assert data.normalize(x, torch.float64).dtype == torch.float64
+    assert data.normalize(x, dtype=torch.float64).dtype == torch.float64
     torch.testing.assert_close(data.normalize(x[0]), out[0])  # one clip (3, T, H, W) too
+    kinetics = data.normalize(x, (0.45,) * 3, (0.225,) * 3)  # PySlowFast / pytorchvideo weights' statistics
+    torch.testing.assert_close(kinetics, (x / 255 - 0.45) / 0.225, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError):
         data.normalize(x.float())
     with pytest.raises(ValueError):
@@ -891,7 +893,15 @@ def test_demo_learns_motion_and_evaluate_reproduces_best(tmp_path, capsys):
     out = str(tmp_path)
     best = run_main(["demo", "--output_root", out, "--device", "cpu"])
     assert best >= 90.0, f"demo reached only {best:.1f}% (chance 25%)"
+    # It ends with the per-class table (the directions' names) and leaves the pictures in the run folder.
+    text = capsys.readouterr().out.strip().splitlines()
+    table = text[text.index(next(line for line in text if line.startswith("class "))):]
+    assert {row.split()[0] for row in table[1:5]} == {"right", "down", "left", "up"} and "mean class accuracy" in table[-1]
     run_dir = tmp_path / train.run_dir_name(train.parse_args(["demo"]))
+    for png, min_size in (("curves.png", (900, 300)), ("confusion_1x1.png", (500, 500))):
+        with Image.open(run_dir / png) as im:
+            assert im.size[0] >= min_size[0] and im.size[1] >= min_size[1], (png, im.size)
+    assert torch.load(run_dir / "checkpoint.pth", weights_only=False)["class_names"] == ["right", "down", "left", "up"]
     logs = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
     assert [log["epoch"] for log in logs] == list(range(len(logs)))
     for key in ("epoch", "lr", "train_loss", "train_top1", "val_top1", "val_top5", "epoch_time"):

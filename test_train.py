@@ -427,3 +427,50 @@ def test_tensorboard_writes_events(lists, tmp_path):
     pytest.importorskip("tensorboard")
     run_main(["ucf101", *lists, *TINY, "--epochs", "1", "--tensorboard", "--output_root", str(tmp_path)])
     assert list((run_dir(tmp_path, ["ucf101", *lists, *TINY]) / "tensorboard").glob("events.out.tfevents.*"))
+
+
+# ---- GPU: run where CUDA is present (skipped on CPU CI) --------------------------------------------
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@cuda
+@pytest.mark.parametrize("flags", [["--amp", "bf16"], ["--amp", "fp16"], ["--channels-last", "--amp", "bf16"],
+                                   ["--compile"], ["--decode_device", "cuda"]])
+def test_gpu_one_epoch(lists, tmp_path, flags):
+    args = ["ucf101", *lists, *TINY, "--device", "cuda", "--t_length", "8", *flags, "--epochs", "1", "--output_root", str(tmp_path)]
+    run_main(args)
+    (log,) = logs(run_dir(tmp_path, args))
+    assert math.isfinite(log["train_loss"]) and log["val_top1"] is not None
+    ckpt = torch.load(run_dir(tmp_path, args) / "checkpoint.pth", weights_only=False)
+    if "fp16" in flags:
+        assert ckpt["scaler"] and ckpt["scaler"]["scale"] > 0  # the GradScaler ran and was saved
+
+
+@cuda
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="DataParallel needs >= 2 GPUs")
+def test_gpu_dataparallel(lists, tmp_path):
+    args = ["ucf101", *lists, *TINY, "--device", "cuda", "--epochs", "1", "--output_root", str(tmp_path)]
+    run_main(args)
+    ckpt = torch.load(run_dir(tmp_path, args) / "checkpoint.pth", weights_only=False)
+    assert not any(k.startswith("module.") for k in ckpt["model"])
+
+
+@cuda
+def test_gpu_ddp_nccl_one_process(lists, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
+                        str(REPO / "train.py"), "ucf101", *lists, *TINY, "--device", "cuda", "--ddp", "--epochs", "1",
+                        "--output_root", str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+@cuda
+def test_gpu_and_cpu_evaluate_one_checkpoint_alike(lists, tmp_path):
+    args = ["ucf101", *lists, *TINY, "--epochs", "1", "--output_root", str(tmp_path / "t")]
+    run_main(args)
+    ckpt = str(run_dir(tmp_path / "t", args) / "checkpoint.pth")
+    scores = {}
+    for device in ("cpu", "cuda"):
+        run_main([*args[:-1], str(tmp_path / device), "--device", device, "--evaluate", "--resume", ckpt,
+                  "--test_clips", "2", "--test_crops", "3"])
+        scores[device] = np.load(run_dir(tmp_path / device, args) / "scores_2x3.npz")["scores"]
+    assert np.abs(scores["cpu"] - scores["cuda"]).max() < 1e-3
