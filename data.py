@@ -303,7 +303,7 @@ def train_crop(frames, box, size):
       return the box in fractions of that window, for `crop_resize` to cut out and enlarge, batched
       on the device. (A CPU resize of every clip costs more than a third of its decoding time.)
     - a downscale (frames bigger than needed), or taps that fit no window (the box within a pixel of
-      size, ~4% of clips from short-side-new_size frames): resample the box here, from the full-
+      size, ~3% of clips from short-side-new_size frames): resample the box here, from the full-
       resolution pixels (`resample_box`); the window box is the identity.
     """
     H, W, _ = frames[0].shape
