@@ -3,7 +3,6 @@ and bench.py data's rows from the dataset's own sampling. CPU only, except one t
 
 python -m pytest -q test_codec.py
 """
-import io
 import json
 import os
 import re

@@ -913,10 +913,10 @@ def test_demo_learns_motion_and_evaluate_reproduces_best(tmp_path, capsys):
     assert top1 == pytest.approx(best)
 
 
-@pytest.mark.parametrize("workers", ["0", "2"])
-def test_resume_is_exact(tiny_data, tmp_path, workers):
+@pytest.mark.parametrize("workers, schedule", [("0", []), ("2", ["-b", "2", "--iter_size", "2"])])
+def test_resume_is_exact(tiny_data, tmp_path, workers, schedule):
     # 3 epochs in one run == 2 epochs, then --resume for the 3rd: same weights, bit for bit.
-    args = ["ucf101", *tiny_data, *TINY, "-j", workers, "--dro", "0.5", "--warmup", "0.5"]
+    args = ["ucf101", *tiny_data, *TINY, "-j", workers, "--dro", "0.5", "--warmup", "0.5", *schedule]
     run_main([*args, "--epochs", "3", "--output_root", str(tmp_path / "a")])
     run_main([*args, "--epochs", "2", "--output_root", str(tmp_path / "b")])
     name = train.run_dir_name(train.parse_args(args))
@@ -947,7 +947,8 @@ def test_ddp_trains_and_evaluates_exactly(tiny_data, tmp_path):
     # torchrun with 2 CPU processes (gloo); 7 val videos split 4 + 3 must give the single-process numbers.
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(REPO / "train.py")]
     common = ["ucf101", *tiny_data, *TINY, "--epochs", "1"]
-    r = subprocess.run([*torchrun, *common, "--ddp", "--output_root", str(tmp_path / "ddp")],
+    r = subprocess.run([*torchrun, *common, "--ddp", "-b", "2", "--iter_size", "2", "--lr_policy", "cosine",
+                        "--output_root", str(tmp_path / "ddp")],
                        capture_output=True, text=True, env=ENV, cwd=REPO, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "2 process(es)" in r.stdout and r.stdout.count("run folder") == 1  # only rank 0 prints

@@ -193,7 +193,8 @@ def test_disk_full_during_save_keeps_the_last_checkpoint(lists, tmp_path, monkey
         run_main(args)
     folder = run_dir(tmp_path, args)
     one_line_error(capsys, str(folder / "checkpoint.pth"), "MiB free", code=1, exc=e)
-    assert {"checkpoint.pth", "log.jsonl"} <= {p.name for p in folder.iterdir()} <= {"checkpoint.pth", "log.jsonl", "model_best.pth"}
+    names = {p.name for p in folder.iterdir()}
+    assert {"checkpoint.pth", "log.jsonl"} <= names and not [n for n in names if ".tmp" in n], names
     assert torch.load(folder / "checkpoint.pth", weights_only=False)["epoch"] == 1
     monkeypatch.setattr(torch, "save", real_save)
     (folder / "checkpoint.pth.tmp").write_bytes(b"left by a killed save")
@@ -311,6 +312,23 @@ def test_cpu_bf16_with_clips_shorter_than_the_stem_kernel_is_refused(lists, tmp_
     with pytest.raises(SystemExit) as e:
         run_main(["ucf101", *lists, *TINY, "--amp", "bf16", "--output_root", str(tmp_path)])
     one_line_error(capsys, "--amp bf16", "--t_length >= 5", exc=e)
+
+
+def test_normalisation_follows_the_weights_and_is_saved(lists, tmp_path, capsys):
+    # A run trained with Kinetics statistics; fine-tuning from it uses them without being told, and
+    # stores them; --mean/--std override.
+    kinetics = ["--mean", "0.45", "0.45", "0.45", "--std", "0.225", "0.225", "0.225"]
+    args = ["ucf101", *lists, *TINY, "--epochs", "1"]
+    run_main([*args, *kinetics, "--output_root", str(tmp_path / "a")])
+    first = run_dir(tmp_path / "a", args) / "checkpoint.pth"
+    assert torch.load(first, weights_only=False)["args"]["mean"] == (0.45,) * 3
+    capsys.readouterr()
+    run_main([*args, "--pretrained", str(first), "--output_root", str(tmp_path / "b")])
+    assert "input mean (0.45, 0.45, 0.45) std (0.225, 0.225, 0.225)" in capsys.readouterr().out
+    ckpt = torch.load(run_dir(tmp_path / "b", args) / "checkpoint.pth", weights_only=False)
+    assert (ckpt["args"]["mean"], ckpt["args"]["std"]) == ((0.45,) * 3, (0.225,) * 3)
+    run_main([*args, "--pretrained", str(first), "--mean", "0.5", "0.5", "0.5", "--output_root", str(tmp_path / "c")])
+    assert torch.load(run_dir(tmp_path / "c", args) / "checkpoint.pth", weights_only=False)["args"]["mean"] == (0.5,) * 3
 
 
 def test_flags_reach_their_targets(lists, tmp_path):
