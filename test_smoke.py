@@ -895,8 +895,9 @@ def test_demo_learns_motion_and_evaluate_reproduces_best(tmp_path, capsys):
     assert best >= 90.0, f"demo reached only {best:.1f}% (chance 25%)"
     # It ends with the per-class table (the directions' names) and leaves the pictures in the run folder.
     text = capsys.readouterr().out.strip().splitlines()
-    table = text[text.index(next(line for line in text if line.startswith("class "))):]
-    assert {row.split()[0] for row in table[1:5]} == {"right", "down", "left", "up"} and "mean class accuracy" in table[-1]
+    start = text.index(next(line for line in text if line.startswith("class ")))
+    assert "mean class accuracy" in text[start - 1] and len(text) == start + 5  # the table ends the output
+    assert {row.split()[0] for row in text[start + 1:]} == {"right", "down", "left", "up"}
     run_dir = tmp_path / train.run_dir_name(train.parse_args(["demo"]))
     for png, min_size in (("curves.png", (900, 300)), ("confusion_1x1.png", (500, 500))):
         with Image.open(run_dir / png) as im:

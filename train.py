@@ -782,9 +782,9 @@ def report_evaluation(args, rt, d, res, clips, crops):
         return
     videos = [v.path for v in d.val_ds.videos]
     metrics, paths = report.write_evaluation(rt.run_dir, res["scores"], res["labels"], d.class_names, clips, crops, videos)
-    print(report.per_class_table(metrics, d.class_names))
     print(f"top-1 {res['top1']:.3f}  top-5 {res['top5']:.3f}  mean class accuracy {metrics['mean_class_acc']:.3f}  "
           f"({len(videos)} videos, {clips}x{crops} views); wrote {', '.join(sorted(paths.values()))}")
+    print(report.per_class_table(metrics, d.class_names))
 
 
 def evaluate_checkpoint(args, rt, net, d):
