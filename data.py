@@ -345,7 +345,9 @@ def resample_box(frames, box, size):
     read. Separable: rows, then columns, in float32."""
     H, W, _ = frames[0].shape
     y0, x0, h, w = box
-    (r0, r1, rw), (c0, c1, cw) = _taps(y0, h, size, H), _taps(x0, w, size, W)
+    # taps on the frames' device: decode_batch (--decode_device cuda) replays this on GPU-decoded frames
+    dev = frames[0].device
+    (r0, r1, rw), (c0, c1, cw) = ([t.to(dev) for t in _taps(*a)] for a in ((y0, h, size, H), (x0, w, size, W)))
     left, right = int(c0[0]), int(c1[-1]) + 1
     # rows first, gathered straight from each frame's box columns (uint8; only the taps are converted)
     top = torch.stack([f[:, left:right].index_select(0, r0) for f in frames]).float()  # (N, size, w', 3)
@@ -353,7 +355,7 @@ def resample_box(frames, box, size):
     N = top.shape[0]
     rows = torch.lerp(top, bottom, rw[None, :, None, None]).view(N * size, -1)  # (N * size, w' * 3), interleaved
     # columns: gather whole RGB triplets from the flat rows (3x faster than indexing dim 2 of (.., w', 3))
-    i0, i1 = ((c[:, None] - left) * 3 + torch.arange(3) for c in (c0, c1))
+    i0, i1 = ((c[:, None] - left) * 3 + torch.arange(3, device=dev) for c in (c0, c1))
     out = torch.lerp(rows.index_select(1, i0.flatten()), rows.index_select(1, i1.flatten()), cw.repeat_interleave(3))
     return out.add_(0.5).to(torch.uint8).view(N, size, size, 3)  # round (values are in [0, 255])
 

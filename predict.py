@@ -164,7 +164,7 @@ def get_parser():
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="video file (decoded with PyAV) or frame folder")
     p.add_argument("--resume", required=True, metavar="CKPT", help="checkpoint written by train.py (model_best.pth, ...)")
     p.add_argument("--test_clips", type=positive, default=1, help="clips per input, spread over the whole video")
-    p.add_argument("--test_crops", type=int, default=1, choices=[1, 3], help="spatial crops per clip")
+    p.add_argument("--test_crops", type=int, default=1, choices=[1, 3, 10], help="spatial crops per clip (as train.py --test_crops)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu")
     p.add_argument("-k", "--top", type=positive, default=5, help="classes to show per input")

@@ -198,8 +198,10 @@ def test_disk_full_during_save_keeps_the_last_checkpoint(lists, tmp_path, monkey
     assert torch.load(folder / "checkpoint.pth", weights_only=False)["epoch"] == 1
     monkeypatch.setattr(torch, "save", real_save)
     (folder / "checkpoint.pth.tmp").write_bytes(b"left by a killed save")
+    (folder / "notes.tmpl").write_text("the user's, not ours")
     run_main([*args, "--resume", "auto"])  # space is back: continues from epoch 1, the litter is gone
-    assert [log["epoch"] for log in logs(folder)] == [0, 1, 2] and not list(folder.glob("*.tmp*"))
+    assert [log["epoch"] for log in logs(folder)] == [0, 1, 2] and not (folder / "checkpoint.pth.tmp").exists()
+    assert (folder / "notes.tmpl").exists()
 
 
 @pytest.mark.parametrize("kind", ["text", "empty", "truncated", "bare", "classes"])
@@ -222,6 +224,25 @@ def test_bad_resume_files_are_one_line(lists, tmp_path, capsys, kind):
         with pytest.raises(SystemExit) as e:
             run_main([*args, *flags, *evaluate, "--resume", str(bad), "--output_root", str(tmp_path / "x")])
         one_line_error(capsys, str(bad), exc=e)
+
+
+def test_bad_training_video_is_replaced_reported_once_and_limited(lists, tmp_path, capsys):
+    folder = tmp_path / "data"
+    shutil.copytree(Path(lists[0]).parent, folder)
+    bad_video = (folder / "train.txt").read_text().split()[0]
+    for k in range(2, 10):  # frames 1 and 10 stay fine: the early folder check passes, the clip does not
+        (folder / bad_video / f"img_{k:05d}.jpg").write_bytes(b"garbage")
+    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "-b", "2", "--iter_size", "2"]
+    run_main([*args, "--epochs", "2", "--output_root", str(tmp_path / "a")])
+    (line,) = (run_dir(tmp_path / "a", args) / "bad_videos.txt").read_text().splitlines()  # once, over 2 epochs
+    assert "train.txt:1:" in line and bad_video in line
+    assert capsys.readouterr().err.count("bad video replaced") == 1
+    with pytest.raises(SystemExit) as e:  # the limit: counted in the step it happens, whatever its batch
+        run_main([*args, "--epochs", "2", "--max_bad_videos", "0", "--output_root", str(tmp_path / "b")])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    one_line_error(err, "1 bad videos replaced, more than --max_bad_videos 0", "--resume auto", exc=e)
+    ckpt = torch.load(run_dir(tmp_path / "b", args) / "checkpoint.pth", weights_only=False)
+    assert ckpt["iter"] % 2 == 0 and ckpt["bad_seen"] == [f"{folder / 'train.txt'}:1"]
 
 
 # ---- flags -----------------------------------------------------------------------------------------

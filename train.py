@@ -70,6 +70,7 @@ DEMO_DATA = dict(videos=128, frames=24, size=(64, 48))  # per split; small frame
 DEMO_DEFAULTS = dict(arch="resnet10_3d", t_length=8, t_stride=2, new_size=48, crop_size=40, epochs=12, batch_size=8,
                      lr=0.02, lr_steps=[9], warmup=1, dropout=0.0, workers=2, eval_freq=1, print_freq=8)
 RUN_FILES = ("checkpoint.pth", "model_best.pth", "log.jsonl")  # a folder holding any of these holds a run
+TEMP_FILES = ("checkpoint.pth.tmp", "model_best.tmp")  # never complete: the saves write them, then rename
 
 
 # ---- flags -----------------------------------------------------------------------------------------
@@ -282,7 +283,7 @@ def prepare_run_dir(args, rt):
     if os.path.exists(rt.run_dir) and not os.path.isdir(rt.run_dir):
         fail(f"run folder {rt.run_dir} exists and is a file (--output_root / --run_name)")
     taken = [f for f in RUN_FILES if os.path.exists(os.path.join(rt.run_dir, f))]
-    resuming_here = args.resume == "auto" or args.resume and os.path.abspath(os.path.dirname(args.resume)) == os.path.abspath(rt.run_dir)
+    resuming_here = args.resume == "auto" or args.resume and os.path.realpath(os.path.dirname(args.resume)) == os.path.realpath(rt.run_dir)
     if taken and not resuming_here and not args.evaluate:
         fail(f"{rt.run_dir} already holds a run ({', '.join(taken)}): continue it with --resume auto, "
              "or start a separate experiment with --run_name NAME or --output_root DIR")
@@ -295,8 +296,8 @@ def prepare_run_dir(args, rt):
             os.remove(probe)
         except OSError as e:
             fail(f"cannot write to the run folder {rt.run_dir}: {e.strerror} (--output_root / --run_name)")
-        for name in os.listdir(rt.run_dir):  # left by a process killed while saving: never a complete file
-            if ".tmp" in name:
+        for name in TEMP_FILES if not args.evaluate else ():  # left by a process killed while saving
+            if os.path.isfile(os.path.join(rt.run_dir, name)):
                 os.remove(os.path.join(rt.run_dir, name))
 
 
@@ -508,26 +509,32 @@ class Progress:
     iter: int = 0  # batches of it already trained (a multiple of iter_size)
     best_acc1: float = 0.0
     best_epoch: int = -1
-    bad_videos: int = 0  # replaced in training so far, all ranks
-    bad_seen: set = field(default_factory=set)  # this rank's, reported once each
+    bad_seen: set = field(default_factory=set)  # videos ("<list>:<line>") replaced in training so far, all ranks
     last_val: dict = None  # the latest validation's results (not saved)
 
 
-def atomic_save(obj, path):
-    """Write to a temp file, flush to disk, then rename: a crash mid-save never destroys the last good file.
-    A full disk is one line naming the path and the free space; the previous file stays as it was."""
-    tmp = f"{path}.tmp"
+@contextlib.contextmanager
+def disk_errors(path, tmp=None):
+    """A full disk or an unwritable file while writing `path`: one line naming it and the free space, the
+    temp file removed, the previous `path` left as it was (writes go to `tmp`, then a rename)."""
     try:
+        yield
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.remove(tmp) if tmp else None
+        free = shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free / 2**20
+        fail(f"could not write {path}: {e.strerror} ({free:.0f} MiB free); the previous file is intact", code=1)
+
+
+def atomic_save(obj, path):
+    """Write to a temp file, flush to disk, then rename: a crash mid-save never destroys the last good file."""
+    tmp = f"{path}.tmp"
+    with disk_errors(path, tmp):
         with open(tmp, "wb") as f:
             torch.save(obj, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except OSError as e:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        free = shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free / 2**20
-        fail(f"could not save {path}: {e.strerror} ({free:.0f} MiB free); the previous file is intact", code=1)
 
 
 def get_rng_state(rt):
@@ -539,11 +546,10 @@ def get_rng_state(rt):
 def save_checkpoint(args, rt, net, progress, d):
     """A plain dict, weights without 'module.'. Collective (RNG states), so every rank calls it."""
     rng = get_rng_state(rt)
-    bad = set().union(*gather(progress.bad_seen, rt))
     if rt.rank == 0:
         atomic_save({"model": net.bare.state_dict(), "optimizer": net.optimizer.state_dict(), "scaler": net.scaler.state_dict(),
                      "epoch": progress.epoch, "iter": progress.iter, "best_acc1": progress.best_acc1,
-                     "best_epoch": progress.best_epoch, "bad_videos": progress.bad_videos, "bad_seen": sorted(bad),
+                     "best_epoch": progress.best_epoch, "bad_seen": sorted(progress.bad_seen),
                      "args": {**vars(args), "mean": rt.mean, "std": rt.std}, "class_names": d.class_names, "rng": rng},
                     os.path.join(rt.run_dir, "checkpoint.pth"))
 
@@ -603,7 +609,7 @@ def resume(args, rt, net, progress):
         net.scaler.load_state_dict(ckpt["scaler"])
         progress.epoch, progress.iter = ckpt["epoch"], ckpt.get("iter", 0)
         progress.best_acc1, progress.best_epoch = ckpt["best_acc1"], ckpt.get("best_epoch", -1)
-        progress.bad_videos, progress.bad_seen = ckpt.get("bad_videos", 0), set(ckpt.get("bad_seen", []))
+        progress.bad_seen = set(ckpt.get("bad_seen", []))
         if len(ckpt.get("rng", [])) == rt.world_size:
             set_rng_state(ckpt["rng"][rt.rank])
     print(f"resumed from {args.resume} (epoch {ckpt.get('epoch')}, iter {ckpt.get('iter', 0)})")
@@ -627,15 +633,22 @@ def to_model_input(clips, info, rt):
     return x.contiguous(memory_format=rt.memory_format)
 
 
-def report_bad_videos(bad, rt, progress):
-    """Training replaced unreadable videos (data.py): say so once per video, in the log and bad_videos.txt."""
-    new = [line for text in bad if text for line in text.splitlines() if line not in progress.bad_seen]
-    for line in new:
-        progress.bad_seen.add(line)
-        warn(f"bad video replaced: {line}")
-        with open(os.path.join(rt.run_dir, "bad_videos.txt"), "a") as f:  # one short append: atomic across ranks
-            f.write(line + "\n")
-    return len(new)
+def record_bad_videos(lines, rt, progress):
+    """Training replaced unreadable videos (data.py). Every rank learns every rank's lines (so all count
+    the same and stop together); each video counts once; rank 0 reports it, on stderr and in bad_videos.txt."""
+    new = {}  # video ("<list>:<line>", how data.BadVideo's line starts) -> its first report
+    for line in sum(gather(lines, rt), []):
+        video = line.split(": ", 1)[0]
+        if video not in progress.bad_seen:
+            new.setdefault(video, line)
+    progress.bad_seen.update(new)
+    new = list(new.values())
+    if rt.rank == 0 and new:
+        for line in new:
+            warn(f"bad video replaced: {line}")
+        with disk_errors(os.path.join(rt.run_dir, "bad_videos.txt")):
+            with open(os.path.join(rt.run_dir, "bad_videos.txt"), "a") as f:
+                f.writelines(line + "\n" for line in new)
 
 
 @dataclass
@@ -671,12 +684,12 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
     Saves and exits at the end of the step in which SIGTERM/SIGINT came or too many videos were bad."""
     epoch, meter = progress.epoch, Meter(start=progress.iter)
     set_train_mode(net, args)
-    batches = d.steps_per_epoch * args.iter_size
+    batches, bad = d.steps_per_epoch * args.iter_size, []  # bad: this step's replaced videos, this rank
     t_end = time.time()
     for it, batch in enumerate(train_loader(args, d, epoch, progress.iter), start=progress.iter):
-        clips, labels, info = data.decode_batch(batch, rt.device, d.train_ds) if d.train_ds.encoded else batch
+        clips, labels, info = decode_on_device(batch, args, rt, d, net, progress, it) if d.train_ds.encoded else batch
         meter.t_wait += time.time() - t_end  # GPU decoding counts as waiting for data
-        new_bad = report_bad_videos(info.get("bad", []), rt, progress)
+        bad += [line for text in info.get("bad", []) for line in text.splitlines()]
         x, labels = to_model_input(clips, info, rt), labels.to(rt.device, non_blocking=True)
         last = (it + 1) % args.iter_size == 0  # the batch that completes an optimizer step
         step = epoch * d.steps_per_epoch + it // args.iter_size
@@ -703,22 +716,36 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
         net.optimizer.zero_grad(set_to_none=True)
         if (step + 1) % args.print_freq == 0 or it + 1 == batches:
             print(meter.line(args, rt, progress, loss, lr, it, batches))
-        signum, bad_total = all_sum([STOP["signal"], new_bad], rt)
-        progress.bad_videos += int(bad_total)
-        if signum or progress.bad_videos > args.max_bad_videos:
+        signum, n_bad = all_sum([STOP["signal"], len(bad)], rt)
+        if n_bad:  # rare: only then the lines themselves travel
+            record_bad_videos(bad, rt, progress)
+        bad = []
+        if signum or len(progress.bad_seen) > args.max_bad_videos:
             stop_and_save(args, rt, net, progress, d, it + 1)
         t_end = time.time()
     return meter
+
+
+def decode_on_device(batch, args, rt, d, net, progress, it):
+    """--decode_device cuda: a frame that fails only on the GPU cannot be replaced (its loader has moved on).
+    One process saves at the last step boundary first; under DDP the other ranks stop with it."""
+    try:
+        return data.decode_batch(batch, rt.device, d.train_ds)
+    except data.BadVideo as e:
+        if rt.world_size == 1:
+            progress.iter = it - it % args.iter_size
+            save_checkpoint(args, rt, net, progress, d)
+        fail(f"{e} -- found by nvJPEG in training; run `python data.py check LIST --full` and fix it, then --resume auto")
 
 
 def stop_and_save(args, rt, net, progress, d, next_iter):
     progress.iter = next_iter
     save_checkpoint(args, rt, net, progress, d)
     where = f"at epoch {progress.epoch} iteration {next_iter}"
-    if progress.bad_videos <= args.max_bad_videos:  # a signal, here or on another rank
+    if len(progress.bad_seen) <= args.max_bad_videos:  # a signal, here or on another rank
         print(f"signal {STOP['signal'] or signal.SIGTERM}: saved {rt.run_dir}/checkpoint.pth {where}")
         sys.exit(128 + (STOP["signal"] or signal.SIGTERM))
-    fail(f"{progress.bad_videos} bad videos replaced, more than --max_bad_videos {args.max_bad_videos} (listed in "
+    fail(f"{len(progress.bad_seen)} bad videos replaced, more than --max_bad_videos {args.max_bad_videos} (listed in "
          f"{rt.run_dir}/bad_videos.txt); saved checkpoint.pth {where}. Fix them (python data.py check LIST), "
          "then --resume auto")
 
@@ -825,12 +852,15 @@ def validate_and_log(args, rt, net, d, progress, meter):
     log["epoch_time"] = time.time() - meter.t_epoch
     save_checkpoint(args, rt, net, progress, d)
     if rt.rank == 0:
-        if is_best:  # copy, then rename: model_best.pth is never half-written either
-            shutil.copyfile(os.path.join(rt.run_dir, "checkpoint.pth"), os.path.join(rt.run_dir, "model_best.tmp"))
-            os.replace(os.path.join(rt.run_dir, "model_best.tmp"), os.path.join(rt.run_dir, "model_best.pth"))
-        with open(os.path.join(rt.run_dir, "log.jsonl"), "a") as f:
-            f.write(json.dumps(log) + "\n")
-        report.save_curves_png(os.path.join(rt.run_dir, "log.jsonl"), os.path.join(rt.run_dir, "curves.png"))
+        best, tmp = os.path.join(rt.run_dir, "model_best.pth"), os.path.join(rt.run_dir, "model_best.tmp")
+        with disk_errors(best, tmp):
+            if is_best:  # copy, then rename: model_best.pth is never half-written either
+                shutil.copyfile(os.path.join(rt.run_dir, "checkpoint.pth"), tmp)
+                os.replace(tmp, best)
+        with disk_errors(os.path.join(rt.run_dir, "log.jsonl")):
+            with open(os.path.join(rt.run_dir, "log.jsonl"), "a") as f:
+                f.write(json.dumps(log) + "\n")
+            report.save_curves_png(os.path.join(rt.run_dir, "log.jsonl"), os.path.join(rt.run_dir, "curves.png"))
         for key, value in log.items() if rt.tensorboard else ():
             if value is not None and key != "epoch":
                 rt.tensorboard.add_scalar(key, value, epoch)
@@ -846,7 +876,8 @@ def main(args):
     criterion = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
     progress = Progress()
     args.world_size = rt.world_size  # saved with the args: a mid-epoch resume needs the same global batch
-    resume(args, rt, net, progress)
+    ckpt = resume(args, rt, net, progress)
+    d.class_names = d.class_names or (ckpt or {}).get("class_names")  # no classes file: the checkpoint's names
     if args.evaluate:
         res = evaluate_checkpoint(args, rt, net, d)
         if rt.world_size > 1:
