@@ -350,7 +350,7 @@ def build_data(args, rt):
     except (ValueError, OSError) as e:
         fail(str(e))
     args.num_classes = num_classes or max(train_ds.num_classes, val_ds.num_classes)
-    check_frame_folders(args, rt, [] if args.evaluate else train_ds.videos, val_ds.videos)
+    check_frame_folders(args, [] if args.evaluate else train_ds.videos, val_ds.videos)
     train_labels, warned = {v.label for v in train_ds.videos}, set()
     for v in val_ds.videos:  # it would silently widen the classifier, and can never be right
         if v.label not in train_labels and v.label not in warned and rt.rank == 0 and not args.evaluate:
@@ -371,7 +371,7 @@ def build_data(args, rt):
                 read_class_names(args))
 
 
-def check_frame_folders(args, rt, *video_lists):
+def check_frame_folders(args, *video_lists):
     """Before the model is built: every listed folder holds its first and last frame (stat calls only)."""
     for videos in video_lists:
         problems, count = data.check_folders(videos, args.image_tmpl)
@@ -754,11 +754,6 @@ STOP = {"signal": 0}  # set by the SIGTERM/SIGINT handler; read at the end of ea
 
 
 # ---- evaluation ------------------------------------------------------------------------------------
-def bad_video_line(e):
-    """The one-line message of a data.BadVideo, also when the DataLoader re-raised it with a worker traceback."""
-    return str(e).strip().splitlines()[-1].split("BadVideo: ", 1)[-1]
-
-
 @torch.no_grad()
 def evaluate(net, d, args, rt):
     """Softmax scores averaged over each video's views -> dict of top1, top5, loss (of the averaged
@@ -783,7 +778,7 @@ def evaluate(net, d, args, rt):
             scores.append(logits.float().softmax(-1).view(B, V, -1).mean(1).cpu())  # average views per video
             labels.append(target)
     except data.BadVideo as e:  # never substituted (that would change the metric); all ranks learn of it below
-        error = bad_video_line(e)
+        error = str(e)  # one line, also when a DataLoader worker raised it (data.BadVideo keeps its text)
     scores = torch.cat(scores) if scores else torch.zeros(0, args.num_classes)
     labels = torch.cat(labels) if labels else torch.zeros(0, dtype=torch.long)
     shards = gather((d.val_indices[:len(labels)], scores, labels, error), rt)
@@ -802,7 +797,7 @@ def evaluate(net, d, args, rt):
             "loss": -p_true.log().mean().item(), "scores": all_scores, "labels": all_labels}
 
 
-def report_evaluation(args, rt, d, res, clips, crops):
+def report_evaluation(rt, d, res, clips, crops):
     """Rank 0: top-1, top-5, mean class accuracy, the per-class table (worst first) and the run folder's
     per_class CSV, confusion PNG and scores .npz. Exact under DDP: `res` holds every rank's videos."""
     if rt.rank != 0:
@@ -819,8 +814,8 @@ def evaluate_checkpoint(args, rt, net, d):
     try:
         res = evaluate(net, d, args, rt)
     except data.BadVideo as e:
-        fail(f"evaluation stopped: {bad_video_line(e)}")
-    report_evaluation(args, rt, d, res, args.test_clips, args.test_crops)
+        fail(f"evaluation stopped: {e}")
+    report_evaluation(rt, d, res, args.test_clips, args.test_crops)
     print(f" * Acc@1 {res['top1']:.3f} Acc@5 {res['top5']:.3f}")
     return res
 
@@ -842,7 +837,7 @@ def validate_and_log(args, rt, net, d, progress, meter):
             res = evaluate(net, d, args, rt)
         except data.BadVideo as e:  # the training state is saved first: nothing is lost
             save_checkpoint(args, rt, net, progress, d)
-            fail(f"validation stopped (checkpoint.pth saved): {bad_video_line(e)}")
+            fail(f"validation stopped (checkpoint.pth saved): {e}")
         log.update(val_top1=res["top1"], val_top5=res["top5"], val_loss=res["loss"])
         progress.last_val = res
         print(f"epoch {epoch} * Acc@1 {res['top1']:.3f} Acc@5 {res['top5']:.3f}")
@@ -905,7 +900,7 @@ def main(args):
     print(f"done in {time.time() - t_run:.0f}s: best Acc@1 {progress.best_acc1:.3f} at epoch {progress.best_epoch}, "
           f"saved to {os.path.join(rt.run_dir, 'model_best.pth')}; the last epoch's validation by class:")
     if progress.last_val is not None:
-        report_evaluation(args, rt, d, progress.last_val, 1, 1)
+        report_evaluation(rt, d, progress.last_val, 1, 1)
     for sig, handler in old_handlers.items():  # callers running main() in-process get Ctrl-C back
         signal.signal(sig, handler)
     if rt.world_size > 1:
@@ -920,4 +915,4 @@ if __name__ == "__main__":
     try:
         main(parse_args())
     except data.BadVideo as e:  # e.g. a training video whose replacements were all unreadable too
-        fail(bad_video_line(e))
+        fail(str(e))
