@@ -15,7 +15,7 @@ import model as models
 import predict
 import report
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
 NAMES = ["moving right", "moving down", "moving left", "moving up"]
 
 

@@ -17,7 +17,7 @@ from PIL import Image
 import bench
 import data
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
 needs_codec = pytest.mark.skipif(data.codec_decode_image is None, reason="TorchCodec is not installed")
 needs_tv = pytest.mark.skipif(data.decode_image is None, reason="torchvision has no image decoders here")
 pytestmark = pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")  # torchvision 0.29, as data.py

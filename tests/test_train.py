@@ -19,7 +19,7 @@ import torch
 import data
 import train
 
-REPO = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 # 8 train videos, -b 4: two optimizer steps per epoch on resnet10_3d at 4 x 32 x 32 (a second or two on CPU).
 TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_size", "36", "--crop_size", "32",

@@ -27,7 +27,7 @@ from PIL import Image
 import data
 from test_smoke import UCF101_LISTS, fake_hmdb51, fake_ucf101, write_frames, write_list
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # the repository
 W, H = 48, 40
 CLIP = dict(t_length=4, t_stride=1, new_size=40, crop_size=32)  # tiny clips: (3, 4, 32, 32)
 
