@@ -50,15 +50,20 @@ def pattern(k, w=W, h=H):
 
 
 def frame_index(rgb):
-    """A decoded frame (H, W, 3 uint8 array or tensor, at the pattern's size) -> its index, or -1."""
+    """A decoded frame (H, W, 3 uint8 array or tensor, the pattern at any scale) -> its index, or -1."""
     img = np.asarray(rgb, dtype=np.float32).mean(-1)
-    cols = img.shape[1] // BLOCK
-    means = [img[(n // cols) * BLOCK + 3:(n // cols + 1) * BLOCK - 3,
-                 (n % cols) * BLOCK + 3:(n % cols + 1) * BLOCK - 3].mean() for n in range(2 * BITS)]
-    bits = [m > 128 for m in means]
-    if any(a == b for a, b in zip(bits[:BITS], bits[BITS:])) or any(40 < m < 215 for m in means):
+    cols, b = W // BLOCK, img.shape[1] * BLOCK / W  # blocks per row, block side in this frame's pixels
+    m = max(1, round(b / 5))  # margin: block edges blur under lossy coding and resizing
+
+    def block(n):
+        y, x = round((n // cols) * b), round((n % cols) * b)
+        return img[y + m:round(y + b) - m, x + m:round(x + b) - m].mean()
+
+    means = [block(n) for n in range(2 * BITS)]
+    bits = [v > 128 for v in means]
+    if any(a == c for a, c in zip(bits[:BITS], bits[BITS:])) or any(40 < v < 215 for v in means):
         return -1
-    return int("".join("1" if b else "0" for b in bits[:BITS]), 2)
+    return int("".join("1" if c else "0" for c in bits[:BITS]), 2)
 
 
 def _encode(path, codec, pts, options=None, time_base=None, rate=25, fmt=None, mangle=None, n=None):
