@@ -1,18 +1,22 @@
-"""Pretrained weights for model.py's networks: torchvision ImageNet (inflated), our checkpoints, and the
-Kinetics checkpoints of pytorchvideo (.pyth), PySlowFast (PyTorch .pyth and Caffe2 .pkl) and
-mmaction2 (.pth), recognised by their key layout and renamed by small rule tables; loading is
-strict (only the classifier may differ) and `model.pretrained_info` tells the input normalisation
-the weights expect.
+"""Pretrained weights for model.py's networks, read from the model zoos' own files.
 
-    load_pretrained(model, "kinetics400")  # or "imagenet", "imagenet_v2", a file path
+    net = model.build_model("resnet50_3d", 400, pretrained="kinetics400")  # calls load_pretrained below
+    net.pretrained_info  # {"format": "pytorchvideo", "mean": (0.45, ...), "std": (0.225, ...)}
+
+Sources: torchvision's ImageNet ResNets (2D, inflated by model.copy_weights), our checkpoints, and the
+Kinetics checkpoints of pytorchvideo (.pyth), PySlowFast (PyTorch .pyth and Caffe2 .pkl) and mmaction2
+(.pth). A file's layout is recognised by a key only it has (Zoo.signature) and renamed to our names by
+a small table of rules; loading is strict (only the classifier may differ) and checks every shape as it
+copies; `model.pretrained_info` tells the input normalisation the weights expect. Reading a checkpoint
+unpickles it: only pass files you trust.
 
 Layouts followed (each rule table cites its files)
 - torchvision/models/resnet.py: our names (conv1, bn1, layerS.I.convK, layerS.I.downsample.0/.1, fc).
 - facebookresearch/pytorchvideo: models/resnet.py, stem.py, head.py, hub/resnet.py (i3d_r50, slow_r50).
 - facebookresearch/SlowFast (PySlowFast): models/video_model_builder.py, stem_helper.py,
   resnet_helper.py, head_helper.py; utils/c2_model_loading.py and utils/checkpoint.py (Caffe2 .pkl).
-- open-mmlab/mmaction2: models/backbones/resnet3d.py, models/heads/i3d_head.py, configs/_base_/models/
-  i3d_r50.py and configs/recognition/i3d (the Kinetics-400 file).
+- open-mmlab/mmaction2: models/backbones/resnet3d.py, models/heads/i3d_head.py,
+  configs/_base_/models/i3d_r50.py and configs/recognition/i3d (the Kinetics-400 file).
 """
 import os
 import pickle
@@ -23,9 +27,6 @@ import torch
 import torchvision
 
 from model import ARCH_SPECS, HEAD, copy_weights, strip_prefixes
-
-
-# ---- pretrained weights: the zoos' checkpoint layouts ---------------------------------------------
 
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -48,8 +49,10 @@ PYTORCHVIDEO_RULES = (
     # because i3d_r50's parameter-free (2,1,1) pool takes blocks.2 and moves its head to blocks.6.
     (r"blocks\.0\.conv\.(\w+)", lambda m: f"conv1.{m[1]}"),
     (r"blocks\.0\.norm\.(\w+)", lambda m: f"bn1.{m[1]}"),
-    (r"stage(\d)\.res_blocks\.(\d+)\.branch1_conv\.(\w+)", lambda m: f"layer{m[1]}.{m[2]}.downsample.0.{m[3]}"),
-    (r"stage(\d)\.res_blocks\.(\d+)\.branch1_norm\.(\w+)", lambda m: f"layer{m[1]}.{m[2]}.downsample.1.{m[3]}"),
+    (r"stage(\d)\.res_blocks\.(\d+)\.branch1_conv\.(\w+)",
+     lambda m: f"layer{m[1]}.{m[2]}.downsample.0.{m[3]}"),
+    (r"stage(\d)\.res_blocks\.(\d+)\.branch1_norm\.(\w+)",
+     lambda m: f"layer{m[1]}.{m[2]}.downsample.1.{m[3]}"),
     (r"stage(\d)\.res_blocks\.(\d+)\.branch2\.conv_([abc])\.(\w+)",
      lambda m: f"layer{m[1]}.{m[2]}.conv{_abc(m[3])}.{m[4]}"),
     (r"stage(\d)\.res_blocks\.(\d+)\.branch2\.norm_([abc])\.(\w+)",
@@ -62,8 +65,10 @@ PYSLOWFAST_RULES = (
     # BottleneckTransform a/a_bn, b/b_bn, c/c_bn), head_helper.py (ResNetBasicHead projection).
     (r"s1\.pathway0_stem\.conv\.(\w+)", lambda m: f"conv1.{m[1]}"),
     (r"s1\.pathway0_stem\.bn\.(\w+)", lambda m: f"bn1.{m[1]}"),
-    (r"s(\d)\.pathway0_res(\d+)\.branch1\.(\w+)", lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.0.{m[3]}"),
-    (r"s(\d)\.pathway0_res(\d+)\.branch1_bn\.(\w+)", lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.1.{m[3]}"),
+    (r"s(\d)\.pathway0_res(\d+)\.branch1\.(\w+)",
+     lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.0.{m[3]}"),
+    (r"s(\d)\.pathway0_res(\d+)\.branch1_bn\.(\w+)",
+     lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.1.{m[3]}"),
     (r"s(\d)\.pathway0_res(\d+)\.branch2\.([abc])\.(\w+)",
      lambda m: f"layer{int(m[1]) - 1}.{m[2]}.conv{_abc(m[3])}.{m[4]}"),
     (r"s(\d)\.pathway0_res(\d+)\.branch2\.([abc])_bn\.(\w+)",
@@ -141,8 +146,8 @@ def kinetics400_file(arch):
             torch.hub.download_url_to_file(url, path, progress=True)
         except Exception as e:  # offline, proxy, interrupted
             why = (str(e).splitlines() or [""])[0]
-            raise ValueError(f"--pretrained kinetics400: could not download {url} ({type(e).__name__}: {why}). "
-                             f"Offline? Download it elsewhere and put it at {path}") from e
+            raise ValueError(f"--pretrained kinetics400: could not download {url} ({type(e).__name__}: "
+                             f"{why}). Offline? Download it elsewhere and put it at {path}") from e
     return path
 
 
@@ -279,9 +284,10 @@ def _check_stem(model, zoo, name):
     if spec is None or zoo.stem_stride_t in (None, spec.stem_stride_t):
         return
     fits = [a for a, s in ARCH_SPECS.items() if s == spec._replace(stem_stride_t=zoo.stem_stride_t)]
+    hint = f": use --arch {fits[0]}" if fits else ""
     raise ValueError(f"--pretrained {name}: {zoo.name} weights of a network with temporal stride "
-                     f"{zoo.stem_stride_t} in conv1 and the first max-pool; {model.arch} has {spec.stem_stride_t} "
-                     f"(same tensors, another network)" + (f": use --arch {fits[0]}" if fits else ""))
+                     f"{zoo.stem_stride_t} in conv1 and the first max-pool; {model.arch} has "
+                     f"{spec.stem_stride_t} (same tensors, another network){hint}")
 
 
 def _few(names, n=4):
@@ -320,11 +326,13 @@ def load_pretrained(model, src, inflate="mean"):
     # (a deeper net, non-local blocks, another pathway) means the file is another arch.
     model_keys = model.state_dict().keys()
     unused = unexpected + [k for k in state if k not in model_keys]
-    extra = [k for k in unused if not re.match(r"(fc|head|classifier|cls_head)\.|pred_|blocks\.\d+\.proj\.", k)]
+    heads = r"(fc|head|classifier|cls_head)\.|pred_|blocks\.\d+\.proj\."  # every layout's classifier
+    extra = [k for k in unused if not re.match(heads, k)]
     if extra:
-        raise ValueError(f"--pretrained {name}: the file ({zoo.name} layout) has {len(extra)} tensors {arch} does "
-                         f"not have ({_few(extra, 3)}): weights of another arch?")
-    line = f"pretrained {name} ({zoo.name}, {dims}): inflated {inflated}, copied {copied}, skipped {len(skipped)}"
+        raise ValueError(f"--pretrained {name}: the file ({zoo.name} layout) has {len(extra)} tensors "
+                         f"{arch} does not have ({_few(extra, 3)}): weights of another arch?")
+    line = (f"pretrained {name} ({zoo.name}, {dims}): inflated {inflated}, copied {copied}, "
+            f"skipped {len(skipped)}")
     if skipped:  # all classifier tensors, by the check above
         reasons = sorted({"missing" if why == "missing" else "shape mismatch" for _, why in skipped})
         line += f" ({_few([k for k, _ in skipped])}: {' / '.join(reasons)}; classifier re-initialised)"
