@@ -122,7 +122,8 @@ ARCH_SPECS = {
     "resnet10_3d": ArchSpec(BasicBlock3D, (1, 1, 1, 1), 5, True, I3D, None),  # tiny CPU arch for tests/demo
     "resnet18_3d": ArchSpec(BasicBlock3D, (2, 2, 2, 2), 5, True, I3D, "resnet18"),
     "resnet34_3d": ArchSpec(BasicBlock3D, (3, 4, 6, 3), 5, True, I3D, "resnet34"),
-    # PySlowFast I3D_8x8_R50 = pytorchvideo i3d_r50: Kinetics weights trained on 8x8 clips (8 frames, stride 8).
+    # PySlowFast I3D_8x8_R50 = pytorchvideo i3d_r50: Kinetics weights trained on 8x8 clips
+    # (8 frames, stride 8).
     "resnet50_3d": ArchSpec(Bottleneck3D, (3, 4, 6, 3), 5, True, I3D, "resnet50"),
     "resnet101_3d": ArchSpec(Bottleneck3D, (3, 4, 23, 3), 5, True, I3D, "resnet101"),
     # PySlowFast SLOW_8x8_R50 = pytorchvideo slow_r50 = mmaction2 slowonly_r50 (8x8 clips).
@@ -218,14 +219,15 @@ class ResNet3D(nn.Module):
 
 
 def inflate_weight(w2d, kt, mode):
-    """(O, I, h, w) -> (O, I, kt, h, w). "mean": repeat over time and divide by kt, so a clip of
-    identical frames gives the 2D response wherever the kernel does not touch the zero padding.
-    "center": the 2D kernel in the middle tap, zeros elsewhere: exact at every frame."""
+    """(C_out, C_in, kh, kw) -> (C_out, C_in, kt, kh, kw). "mean": repeat over time and divide by kt,
+    so a clip of identical frames gives the 2D response wherever the kernel does not touch the zero
+    padding. "center": the 2D kernel in the middle tap, zeros elsewhere: exact at every frame."""
+    C_out, C_in, kh, kw = w2d.shape
     if mode == "mean":
         return w2d.unsqueeze(2).repeat(1, 1, kt, 1, 1) / kt
     if mode == "center":
         assert kt % 2 == 1, f"center inflation needs an odd temporal size, got {kt}"
-        w3d = w2d.new_zeros(w2d.shape[0], w2d.shape[1], kt, *w2d.shape[2:])
+        w3d = w2d.new_zeros(C_out, C_in, kt, kh, kw)
         w3d[:, :, kt // 2] = w2d
         return w3d
     raise ValueError(f"inflate must be 'mean' or 'center', got {mode!r}")
@@ -243,7 +245,8 @@ def copy_weights(model, state, inflate):
         if w is None:
             skipped.append((k, "missing"))
         elif w.dim() == 4 and dst.dim() == 5 and w.shape == dst.shape[:2] + dst.shape[3:]:
-            w3d = inflate_weight(w, dst.shape[2], inflate)  # 2D (O, I, h, w) -> 3D (O, I, kt, h, w)
+            C_out, C_in, kt, kh, kw = dst.shape  # the file's 2D conv is this kernel without kt
+            w3d = inflate_weight(w, kt, inflate)
             assert w3d.shape == dst.shape, f"{k}: inflated {tuple(w3d.shape)} != {tuple(dst.shape)}"
             dst.copy_(w3d)
             inflated += 1
