@@ -1,10 +1,10 @@
-"""Model-zoo checkpoints (issue 9) and arch specs / initialisation (issue 11) of model.py.
+"""Model-zoo checkpoints (zoo.py) and arch specs / initialisation (model.py).
 
 The reference networks are pytorchvideo's own i3d_r50 and slow_r50 (skipped when pytorchvideo is
 absent). The PySlowFast (.pyth and Caffe2 .pkl) and mmaction2 files are written here from those
 models' weights, named by walking the pytorchvideo modules and spelling each library's documented
 names (slowfast/models/*_helper.py, slowfast/utils/c2_model_loading.py, mmaction/models/backbones/
-resnet3d.py) -- independently of model.py's rename tables.
+resnet3d.py) -- independently of zoo.py's rename tables.
 """
 import os
 import pickle
