@@ -243,7 +243,8 @@ def read_checkpoint(src):
 
 
 def convert_state_dict(state, rules):
-    """Rename by the first matching rule: (our state dict, names no rule matched)."""
+    """Rename by the first matching rule: (our state dict, names no rule matched). Names only: the
+    shapes are checked tensor by tensor when model.copy_weights copies them."""
     out, unexpected = {}, []
     for k, v in state.items():
         for pattern, name in rules:
