@@ -8,16 +8,13 @@ i = start_index .. start_index + num_frames - 1.
     clip, label, info = ds[0]            # uint8 (3, T, 224, 224); test mode: (V, 3, T, crop, crop)
     x = crop_resize(normalize(clips.to("cuda")), info["box"].to("cuda"))   # a collated train batch
 
-Frame folders and lists are made by prepare.py (synth, extract, lists, check).
+prepare.py makes the frame folders and lists. Decoding is TorchCodec's (`decode_frame`; Pillow without
+it). With `VideoFrameDataset(..., encoded=True)` + `collate_encoded`, the loader only reads the files
+and `decode_batch` decodes the whole batch on the GPU with nvJPEG (train.py --decode_device cuda).
 
-Decoding is TorchCodec's (`decode_frame`; Pillow if TorchCodec is not installed). With
-`VideoFrameDataset(..., encoded=True)` + `collate_encoded`, the loader only reads the files and
-`decode_batch` decodes the whole batch on the GPU with nvJPEG (train.py --decode_device cuda).
-
-Speed (`python bench.py data`): a clip is its JPEG decodes (libjpeg-turbo), then one crop, at most one
-resize and one layout change of the whole (T, H, W, 3) stack -- never a per-frame float transform, and
-only the crop is resized. Decoding is the floor; the resize is most of the rest. Float conversion and
-normalisation run on the device (`normalize`): a uint8 batch is 4x less to pin and copy.
+Speed (`python bench.py data`): a clip is its JPEG decodes, then one crop, at most one resize of the
+crop and one layout change of the whole (T, H, W, 3) stack; float conversion and normalisation run on
+the device (`normalize`): a uint8 batch is 4x less to pin and copy.
 
 References
 - L. Wang et al., "Temporal Segment Networks", ECCV 2016: the frame-folder list format.
@@ -30,6 +27,7 @@ References
   batched nvJPEG decoding of a list of JPEGs on CUDA.
 """
 import copy
+import dataclasses
 import io
 import math
 import os
@@ -37,7 +35,6 @@ import re
 import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -76,7 +73,7 @@ MODES = ("train", "val", "test")
 
 
 # ---- list files ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Video:
     path: str        # frame folder (root joined)
     num_frames: int
@@ -96,7 +93,7 @@ def read_text_lines(path):
         text = raw.decode("utf-8-sig")  # utf-8-sig strips one leading BOM, if any
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
-        raise ValueError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[e.start]:02x}); save it as UTF-8") from None
+        raise ValueError(f"{path}:{line}: not UTF-8 (byte 0x{raw[e.start]:02x}); save it as UTF-8") from None
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise ValueError(f"{path}:{line}: a NUL byte: a binary file, not a text list")
@@ -127,7 +124,7 @@ def read_list(list_file, root=None, num_classes=None, problems=None):
             if num_frames < 1:
                 raise ValueError(f"num_frames must be >= 1, got {num_frames}")
             if label < 0 or (num_classes is not None and label >= num_classes):
-                raise ValueError(f"label {label} outside [0, {num_classes if num_classes else 'num_classes'})")
+                raise ValueError(f"label {label} outside [0, {num_classes or 'num_classes'})")
         except ValueError as e:
             if problems is None:
                 raise ValueError(f"{list_file}:{n}: {e}: {line}") from None
@@ -149,16 +146,37 @@ def check_image_tmpl(image_tmpl, start_index=1):
     except (IndexError, KeyError, ValueError, TypeError, AttributeError):
         distinct = False
     if not distinct:
-        raise ValueError(f"--image_tmpl {image_tmpl!r} needs one unnamed integer field, like 'img_{{:05d}}.jpg'")
+        raise ValueError(f"--image_tmpl {image_tmpl!r} needs one unnamed integer field, "
+                         "like 'img_{:05d}.jpg'")
+
+
+def read_class_names(path):
+    """A classes file (`<dataset>_classes.txt`, written by prepare.py): line i = the name of label i.
+    ValueError naming file:line for a blank line inside, a duplicate, or no names at all."""
+    lines = read_text_lines(path)
+    while lines and not lines[-1][1].strip():  # the final newline(s)
+        lines.pop()
+    names, seen = [], {}
+    for n, line in lines:
+        name = line.strip()
+        if not name:
+            raise ValueError(f"{path}:{n}: blank line (line i must name class i - 1)")
+        if name in seen:
+            raise ValueError(f"{path}:{n}: class {name!r} repeats line {seen[name]}")
+        seen[name] = n
+        names.append(name)
+    if not names:
+        raise ValueError(f"{path}: no class names")
+    return names
 
 
 # ---- sampling: pure functions of (sizes, mode, rng) ----------------------------------------------
 PLACEMENTS = ("ours", "pyslowfast", "mmaction2")  # where test clips go: see sample_indices
 
 
-def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, start_index=1, placement="ours"):
+def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, start_index=1,
+                   placement="ours"):
     """Frame numbers of the clip(s) to read: int64 array (num_clips, t_length).
-
     A clip is t_length frames, t_stride apart, spanning (t_length - 1) * t_stride + 1 frames.
     - train: a uniformly random start (from `rng`, a numpy Generator); num_clips independent clips.
     - val:   the centred clip (num_clips must be 1).
@@ -168,8 +186,7 @@ def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, 
     is too long, the clip is every frame followed by repeats of the last. Frame numbers never leave
     [start_index, start_index + num_frames - 1].
     `placement` picks another zoo's val/test clips instead (train clips are always ours): "pyslowfast"
-    (`_pyslowfast_clips`) or "mmaction2" (`_mmaction2_clips`); their short-video rules are theirs.
-    """
+    (`_pyslowfast_clips`) or "mmaction2" (`_mmaction2_clips`); their short-video rules are theirs."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if placement not in PLACEMENTS:
@@ -228,13 +245,11 @@ def _mmaction2_clips(num_frames, t_length, t_stride, num_clips):
     return np.mod(idx, num_frames)
 
 
+# ---- crops and transforms: uint8 frames -> clips -------------------------------------------------
 def crop_boxes(height, width, mode, new_size, crop_size, num_crops=1):
-    """Val/test crops: squares (y, x, side) in ORIGINAL frame pixels; each is resized to crop_size
-    afterwards (train crops: `train_box`).
-
-    Cropping first and resizing only the crop equals "resize the short side to new_size, then crop
-    crop_size" (up to rounding to whole source pixels), but the resize touches crop_size^2 pixels
-    per frame instead of the whole rescaled frame -- and none at all when the frames were extracted
+    """Val/test crops: squares (y, x, side) in ORIGINAL frame pixels, each resized to crop_size later
+    (train crops: `train_box`). This equals "resize the short side to new_size, then crop crop_size"
+    (up to whole source pixels), but resizes only the crop -- nothing if the frames were extracted
     with short side new_size (then side == crop_size).
     - val, and test with num_crops=1: centre crop.
     - test, num_crops=3: the whole short side, three crops at the start, centre and end of the long
@@ -244,19 +259,19 @@ def crop_boxes(height, width, mode, new_size, crop_size, num_crops=1):
     - test, num_crops=10: the 5 distinct crops of the original project's 10-crop test (lib/transforms.py
       GroupOverSample, from GroupMultiScaleCrop.fill_fix_offset: short side scaled to new_size, then
       crop_size crops at upper-left, upper-right, lower-left, lower-right and centre, with steps of
-      (scaled size - crop_size) // 4); the caller adds each one's mirror image after it.
-    """
+      (scaled size - crop_size) // 4); the caller adds each one's mirror image after it."""
     short = min(height, width)
     side = min(short, round(crop_size * short / new_size))
     if mode in ("train", "val") or num_crops == 1:
         return [((height - side) // 2, (width - side) // 2, side)]
     if num_crops == 10:
         # the scaled frame as torchvision's Resize(new_size) makes it (long side truncated), its offsets
-        sh, sw = (new_size, int(new_size * width / height)) if height <= width else (int(new_size * height / width), new_size)
+        sh, sw = ((new_size, int(new_size * width / height)) if height <= width
+                  else (int(new_size * height / width), new_size))
         hs, ws = (sh - crop_size) // 4, (sw - crop_size) // 4
         to_y, to_x = height / sh, width / sw  # scaled -> original pixels
-        return [(min(round(4 * i * hs * to_y), height - side), min(round(4 * j * ws * to_x), width - side), side)
-                for i, j in ((0, 0), (0, 1), (1, 0), (1, 1), (0.5, 0.5))]
+        return [(min(round(4 * i * hs * to_y), height - side), min(round(4 * j * ws * to_x), width - side),
+                 side) for i, j in ((0, 0), (0, 1), (1, 0), (1, 1), (0.5, 0.5))]
     if num_crops != 3:
         raise ValueError(f"num_crops must be 1, 3 or 10, got {num_crops}")
     starts = [0, (max(height, width) - short) // 2, max(height, width) - short]
@@ -265,14 +280,12 @@ def crop_boxes(height, width, mode, new_size, crop_size, num_crops=1):
 
 def train_box(height, width, new_size, crop_size, rng):
     """The reference training crop of a (height, width) frame as a box (y0, x0, h, w) of ORIGINAL
-    frame pixels (floats; edges, so pixel k spans [k, k + 1)).
-
-    The reference (PySlowFast slowfast/datasets/transform.py: random_short_side_scale_jitter, then
-    random_crop): short side S = round(U[new_size, 1.25 * new_size]), the long side scaled to
-    floor(long * S / short); then a crop_size crop at a uniformly random whole-pixel offset of that
-    rescaled frame, every offset 0 .. size - crop_size allowed (PySlowFast's np.random.randint leaves
-    out the last one). In original pixels that crop is this box; `train_crop` resamples only it.
-    """
+    frame pixels (floats; edges, so pixel k spans [k, k + 1)). The reference (PySlowFast
+    slowfast/datasets/transform.py: random_short_side_scale_jitter, then random_crop): short side
+    S = round(U[new_size, 1.25 * new_size]), the long side scaled to floor(long * S / short); then a
+    crop_size crop at a uniformly random whole-pixel offset of that rescaled frame, every offset
+    0 .. size - crop_size allowed (PySlowFast's np.random.randint leaves out the last one). In
+    original pixels that crop is this box; `train_crop` resamples only it."""
     S = int(round(rng.uniform(new_size, 1.25 * new_size)))
     if width < height:
         rw, rh = S, int(math.floor(height / width * S))
@@ -290,14 +303,11 @@ def train_crop(frames, box, size):
     """List of N uint8 (H, W, 3) frames and a `train_box` -> (uint8 (N, size, size, 3), window box).
 
     Exactly one bilinear resample in total, as the reference's single rescale:
-    - an upscale (box smaller than size; e.g. frames extracted at short side new_size): ship, not
-      resampled, a size x size window that holds every source pixel the box's bilinear taps read, and
-      return the box in fractions of that window, for `crop_resize` to cut out and enlarge, batched
-      on the device. (A CPU resize of every clip costs more than a third of its decoding time.)
-    - a downscale (frames bigger than needed), or taps that fit no window (the box within a pixel of
-      size, ~3% of clips from short-side-new_size frames): resample the box here, from the full-
-      resolution pixels (`resample_box`); the window box is the identity.
-    """
+    - an upscale (box smaller than size; e.g. frames extracted at short side new_size): ship the
+      size x size window holding every pixel the box's taps read, and the box in fractions of it, for
+      `crop_resize` to enlarge on the device (a CPU resize costs over a third of a clip's decoding).
+    - a downscale, or taps that fit no window (~3% of clips from short-side-new_size frames):
+      `resample_box` here, from the full-resolution pixels; the window box is the identity."""
     H, W, _ = frames[0].shape
     y0, x0, h, w = box
     wy, wx = _window(y0, h, size, H), _window(x0, w, size, W)
@@ -339,37 +349,36 @@ def resample_box(frames, box, size):
     y0, x0, h, w = box
     # taps on the frames' device: decode_batch (--decode_device cuda) replays this on GPU-decoded frames
     dev = frames[0].device
-    (r0, r1, rw), (c0, c1, cw) = ([t.to(dev) for t in _taps(*a)] for a in ((y0, h, size, H), (x0, w, size, W)))
+    (r0, r1, rw), (c0, c1, cw) = ([t.to(dev) for t in _taps(*a)]
+                                  for a in ((y0, h, size, H), (x0, w, size, W)))
     left, right = int(c0[0]), int(c1[-1]) + 1
     # rows first, gathered straight from each frame's box columns (uint8; only the taps are converted)
     top = torch.stack([f[:, left:right].index_select(0, r0) for f in frames]).float()  # (N, size, w', 3)
     bottom = torch.stack([f[:, left:right].index_select(0, r1) for f in frames]).float()
     N = top.shape[0]
-    rows = torch.lerp(top, bottom, rw[None, :, None, None]).view(N * size, -1)  # (N * size, w' * 3), interleaved
+    rows = torch.lerp(top, bottom, rw[None, :, None, None]).view(N * size, -1)  # (N*size, w'*3) interleaved
     # columns: gather whole RGB triplets from the flat rows (3x faster than indexing dim 2 of (.., w', 3))
     i0, i1 = ((c[:, None] - left) * 3 + torch.arange(3, device=dev) for c in (c0, c1))
-    out = torch.lerp(rows.index_select(1, i0.flatten()), rows.index_select(1, i1.flatten()), cw.repeat_interleave(3))
+    out = torch.lerp(rows.index_select(1, i0.flatten()), rows.index_select(1, i1.flatten()),
+                     cw.repeat_interleave(3))
     return out.add_(0.5).to(torch.uint8).view(N, size, size, 3)  # round (values are in [0, 255])
 
 
 def resized_crop(frames, box, size):
     """List of N uint8 (H, W, 3) frames -> uint8 (N, size, size, 3): the crop `box` resized to `size`,
-    one batched op for the whole clip. Only the crop is ever copied out of the decoded frames.
-
-    We stay in the decoder's interleaved (H, W, 3) layout: it is what torch's fast uint8 resize kernel
-    wants (channels-last input; planar uint8 input is ~10x slower in it)."""
+    one batched op for the clip, in the decoder's interleaved layout: torch's fast uint8 resize kernel
+    wants channels-last input (planar uint8 input is ~10x slower in it)."""
     y, x, side = box
     crop = torch.stack([f[y:y + side, x:x + side] for f in frames])  # (N, side, side, 3)
     if side == size:
         return crop
     # bilinear straight on uint8; antialias matters when shrinking (else aliasing), only costs enlarging
     crop = crop.permute(0, 3, 1, 2)  # (N, 3, side, side) channels-last view
-    if crop.device.type != "cpu":  # CUDA has no uint8 bilinear kernel: float, rounded back (+-1 of the CPU's)
-        crop = F.interpolate(crop.float(), size=(size, size), mode="bilinear", antialias=side > size,
-                             align_corners=False).round_().clamp_(0, 255).to(torch.uint8)
-    else:
-        crop = F.interpolate(crop, size=(size, size), mode="bilinear", antialias=side > size, align_corners=False)
-    return crop.permute(0, 2, 3, 1)  # (N, size, size, 3), contiguous again
+    out = F.interpolate(crop if crop.is_cpu else crop.float(), size=(size, size), mode="bilinear",
+                        antialias=side > size, align_corners=False)
+    if not crop.is_cpu:  # CUDA has no uint8 bilinear kernel: float there, rounded back (+-1 of the CPU's)
+        out = out.round_().clamp_(0, 255).to(torch.uint8)
+    return out.permute(0, 2, 3, 1)  # (N, size, size, 3), contiguous again
 
 
 def normalize(x, mean=MEAN, std=STD, dtype=torch.float32):
@@ -395,7 +404,7 @@ def crop_resize(x, boxes):
     if bool((boxes == boxes.new_tensor(IDENTITY_BOX)).all()):
         return x
     y0, x0, h, w = boxes.unbind(1)
-    theta = torch.zeros(B, 3, 4, device=x.device, dtype=x.dtype)  # output (x, y, t) in [-1, 1] -> input coords
+    theta = torch.zeros(B, 3, 4, device=x.device, dtype=x.dtype)  # output (x, y, t) in [-1, 1] -> input
     theta[:, 0, 0], theta[:, 1, 1], theta[:, 2, 2] = w, h, 1                # time maps onto itself exactly
     theta[:, 0, 3], theta[:, 1, 3] = 2 * x0 + w - 1, 2 * y0 + h - 1          # box centre, in [-1, 1] units
     grid = F.affine_grid(theta, list(x.shape), align_corners=False)          # (B, T, H, W, 3)
@@ -403,15 +412,15 @@ def crop_resize(x, boxes):
 
 
 def collate(batch):
-    """DataLoader collate_fn: (clip, label, info) items -> (clips, labels, info). Clips arrive as
-    (.., 3, T, H, W) views of (.., T, H, W, 3) memory, the decoder's layout; stacking that memory as
-    it is (a plain copy, no transposition) gives a batch in channels_last_3d memory. The
-    transposition, if the model wants one, runs on the device. info: torch's default_collate
-    (tensors stacked, strings -> lists)."""
-    clips, labels, info = torch.utils.data.default_collate([(c.movedim(-4, -1), label, i) for c, label, i in batch])
+    """DataLoader collate_fn: (clip, label, info) items -> (clips, labels, info). Clips are (.., 3, T,
+    H, W) views of the decoder's (.., T, H, W, 3) memory; stacking that memory as it is (no
+    transposition) gives a channels_last_3d batch. info: default_collate (strings -> lists)."""
+    items = [(c.movedim(-4, -1), label, i) for c, label, i in batch]
+    clips, labels, info = torch.utils.data.default_collate(items)
     return clips.movedim(-1, -4), labels, info  # (B, [V,] 3, T, H, W)
 
 
+# ---- decoding: files -> uint8 frames -------------------------------------------------------------
 def read_encoded(path):
     """A file's bytes as a 1-D uint8 tensor: what the decoders take (OSError if missing)."""
     return torch.from_numpy(np.fromfile(path, dtype=np.uint8))
@@ -423,10 +432,8 @@ def is_jpeg(data):
 
 def decode_frame(source, decoder=None):
     """An image file (path) or its bytes (1-D uint8 tensor) -> uint8 (H, W, 3) tensor, decoded with
-    `decoder` (default: DECODER). Raises OSError / RuntimeError if missing or corrupt.
-
-    TorchCodec and torchvision give the same pixels on JPEGs (tested): the same libjpeg-turbo calls.
-    Both return (3, H, W) views of interleaved (H, W, 3) memory, which is what resized_crop wants."""
+    `decoder` (default: DECODER). Raises OSError / RuntimeError if missing or corrupt. TorchCodec and
+    torchvision give the same pixels on JPEGs (tested), as (3, H, W) views of (H, W, 3) memory."""
     decoder = decoder or DECODER
     data = source if isinstance(source, torch.Tensor) else read_encoded(source)
     if decoder == "pil":
@@ -441,7 +448,8 @@ def decode_frame(source, decoder=None):
         img = decode_image(data, mode=ImageReadMode.RGB)
     else:
         why = f" ({_NO_CODEC})" if decoder == "torchcodec" else ""
-        raise ValueError(f"decoder {decoder!r} is not available here{why}; choose from {available_decoders()}")
+        raise ValueError(f"decoder {decoder!r} is not available here{why}; "
+                         f"choose from {available_decoders()}")
     if img.dim() != 3:  # an animated GIF / WebP: (N, 3, H, W)
         raise RuntimeError(f"{img.shape[0]} images in one file (an animation), expected one frame")
     return img.permute(1, 2, 0)  # (H, W, 3) view of HWC memory
@@ -451,61 +459,8 @@ def available_decoders():
     return [d for d, ok in zip(DECODERS, (codec_decode_image, decode_image, Image)) if ok is not None]
 
 
-class _FramesChosen(Exception):
-    """Stops load_clip in defer_clip once it has chosen its frames (control flow, never an error)."""
-
-    def __init__(self, numbers):
-        self.numbers = numbers
-
-
-def _stop_at_frames(video, numbers):
-    raise _FramesChosen(numbers)
-
-
-def _encoded_size(blob):
-    """(H, W) from an image file's header without decoding it: JPEG by its SOF marker (a few us; Pillow
-    takes ~50 us), other formats by Pillow. None if unreadable."""
-    if blob[:3] != b"\xff\xd8\xff":
-        with Image.open(io.BytesIO(blob)) as img:
-            return img.height, img.width
-    k = 2
-    while k + 9 <= len(blob):  # segments: FF <marker> <2-byte big-endian length including itself> ...
-        if blob[k] != 0xFF:
-            return None
-        marker = blob[k + 1]
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # SOFn (not DHT, JPG, DAC)
-            return int.from_bytes(blob[k + 5:k + 7], "big"), int.from_bytes(blob[k + 7:k + 9], "big")
-        if marker == 0xFF:  # fill byte
-            k += 1
-            continue
-        k += 2 + int.from_bytes(blob[k + 2:k + 4], "big")
-    return None
-
-
-@dataclass
-class EncodedClip:
-    """One item in bytes mode (--decode_device): the undecoded frame files load_clip chose, and a copy of
-    its generator for decode_batch to replay load_clip after decoding. `data` is all the files, one
-    after another (one tensor: one shared-memory handle per clip from a DataLoader worker); frame k is
-    data[offsets[k]:offsets[k + 1]]."""
-    video: Video
-    numbers: tuple   # frame numbers, as load_clip passed them to its reader
-    paths: tuple     # their files, for error messages
-    data: torch.Tensor
-    offsets: tuple
-    rng: np.random.Generator
-
-    def frames(self):
-        return [self.data[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
-
-    def pin_memory(self):  # DataLoader(pin_memory=True) calls it
-        return EncodedClip(self.video, self.numbers, self.paths, self.data.pin_memory(), self.offsets, self.rng)
-
-
-def collate_encoded(batch):
-    """DataLoader collate_fn in bytes mode: (list of EncodedClip, labels[, info collated])."""
-    rest = torch.utils.data.default_collate([item[1:] for item in batch])
-    return ([item[0] for item in batch], *rest)
+def _size_change(frame, first):
+    return f"frame is {tuple(frame.shape)}, the first frame {tuple(first.shape)}"
 
 
 def _why(err):
@@ -517,7 +472,7 @@ def _why(err):
 class BadVideo(Exception):
     """A listed video that cannot be read: its folder or a frame is missing, a frame is empty, truncated,
     undecodable, or of another size than the first. One line: "<list>:<line>: <frame path>: <reason>
-    (video <folder>)". Train mode replaces such a video (see VideoFrameDataset.__getitem__); val/test raise."""
+    (video <folder>)". Train mode replaces such a video (VideoFrameDataset.__getitem__); val/test raise."""
 
     def __init__(self, video, path=None, reason=None):
         if path is None:  # BadVideo(text): how a DataLoader worker's exception is re-raised in the main
@@ -543,11 +498,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     placement of val/test clips ("ours", "pyslowfast", "mmaction2").
 
     Randomness: sample i of epoch e uses np.random.default_rng([seed, e, i]) and nothing else, so clips
-    do not depend on the number of workers, their order or a resume point. (The classic trap: numpy's
-    GLOBAL RNG is copied into every forked DataLoader worker, so all workers draw the same
-    "random" crops; a generator per sample cannot have that problem.) Call set_epoch(e) before
-    iterating: a worker only sees the epoch that the dataset had when the worker started.
-    """
+    do not depend on the number of workers, their order or a resume point (numpy's GLOBAL RNG, copied
+    into every forked worker, would give all workers the same "random" crops). Call set_epoch(e)
+    before iterating: a worker only sees the epoch that the dataset had when the worker started."""
 
     def __init__(self, list_file, root=None, image_tmpl="img_{:05d}.jpg", t_length=16, t_stride=4,
                  mode="train", new_size=256, crop_size=224, num_clips=1, num_crops=1, flip=True,
@@ -563,7 +516,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         if t_length < 1 or t_stride < 1:
             raise ValueError(f"t_length and t_stride must be >= 1, got {t_length}, {t_stride}")
         if not 1 <= crop_size <= new_size:
-            raise ValueError(f"need 1 <= crop_size <= new_size, got crop_size {crop_size}, new_size {new_size}")
+            raise ValueError(f"need 1 <= crop_size <= new_size, got {crop_size}, {new_size}")
         check_image_tmpl(image_tmpl, start_index)
         self.list_file, self.image_tmpl, self.mode = str(list_file), image_tmpl, mode
         self.t_length, self.t_stride, self.new_size, self.crop_size = t_length, t_stride, new_size, crop_size
@@ -583,9 +536,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         return os.path.join(video.path, self.image_tmpl.format(i))
 
     def load_frames(self, video, numbers):
-        """Decode frames `numbers` of `video` -> list of uint8 (H, W, 3) tensors. libjpeg-turbo via
-        torchvision: the fastest decoder we measured (Pillow's draft mode only pays off for >= 2x
-        reductions, and little even then at q95, where entropy decoding dominates).
+        """Decode frames `numbers` of `video` (decode_frame) -> list of uint8 (H, W, 3) tensors.
         Any failure is a BadVideo naming the frame, the reason, the video and its list line."""
         frames = []
         for i in numbers:
@@ -601,7 +552,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                     raise BadVideo(video, path, "empty file (0 bytes)") from None
                 raise BadVideo(video, path, f"unreadable frame: {_why(e)}") from None
             if frames and img.shape != frames[0].shape:
-                raise BadVideo(video, path, f"frame is {tuple(img.shape)}, the first frame {tuple(frames[0].shape)}")
+                raise BadVideo(video, path, _size_change(img, frames[0]))
             frames.append(img)
         return frames
 
@@ -651,8 +602,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                     raise
                 bad.append(str(e))
                 if attempt > BAD_ATTEMPTS:
-                    raise BadVideo(e.video, e.path, f"{e.reason}; the last of {len(bad)} unreadable videos in a row "
-                                   f"for sample {index} (epoch {self.epoch}): run `python prepare.py check`") from None
+                    raise BadVideo(e.video, e.path, f"{e.reason}; the last of {len(bad)} unreadable videos "
+                                   f"in a row for sample {index} (epoch {self.epoch}): run `python "
+                                   "prepare.py check`") from None
             # another video, never this sample itself; its clip draws from the same generator
             rng = np.random.default_rng([self.seed, self.epoch, index, attempt])
             j = int(rng.integers(len(self.videos) - 1))
@@ -667,15 +619,17 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         if self.encoded and read is None:
             return self.defer_clip(video, rng)
         clips = sample_indices(video.num_frames, self.t_length, self.t_stride, self.mode,
-                               self.num_clips if self.mode == "test" else 1, rng, self.start_index, self.test_sampling)
+                               self.num_clips if self.mode == "test" else 1, rng, self.start_index,
+                               self.test_sampling)
         numbers, inverse = np.unique(clips, return_inverse=True)  # decode each frame once
         frames = (read or self.load_frames)(video, numbers)
         H, W, _ = frames[0].shape
         info = {}
         if self.mode == "train":  # draws: frames, box, flip -- in this order
-            crop, box = train_crop(frames, train_box(H, W, self.new_size, self.crop_size, rng), self.crop_size)
-            if self.flip and rng.random() < 0.5:
-                crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])  # mirror W, and the box
+            box = train_box(H, W, self.new_size, self.crop_size, rng)
+            crop, box = train_crop(frames, box, self.crop_size)
+            if self.flip and rng.random() < 0.5:  # mirror W, and the box
+                crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])
             views, info["box"] = [crop], torch.tensor(box, dtype=torch.float32)
         else:
             views = [resized_crop(frames, b, self.crop_size)
@@ -695,30 +649,87 @@ class VideoFrameDataset(torch.utils.data.Dataset):
 
 
 # ---- bytes mode: decoding on the device (--decode_device cuda) ------------------------------------
+class _FramesChosen(Exception):
+    """Stops load_clip in defer_clip once it has chosen its frames (control flow, never an error)."""
+
+    def __init__(self, numbers):
+        self.numbers = numbers
+
+
+def _stop_at_frames(video, numbers):
+    raise _FramesChosen(numbers)
+
+
+def _encoded_size(blob):
+    """(H, W) from an image file's header without decoding it: JPEG by its SOF marker (a few us; Pillow
+    takes ~50 us), other formats by Pillow. None if unreadable."""
+    if blob[:3] != b"\xff\xd8\xff":
+        with Image.open(io.BytesIO(blob)) as img:
+            return img.height, img.width
+    k = 2
+    while k + 9 <= len(blob):  # segments: FF <marker> <2-byte big-endian length including itself> ...
+        if blob[k] != 0xFF:
+            return None
+        marker = blob[k + 1]
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # SOFn (not DHT, JPG, DAC)
+            return int.from_bytes(blob[k + 5:k + 7], "big"), int.from_bytes(blob[k + 7:k + 9], "big")
+        if marker == 0xFF:  # fill byte
+            k += 1
+            continue
+        k += 2 + int.from_bytes(blob[k + 2:k + 4], "big")
+    return None
+
+
+@dataclasses.dataclass
+class EncodedClip:
+    """One item in bytes mode (--decode_device): the undecoded frame files load_clip chose, and a copy of
+    its generator for decode_batch to replay load_clip after decoding. `data` is all the files, one
+    after another (one tensor: one shared-memory handle per clip from a DataLoader worker); frame k is
+    data[offsets[k]:offsets[k + 1]]."""
+    video: Video
+    numbers: tuple   # frame numbers, as load_clip passed them to its reader
+    paths: tuple     # their files, for error messages
+    data: torch.Tensor
+    offsets: tuple
+    rng: np.random.Generator
+
+    def frames(self):
+        return [self.data[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
+
+    def pin_memory(self):  # DataLoader(pin_memory=True) calls it
+        return dataclasses.replace(self, data=self.data.pin_memory())
+
+
+def collate_encoded(batch):
+    """DataLoader collate_fn in bytes mode: (list of EncodedClip, labels[, info collated])."""
+    rest = torch.utils.data.default_collate([item[1:] for item in batch])
+    return ([item[0] for item in batch], *rest)
+
+
 def decode_batch(batch, device, dataset):
     """A batch of EncodedClips (from collate_encoded) -> the batch that data.collate would have given,
     its clips decoded and cropped on `device`: (clips, labels[, info]), clips uint8 (B, [V,] 3, T, c, c)
-    in channels_last_3d memory on `device`; labels stay where they are.
-
-    All JPEGs of the batch are decoded in ONE call (nvJPEG on CUDA, batched: TorchCodec, else
-    torchvision); then each clip is `dataset.load_clip` replayed on the decoded frames with the
-    generator it had in the loader: the same crops and flips, run on the device. On the CPU this is
-    exactly the normal path (tested); on CUDA, nvJPEG's pixels and the float resize differ from
-    libjpeg-turbo's and the uint8 resize by a few levels. `dataset` is the loader's dataset (its sizes)."""
+    in channels_last_3d memory on `device`; labels stay where they are. All JPEGs of the batch are
+    decoded in ONE call (nvJPEG on CUDA, batched: TorchCodec, else torchvision); then each clip is
+    `dataset.load_clip` (the loader's dataset) replayed on the decoded frames with the generator it had
+    in the loader: the same crops and flips, run on the device. On the CPU this is exactly the normal
+    path (tested); on CUDA, nvJPEG's pixels and the float resize differ by a few levels."""
     encoded, labels, *info = batch
     device = torch.device(device)
-    frames = _decode_on(device, [f for e in encoded for f in e.frames()], [(e, p) for e in encoded for p in e.paths])
+    frames = _decode_on(device, [f for e in encoded for f in e.frames()],
+                        [(e.video, p) for e in encoded for p in e.paths])
     clips, infos, k = [], [], 0
     for e in encoded:
-        mine = [f.permute(1, 2, 0) for f in frames[k:k + len(e.numbers)]]  # (H, W, 3) views, as decode_frame's
+        mine = [f.permute(1, 2, 0) for f in frames[k:k + len(e.numbers)]]  # (H, W, 3), as decode_frame's
         k += len(mine)
 
         def read(video, numbers, mine=mine, e=e):
             if tuple(int(i) for i in numbers) != e.numbers:
-                raise RuntimeError(f"load_clip chose other frames on replay ({e.video.path}): it must draw only from rng")
+                raise RuntimeError(f"load_clip chose other frames on replay ({e.video.path}): "
+                                   "it must draw only from rng")
             for f, path in zip(mine, e.paths):
                 if f.shape != mine[0].shape:
-                    raise _frame_error(e, path, f"frame is {tuple(f.shape)}, the first frame {tuple(mine[0].shape)}")
+                    raise BadVideo(e.video, path, _size_change(f, mine[0]))
             return mine
 
         clip, clip_info = dataset.load_clip(e.video, copy.deepcopy(e.rng), read=read)
@@ -731,22 +742,16 @@ def decode_batch(batch, device, dataset):
     return out, labels, {**info[0], **extra}
 
 
-def _frame_error(e, path, reason):
-    """The error for a frame that fails only in decode_batch (its header read fine in the loader): the
-    dataset's BadVideo, as load_frames raises it."""
-    return BadVideo(e.video, path, reason)
-
-
 def _decode_on(device, blobs, where):
     """Encoded frames (1-D uint8 CPU tensors) -> uint8 (3, H, W) tensors on `device`: decode_frame on the
     CPU; on CUDA, the JPEGs in one batched nvJPEG call, anything else on the CPU and copied."""
     if device.type == "cpu":
         out = []
-        for b, (e, path) in zip(blobs, where):
+        for b, (video, path) in zip(blobs, where):
             try:
                 out.append(decode_frame(b).permute(2, 0, 1))
             except (OSError, RuntimeError) as err:
-                raise _frame_error(e, path, f"unreadable frame: {_why(err)}") from None
+                raise BadVideo(video, path, f"unreadable frame: {_why(err)}") from None
         return out
     jpeg = [k for k, b in enumerate(blobs) if is_jpeg(b)]
     out = [None] * len(blobs)
@@ -761,7 +766,7 @@ def _decode_on(device, blobs, where):
             try:
                 decode([blobs[k]], mode="RGB", device=device)
             except RuntimeError as err:
-                raise _frame_error(*where[k], f"unreadable frame on {device}: {_why(err)}") from None
+                raise BadVideo(*where[k], f"unreadable frame on {device}: {_why(err)}") from None
         raise
     for k, img in zip(jpeg, decoded):
         out[k] = img
@@ -770,6 +775,7 @@ def _decode_on(device, blobs, where):
     return out
 
 
+# ---- frames on disk: counted by predict.py and prepare.py, checked as train.py starts ------------
 def count_frames(folder, image_tmpl="img_{:05d}.jpg", start_index=1, names=None):
     """Frames start_index, start_index+1, ... present in folder (stops at the first gap)."""
     names = set(os.listdir(folder) if names is None else names)
@@ -777,26 +783,6 @@ def count_frames(folder, image_tmpl="img_{:05d}.jpg", start_index=1, names=None)
     while n < len(names) and image_tmpl.format(start_index + n) in names:  # bounded: whatever the template
         n += 1
     return n
-
-
-def read_class_names(path):
-    """A classes file (`<dataset>_classes.txt`, written by `lists`): line i = the name of label i.
-    ValueError naming file:line for a blank line inside, a duplicate, or no names at all."""
-    lines = read_text_lines(path)
-    while lines and not lines[-1][1].strip():  # the final newline(s)
-        lines.pop()
-    names, seen = [], {}
-    for n, line in lines:
-        name = line.strip()
-        if not name:
-            raise ValueError(f"{path}:{n}: blank line (line i must name class i - 1)")
-        if name in seen:
-            raise ValueError(f"{path}:{n}: class {name!r} repeats line {seen[name]}")
-        seen[name] = n
-        names.append(name)
-    if not names:
-        raise ValueError(f"{path}: no class names")
-    return names
 
 
 def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report=10, threads=32):
@@ -819,7 +805,8 @@ def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report
 
     size = max(1, min(256, len(videos) // (4 * threads) + 1))
     with ThreadPoolExecutor(threads) as pool:
-        found = [m for ms in pool.map(chunk, [videos[k:k + size] for k in range(0, len(videos), size)]) for m in ms]
+        chunks = pool.map(chunk, [videos[k:k + size] for k in range(0, len(videos), size)])
+        found = [m for ms in chunks for m in ms]
     return found[:max_report], len(found)
 
 

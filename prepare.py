@@ -66,7 +66,7 @@ def _synth_video(rng, label, classes, frames, width, height):
         rows = oy + (round(y0 + t * speed * math.sin(angle)) + np.arange(side)) % short
         cols = ox + (round(x0 + t * speed * math.cos(angle)) + np.arange(side)) % short
         img[np.ix_(rows, cols)] = patch
-        img += rng.standard_normal(img.shape, dtype=np.float32) * 2  # sensor noise: frames differ, like real ones
+        img += rng.standard_normal(img.shape, dtype=np.float32) * 2  # sensor noise: no two frames alike
         out[t] = np.clip(img, 0, 255)
     return out
 
@@ -81,7 +81,8 @@ def make_synth(out_dir, classes=4, videos=24, frames=32, size=(340, 256), qualit
     Class c = a patch moving in direction 2*pi*c/classes (1 <= classes <= 8: right, down, left, up, ...).
     Returns (train_list, val_list)."""
     if not 1 <= classes <= 8 or videos < 1 or frames < 1:
-        raise ValueError(f"need 1 <= classes <= 8, videos >= 1, frames >= 1; got {classes}, {videos}, {frames}")
+        raise ValueError(f"need 1 <= classes <= 8, videos >= 1, frames >= 1; "
+                         f"got {classes}, {videos}, {frames}")
     width, height = size
     rng = np.random.default_rng(seed)
     lists = []
@@ -96,9 +97,10 @@ def make_synth(out_dir, classes=4, videos=24, frames=32, size=(340, 256), qualit
         lists.append(os.path.join(out_dir, f"{split}.txt"))
         with open(lists[-1], "w") as f:
             f.writelines(lines)
+    names = [SYNTH_DIRECTIONS[8 * c // classes] if 8 * c % classes == 0
+             else f"{360 * c / classes:.0f} degrees" for c in range(classes)]
     with open(os.path.join(out_dir, f"{name}_classes.txt"), "w") as f:
-        f.writelines((SYNTH_DIRECTIONS[8 * c // classes] if 8 * c % classes == 0 else f"{360 * c / classes:.0f} degrees")
-                     + "\n" for c in range(classes))
+        f.writelines(n + "\n" for n in names)
     return tuple(lists)
 
 
@@ -112,7 +114,7 @@ def _extract_one(job):
     video, out_dir, short_side, quality = job
     import av  # optional dependency, imported where it is needed
     tmp = out_dir + ".part"
-    shutil.rmtree(tmp, ignore_errors=True)  # an interrupted run's frames: stale, maybe more than this video has
+    shutil.rmtree(tmp, ignore_errors=True)  # an interrupted run's: stale, maybe more frames than the video
     os.makedirs(tmp)
     n = 0
     try:
@@ -178,7 +180,8 @@ def _ucf101_classes(path):
         if not parts:
             continue
         if len(parts) != 2 or not parts[0].isdigit() or int(parts[0]) < 1 or int(parts[0]) in names:
-            raise ValueError(f"{path}:{n}: expected '<index from 1> <class name>', each index once: {line.strip()}")
+            raise ValueError(f"{path}:{n}: expected '<index from 1> <class name>', each index once: "
+                             f"{line.strip()}")
         names[int(parts[0])] = parts[1]
     if sorted(names) != list(range(1, len(names) + 1)):
         raise ValueError(f"{path}: class indices must be 1..{len(names)} without gaps")
@@ -202,8 +205,10 @@ def _split_entries(dataset, splits_dir, split):
                     rel = line.split()[0].replace("\\", "/")
                     cls = rel.split("/")[0].lower()
                     if cls not in lookup:
-                        raise ValueError(f"{path}:{n}: class {rel.split('/')[0]!r} is not in {ind}: {line.strip()}")
-                    entries[part].append((os.path.splitext(os.path.basename(rel))[0], lookup[cls], f"{path}:{n}"))
+                        raise ValueError(f"{path}:{n}: class {rel.split('/')[0]!r} is not in {ind}: "
+                                         f"{line.strip()}")
+                    name = os.path.splitext(os.path.basename(rel))[0]
+                    entries[part].append((name, lookup[cls], f"{path}:{n}"))
         return classes, entries
     # HMDB51: <class>_test_split<N>.txt, lines "<video>.avi <0|1|2>": 1 train, 2 test, 0 unused. Labels
     # index the sorted class names (not the sorted file names: "sword_exercise_..." < "sword_test...").
@@ -223,7 +228,8 @@ def _split_entries(dataset, splits_dir, split):
     return classes, entries
 
 
-def make_lists(frames_dir, dataset, splits_dir, split=1, out_dir=None, image_tmpl="img_{:05d}.jpg", start_index=1):
+def make_lists(frames_dir, dataset, splits_dir, split=1, out_dir=None, image_tmpl="img_{:05d}.jpg",
+               start_index=1):
     """Write <out_dir>/<dataset>_{train,val}_split<N>_list.txt from the official splits, counting the
     frames on disk. Frame folders are found by video name anywhere under frames_dir (flat or per class).
     Paths are relative to out_dir (default: frames_dir's parent), the lists' default root.
@@ -249,12 +255,13 @@ def make_lists(frames_dir, dataset, splits_dir, split=1, out_dir=None, image_tmp
                 continue
             folder, n = folders[name]
             rel = os.path.relpath(folder, out_dir)
-            rel = "./" + rel if rel.startswith("#") else rel  # HMDB51 has names starting with '#': not a comment
+            rel = "./" + rel if rel.startswith("#") else rel  # HMDB51 names may start with '#': no comment
             lines.append(f"{rel} {n} {label}\n")
         if not lines:  # a wrong FRAMES_DIR, --image_tmpl or split: say so rather than write an empty list
             example = entries[part][0][0] if entries[part] else "(none listed)"
             raise ValueError(f"no frame folder under {frames_dir} matches a {part} video of split {split} "
-                             f"(looked for folders named like {example!r} holding {image_tmpl.format(start_index)}, ...)")
+                             f"(looked for folders named like {example!r} holding "
+                             f"{image_tmpl.format(start_index)}, ...)")
         lists[part] = lines, missing
     for message in warnings_:  # only now: an error above is one line, not thousands of warnings first
         print(message, file=sys.stderr)
@@ -291,7 +298,8 @@ def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_
         on_disk = data.count_frames(v.path, image_tmpl, start_index)
         if on_disk < v.num_frames:
             first = os.path.join(v.path, image_tmpl.format(start_index + on_disk))
-            problems.append((v.line, f"{where}: {v.num_frames} frames listed, {on_disk} on disk (first missing: {first})"))
+            problems.append((v.line, f"{where}: {v.num_frames} frames listed, {on_disk} on disk "
+                                     f"(first missing: {first})"))
         numbers = range(start_index, start_index + min(on_disk, v.num_frames))
         size = None
         for i in (numbers if full else sorted({numbers[0], numbers[-1]}) if numbers else []):
@@ -302,7 +310,8 @@ def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_
                 problems.append((v.line, f"{where}: unreadable frame {path}: {data._why(e)}"))
                 continue
             if size is not None and img.shape != size:
-                problems.append((v.line, f"{where}: frame {path} is {tuple(img.shape)}, the first {tuple(size)}"))
+                problems.append((v.line, f"{where}: frame {path} is {tuple(img.shape)}, "
+                                         f"the first {tuple(size)}"))
             size = size or img.shape
         frames += v.num_frames
     problems.sort(key=lambda p: p[0])  # in list order
@@ -321,22 +330,22 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def main(argv=None):
+def _size(text):
+    m = re.fullmatch(r"(\d+)x(\d+)", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 340x256, got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _parser():
     p = _OneLineParser(description="Video frame-folder datasets: make, extract, list, check.")
     sub = p.add_subparsers(dest="cmd", required=True)
-
-    def size(text):
-        m = re.fullmatch(r"(\d+)x(\d+)", text)
-        if not m:
-            raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 340x256, got {text!r}")
-        return int(m.group(1)), int(m.group(2))
-
     s = sub.add_parser("synth", help="a small motion-only dataset of JPEG frame folders + train.txt/val.txt")
     s.add_argument("out")
     s.add_argument("--classes", type=int, default=4, help="1..8 motion directions")
     s.add_argument("--videos", type=int, default=24, help="videos per split (train and val each)")
     s.add_argument("--frames", type=int, default=32, help="frames per video")
-    s.add_argument("--size", type=size, default=(340, 256), help="WIDTHxHEIGHT (default 340x256)")
+    s.add_argument("--size", type=_size, default=(340, 256), help="WIDTHxHEIGHT (default 340x256)")
     s.add_argument("--quality", type=int, default=95, help="JPEG quality")
     s.add_argument("--seed", type=int, default=0)
     e = sub.add_parser("extract", help="video files -> JPEG frame folders (needs PyAV: pip install av)")
@@ -348,7 +357,8 @@ def main(argv=None):
     li = sub.add_parser("lists", help="train/val list files from the official UCF101 / HMDB51 splits")
     li.add_argument("frames_dir")
     g = li.add_mutually_exclusive_group(required=True)
-    g.add_argument("--ucf101", metavar="SPLITS_DIR", help="folder with classInd.txt, trainlist0N.txt, testlist0N.txt")
+    g.add_argument("--ucf101", metavar="SPLITS_DIR",
+                   help="folder with classInd.txt, trainlist0N.txt, testlist0N.txt")
     g.add_argument("--hmdb51", metavar="SPLITS_DIR", help="folder with <class>_test_splitN.txt")
     li.add_argument("--split", type=int, default=1, choices=(1, 2, 3))
     li.add_argument("--out", help="folder for the lists (default: FRAMES_DIR's parent)")
@@ -360,19 +370,26 @@ def main(argv=None):
         q.add_argument("--image_tmpl", default="img_{:05d}.jpg", help="frame file name template")
         q.add_argument("--start_index", type=int, default=1, help="number of the first frame")
     c.add_argument("--root", help="folder the list's paths are relative to (default: the list's folder)")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None):
+    """Run one command; exit status 0, 1 (extract: a video failed; check: a problem) or 2 (an error,
+    one line on stderr, named after the script that ran: prepare.py, or data.py forwarding here)."""
+    p = _parser()
+    a = p.parse_args(argv)
     try:
-        if args.cmd == "synth":
-            print("wrote", *make_synth(args.out, args.classes, args.videos, args.frames, args.size, args.quality, args.seed))
-        elif args.cmd == "extract":
-            return 1 if extract(args.videos_dir, args.frames_dir, args.short_side, args.quality, args.jobs) else 0
-        elif args.cmd == "lists":
-            dataset, splits = ("ucf101", args.ucf101) if args.ucf101 else ("hmdb51", args.hmdb51)
-            make_lists(args.frames_dir, dataset, splits, args.split, args.out, args.image_tmpl, args.start_index)
+        if a.cmd == "synth":
+            print("wrote", *make_synth(a.out, a.classes, a.videos, a.frames, a.size, a.quality, a.seed))
+        elif a.cmd == "extract":
+            return 1 if extract(a.videos_dir, a.frames_dir, a.short_side, a.quality, a.jobs) else 0
+        elif a.cmd == "lists":
+            dataset, splits = ("ucf101", a.ucf101) if a.ucf101 else ("hmdb51", a.hmdb51)
+            make_lists(a.frames_dir, dataset, splits, a.split, a.out, a.image_tmpl, a.start_index)
         else:
-            return 1 if check(args.list, args.root, args.image_tmpl, args.start_index, args.num_classes, args.full) else 0
+            return 1 if check(a.list, a.root, a.image_tmpl, a.start_index, a.num_classes, a.full) else 0
     except (ValueError, OSError) as err:
-        print(f"{p.prog} {args.cmd}: error: {err}", file=sys.stderr)
+        print(f"{p.prog} {a.cmd}: error: {err}", file=sys.stderr)
         return 2
     return 0
 
