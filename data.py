@@ -101,11 +101,24 @@ def read_text_lines(path):
     return list(enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1))
 
 
+# A list line is a path, which may hold spaces, then integer columns: how many tells the line's form.
+LIST_FORMS = {2: "<frame_dir> <num_frames> <label>"}
+
+
+def _columns(fields, ints):
+    """What is wrong with a line of `fields` whose last `ints` are integers (none of LIST_FORMS)."""
+    expected = " or ".join(f"'{form}'" for form in LIST_FORMS.values())
+    if ints > max(LIST_FORMS):  # read as the path, an extra column would surface later as a missing folder
+        return f"{ints + 1} columns, expected {expected} (a path may not end in ' <integer>')"
+    return "num_frames and label must be integers" if len(fields) > 2 else f"expected {expected}"
+
+
 def read_list(list_file, root=None, num_classes=None, problems=None):
     """Parse a list file into Videos. A bad line raises ValueError("list:LINE: what: the line"), or,
     if `problems` is a list, goes into it as (LINE, message) and is skipped (`check` reports them all).
-    Only whole lines starting with '#' are comments: a frame folder may contain '#' or spaces.
-    Backslashes in a frame folder become '/': a list written on Windows works here."""
+    Only whole lines starting with '#' are comments: a frame folder may contain '#' or spaces (but not
+    end in ' <integer>': columns are counted from the right). Backslashes in a frame folder become '/':
+    a list written on Windows works here."""
     list_file = str(list_file)
     root = os.path.dirname(os.path.abspath(list_file)) if root is None else str(root)
     videos = []
@@ -113,14 +126,14 @@ def read_list(list_file, root=None, num_classes=None, problems=None):
         line = text.strip()
         if not line or line.startswith("#"):
             continue
-        parts = line.rsplit(maxsplit=2)  # the last two fields are the integers
+        fields, ints = line.split(), 0
+        while ints < len(fields) - 1 and re.fullmatch(r"[+-]?\d+", fields[-1 - ints]):
+            ints += 1
         try:
-            if len(parts) != 3:
-                raise ValueError("expected '<frame_dir> <num_frames> <label>'")
-            try:
-                num_frames, label = int(parts[1]), int(parts[2])
-            except ValueError:
-                raise ValueError("num_frames and label must be integers") from None
+            if ints not in LIST_FORMS:
+                raise ValueError(_columns(fields, ints))
+            path, *numbers = line.rsplit(maxsplit=ints)
+            num_frames, label = map(int, numbers)
             if num_frames < 1:
                 raise ValueError(f"num_frames must be >= 1, got {num_frames}")
             if label < 0 or (num_classes is not None and label >= num_classes):
@@ -130,7 +143,7 @@ def read_list(list_file, root=None, num_classes=None, problems=None):
                 raise ValueError(f"{list_file}:{n}: {e}: {line}") from None
             problems.append((n, f"{list_file}:{n}: {e}: {line}"))
             continue
-        folder = os.path.normpath(os.path.join(root, parts[0].replace("\\", "/")))
+        folder = os.path.normpath(os.path.join(root, path.replace("\\", "/")))
         videos.append(Video(folder, num_frames, label, n, list_file))
     if not videos and problems is None:
         raise ValueError(f"{list_file}: no videos listed")

@@ -142,6 +142,23 @@ def test_undecodable_list_names_file_and_line(tmp_path, content, line):
         data.VideoFrameDataset(path)
 
 
+def test_extra_column_is_one_line_naming_list_line_and_form(tmp_path):
+    """A line with a column too many ('<dir> <start> <num_frames> <label>') fails as it is read, naming the
+    list, the line and the expected form -- not read into the folder name, to fail later as a missing
+    folder. A folder name with spaces still reads. `python data.py check` runs prepare.py's check."""
+    write_frames(tmp_path / "vid", 3)
+    write_frames(tmp_path / "my vid", 3)
+    path = write_list(tmp_path / "list.txt", ["vid 3 0", "vid 1 3 0", "my vid 3 1"])
+    expected = f"{path}:2: 4 columns, expected '<frame_dir> <num_frames> <label>'"
+    with pytest.raises(ValueError, match=re.escape(expected)) as e:
+        data.VideoFrameDataset(path, mode="val")
+    assert "\n" not in str(e.value)
+    p = subprocess.run([sys.executable, "data.py", "check", path], cwd=HERE, text=True, capture_output=True,
+                       timeout=120)
+    assert p.returncode == 1 and p.stdout.startswith(expected), (p.stdout, p.stderr)
+    assert "missing folder" not in p.stdout and "2 videos" in p.stdout.splitlines()[-1]
+
+
 def test_cli_undecodable_list_and_bad_flags_one_line(tmp_path):
     latin = tmp_path / "latin.txt"
     latin.write_bytes("good 3 0\ncaf\u00e9 3 1\n".encode("latin-1"))
