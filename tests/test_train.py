@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 import data
+import prepare
 import train
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,7 +30,7 @@ TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_si
 @pytest.fixture(scope="module")
 def lists(tmp_path_factory):
     out = tmp_path_factory.mktemp("tiny")
-    train_list, val_list = data.make_synth(out, classes=4, videos=8, frames=10, size=(48, 40))
+    train_list, val_list = prepare.make_synth(out, classes=4, videos=8, frames=10, size=(48, 40))
     return str(train_list), str(val_list)
 
 
