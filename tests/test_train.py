@@ -16,6 +16,7 @@ import pytest
 import numpy as np
 import torch
 
+import checkpoint
 import data
 import train
 
@@ -111,7 +112,7 @@ def test_iter_size_2_b_2_equals_b_4_and_resumes_exactly_mid_epoch(lists, tmp_pat
     def lr_and_signal(args, step, steps_per_epoch):
         seen.append(step)
         if step == 0 and seen.count(0) == 2:  # both batches of step 0 ran: the stop is checked after it
-            train.STOP["signal"] = signal.SIGTERM
+            checkpoint.STOP["signal"] = signal.SIGTERM
         return original(args, step, steps_per_epoch)
 
     original = train.lr_at
@@ -119,7 +120,7 @@ def test_iter_size_2_b_2_equals_b_4_and_resumes_exactly_mid_epoch(lists, tmp_pat
     stopped = ["-b", "2", "--iter_size", "2", "--output_root", str(tmp_path / "stop")]
     with pytest.raises(SystemExit) as e:
         run_main([*common, *stopped])
-    train.STOP["signal"] = 0
+    checkpoint.STOP["signal"] = 0
     assert e.value.code == 128 + signal.SIGTERM
     ckpt = torch.load(run_dir(tmp_path / "stop", common) / "checkpoint.pth", weights_only=False)
     assert (ckpt["epoch"], ckpt["iter"]) == (0, 2)  # mid-epoch: 2 of its 4 batches done
@@ -135,13 +136,13 @@ def test_mid_epoch_resume_needs_the_same_global_batch(lists, tmp_path, monkeypat
     original = train.lr_at
 
     def stop_at_step_0(a, step, n):
-        train.STOP["signal"] = signal.SIGTERM
+        checkpoint.STOP["signal"] = signal.SIGTERM
         return original(a, step, n)
 
     monkeypatch.setattr(train, "lr_at", stop_at_step_0)
     with pytest.raises(SystemExit):
         run_main(args)
-    train.STOP["signal"] = 0
+    checkpoint.STOP["signal"] = 0
     monkeypatch.setattr(train, "lr_at", original)
     capsys.readouterr()
     with pytest.raises(SystemExit) as e:
