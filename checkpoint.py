@@ -14,6 +14,7 @@ Rank 0 writes them all. A save is collective (it gathers every rank's RNG state)
 import contextlib
 import json
 import os
+import pickle
 import random
 import shlex
 import shutil
@@ -171,19 +172,36 @@ def save(args, rt, net, progress, d, best=False):
 
 
 def load(path, flag="--resume"):
-    """The one reader of checkpoint files: PATH -> dict, on the CPU. Any problem is a ValueError of one line
-    naming `flag` and the file. weights_only=False: our checkpoints hold args and numpy RNG states, and
+    """The one reader of checkpoint files (ours for --resume / --evaluate / predict, the zoos' for
+    --pretrained): PATH -> dict, on the CPU. Any problem is a ValueError of one line naming `flag` and the
+    file. weights_only=False: our checkpoints hold args and numpy RNG states, PySlowFast's a config, and
     unpickling can run code from the file: load only files you trust."""
     if not os.path.isfile(path):
         raise ValueError(f"{flag} {path}: no such checkpoint file")
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as e:  # torch raises many kinds (UnpicklingError, EOFError, RuntimeError, ...)
+    errors = []
+    for reader in (_caffe2_pickle, _torch_file) if path.endswith(".pkl") else (_torch_file, _caffe2_pickle):
+        try:
+            ckpt = reader(path)
+            break
+        except Exception as e:  # torch raises many kinds (UnpicklingError, EOFError, RuntimeError, ...)
+            errors.append(e)
+    else:
+        e = errors[1] if path.endswith(".pkl") else errors[0]  # torch's own complaint, first line only
         why = (str(e).splitlines() or [""])[0]
-        raise ValueError(f"{flag} {path}: not a readable checkpoint ({type(e).__name__}: {why})") from None
+        raise ValueError(f"{flag} {path}: cannot read it as a torch checkpoint ({type(e).__name__}: {why}) "
+                         "nor as a Caffe2 pickle") from None
     if not isinstance(ckpt, dict):
         raise ValueError(f"{flag} {path}: not a checkpoint dict but a {type(ckpt).__name__}")
     return ckpt
+
+
+def _torch_file(path):
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def _caffe2_pickle(path):  # PySlowFast's Caffe2 zoo: a Python 2 pickle (slowfast/utils/checkpoint.py: latin1)
+    with open(path, "rb") as f:
+        return pickle.load(f, encoding="latin1")
 
 
 def load_weights(model, ckpt, path, args):
@@ -294,7 +312,7 @@ def end_of_step(args, rt, net, progress, d, bad, next_iter):
         sys.exit(128 + (STOP["signal"] or signal.SIGTERM))
     fail(f"{len(progress.bad_seen)} bad videos replaced, more than --max_bad_videos {args.max_bad_videos} "
          f"(listed in {rt.run_dir}/bad_videos.txt); saved checkpoint.pth {where}. Fix them "
-         "(python data.py check LIST), then --resume auto")
+         "(python prepare.py check LIST), then --resume auto")
 
 
 def decode_on_device(batch, args, rt, net, progress, d, it):
@@ -307,8 +325,8 @@ def decode_on_device(batch, args, rt, net, progress, d, it):
         if rt.world_size == 1:
             progress.iter = it - it % args.iter_size
             save(args, rt, net, progress, d)
-        fail(f"{e} -- found by nvJPEG in training; run `python data.py check LIST --full` and fix it, then "
-             "--resume auto")
+        fail(f"{e} -- found by nvJPEG in training; run `python prepare.py check LIST --full` and fix it, "
+             "then --resume auto")
 
 
 def exit_if_signalled(rt):

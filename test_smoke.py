@@ -1311,5 +1311,5 @@ def test_bench_bad_frames_one_line_exit_2(cmd, present, missing, tmp_path, capsy
         bench.main(argv)
     assert e.value.code == 2
     cap = capsys.readouterr()
-    assert cap.err.splitlines() == [f"bench.py: error: --frames {folder} has no {missing} (make one: python data.py synth DIR)"]
+    assert cap.err.splitlines() == [f"bench.py: error: --frames {folder} has no {missing} (make one: python prepare.py synth DIR)"]
     assert cap.out == ""

@@ -325,7 +325,8 @@ def worker_init_fn(worker_id):
 def build_data(args, rt):
     if args.dataset == "demo" and not os.path.exists(args.train_list):
         if rt.rank == 0:
-            data.make_synth(os.path.dirname(args.train_list), **DEMO_DATA)
+            import prepare  # the demo's synthetic data: a preparation command, made on first use
+            prepare.make_synth(os.path.dirname(args.train_list), **DEMO_DATA)
         if rt.world_size > 1:
             dist.barrier()
     for flag, path in (("train_list", args.train_list), ("val_list", args.val_list)):
@@ -369,7 +370,7 @@ def check_frame_folders(args, *video_lists):
         problems, count = data.check_folders(videos, args.image_tmpl)
         if count:
             fail(f"{count} listed video(s) have missing frame folders or frames: {'; '.join(problems)}"
-                 f"{' ...' if count > len(problems) else ''} (`python data.py check LIST`: the full report)")
+                 f"{' ...' if count > len(problems) else ''} (full report: `python prepare.py check LIST`)")
 
 
 def read_class_names(args):

@@ -19,13 +19,13 @@ Layouts followed (each rule table cites its files)
   configs/_base_/models/i3d_r50.py and configs/recognition/i3d (the Kinetics-400 file).
 """
 import os
-import pickle
 import re
 from typing import NamedTuple, Optional
 
 import torch
 import torchvision
 
+import checkpoint
 from model import ARCH_SPECS, HEAD, copy_weights, strip_prefixes
 
 
@@ -152,29 +152,6 @@ def kinetics400_file(arch):
     return path
 
 
-def _load_any(src):
-    """Unpickle a torch checkpoint or a Caffe2 .pkl. Safe unpickling first (a plain state dict needs
-    nothing else); our checkpoints (args, numpy RNG state), PySlowFast's (cfg) and Caffe2's pickles
-    (numpy arrays) need full unpickling, which can run code from the file: only pass files you trust."""
-    def caffe2(path):  # PySlowFast's Caffe2 zoo: a Python 2 pickle (slowfast/utils/checkpoint.py: latin1)
-        with open(path, "rb") as f:
-            return pickle.load(f, encoding="latin1")
-    loaders = [lambda p: torch.load(p, map_location="cpu", weights_only=True),
-               lambda p: torch.load(p, map_location="cpu", weights_only=False), caffe2]
-    if src.endswith(".pkl"):  # try the Caffe2 reader first: no pointless unpickling of a large file
-        loaders.insert(0, loaders.pop())
-    errors = []
-    for load in loaders:
-        try:
-            return load(src)
-        except Exception as e:
-            errors.append(e)
-    e = errors[1] if src.endswith(".pkl") else errors[0]  # torch's own complaint, first line only
-    why = (str(e).splitlines() or [""])[0]
-    raise ValueError(f"--pretrained {src}: cannot read it as a torch checkpoint ({type(e).__name__}: {why}) "
-                     "nor as a Caffe2 pickle") from e
-
-
 def _caffe2_blobs(blobs):
     """numpy blobs -> tensors, without the solver's blobs (momentum, lr, model_iter), which PySlowFast
     also skips (slowfast/utils/checkpoint.py)."""
@@ -212,7 +189,7 @@ def read_checkpoint(src):
     ours ("model", with "args"), a "state_dict" / "model_state" wrapper, or a bare state dict."""
     if not os.path.isfile(src):
         raise ValueError(f"--pretrained {src!r}: no such file (and not imagenet / imagenet_v2 / kinetics400)")
-    obj, kind, outer = _load_any(src), "bare", {}
+    obj, kind, outer = checkpoint.load(src, "--pretrained"), "bare", {}
     if isinstance(obj, dict) and isinstance(obj.get("blobs"), dict):
         obj, kind = _caffe2_blobs(obj["blobs"]), "blobs"
     else:
