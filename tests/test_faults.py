@@ -149,7 +149,8 @@ def test_extra_column_is_one_line_naming_list_line_and_form(tmp_path):
     write_frames(tmp_path / "vid", 3)
     write_frames(tmp_path / "my vid", 3)
     path = write_list(tmp_path / "list.txt", ["vid 3 0", "vid 1 3 0", "my vid 3 1"])
-    expected = f"{path}:2: 4 columns, expected '<frame_dir> <num_frames> <label>'"
+    expected = (f"{path}:2: 4 columns, expected '<video> <label>' or "
+                "'<frame_dir or video> <num_frames> <label>'")
     with pytest.raises(ValueError, match=re.escape(expected)) as e:
         data.VideoFrameDataset(path, mode="val")
     assert "\n" not in str(e.value)

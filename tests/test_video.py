@@ -1,5 +1,7 @@
-"""Video files: every frame read is the frame a plain decode gives at that index, for each decoder, on
-videos made to catch the classic bugs (tests/videos.py); bad videos are one-line errors.
+"""Video files: every frame read -- by data.open_video and by the Dataset in every mode -- is the frame a
+plain decode gives at that index, for each decoder, on videos made to catch the classic bugs
+(tests/videos.py); bad videos are replaced in training and one line in evaluation; preparation keeps
+every frame in order.
 
 python -m pytest -q tests/test_video.py
 """
@@ -9,13 +11,14 @@ import sys
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 
-import _video_scratch as vid
+import data
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import videos  # noqa: E402  (tests/videos.py, beside this file)
 
-DECODERS = ["pyav"] + (["torchcodec"] if vid._NO_VIDEO_CODEC is None and vid.VideoDecoder is not None else [])
+DECODERS = ["pyav"] + (["torchcodec"] if data.pick_video_decoder() == "torchcodec" else [])
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +53,7 @@ def test_every_frame_is_the_sequential_decodes(name, decoder, made):
     path, seq = made[name]
     assert len(seq) == videos.FRAMES - 3 * (name == "edit_list.mp4")
     assert [videos.frame_index(f) for f in seq] == list(range(3 * (name == "edit_list.mp4"), videos.FRAMES))
-    num_frames, read = vid.open_video(path, decoder)
+    num_frames, read = data.open_video(path, decoder)
     assert num_frames == len(seq)
     rng = np.random.default_rng(0)
     for sets in index_sets(len(seq), rng):
@@ -67,7 +70,7 @@ def test_every_frame_is_the_sequential_decodes(name, decoder, made):
 @pytest.mark.parametrize("name", sorted(videos.TRAPS))
 def test_past_the_end_is_one_line(name, decoder, made):
     path, seq = made[name]
-    _, read = vid.open_video(path, decoder)
+    _, read = data.open_video(path, decoder)
     n = len(seq)
     with pytest.raises(RuntimeError, match=f"frame {n + 5} asked for, the video has {n} frames"):
         read([0, n + 4])
@@ -78,56 +81,164 @@ def test_past_the_end_is_one_line(name, decoder, made):
 def test_bad_videos_are_one_line_errors(name, decoder, bad):
     """Opening or reading raises RuntimeError with a one-line reason (never hangs, never wrong frames)."""
     with pytest.raises(RuntimeError) as err:
-        num_frames, read = vid.open_video(bad[name], decoder)
+        num_frames, read = data.open_video(bad[name], decoder)
         read(list(range(num_frames)))
     assert "\n" not in str(err.value) and str(err.value)
 
 
 def test_decoder_choice(monkeypatch):
-    assert vid.video_decoder("pyav") == "pyav"
-    assert vid.video_decoder("auto") == DECODERS[-1]
+    assert data.pick_video_decoder("pyav") == "pyav"
+    assert data.pick_video_decoder("auto") == DECODERS[-1]
     with pytest.raises(ValueError, match="--video_decoder must be one of"):
-        vid.video_decoder("nvdec")
-    monkeypatch.setattr(vid, "_NO_VIDEO_CODEC", "no FFmpeg libraries")
-    assert vid.video_decoder("auto") == "pyav"
-    with pytest.raises(ValueError, match="torchcodec: not available here"):
-        vid.video_decoder("torchcodec")
+        data.pick_video_decoder("nvdec")
+    monkeypatch.setattr(data, "_NO_VIDEO_CODEC", "no FFmpeg libraries")
+    assert data.pick_video_decoder("auto") == "pyav"
+    with pytest.raises(ValueError, match="torchcodec: TorchCodec.s video decoder is not available here"):
+        data.pick_video_decoder("torchcodec")
 
 
-# ---- preparation -----------------------------------------------------------------------------------
-def test_reencode_keeps_every_frame_in_order_and_lists_failures(made, bad, tmp_path):
-    """Every trap video re-encoded (short side 128, so resized): frame k of the output shows what frame
-    k of a plain decode of the input shows -- variable frame rates and edit lists included. Bad videos
-    are failures (listed, not written); a second run skips the finished files."""
-    import _prepare_scratch as prep
+# ---- the Dataset ---------------------------------------------------------------------------------
+def one_video_list(folder, path, n=None, label=0):
+    """A list naming one video: three columns (n given) or mmaction2's two."""
+    list_file = folder / f"list_{os.path.basename(path)}_{n}.txt"
+    list_file.write_text(f"{os.path.relpath(path, folder)}{'' if n is None else f' {n}'} {label}\n")
+    return list_file
+
+
+MODES = {"train": {}, "val": {}, "test 2x3": dict(num_clips=2, num_crops=3),
+         "test 10-crop": dict(num_crops=10)}
+SIZES = dict(t_length=8, t_stride=3, new_size=64, crop_size=48)
+
+
+def sequential_reader(seq, start_index=1):
+    return lambda video, numbers: [torch.from_numpy(seq[int(i) - start_index]) for i in numbers]
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+@pytest.mark.parametrize("name", sorted(videos.TRAPS))
+def test_dataset_clips_are_the_sequential_decodes(name, decoder, made, tmp_path, monkeypatch):
+    """Every mode (seeded train clips, val, multi-view and 10-crop test): the clip from the video file
+    equals the clip the same code makes from the frames of a plain decode; two- and three-column lines
+    give the same video."""
+    path, seq = made[name]
+    two, three = one_video_list(tmp_path, path), one_video_list(tmp_path, path, len(seq))
+    for mode, views in MODES.items():
+        kw = dict(mode=mode.split()[0], video_decoder=decoder, **SIZES, **views)
+        ds, ref = data.VideoFrameDataset(three, **kw), data.VideoFrameDataset(two, **kw)
+        assert ds.videos == [data.Video(os.path.normpath(path), len(seq), 0, 1, str(three))]
+        assert ref.videos[0].num_frames == len(seq)
+        monkeypatch.setattr(ref, "load_frames", sequential_reader(seq))
+        for epoch in range(3 if mode == "train" else 1):
+            ds.set_epoch(epoch)
+            ref.set_epoch(epoch)
+            (clip, _, info), (want, _, want_info) = ds[0], ref[0]
+            assert torch.equal(clip, want), (mode, epoch)
+            assert info["bad"] == want_info["bad"] == ""
+            assert ("box" in info) == (mode == "train")
+            assert mode != "train" or torch.equal(info["box"], want_info["box"])
+
+
+def test_video_list_and_its_extracted_twin_pick_the_same_frames(made, tmp_path):
+    """Frame k of a video is img_{k+1:05d}.jpg of `prepare.py extract`: for the same seed, a video list
+    and its frame-folder twin ask for the same frame numbers, and those show the same pictures."""
+    import prepare
     src = tmp_path / "src"
     src.mkdir()
-    for name, (path, _) in made.items():
-        os.link(path, src / name)
-    os.link(bad["truncated.mp4"], src / "truncated.mp4")
-    os.link(bad["audio_only.mp4"], src / "audio_only.mp4")
-    failed = prep.reencode(src, tmp_path / "dst", short_side=128, jobs=1)
-    assert sorted(os.path.basename(f) for f, _ in failed) == ["audio_only.mp4", "truncated.mp4"]
-    assert all("\n" not in why for _, why in failed)
-    for name, (path, seq) in made.items():
-        out = tmp_path / "dst" / (os.path.splitext(name)[0] + ".mp4")
-        frames = videos.sequential(out)
-        assert frames[0].shape == (128, 192, 3), name
-        assert [videos.frame_index(f) for f in frames] == [videos.frame_index(f) for f in seq], name
-        assert vid.open_video(str(out), DECODERS[-1])[0] == len(seq)
-    assert not list((tmp_path / "dst").glob("*.part*"))
-    assert prep.reencode(src, tmp_path / "dst", short_side=128) == failed  # the finished ones skipped
+    for name in ("edit_list.mp4", "vfr.mkv", "mpeg4.avi"):
+        os.link(made[name][0], src / name)
+    prepare.extract(str(src), str(tmp_path / "frames"), short_side=0, jobs=1)
+    for name in ("edit_list.mp4", "vfr.mkv", "mpeg4.avi"):
+        path, seq = made[name]
+        folder = tmp_path / "frames" / os.path.splitext(name)[0]
+        twin = one_video_list(tmp_path, folder, len(os.listdir(folder)))
+        for mode, views in MODES.items():
+            asked = {}
+            for key, list_file in (("video", one_video_list(tmp_path, path)), ("frames", twin)):
+                ds = data.VideoFrameDataset(list_file, mode=mode.split()[0], **SIZES, **views)
+                calls, load = [], ds.load_frames
+                ds.load_frames = lambda video, numbers, calls=calls, load=load: calls.append(
+                    [int(i) for i in numbers]) or load(video, numbers)
+                ds[0]
+                asked[key] = (calls[0], [videos.frame_index(f) for f in load(ds.videos[0], calls[0])])
+            assert asked["video"] == asked["frames"], (name, mode)
+            assert asked["video"][1] == [videos.frame_index(seq[i - 1]) for i in asked["video"][0]]
 
 
-def test_kinetics_entries_names_and_labels(tmp_path):
-    import _prepare_scratch as prep
-    (tmp_path / "train.csv").write_text("label,youtube_id,time_start,time_end,split\n"
-                                        "zumba,abc,14,24,train\nabseiling,x_y-z,0,10,train\n")
-    (tmp_path / "validate.csv").write_text("label,youtube_id,time_start,time_end,split\nzumba,q,3,13,val\n")
-    classes, entries = prep.kinetics_entries([tmp_path / "train.csv", tmp_path / "validate.csv"])
-    assert classes == ["abseiling", "zumba"]
-    assert [e[:2] for e in entries["train"]] == [("abc_000014_000024", 1), ("x_y-z_000000_000010", 0)]
-    assert entries["val"] == [("q_000003_000013", 1, f"{tmp_path / 'validate.csv'}:2")]
-    (tmp_path / "bad.csv").write_text("label,youtube_id,time_start,time_end,split\nnew,q,3,13,val\n")
-    with pytest.raises(ValueError, match=r"bad.csv:2: class 'new' has no train video"):
-        prep.kinetics_entries([tmp_path / "train.csv", tmp_path / "bad.csv"])
+@pytest.fixture
+def mixed_list(made, bad, tmp_path):
+    """A list of 2 good videos, a frame folder, every bad video and a good video listed with more
+    frames than it has; three- and two-column lines mixed. -> (list file, {line: name})."""
+    folder = tmp_path / "frames_0"
+    folder.mkdir()
+    for k in range(20):
+        Image.fromarray(videos.pattern(k)).save(folder / f"img_{k + 1:05d}.jpg", quality=95)
+    good = made["h264_long_gop.mp4"][0], made["mpeg4.avi"][0]
+    lines = {2: (good[0], f"{len(made['h264_long_gop.mp4'][1])} 0"), 3: (good[1], "1"), 4: (folder, "20 1")}
+    for k, name in enumerate(sorted(bad), 5):
+        lines[k] = (bad[name], "75 0" if k % 2 else "0")
+    lines[k + 1] = (made["vfr.mkv"][0], f"{videos.FRAMES + 10} 1")
+    text = "# video, label (two columns) or video, frames, label\n" + "".join(
+        f"{p} {rest}\n" for p, rest in lines.values())
+    (tmp_path / "mixed.txt").write_text(text)
+    return tmp_path / "mixed.txt", {k: os.path.basename(str(p)) for k, (p, _) in lines.items()}
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_bad_videos_replaced_in_training_one_line_in_evaluation(mixed_list, decoder):
+    list_file, names = mixed_list
+    train = data.VideoFrameDataset(list_file, mode="train", video_decoder=decoder, **SIZES)
+    val = data.VideoFrameDataset(list_file, mode="val", video_decoder=decoder, **SIZES)
+    bad_lines = [line for line, name in names.items() if line > 4]
+    for i, video in enumerate(train.videos):
+        if video.line not in bad_lines:
+            assert train[i][2]["bad"] == "" and val[i][0].shape == (3, 8, 48, 48)
+            continue
+        clip, label, info = train[i]  # replaced by a good video, and recorded
+        first = info["bad"].splitlines()[0]
+        assert first.startswith(f"{list_file}:{video.line}: ") and names[video.line] in first, first
+        assert clip.shape == (3, 8, 48, 48)
+        with pytest.raises(data.BadVideo) as e:
+            val[i]
+        assert "\n" not in str(e.value) and str(e.value).startswith(f"{list_file}:{video.line}: "), e.value
+    assert "85 frames listed, the video has 75" in str(pytest.raises(data.BadVideo, val.__getitem__, 7).value)
+
+
+def test_bad_videos_through_workers_and_bytes_mode(mixed_list):
+    """Two DataLoader workers, the normal path and bytes mode (--decode_device: the loader reads and opens
+    the file, decode_batch decodes): the same clips and the same bad-video lines, and no hang. A video
+    whose packets fail only when decoded cannot be replaced in bytes mode (its loader has moved on):
+    decode_batch names it, as it does a frame that fails only on the GPU."""
+    list_file, names = mixed_list
+    broken = next(line for line, name in names.items() if name == "broken_middle.avi")
+    text = list_file.read_text().splitlines(keepends=True)
+    (list_file.parent / "no_broken.txt").write_text("".join(text[:broken - 1] + ["#\n"] + text[broken:]))
+    out = {}
+    for encoded in (False, True):
+        ds = data.VideoFrameDataset(list_file.parent / "no_broken.txt", mode="train", encoded=encoded,
+                                    **SIZES)
+        loader = torch.utils.data.DataLoader(ds, batch_size=3, num_workers=2, timeout=120,
+                                             collate_fn=data.collate_encoded if encoded else data.collate)
+        batches = [data.decode_batch(b, "cpu", ds) if encoded else b for b in loader]
+        out[encoded] = torch.cat([b[0] for b in batches]), [b[2]["bad"] for b in batches]
+    assert torch.equal(out[False][0], out[True][0]) and out[False][1] == out[True][1]
+    assert sum(bool(line) for lines in out[False][1] for line in lines) == 4
+    ds = data.VideoFrameDataset(list_file, mode="train", encoded=True, **SIZES)
+    with pytest.raises(data.BadVideo, match=f"^{list_file}:{broken}: .*broken_middle.avi: unreadable video"):
+        data.decode_batch(data.collate_encoded([ds[broken - 2]]), "cpu", ds)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("mode", ["train", "test"])
+def test_decode_device_cuda_decodes_videos_on_the_gpu(made, tmp_path, mode):
+    """--decode_device cuda: TorchCodec's CUDA decoder (NVDEC) gives the CPU decoder's clips, up to
+    colour conversion rounding."""
+    lines = "".join(f"{made[n][0]} {len(made[n][1])} 0\n" for n in ("h264_long_gop.mp4", "start_offset.mp4",
+                                                                    "vfr.mkv", "mpeg4.avi"))
+    (tmp_path / "l.txt").write_text(lines)
+    views = dict(num_clips=2, num_crops=3) if mode == "test" else {}
+    ds = data.VideoFrameDataset(tmp_path / "l.txt", mode=mode, encoded=True, **views, **SIZES)
+    batch = data.collate_encoded([ds[i] for i in range(len(ds))])
+    cpu, gpu = data.decode_batch(batch, "cpu", ds)[0], data.decode_batch(batch, "cuda", ds)[0]
+    assert gpu.device.type == "cuda" and gpu.shape == cpu.shape
+    diff = (gpu.cpu().float() - cpu.float()).abs()
+    assert diff.mean() < 3 and diff.max() < 40, (diff.mean(), diff.max())
