@@ -150,8 +150,9 @@ def read_list(list_file, root=None, num_classes=None, problems=None, decoder="au
                 raise ValueError(_columns(fields, ints))
             path, *numbers = line.rsplit(maxsplit=ints)
             path = os.path.normpath(os.path.join(root, path.replace("\\", "/")))
-            if ints == 1 and not is_video_file(path):
-                raise ValueError(f"'<video> <label>' names a video file ({' '.join(VIDEO_FILES)})")
+            if ints == 1 and not is_video_file(path):  # "dir x 3": a frame folder's line gone wrong
+                raise ValueError(_columns(fields, ints) if len(fields) > 2 else
+                                 f"'<video> <label>' names a video file ({' '.join(VIDEO_FILES)})")
             *num_frames, label = map(int, numbers)
             if num_frames and num_frames[0] < 1:
                 raise ValueError(f"num_frames must be >= 1, got {num_frames[0]}")
