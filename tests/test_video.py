@@ -8,6 +8,7 @@ python -m pytest -q tests/test_video.py
 import os
 import sys
 
+import av
 import numpy as np
 import pytest
 import torch
@@ -242,3 +243,102 @@ def test_decode_device_cuda_decodes_videos_on_the_gpu(made, tmp_path, mode):
     assert gpu.device.type == "cuda" and gpu.shape == cpu.shape
     diff = (gpu.cpu().float() - cpu.float()).abs()
     assert diff.mean() < 3 and diff.max() < 40, (diff.mean(), diff.max())
+
+
+# ---- preparation -----------------------------------------------------------------------------------
+def linked(folder, paths):
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in paths:
+        os.link(path, folder / os.path.basename(path))
+    return folder
+
+
+def test_reencode_keeps_every_frame_in_order_and_lists_failures(made, bad, tmp_path, capsys):
+    """`prepare.py reencode` (short side 128, so resized): frame k of each output shows what frame k of a
+    plain decode of its input shows -- variable frame rates and edit lists included -- with a keyframe
+    every REENCODE["gop"] frames and no B-frames. Bad videos: exit 1, each listed on one line, nothing
+    written for them; a second run skips the finished files."""
+    import prepare
+    made = {n: v for n, v in made.items() if n != "start_offset.mkv"}  # its name twin: tried below
+    broken = [bad["truncated.mp4"], bad["audio_only.mp4"]]
+    src = linked(tmp_path / "src", [p for p, _ in made.values()] + broken)
+    assert prepare.main(["reencode", str(src), str(tmp_path / "dst"), "--short-side", "128", "-j", "2"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert sorted(line.split(": ")[1] for line in err if line.startswith("failed: ")) == [
+        str(src / "audio_only.mp4"), str(src / "truncated.mp4")]
+    gop = prepare.REENCODE["gop"]
+    for name, (path, seq) in made.items():
+        out = tmp_path / "dst" / (os.path.splitext(name)[0] + ".mp4")
+        frames = videos.sequential(out)
+        assert frames[0].shape == (128, 192, 3), name
+        assert [videos.frame_index(f) for f in frames] == [videos.frame_index(f) for f in seq], name
+        with av.open(str(out)) as c:
+            packets = [(p.pts, p.dts, p.is_keyframe) for p in c.demux(video=0) if p.size]
+        keys = [k for k, (_, _, key) in enumerate(packets) if key] + [len(seq)]
+        assert keys[0] == 0 and max(np.diff(keys)) <= gop, keys  # scene cuts may add keyframes
+        assert all(pts == dts for pts, dts, _ in packets)  # no B-frames: decode order is presentation order
+        assert data.video_frames(str(out)) == len(seq)
+    assert sorted(os.listdir(tmp_path / "dst")) == sorted(os.path.splitext(n)[0] + ".mp4" for n in made)
+    os.link(made["start_offset.mp4"][0], src / "start_offset.mkv")
+    assert prepare.main(["reencode", str(src), str(tmp_path / "dst"), "--short-side", "128"]) == 1
+    out, err = capsys.readouterr()
+    assert f"re-encoded 0 videos (0 frames) to {tmp_path / 'dst'}; {len(made)} already there, 3 failed" in out
+    assert f"failed: {src / 'start_offset.mp4'}: {src / 'start_offset.mkv'} is re-encoded to the same" in err
+
+
+def test_lists_on_videos_ucf101_split_and_kinetics_csv(made, bad, tmp_path, capsys):
+    """`lists` on a folder of video files: UCF101 splits and Kinetics CSV files -> lists naming the
+    videos with their frame counts, the classes file; missing and unreadable videos reported one line
+    each, never dropped silently. The lists load and `check` passes them."""
+    import prepare
+    clips = {"abc_000014_000024.mp4": "h264_long_gop.mp4", "x-y_000000_000010.avi": "mpeg4.avi",
+             "q_000003_000013.mkv": "vfr.mkv"}
+    videos_dir = tmp_path / "kinetics" / "videos"
+    (videos_dir / "zumba").mkdir(parents=True)
+    for clip, name in clips.items():
+        os.link(made[name][0], videos_dir / ("zumba" if clip.startswith("abc") else "") / clip)
+    os.link(bad["truncated.mp4"], videos_dir / "bad_000001_000011.mp4")
+    header = "label,youtube_id,time_start,time_end,split\n"
+    (tmp_path / "train.csv").write_text(header + "zumba,abc,14,24,train\nabseiling,x-y,0,10,train\n"
+                                        "abseiling,gone,5,15,train\nzumba,bad,1,11,train\n")
+    (tmp_path / "validate.csv").write_text(header + "zumba,q,3,13,val\n")
+    assert prepare.main(["lists", str(videos_dir), "--kinetics", str(tmp_path / "train.csv"),
+                         str(tmp_path / "validate.csv"), "-j", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert f"{tmp_path / 'train.csv'}:4: no frame folder or video for gone_000005_000015" in err
+    assert f"{tmp_path / 'train.csv'}:5: no frame folder or video for bad_000001_000011" in err
+    assert "bad_000001_000011.mp4: unreadable video" in err
+    root = tmp_path / "kinetics"
+    assert (root / "kinetics2_classes.txt").read_text() == "abseiling\nzumba\n"
+    assert (root / "kinetics2_train_list.txt").read_text() == (
+        f"videos/zumba/abc_000014_000024.mp4 {videos.FRAMES} 1\n"
+        f"videos/x-y_000000_000010.avi {videos.FRAMES} 0\n")
+    assert (root / "kinetics2_val_list.txt").read_text() == f"videos/q_000003_000013.mkv {videos.FRAMES} 1\n"
+    assert "2 videos, 2 classes (2 missing, listed above)" in out
+    assert prepare.main(["check", str(root / "kinetics2_train_list.txt"), "--full"]) == 0
+    ds = data.VideoFrameDataset(root / "kinetics2_val_list.txt", mode="val", **SIZES)
+    assert ds[0][0].shape == (3, 8, 48, 48)
+    # UCF101's official split files, naming .avi files, on a folder of videos (any container)
+    splits = tmp_path / "splits"
+    splits.mkdir()
+    (splits / "classInd.txt").write_text("1 Biking\n2 Zumba\n")
+    (splits / "trainlist01.txt").write_text("Biking/v_Biking_g01_c01.avi 1\n")
+    (splits / "testlist01.txt").write_text("Zumba/v_Zumba_g02_c01.avi\n")
+    ucf = tmp_path / "ucf" / "videos"
+    for cls, name, clip in (("Biking", "mpeg4.avi", "v_Biking_g01_c01.avi"),
+                            ("Zumba", "edit_list.mp4", "v_Zumba_g02_c01.mp4")):
+        linked(ucf / cls, [made[name][0]]).joinpath(name).rename(ucf / cls / clip)
+    assert prepare.main(["lists", str(ucf), "--ucf101", str(splits)]) == 0
+    assert (tmp_path / "ucf" / "ucf101_val_split1_list.txt").read_text() == \
+        f"videos/Zumba/v_Zumba_g02_c01.mp4 {videos.FRAMES - 3} 1\n"
+
+
+def test_check_reports_every_bad_video_in_one_line(mixed_list, capsys):
+    import prepare
+    list_file, names = mixed_list
+    for full in ([], ["--full"]):
+        assert prepare.main(["check", str(list_file), *full]) == 1
+        out = capsys.readouterr().out.splitlines()
+        problems = [line for line in out if line.startswith(f"{list_file}:") and "problem(s)" not in line]
+        assert [int(p.split(":")[1]) for p in problems] == [k for k in names if k > 4], problems
+    assert f"85 frames listed, the video has {videos.FRAMES}" in problems[-1]
