@@ -245,6 +245,39 @@ def test_decode_device_cuda_decodes_videos_on_the_gpu(made, tmp_path, mode):
     assert diff.mean() < 3 and diff.max() < 40, (diff.mean(), diff.max())
 
 
+# ---- train.py ----------------------------------------------------------------------------------
+TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_size", "64",
+        "--crop_size", "48",
+        "-b", "2", "--lr", "0.01", "--dro", "0", "-j", "2", "-p", "1", "--device", "cpu", "--epochs", "1"]
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_train_and_evaluate_from_video_files(made, bad, tmp_path, decoder, capsys):
+    """train.py on a list of video files (two- and three-column lines, a frame folder, a bad video), with
+    2 loader workers: one line names the decoder; the bad video is replaced and written to
+    bad_videos.txt; evaluation with 2 clips x 3 crops runs on the video list."""
+    import train
+    folder = tmp_path / "frames_0"
+    folder.mkdir()
+    for k in range(20):
+        Image.fromarray(videos.pattern(k)).save(folder / f"img_{k + 1:05d}.jpg", quality=95)
+    lines = [f"{made['h264_long_gop.mp4'][0]} 0", f"{made['mpeg4.avi'][0]} 75 1", f"{folder} 20 0",
+             f"{made['vfr.mkv'][0]} 75 1", f"{bad['truncated.mp4']} 75 0", f"{made['start_offset.mp4'][0]} 1"]
+    (tmp_path / "train.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "val.txt").write_text("\n".join(lines[:4]) + "\n")
+    args = ["ucf101", str(tmp_path / "train.txt"), str(tmp_path / "val.txt"), *TINY, "--num_classes", "2",
+            "--video_decoder", decoder, "--output_root", str(tmp_path / "out")]
+    train.main(train.parse_args(args))
+    out = capsys.readouterr()
+    assert f"video files: decoded with {decoder} (AVI files: pyav; --video_decoder)" in out.out
+    (run,) = (tmp_path / "out").iterdir()
+    assert "truncated.mp4" in (run / "bad_videos.txt").read_text() and f"{tmp_path / 'train.txt'}:5: " in (
+        run / "bad_videos.txt").read_text()
+    train.main(train.parse_args([*args, "--evaluate", "--resume", str(run / "checkpoint.pth"),
+                                 "--test_clips", "2", "--test_crops", "3"]))
+    assert "video files: decoded with" in capsys.readouterr().out
+
+
 # ---- preparation -----------------------------------------------------------------------------------
 def linked(folder, paths):
     folder.mkdir(parents=True, exist_ok=True)
