@@ -8,6 +8,7 @@ size, FLOPs and training speed, and end-to-end training with the real loader aga
     python bench.py train --arch resnet10_3d --t_length 8 --crop_size 112 -b 4 --workers 2 --iters 10
     python bench.py train --arch resnet50_3d -b 32 --workers 16 --amp bf16 --channels-last --device cuda --iters 200
     python bench.py train ... --device cuda --decode_device cuda    # the loader ships bytes, nvJPEG decodes
+    python bench.py video [--videos_dir DIR] [--sweep]      # JPEG frames vs re-encoded vs original videos
 Every command takes --json OUT to write its numbers as well.
 
 data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in [256, 320], random
@@ -42,6 +43,12 @@ model: parameters, GMACs per clip (torch.utils.flop_counter on a 1-clip forward 
 train: training clips/s of one model and step fed by the real loader (VideoFrameDataset + DataLoader)
   and by pre-made uint8 batches in memory. real / synthetic < 1 is time lost to data: waiting in
   next(loader) ("data wait", share of the timed steps) or, on a CPU, workers taking the model's cores.
+video: clips/s per core (CPU time of this process, one thread: less swayed by other load on a shared
+  machine than wall time) of train and val clips through VideoFrameDataset from (a) JPEG frames
+  (prepare.py extract, q95), (b) the same videos re-encoded (prepare.py reencode) with each video
+  decoder, (c) the original videos; the disk each takes, the CPU time of each preparation, and list
+  start-up times. Originals: DIR/original (default: 8 synthetic 10 s videos, made once). --sweep also
+  times other re-encodings: how prepare.REENCODE was chosen (docs/video.md).
 
 References: PyTorch Performance Tuning Guide and torch.utils.benchmark (warmup, synchronize, best-of
 timing); BannyStone/Video_Classification_PyTorch lib/transforms.py (the naive pipeline).
@@ -429,13 +436,226 @@ def bench_train(args):
     return out
 
 
+# ---- video: clips from JPEG frames vs re-encoded videos vs the original videos -------------------
+DEFAULT_VIDEOS = os.path.join("output", "bench_videos")
+
+
+def make_originals(folder, count=8, seconds=10, fps=30, size=(640, 360)):
+    """Stand-ins for downloaded videos: a panning textured scene (camera motion) with a textured patch
+    moving on it and sensor noise, h264 with B-frames and one keyframe every 250 frames (x264's default,
+    as in most web videos), made once. Real videos differ: the ratios, not the absolute numbers, carry."""
+    import av
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(0)
+    W, H = size
+    for i in range(count):
+        scene = 110 + 35 * prepare._texture(rng, H + 200, W + 300, (64, 16, 4, 2))[..., None]
+        scene = scene * rng.uniform(0.6, 1.4, 3)
+        patch = rng.uniform(60, 200, 3) + 45 * prepare._texture(rng, H // 3, H // 3, (16, 4))[..., None]
+        vy, vx = rng.uniform(-0.6, 0.6), rng.uniform(-1.0, 1.0)
+        with av.open(os.path.join(folder, f"video_{i:03d}.mp4"), "w") as out:
+            s = out.add_stream("libx264", rate=fps, options={"crf": "23", "preset": "fast"})
+            s.width, s.height, s.pix_fmt = W, H, "yuv420p"
+            for k in range(seconds * fps):
+                y, x = int(100 + vy * k) % 200, int(150 + vx * k) % 300
+                img = scene[y:y + H, x:x + W].copy()
+                py = int(H / 3 * (1 + np.sin(k / 20 + i)))
+                px = int((W - H / 3) / 2 * (1 + np.cos(k / 31 + i)))
+                img[py:py + H // 3, px:px + H // 3] = patch
+                img += rng.standard_normal(img.shape) * 3
+                frame = av.VideoFrame.from_ndarray(np.clip(img, 0, 255).astype(np.uint8), format="rgb24")
+                out.mux(s.encode(frame))
+            out.mux(s.encode(None))
+
+
+def ensure_video_sets(root, short_side):
+    """root/original (made once, or your videos), root/frames (extract) and root/reencoded (reencode),
+    their lists (label 0), and the CPU seconds each preparation took (one process; root/prep.json)."""
+    original = os.path.join(root, "original")
+    if not os.path.isdir(original):
+        print(f"making benchmark videos in {original} (once) ...", flush=True)
+        make_originals(original)
+    prep_file, prep = os.path.join(root, "prep.json"), {}
+    if os.path.exists(prep_file):
+        with open(prep_file) as f:
+            prep = json.load(f)
+    for name, run in (("frames", lambda out: prepare.extract(original, out, short_side, 95, 1)),
+                      ("reencoded", lambda out: prepare.reencode(original, out, short_side, 1))):
+        if name not in prep:
+            t0 = time.process_time()
+            run(os.path.join(root, name))
+            prep[name] = (time.process_time() - t0) / len(os.listdir(original))
+    with open(prep_file, "w") as f:
+        json.dump(prep, f)
+    lists = {}
+    for name in ("frames", "reencoded", "original"):
+        lists[name] = os.path.join(root, f"{name}.txt")
+        with open(lists[name], "w") as f:
+            for item in sorted(os.listdir(os.path.join(root, name))):
+                if item.endswith(".part.mp4"):  # an interrupted reencode's
+                    continue
+                path = os.path.join(root, name, item)
+                n = data.count_frames(path) if name == "frames" else data.video_frames(path)
+                f.write(f"{name}/{item} {n} 0\n")
+    return lists, prep
+
+
+def disk_bytes(folder):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(folder) for f in files)
+
+
+def rate_cpu(ds, K, iters, repeats):
+    """clips/s per core: ds[i] for `iters` clips over the first K videos, over the CPU time of this
+    process (time.process_time: what one core spends, whatever else runs on the machine), best round."""
+    best = 0.0
+    for r in range(repeats):
+        ds.set_epoch(r)
+        t0 = time.process_time()
+        for i in range(iters):
+            ds[i % K]
+        best = max(best, iters / (time.process_time() - t0))
+    return best
+
+
+def bench_video(args):
+    root = args.videos_dir or DEFAULT_VIDEOS
+    lists, prep = ensure_video_sets(root, args.new_size)
+    decoders = ["torchcodec", "pyav"] if data.pick_video_decoder() == "torchcodec" else ["pyav"]
+    rows = {"(a) JPEG frames": ("frames", None)}
+    rows.update({f"(b) re-encoded, {d}": ("reencoded", d) for d in decoders})
+    rows.update({f"(c) original, {d}": ("original", d) for d in decoders})
+    out = {"settings": vars(args) | {"cores": os.cpu_count(), "torch": torch.__version__}, "modes": {}}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for mode in ("train", "val"):
+            clip = dict(t_length=args.t_length, t_stride=args.t_stride, new_size=args.new_size,
+                        crop_size=args.crop_size, seed=args.seed)
+            sets = {name: data.VideoFrameDataset(lists[src], mode=mode, video_decoder=dec or "auto", **clip)
+                    for name, (src, dec) in rows.items()}
+            K = len(sets["(a) JPEG frames"])
+            one = dict.fromkeys(rows, 0.0)
+            for _ in range(args.repeats):  # rounds in turn: drift hits every row alike
+                for name, ds in sets.items():
+                    one[name] = max(one[name], rate_cpu(ds, K, args.iters, 1))
+            out["modes"][mode] = one
+    finally:
+        torch.set_num_threads(threads)
+    out["disk"] = {name: disk_bytes(os.path.join(root, name)) for name in ("frames", "reencoded", "original")}
+    out["videos"] = K
+    out["prep_cpu_s_per_video"] = prep
+    out["startup"] = startup_times(lists["reencoded"])
+    print_video(out, rows)
+    if args.sweep:
+        out["sweep"] = sweep_encodings(args, root, lists)
+    return out
+
+
+def startup_times(reencoded_list, lines=240_000):
+    """Seconds to read a 240k-line three-column list (opens no video) and per video to count a
+    two-column line's frames."""
+    import tempfile
+    videos = data.read_list(reencoded_list)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "big.txt")
+        with open(path, "w") as f:
+            f.writelines(f"k400/train/clip_{i:06d}.mp4 300 {i % 400}\n" for i in range(lines))
+        t0 = time.perf_counter()
+        data.read_list(path)
+        big = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for v in videos:
+        data.video_frames(v.path)
+    return {"list_240k_s": big, "count_s_per_video": (time.perf_counter() - t0) / len(videos)}
+
+
+def print_video(out, rows):
+    disk, K = out["disk"], out["videos"]
+    print(f"\nvideo: clips/s per core (CPU time of one process, 1 thread), {K} videos, "
+          f"{out['settings']['t_length']}x{out['settings']['crop_size']}px clips")
+    print(f"{'source':32s} {'train':>8s} {'vs (a)':>7s} {'val':>8s} {'vs (a)':>7s}")
+    tr, va = out["modes"]["train"], out["modes"]["val"]
+    for name in rows:
+        print(f"{name:32s} {tr[name]:8.1f} {tr[name] / tr['(a) JPEG frames']:6.2f}x "
+              f"{va[name]:8.1f} {va[name] / va['(a) JPEG frames']:6.2f}x")
+    print("disk: " + ", ".join(f"{k} {v / 2**20:.1f} MiB ({v / disk['frames']:.3f}x frames)"
+                               for k, v in disk.items()))
+    print("preparation, CPU seconds per video: "
+          + ", ".join(f"{k} {v:.2f}" for k, v in out["prep_cpu_s_per_video"].items()))
+    s = out["startup"]
+    print(f"start-up: a 240k-line three-column list reads in {s['list_240k_s']:.2f} s (no file opened); "
+          f"a two-column line counts its video's frames in {1000 * s['count_s_per_video']:.1f} ms")
+
+
+SWEEP = [{"codec": "mpeg4", "gop": g, "q": q} for g, q in ((12, 2), (12, 3), (12, 4), (24, 3))] + [
+    {"codec": "libx264", "gop": 12, "crf": 23, "tune": "fastdecode"},
+    {"codec": "libx264", "gop": 12, "crf": 23}]
+
+
+def psnr_vs_original(original, encoded):
+    """PSNR (dB) of every 10th frame of `encoded` against the same frame of `original`, resized alike."""
+    import av
+    with av.open(encoded) as c:
+        got = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)][::10]
+    H, W, _ = got[0].shape
+    with av.open(original) as c:
+        ref = [f.reformat(W, H, "yuv420p", interpolation="BILINEAR").to_ndarray(format="rgb24")
+               for f in c.decode(video=0)][::10]
+    mse = np.mean([np.mean((a.astype(np.float32) - b) ** 2) for a, b in zip(got, ref)])
+    return float(10 * np.log10(255 ** 2 / mse))
+
+
+def sweep_encodings(args, root, lists):
+    """The re-encoding choice (prepare.REENCODE), measured: per setting, train clips/s per core with the
+    default decoder vs JPEG frames, disk vs JPEG frames, PSNR vs the original frames."""
+    clip = dict(t_length=args.t_length, t_stride=args.t_stride, new_size=args.new_size,
+                crop_size=args.crop_size)
+    jpeg = data.VideoFrameDataset(lists["frames"], mode="train", **clip)
+    K, chosen, rows = len(jpeg), dict(prepare.REENCODE), {}
+    first = sorted(os.listdir(os.path.join(root, "original")))[0]
+    try:
+        for setting in SWEEP:
+            name = "_".join(f"{k}{v}" for k, v in setting.items())
+            folder = os.path.join(root, "sweep", name)
+            prepare.REENCODE.clear()
+            prepare.REENCODE.update(setting)
+            prepare.reencode(os.path.join(root, "original"), folder, args.new_size, 1)
+            with open(folder + ".txt", "w") as f:
+                f.writelines(f"{name}/{v} {data.video_frames(os.path.join(folder, v))} 0\n"
+                             for v in sorted(os.listdir(folder)) if not v.endswith(".part.mp4"))
+            ds = data.VideoFrameDataset(folder + ".txt", mode="train", **clip)
+            a = b = 0.0
+            for _ in range(args.repeats):
+                a, b = max(a, rate_cpu(jpeg, K, args.iters, 1)), max(b, rate_cpu(ds, K, args.iters, 1))
+            psnr = psnr_vs_original(os.path.join(root, "original", first),
+                                    os.path.join(folder, os.path.splitext(first)[0] + ".mp4"))
+            rows[name] = {"vs_jpeg": b / a, "psnr": psnr,
+                          "disk_vs_jpeg": disk_bytes(folder) / disk_bytes(os.path.join(root, "frames"))}
+            print(f"{name:40s} train clips/s {rows[name]['vs_jpeg']:.2f}x JPEG frames, disk "
+                  f"{rows[name]['disk_vs_jpeg']:.3f}x, PSNR {rows[name]['psnr']:.1f} dB", flush=True)
+    finally:
+        prepare.REENCODE.clear()
+        prepare.REENCODE.update(chosen)
+    return rows
+
+
 def get_args_parser():
     p = argparse.ArgumentParser(description="Benchmark the data pipeline, the model and training.")
     sub = p.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("data", help="clips/s: decode only vs the naive pipeline vs data.py")
     m = sub.add_parser("model", help="params, GMACs, forward+backward clips/s and memory")
     t = sub.add_parser("train", help="training clips/s: real loader vs in-memory batches")
-    for q in (d, m, t):
+    v = sub.add_parser("video", help="clips/s and disk: JPEG frames vs re-encoded vs original videos")
+    v.add_argument("--videos_dir", default=None, help=f"folder with original/ (your videos; default: "
+                   f"synthetic ones made in {DEFAULT_VIDEOS}); frames/, reencoded/ are made beside it")
+    v.add_argument("--iters", default=24, type=int, help="timed clips per row and round")
+    v.add_argument("--sweep", action="store_true", help="also time other re-encodings (how "
+                   "prepare.REENCODE was chosen)")
+    v.add_argument("--repeats", default=3, type=int, help="rounds (the best counts)")
+    v.add_argument("--t_stride", default=4, type=int, help="frames between sampled frames")
+    v.add_argument("--new_size", default=256, type=int, help="short side of the frames and re-encoded "
+                   "videos, and before cropping")
+    for q in (d, m, t, v):
         q.add_argument("--t_length", default=16, type=int, help="frames per clip")
         q.add_argument("--crop_size", default=224, type=int, help="square crop in px")
         q.add_argument("--seed", default=0, type=int)
@@ -484,7 +704,8 @@ def main(argv=None):
     if getattr(args, "iters", 1) < (1 if args.cmd == "data" else 0) or getattr(args, "videos", 0) < 0:
         fail("--iters must be >= 1 for data (0 = params/GMACs only, for model) and --videos >= 0")
     try:
-        out = {"data": bench_data, "model": bench_model, "train": bench_train}[args.cmd](args)
+        run = {"data": bench_data, "model": bench_model, "train": bench_train, "video": bench_video}[args.cmd]
+        out = run(args)
     except (ValueError, FileNotFoundError, data.BadVideo) as e:  # bad sizes, a bad list or frame: data.py / model.py say which
         fail(str(e))
     if args.json:

@@ -278,6 +278,24 @@ def test_train_and_evaluate_from_video_files(made, bad, tmp_path, decoder, capsy
     assert "video files: decoded with" in capsys.readouterr().out
 
 
+# ---- bench.py video ----------------------------------------------------------------------------
+def test_bench_video_rows(made, tmp_path, capsys):
+    """bench.py video on a folder of originals: JPEG frames and re-encoded videos made beside them, a row
+    per source and decoder for train and val clips, disk sizes, preparation and start-up times."""
+    import bench
+    linked(tmp_path / "original", [made[n][0] for n in ("h264_long_gop.mp4", "vfr.mkv")])
+    out = bench.main(["video", "--videos_dir", str(tmp_path), "--iters", "2", "--repeats", "1",
+                      "--t_length", "4", "--new_size", "48", "--crop_size", "32"])
+    rows = ["(a) JPEG frames"] + [f"({k}) {src}, {d}" for k, src in (("b", "re-encoded"), ("c", "original"))
+                                  for d in DECODERS[::-1]]
+    assert sorted(os.listdir(tmp_path / "reencoded")) == ["h264_long_gop.mp4", "vfr.mp4"]
+    for mode in ("train", "val"):
+        assert list(out["modes"][mode]) == rows and all(v > 0 for v in out["modes"][mode].values())
+    assert set(out["disk"]) == {"frames", "reencoded", "original"} and out["startup"]["list_240k_s"] > 0
+    text = capsys.readouterr().out
+    assert "(b) re-encoded, pyav" in text and "a 240k-line three-column list reads in" in text
+
+
 # ---- preparation -----------------------------------------------------------------------------------
 def linked(folder, paths):
     folder.mkdir(parents=True, exist_ok=True)
