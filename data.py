@@ -538,8 +538,8 @@ def open_video(source, decoder="pyav", device="cpu"):
     TorchCodec's VideoDecoder runs in exact mode: opening scans the packets (no decoding), and
     get_frames_at decodes forward from the keyframe before each run of frames, each frame once. AVI
     files always go to PyAV, counted from the first frame: AVI stores no presentation timestamps,
-    FFmpeg guesses them (wrongly for h264 with B-frames), and TorchCodec's exact mode then returns the
-    frame before the one asked for, or fails on the last one (tests/videos.py: h264.avi, mpeg4.avi)."""
+    FFmpeg reconstructs them, and with B-frames TorchCodec's exact mode returns the frame before the one
+    asked for after a seek, and fails on the last one (tests/videos.py: h264.avi, mpeg4.avi)."""
     try:
         head = source[:12].numpy() if isinstance(source, torch.Tensor) else np.fromfile(source, np.uint8, 12)
         avi = head[:4].tobytes() == b"RIFF" and head[8:12].tobytes() == b"AVI "

@@ -179,9 +179,10 @@ def extract(videos_dir, frames_dir, short_side=256, quality=95, jobs=1):
 
 # ---- reencode: video files -> video files made for random access ---------------------------------
 # Measured with `python bench.py video --sweep` (docs/video.md): a train clip (16 frames 4 apart)
-# decodes every frame from the keyframe before its first; MPEG-4 part 2 decodes ~2x faster than h264
-# on one core at the same disk size, a keyframe every 12 frames bounds the lead-in, no B-frames keeps
-# decode order = presentation order, a fixed quantiser 3 keeps ~38 dB PSNR, and mp4 keeps timestamps.
+# decodes every frame from the keyframe before its first. MPEG-4 part 2 takes ~half h264's CPU per clip
+# on one core (for ~1.6x its disk), a keyframe every 12 frames bounds the lead-in, no B-frames keeps
+# decode order = presentation order, a fixed quantiser 3 keeps ~38 dB PSNR, and mp4 keeps timestamps
+# (AVI has none: data.open_video). Train clips then decode at ~0.9x the speed of JPEG frames.
 REENCODE = {"codec": "mpeg4", "gop": 12, "q": 3}
 
 
