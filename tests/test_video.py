@@ -139,6 +139,24 @@ def test_dataset_clips_are_the_sequential_decodes(name, decoder, made, tmp_path,
             assert mode != "train" or torch.equal(info["box"], want_info["box"])
 
 
+def test_one_open_per_sample_each_frame_once_and_no_open_at_start(made, tmp_path, monkeypatch):
+    """A three-column list opens no file when read; a sample opens its file once and asks for each frame
+    its views need once (10 clips x 3 crops overlap on a 72-frame video)."""
+    path, seq = made["edit_list.mp4"]
+    opened, real = [], data.open_video
+
+    def counting(source, *args, **kw):
+        n, read = real(source, *args, **kw)
+        opened.append([])
+        return n, lambda indices: opened[-1].extend(int(i) for i in indices) or read(indices)
+    monkeypatch.setattr(data, "open_video", counting)
+    ds = data.VideoFrameDataset(one_video_list(tmp_path, path, len(seq)), mode="test", num_clips=10,
+                                num_crops=3, **SIZES)
+    assert opened == []
+    assert ds[0][0].shape == (30, 3, 8, 48, 48)
+    assert len(opened) == 1 and len(opened[0]) == len(set(opened[0])) < 10 * 8
+
+
 def test_video_list_and_its_extracted_twin_pick_the_same_frames(made, tmp_path):
     """Frame k of a video is img_{k+1:05d}.jpg of `prepare.py extract`: for the same seed, a video list
     and its frame-folder twin ask for the same frame numbers, and those show the same pictures."""
