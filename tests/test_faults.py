@@ -26,7 +26,7 @@ from PIL import Image
 
 import data
 import prepare
-from test_smoke import UCF101_LISTS, fake_hmdb51, fake_ucf101, write_frames, write_list
+from conftest import UCF101_LISTS, fake_hmdb51, fake_ucf101, write_frames, write_list
 
 HERE = Path(__file__).resolve().parents[1]  # the repository
 W, H = 48, 40

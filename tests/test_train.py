@@ -4,13 +4,14 @@ Every fault that could hang runs in a subprocess with a timeout; the rest call t
 """
 from pathlib import Path
 import errno
-import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import numpy as np
@@ -18,53 +19,8 @@ import torch
 
 import checkpoint
 import data
-import prepare
 import train
-
-REPO = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-# 8 train videos, -b 4: two optimizer steps per epoch on resnet10_3d at 4 x 32 x 32 (a second or two on CPU).
-TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_size", "36", "--crop_size", "32",
-        "-b", "4", "--lr", "0.01", "--lr_steps", "2", "--dro", "0", "-j", "0", "-p", "1", "-ef", "1", "--device", "cpu"]
-
-
-@pytest.fixture(scope="module")
-def lists(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tiny")
-    train_list, val_list = prepare.make_synth(out, classes=4, videos=8, frames=10, size=(48, 40))
-    return str(train_list), str(val_list)
-
-
-def run_main(argv):
-    return train.main(train.parse_args(argv))
-
-
-def run_cli(argv, timeout=240, **kw):
-    return subprocess.run([sys.executable, str(REPO / "train.py"), *argv], capture_output=True, text=True,
-                          env=ENV, cwd=REPO, timeout=timeout, **kw)
-
-
-def run_dir(root, argv):
-    return Path(root) / train.run_dir_name(train.parse_args(argv))
-
-
-def logs(folder):
-    return [json.loads(line) for line in (folder / "log.jsonl").read_text().splitlines()]
-
-
-def weights(path):
-    return torch.load(path, map_location="cpu", weights_only=False)["model"]
-
-
-def one_line_error(capsys_or_text, *needles, code=2, exc=None):
-    if exc is not None:
-        assert exc.value.code == code
-    err = capsys_or_text if isinstance(capsys_or_text, str) else capsys_or_text.readouterr().err
-    err = err.strip()
-    assert "Traceback" not in err and len(err.splitlines()) == 1, err
-    for needle in needles:
-        assert needle in err, err
-    return err
+from conftest import ENV, REPO, TINY, logs, one_line_error, run_cli, run_dir, run_main, weights
 
 
 # ---- the lr schedule: a function of (flags, step) --------------------------------------------------
@@ -579,3 +535,69 @@ def test_gpu_and_cpu_evaluate_one_checkpoint_alike(lists, tmp_path):
                   "--test_clips", "2", "--test_crops", "3"])
         scores[device] = np.load(run_dir(tmp_path / device, args) / "scores_2x3.npz")["scores"]
     assert np.abs(scores["cpu"] - scores["cuda"]).max() < 1e-3
+
+
+# ---- user errors, kills and NaNs: one line, a loadable checkpoint (tiny_data: 12 train videos) -----
+def test_sigkill_leaves_a_loadable_checkpoint(tiny_data, tmp_path):
+    args = ["ucf101", *tiny_data, *TINY, "--epochs", "50", "--output_root", str(tmp_path)]
+    ckpt = tmp_path / train.run_dir_name(train.parse_args(args)) / "checkpoint.pth"
+    p = subprocess.Popen([sys.executable, str(REPO / "train.py"), *args], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env=ENV, cwd=REPO)
+    try:
+        deadline = time.time() + 120
+        while not ckpt.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        mtime = ckpt.stat().st_mtime
+        while ckpt.stat().st_mtime == mtime and time.time() < deadline:  # kill as a later save is under way
+            time.sleep(0.01)
+        time.sleep(0.02)
+    finally:
+        p.kill()
+        p.wait()
+    state = torch.load(ckpt, map_location="cpu", weights_only=False)
+    assert state["epoch"] >= 2 and "fc.weight" in state["model"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--arch", "resnet_nope"], "resnet_nope"),
+    (["--evaluate"], "--evaluate needs --resume"),
+    (["--device", "cuda"], "--device cuda"),
+    (["--resume", "/nonexistent/ckpt.pth"], "/nonexistent/ckpt.pth"),
+    (["--amp", "fp16"], "--amp fp16"),
+])
+def test_user_errors_exit_2_with_one_line(tiny_data, tmp_path, capsys, extra, message):
+    if extra[:2] == ["--device", "cuda"] and torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(SystemExit) as e:
+        run_main(["ucf101", *tiny_data, *TINY, "--output_root", str(tmp_path), *extra])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+
+
+@pytest.mark.parametrize("flag", ["--test_clips", "--eval-freq", "--print-freq", "--batch-size", "--t_length"])
+def test_zero_counts_are_rejected_naming_the_flag(capsys, flag):
+    with pytest.raises(SystemExit) as e:
+        train.parse_args(["ucf101", "a.txt", "b.txt", flag, "0"])
+    assert e.value.code == 2 and f"{flag}: must be an integer >= 1" in capsys.readouterr().err
+
+
+def test_missing_list_is_one_line_from_the_cli(tmp_path):
+    r = run_cli(["ucf101", str(tmp_path / "missing.txt"), str(tmp_path / "val.txt"), "--device", "cpu"])
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "missing.txt" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_bad_list_line_is_one_line_from_the_cli(tiny_data, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text(Path(tiny_data[0]).read_text().splitlines()[0] + "\nsome_video twelve 3\n")
+    r = run_cli(["ucf101", str(bad), tiny_data[1], "--device", "cpu", "--data_root", str(Path(tiny_data[0]).parent)])
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "bad.txt:2" in r.stderr, r.stderr
+
+
+def test_nan_loss_stops_naming_epoch_and_iteration(tiny_data, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        run_main(["ucf101", *tiny_data, *TINY, "--lr", "1e30", "--epochs", "2", "--output_root", str(tmp_path)])
+    assert e.value.code == 1
+    assert re.search(r"loss is (nan|inf) at epoch \d+ iteration \d+", capsys.readouterr().err)
