@@ -28,16 +28,17 @@ UCF101_LISTS = REPO.parent / "shared" / "data" / "ucf101"  # the real lists; tes
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 # A tiny recipe: 4 frames, 32 px crops, the 4-block resnet10_3d; -b 4 on 8 train videos is two optimizer
 # steps per epoch (a second or two on CPU).
-TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_size", "36", "--crop_size", "32",
-        "-b", "4", "--lr", "0.01", "--lr_steps", "2", "--dro", "0", "-j", "0", "-p", "1", "-ef", "1",
-        "--device", "cpu"]
+TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_size", "36",
+        "--crop_size", "32", "-b", "4", "--lr", "0.01", "--lr_steps", "2", "--dro", "0", "-j", "0", "-p", "1",
+        "-ef", "1", "--device", "cpu"]
 W, H = 48, 40      # synth's frame size; short side 40
 NUM_FRAMES = 10    # frames per synth video
 
 
 def pytest_addoption(parser):
     parser.addoption("--trainer-flags", default="", metavar="FLAGS",
-                     help='extra train.py flags for the exactness tests, e.g. --trainer-flags="--your_flag 3"')
+                     help='extra train.py flags for the exactness tests (tests/test_exact.py), '
+                          'e.g. --trainer-flags="--your_flag 3"')
 
 
 @pytest.fixture(scope="session")
@@ -134,7 +135,8 @@ def fake_ucf101(tmp_path):
         "Biking/v_Biking_g08_c01.avi 2",
         "Biking/v_Biking_g09_c01.avi 2",                      # no frames: warned about, left out
     ])
-    write_list(splits / "testlist01.txt", ["ApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi", "Biking/v_Biking_g01_c01.avi"])
+    write_list(splits / "testlist01.txt",
+               ["ApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi", "Biking/v_Biking_g01_c01.avi"])
     write_list(splits / "trainlist02.txt", ["Biking/v_Biking_g01_c01.avi 2"])  # another split: ignored
     write_frames(frames / "v_ApplyEyeMakeup_g08_c01", 3)
     write_frames(frames / "HandstandPushups" / "v_HandStandPushups_g08_c01", 5)  # per-class layout works too
@@ -157,7 +159,8 @@ def fake_hmdb51(tmp_path):
     write_list(splits / "sword_test_split1.txt", ["#20_sword_fight.avi 1 ", "sword_2.avi 2 "])
     write_list(splits / "sword_exercise_test_split1.txt", ["sword_ex_1.avi 2 ", ""])
     write_list(splits / "sword_test_split2.txt", ["other_split.avi 1 "])
-    for name, n in [("Brushing_hair_1", 4), ("Brushing_hair_2", 3), ("Brushing_hair_3", 5), ("#20_sword_fight", 6),
+    for name, n in [("Brushing_hair_1", 4), ("Brushing_hair_2", 3),
+                    ("Brushing_hair_3", 5), ("#20_sword_fight", 6),
                     ("sword_2", 2), ("sword_ex_1", 7), ("other_split", 3)]:
         write_frames(frames / name, n)
     return frames, splits

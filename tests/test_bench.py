@@ -118,7 +118,8 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
                 assert cells[1] == "-"
             vs_b = res["modes"][mode]["per_core"][name] / res["modes"][mode]["per_core"][bench.NAIVE]
             assert float(cells[-2].rstrip("x")) == pytest.approx(vs_b, abs=0.006)
-    targets = re.findall(r"targets, 1 core: \(c\)/\(b\) = ([\d.]+)x \(>= 5\), \(c\)/best \(a\) = ([\d.]+)x \(>= 0.8\)", out)
+    targets = re.findall(r"targets, 1 core: \(c\)/\(b\) = ([\d.]+)x \(>= 5\), "
+                         r"\(c\)/best \(a\) = ([\d.]+)x \(>= 0.8\)", out)
     assert len(targets) == 2, out
     for (cb, ca), mode in zip(targets, ("train", "val")):
         assert float(cb) == pytest.approx(res["modes"][mode]["c_over_b"], abs=0.006)
@@ -147,24 +148,28 @@ def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch
     assert len(seen) == 2 * len(expected)  # train and val
     for (dataset, batch, collate), (cls, dec, coll) in zip(seen, expected * 2):
         assert batch == 8, f"rate_loader got batch={batch!r}"
-        assert type(dataset) is cls and getattr(dataset, "decoder", None) == dec and collate is coll, (dataset, dec, collate)
+        assert type(dataset) is cls and getattr(dataset, "decoder", None) == dec and collate is coll, \
+            (dataset, dec, collate)
 
 
-@pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")  # torchvision 0.29, as data.py does
+@pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")  # torchvision 0.29, as data.py
 def test_bench_naive_val_clip_equals_data_py(bench_frames):
     """Fairness: on val clips, with both resizes no-ops, (b) and (c) produce the same normalised
     clip from the same frames -- the benchmark compares two ways of doing the same work."""
-    ds = data.VideoFrameDataset(os.path.join(bench_frames, "val.txt"), mode="val", t_length=BENCH_TINY["t_length"],
+    ds = data.VideoFrameDataset(os.path.join(bench_frames, "val.txt"), mode="val",
+                                t_length=BENCH_TINY["t_length"],
                                 t_stride=BENCH_TINY["t_stride"], new_size=BENCH_TINY["new_size"],
                                 crop_size=BENCH_TINY["crop_size"])
     for i in range(len(ds)):
         paths = bench.clip_files(ds, i)
         assert len(paths) == BENCH_TINY["t_length"] and len(set(paths)) == len(paths)
-        naive = bench.naive_clip(paths, "val", BENCH_TINY["new_size"], BENCH_TINY["crop_size"], np.random.default_rng(0))
+        naive = bench.naive_clip(paths, "val", BENCH_TINY["new_size"], BENCH_TINY["crop_size"],
+                                 np.random.default_rng(0))
         clip, _, _ = ds[i]
         ours = data.normalize(clip)
         assert naive.dtype == ours.dtype == torch.float32
-        assert naive.shape == ours.shape == (3, BENCH_TINY["t_length"], BENCH_TINY["crop_size"], BENCH_TINY["crop_size"])
+        assert naive.shape == ours.shape == (3, BENCH_TINY["t_length"], BENCH_TINY["crop_size"],
+                                             BENCH_TINY["crop_size"])
         assert (naive - ours).abs().max() < 1e-5, (i, (naive - ours).abs().max())
         # not trivially equal: the clip's frames differ (moving patch + noise), the crop is not flat
         assert (ours[:, 0] - ours[:, -1]).abs().max() > 0.1 and ours.std() > 0.1
@@ -218,14 +223,16 @@ def test_bench_count_published_sizes(tmp_path, capsys):
     assert abs(params / 28.04e6 - 1) < 1e-3, params
     assert abs(gmacs / 56.8 - 1) < 0.02, gmacs
     assert gmacs == pytest.approx(bench_macs_by_hooks("resnet50_3d", 400, 16, 224), rel=0.01)
-    res, out = bench_main(["model", "--arch", "resnet50_3d", "--iters", "0", "--device", "cpu"], tmp_path, capsys)
+    res, out = bench_main(["model", "--arch", "resnet50_3d", "--iters", "0", "--device", "cpu"],
+                          tmp_path, capsys)
     assert (res["params"], res["gmacs_per_clip"]) == (params, gmacs)
     assert f"{params / 1e6:.2f}M params, {gmacs:.2f} GMACs per clip" in out
 
 
 def test_bench_model_rows_tiny(tmp_path, capsys):
-    res, out = bench_main(["model", "--arch", "resnet10_3d", "--t_length", "4", "--crop_size", "32", "-b", "2",
-                           "--iters", "2", "--warmup", "1", "--amp", "bf16", "--channels-last", "--device", "cpu"],
+    res, out = bench_main(["model", "--arch", "resnet10_3d", "--t_length", "4", "--crop_size", "32",
+                           "-b", "2", "--iters", "2", "--warmup", "1", "--amp", "bf16", "--channels-last",
+                           "--device", "cpu"],
                           tmp_path, capsys, threads=1)
     rows = ["fp32", "bf16", "bf16+channels-last"]  # cumulative: each option on top of the row above
     assert list(res["rows"]) == rows
@@ -234,8 +241,10 @@ def test_bench_model_rows_tiny(tmp_path, capsys):
         assert r["clips_s"] > 0 and math.isfinite(r["clips_s"]) and r["peak_gib"] > 0, (name, r)
         cells = bench_row(out, name + " ")
         assert float(cells[0]) == pytest.approx(r["clips_s"], abs=0.006)
-        assert float(cells[1]) == pytest.approx(1000 * 2 / r["clips_s"], rel=0.01, abs=0.06)  # ms per step of 2 clips
-        assert float(cells[3].rstrip("x")) == pytest.approx(r["clips_s"] / res["rows"]["fp32"]["clips_s"], abs=0.006)
+        # ms per step of 2 clips
+        assert float(cells[1]) == pytest.approx(1000 * 2 / r["clips_s"], rel=0.01, abs=0.06)
+        speedup = r["clips_s"] / res["rows"]["fp32"]["clips_s"]
+        assert float(cells[3].rstrip("x")) == pytest.approx(speedup, abs=0.006)
     assert res["params"] == sum(p.numel() for p in models.build_model("resnet10_3d", 400).parameters())
     assert "batch 2 on cpu, 1 warmup + 2 timed steps" in out
 
@@ -257,7 +266,8 @@ def test_bench_train_tiny(bench_frames, tmp_path, capsys):
 
 
 # ---- bad input ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("cmd,present,missing", [("data", None, "train.txt"), ("data", "train.txt", "val.txt"),
+@pytest.mark.parametrize("cmd,present,missing",
+                         [("data", None, "train.txt"), ("data", "train.txt", "val.txt"),
                                                   ("train", "val.txt", "train.txt")])
 def test_bench_bad_frames_one_line_exit_2(cmd, present, missing, tmp_path, capsys):
     """A --frames folder without the list the command reads: exit 2 and one line naming the folder and
@@ -271,5 +281,6 @@ def test_bench_bad_frames_one_line_exit_2(cmd, present, missing, tmp_path, capsy
         bench.main(argv)
     assert e.value.code == 2
     cap = capsys.readouterr()
-    assert cap.err.splitlines() == [f"bench.py: error: --frames {folder} has no {missing} (make one: python prepare.py synth DIR)"]
+    assert cap.err.splitlines() == [f"bench.py: error: --frames {folder} has no {missing} "
+                                    f"(make one: python prepare.py synth DIR)"]
     assert cap.out == ""

@@ -20,7 +20,8 @@ SMALL = dict(t_length=4, t_stride=2, new_size=40, crop_size=32)  # tiny clips: (
 
 def frames_of(folder, numbers, tmpl="img_{:05d}.jpg"):
     """Reference decode: uint8 (3, len(numbers), H, W) of the given frame numbers."""
-    return torch.stack([data.decode_frame(os.path.join(folder, tmpl.format(int(i)))) for i in numbers]).permute(3, 0, 1, 2)
+    frames = [data.decode_frame(os.path.join(folder, tmpl.format(int(i)))) for i in numbers]
+    return torch.stack(frames).permute(3, 0, 1, 2)
 
 
 def assert_interleaved(clip):
@@ -62,7 +63,8 @@ def test_test_indices_spread_first_to_last():
         gaps = np.diff(idx[:, 0])
         assert (gaps > 0).all() and gaps.max() - gaps.min() <= 1  # evenly spread
     # one test clip is the centred (val) clip
-    assert np.array_equal(data.sample_indices(nf, L, s, "test", num_clips=1), data.sample_indices(nf, L, s, "val"))
+    assert np.array_equal(data.sample_indices(nf, L, s, "test", num_clips=1),
+                          data.sample_indices(nf, L, s, "val"))
 
 
 def test_short_videos_shrink_stride_then_repeat_last_frame():
@@ -78,7 +80,8 @@ def test_short_videos_shrink_stride_then_repeat_last_frame():
     for mode, clips in [("train", 3), ("val", 1), ("test", 4)]:
         idx = data.sample_indices(1, 6, 3, mode, num_clips=clips, rng=np.random.default_rng(0), start_index=1)
         assert idx.shape == (clips, 6) and (idx == 1).all()
-        idx0 = data.sample_indices(1, 6, 3, mode, num_clips=clips, rng=np.random.default_rng(0), start_index=0)
+        idx0 = data.sample_indices(1, 6, 3, mode, num_clips=clips, rng=np.random.default_rng(0),
+                                   start_index=0)
         assert (idx0 == 0).all()
 
 
@@ -90,7 +93,8 @@ def test_indices_never_leave_the_video(start_index):
         for L in range(1, 7):
             for s in range(1, 5):
                 for mode, clips in [("train", 4), ("val", 1), ("test", 1), ("test", 3)]:
-                    idx = data.sample_indices(nf, L, s, mode, num_clips=clips, rng=rng, start_index=start_index)
+                    idx = data.sample_indices(nf, L, s, mode, num_clips=clips, rng=rng,
+                                              start_index=start_index)
                     first, last = start_index, start_index + nf - 1
                     assert idx.shape == (clips, L), (nf, L, s, mode)
                     assert idx.min() >= first and idx.max() <= last, (nf, L, s, mode, idx)
@@ -119,7 +123,8 @@ def test_real_ucf101_split1_lists(split, count):
     assert len(videos) == count
     assert sorted({v.label for v in videos}) == list(range(101))
     assert all(v.num_frames >= 1 for v in videos)
-    assert all(os.path.dirname(v.path).startswith(str(UCF101_LISTS)) for v in videos)  # root = the list's folder
+    # root = the list's folder
+    assert all(os.path.dirname(v.path).startswith(str(UCF101_LISTS)) for v in videos)
     ds = data.VideoFrameDataset(path, mode="val")  # construction decodes nothing
     assert len(ds) == count and ds.num_classes == 101
 
@@ -187,7 +192,8 @@ def test_test_mode_views(synth):
 
 
 def test_val_clip_content_exact(synth):
-    """crop_size == new_size == short side: nothing is resized, so a clip is an exact crop of decoded frames."""
+    """crop_size == new_size == short side: nothing is resized, so a clip is an exact crop of decoded
+    frames."""
     root, _, val = synth
     clip, _, _ = data.VideoFrameDataset(val, mode="val", t_length=4, t_stride=2, new_size=40, crop_size=40)[2]
     idx = data.sample_indices(NUM_FRAMES, 4, 2, "val")[0]
@@ -229,7 +235,8 @@ def test_train_clip_is_a_strided_crop_maybe_flipped(synth):
         windows += 1
         matches = [(start, x0, flip) for start in range(NUM_FRAMES - 6) for x0 in range(W - 40 + 1)
                    for flip in (False, True)
-                   if torch.equal(clip, (lambda r: r.flip(-1) if flip else r)(full[:, start:start + 7:2, :, x0:x0 + 40]))]
+                   if torch.equal(clip, (lambda r: r.flip(-1) if flip else r)(
+                       full[:, start:start + 7:2, :, x0:x0 + 40]))]
         assert len(matches) == 1, (epoch, matches)
     assert windows >= 3
 
@@ -274,7 +281,8 @@ def test_same_seed_epoch_index_same_clip_other_epoch_differs(synth):
 
 
 def test_dataloader_workers_0_and_2_identical(synth):
-    # Per epoch, as train.py does: set_epoch, then a fresh loader (workers only see the epoch they start with).
+    # Per epoch, as train.py does: set_epoch, then a fresh loader (workers only see the epoch they start
+    # with).
     root, train, _ = synth
     batches = {}
     for workers in (0, 2):
@@ -291,7 +299,8 @@ def test_dataloader_workers_0_and_2_identical(synth):
             assert x0.shape == (2, 3, 4, 32, 32) and torch.equal(x0, x2) and torch.equal(y0, y2)
             assert torch.equal(i0["box"], i2["box"])  # the device crop too
     for workers in (0, 2):  # same sampler order, another epoch: other clips
-        assert not torch.equal(torch.cat([x for x, *_ in batches[workers, 2]]), torch.cat([x for x, *_ in batches[workers, 3]]))
+        assert not torch.equal(torch.cat([x for x, *_ in batches[workers, 2]]),
+                               torch.cat([x for x, *_ in batches[workers, 3]]))
     # and equal to the samples read directly in the sampler's order
     order = list(torch.utils.data.RandomSampler(ds, generator=torch.Generator().manual_seed(0)))
     direct = torch.stack([ds[i][0] for i in order])
@@ -332,7 +341,8 @@ def test_collate_stacks_in_channels_last(synth):
     assert info["box"].shape == (4, 4) and info["bad"] == [""] * 4
     assert x.shape == (4, 3, 4, 32, 32) and torch.equal(x, torch.stack([c for c, *_ in items]))
     assert x.is_contiguous(memory_format=torch.channels_last_3d) and y.tolist() == [0, 1, 2, 3]
-    assert data.normalize(x).is_contiguous(memory_format=torch.channels_last_3d)  # documented: keeps the format
+    # documented: keeps the format
+    assert data.normalize(x).is_contiguous(memory_format=torch.channels_last_3d)
 
 
 def test_normalize():
@@ -463,7 +473,8 @@ def test_pillow_fallback_decoder(synth, tmp_path, monkeypatch):
 
 def test_multi_clip_test_views_hold_their_own_frames(tmp_path):
     # Frame k has pixel value k. 10 test clips of 16x4 over 214 frames interleave without sharing frames:
-    # each view must still hold exactly its clip's frames, in order (decoding each frame once must not mix them).
+    # each view must still hold exactly its clip's frames, in order (decoding each frame once must not mix
+    # them).
     os.makedirs(tmp_path / "v")
     for k in range(1, 215):
         Image.fromarray(np.full((40, 48, 3), k, np.uint8)).save(tmp_path / "v" / f"img_{k:05d}.png")

@@ -32,7 +32,8 @@ def test_resume_is_exact(tiny_data, tmp_path, workers, schedule, trainer_flags):
     run_main([*args, "--epochs", "3", "--output_root", str(tmp_path / "a"), *trainer_flags])
     run_main([*args, "--epochs", "2", "--output_root", str(tmp_path / "b"), *trainer_flags])
     name = train.run_dir_name(train.parse_args([*args, *trainer_flags]))
-    run_main([*args, "--epochs", "3", "--output_root", str(tmp_path / "b"), "--resume", "auto", *trainer_flags])
+    run_main([*args, "--epochs", "3", "--output_root", str(tmp_path / "b"), "--resume", "auto",
+              *trainer_flags])
     a, b = (weights(tmp_path / r / name / "checkpoint.pth") for r in "ab")
     assert_same_weights(a, b)
     assert torch.load(tmp_path / "b" / name / "checkpoint.pth", weights_only=False)["epoch"] == 3
@@ -47,7 +48,8 @@ def test_ddp_trains_and_evaluates_exactly(tiny_data, tmp_path, trainer_flags):
     assert "2 process(es)" in r.stdout and r.stdout.count("run folder") == 1  # only rank 0 prints
     name = train.run_dir_name(train.parse_args([*common, *trainer_flags]))
     ckpt = str(tmp_path / "ddp" / name / "checkpoint.pth")
-    evaluate = [*common, "--evaluate", "--resume", ckpt, "--save_scores", "--test_clips", "2", "--test_crops", "3"]
+    evaluate = [*common, "--evaluate", "--resume", ckpt, "--save_scores", "--test_clips", "2",
+                "--test_crops", "3"]
     r2 = torchrun(*evaluate, "--ddp", "--output_root", str(tmp_path / "e2"), *trainer_flags)
     assert r2.returncode == 0, r2.stderr[-3000:]
     r1 = run_cli([*evaluate, "--output_root", str(tmp_path / "e1"), *trainer_flags], timeout=300)
@@ -62,7 +64,8 @@ def test_sigterm_saves_and_resumes_exactly(tiny_data, tmp_path, trainer_flags):
     args = ["ucf101", *tiny_data, *TINY, "--epochs", "3", "--dro", "0.5"]
     name = train.run_dir_name(train.parse_args([*args, *trainer_flags]))
     # All three runs as subprocesses with one thread each: the same float summation order everywhere.
-    assert run_cli([*args, "--output_root", str(tmp_path / "ref"), *trainer_flags], timeout=600).returncode == 0
+    ref = run_cli([*args, "--output_root", str(tmp_path / "ref"), *trainer_flags], timeout=600)
+    assert ref.returncode == 0, ref.stderr[-2000:]
     # Interrupt a second run mid-training, then resume it from its checkpoint.
     p = subprocess.Popen([sys.executable, str(REPO / "train.py"), *args, "--output_root", str(tmp_path / "x"),
                           *trainer_flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
@@ -76,7 +79,8 @@ def test_sigterm_saves_and_resumes_exactly(tiny_data, tmp_path, trainer_flags):
     assert "saved" in out
     ckpt = torch.load(tmp_path / "x" / name / "checkpoint.pth", weights_only=False)
     assert ckpt["epoch"] == 1 and ckpt["iter"] >= 1
-    r = run_cli([*args, "--output_root", str(tmp_path / "x"), "--resume", "auto", *trainer_flags], timeout=600)
+    r = run_cli([*args, "--output_root", str(tmp_path / "x"), "--resume", "auto", *trainer_flags],
+                timeout=600)
     assert r.returncode == 0 and "resumed from" in r.stdout, r.stderr[-2000:]
     assert_same_weights(weights(tmp_path / "ref" / name / "checkpoint.pth"),
                         weights(tmp_path / "x" / name / "checkpoint.pth"))

@@ -28,7 +28,8 @@ def run_prepare(*commands):
 
 def test_cli_synth(tmp_path):
     out = tmp_path / "synth"
-    [(rc, stdout, stderr)] = run_prepare(("synth", out, "--classes", 4, "--videos", 8, "--frames", 6, "--size", "48x40"))
+    [(rc, stdout, stderr)] = run_prepare(("synth", out, "--classes", 4, "--videos", 8, "--frames", 6,
+                                          "--size", "48x40"))
     assert rc == 0, stderr
     for split in ("train", "val"):
         lines = (out / f"{split}.txt").read_text().splitlines()
@@ -43,7 +44,8 @@ def test_cli_synth(tmp_path):
             with Image.open(out / rel / names[-1]) as img:
                 assert img.format == "JPEG" and img.size == (48, 40)
         assert sorted(labels) == [0, 0, 1, 1, 2, 2, 3, 3]
-    ds = data.VideoFrameDataset(out / "train.txt", mode="val", t_length=4, t_stride=1, new_size=40, crop_size=32)
+    ds = data.VideoFrameDataset(out / "train.txt", mode="val", t_length=4, t_stride=1, new_size=40,
+                                crop_size=32)
     clip, _, _ = ds[0]
     assert clip.shape == (3, 4, 32, 32) and not torch.equal(clip[:, 0], clip[:, 1])  # frames move
 
@@ -61,7 +63,8 @@ def test_cli_lists_ucf101_and_hmdb51(tmp_path):
                                                          "ucf101_val_split1_list.txt"]
     train = (out / "ucf101_train_split1_list.txt").read_text().splitlines()
     val = (out / "ucf101_val_split1_list.txt").read_text().splitlines()
-    assert train == ["RGB/v_ApplyEyeMakeup_g08_c01 3 0", "RGB/HandstandPushups/v_HandStandPushups_g08_c01 5 2",
+    assert train == ["RGB/v_ApplyEyeMakeup_g08_c01 3 0",
+                     "RGB/HandstandPushups/v_HandStandPushups_g08_c01 5 2",
                      "RGB/v_Biking_g08_c01 4 1"]  # classInd is 1-based, labels 0-based
     assert val == ["RGB/v_ApplyEyeMakeup_g01_c01 6 0", "RGB/v_Biking_g01_c01 2 1"]
     videos = data.read_list(out / "ucf101_train_split1_list.txt", num_classes=3)
@@ -101,7 +104,8 @@ def test_cli_check(synth, tmp_path):
 
     rc, out, err = bad
     assert rc == 1, out + err
-    for line, what in [(2, "missing folder"), (3, "6 on disk"), (5, "unreadable frame"), (6, "label 9"), (7, "integers")]:
+    for line, what in [(2, "missing folder"), (3, "6 on disk"), (5, "unreadable frame"), (6, "label 9"),
+                       (7, "integers")]:
         assert re.search(re.escape(f"{path}:{line}: ") + ".*" + what, out), (line, out)
     for line in (1, 4, 8):
         assert f"{path}:{line}:" not in out
