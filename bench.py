@@ -6,7 +6,8 @@ size, FLOPs and training speed, and end-to-end training with the real loader aga
     python bench.py model --arch resnet50_3d --iters 0      # params and GMACs only
     python bench.py model --arch resnet50_3d -b 32 --amp bf16 --channels-last --compile --device cuda
     python bench.py train --arch resnet10_3d --t_length 8 --crop_size 112 -b 4 --workers 2 --iters 10
-    python bench.py train --arch resnet50_3d -b 32 --workers 16 --amp bf16 --channels-last --device cuda --iters 200
+    python bench.py train --arch resnet50_3d -b 32 --workers 16 --amp bf16 --channels-last --device cuda \
+        --iters 200
     python bench.py train ... --device cuda --decode_device cuda    # the loader ships bytes, nvJPEG decodes
     python bench.py video [--videos_dir DIR] [--sweep]      # JPEG frames vs re-encoded vs original videos
 Every command takes --json OUT to write its numbers as well.
@@ -24,7 +25,8 @@ data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in
       decoder (data.DECODER): the same run shows the pipeline before (torchvision) and after
       (TorchCodec) the switch. Train clips are cropped around their random box (data.train_box);
       cutting out and enlarging that box (data.crop_resize) and normalisation run batched on the device
-      in the training step -- timed apart, on this CPU, in the "device part" line. (b) and (c) both pay for collating.
+      in the training step -- timed apart, on this CPU, in the "device part" line. (b) and (c) both pay
+      for collating.
   (d) data.py bytes only: the loader's side of --decode_device cuda (VideoFrameDataset(encoded=True) +
       data.collate_encoded): it reads the files and ships their bytes; the GPU decodes them.
   All rows read the same files: the ones data.py's own __getitem__ chooses for clip i = video i % K
@@ -193,7 +195,8 @@ def rate_main(dataset, indices, warmup=2):
 
 def rate_loader(dataset, indices, workers, batch=8, collate=None):
     """clips/s through a DataLoader; the first max(1, workers) batches (start-up) are not timed."""
-    loader = DataLoader(dataset, batch_size=batch, sampler=indices, num_workers=workers, drop_last=True, collate_fn=collate)
+    loader = DataLoader(dataset, batch_size=batch, sampler=indices, num_workers=workers, drop_last=True,
+                        collate_fn=collate)
     skip, n = max(1, workers), 0
     for k, _ in enumerate(loader):
         if k + 1 == skip:
@@ -220,7 +223,8 @@ def data_methods(ds, K, mode, args):
 def bench_data(args):
     train_list, val_list = ((os.path.join(args.frames, "train.txt"), os.path.join(args.frames, "val.txt"))
                             if args.frames else ensure_frames(DEFAULT_FRAMES))
-    out = {"settings": vars(args) | {"machine": platform.machine(), "cores": os.cpu_count(), "torch": torch.__version__,
+    out = {"settings": vars(args) | {"machine": platform.machine(), "cores": os.cpu_count(),
+                                     "torch": torch.__version__,
                                      "decoders": data.available_decoders()}, "modes": {}}
     threads, decoder = torch.get_num_threads(), data.DECODER
     torch.set_num_threads(1)  # "per core": one intra-op thread, no workers
@@ -238,8 +242,9 @@ def bench_data(args):
                 for name, m in methods.items():
                     one[name] = max(one[name], rate_main(m, idx))
             idx = [i % K for i in range(64 * max(1, args.workers))]
-            many = {name: rate_loader(m.ds, idx, args.workers, collate=m.collate) if isinstance(m, Collated) else
-                    rate_loader(m, idx, args.workers) for name, m in methods.items()} if args.workers else {}
+            many = {name: rate_loader(m.ds, idx, args.workers, collate=m.collate)
+                    if isinstance(m, Collated) else rate_loader(m, idx, args.workers)
+                    for name, m in methods.items()} if args.workers else {}
             data.DECODER = decoder
             res = summarize(one, many, files)
             res["device_part_cpu_clips_s"] = rate_device_part(ds, K, mode)
@@ -255,9 +260,11 @@ def summarize(one, many, files):
     """Ratios of the rows: (c) / (b), and each data.py row's share of the decode-only limit."""
     limit = max((k for k in one if k.startswith("(a)")), key=one.get)  # the fastest decoder's row
     share = {k: one[k] / one[limit] for k in one if k.startswith("(c)")}
-    share_many = {k: many[k] / max(many[j] for j in many if j.startswith("(a)")) for k in share} if many else {}
+    share_many = ({k: many[k] / max(many[j] for j in many if j.startswith("(a)")) for k in share}
+                  if many else {})
     W, H = Image.open(files[0][0]).size
-    return {"per_core": one, "workers": many, "c_over_b": one[OURS] / one[NAIVE], "c_over_best_a": one[OURS] / one[limit],
+    return {"per_core": one, "workers": many, "c_over_b": one[OURS] / one[NAIVE],
+            "c_over_best_a": one[OURS] / one[limit],
             "limit": limit, "share_of_limit": share, "share_of_limit_workers": share_many,
             "videos": len(files), "frame_size": [W, H],
             "jpeg_kb": float(np.mean([os.path.getsize(p) for f in files for p in f]) / 1024)}
@@ -266,18 +273,22 @@ def summarize(one, many, files):
 def print_data(res, mode, list_file, methods, args):
     one, many, best_a = res["per_core"], res["workers"], res["per_core"][res["limit"]]
     W, H = res["frame_size"]
-    print(f"\ndata: {mode} clips 3x{args.t_length}x{args.crop_size}x{args.crop_size} (t_stride {args.t_stride}) "
+    print(f"\ndata: {mode} clips 3x{args.t_length}x{args.crop_size}x{args.crop_size} "
+          f"(t_stride {args.t_stride}) "
           f"from {list_file}: {res['videos']} videos, {W}x{H} JPEGs of {res['jpeg_kb']:.0f} KB; clips/s")
-    print(f"{'method':44s} {'1 core':>8s} {f'{args.workers} workers':>10s} {'vs (b)':>8s} {'vs best (a)':>12s}")
+    print(f"{'method':44s} {'1 core':>8s} {f'{args.workers} workers':>10s} "
+          f"{'vs (b)':>8s} {'vs best (a)':>12s}")
     for name in methods:
         w = f"{many[name]:10.1f}" if many else f"{'-':>10s}"
         print(f"{name:44s} {one[name]:8.1f} {w} {one[name] / one[NAIVE]:7.2f}x {one[name] / best_a:11.2f}x")
-    print(f"(c) device part ({'normalize + crop_resize' if mode == 'train' else 'normalize'}), run here on 1 CPU core: "
+    print(f"(c) device part ({'normalize + crop_resize' if mode == 'train' else 'normalize'}), "
+          f"run here on 1 CPU core: "
           f"{res['device_part_cpu_clips_s']:.1f} clips/s (on a GPU: a few batched kernels)")
     print(f"loader's share of the limit ({res['limit']}), 1 core{' / workers' if many else ''}: " + ", ".join(
         f"{k[len('(c) data.py, '):]} {v:.2f}" + (f" / {res['share_of_limit_workers'][k]:.2f}" if many else "")
         for k, v in res["share_of_limit"].items()))
-    print(f"targets, 1 core: (c)/(b) = {res['c_over_b']:.2f}x (>= 5), (c)/best (a) = {res['c_over_best_a']:.2f}x (>= 0.8)")
+    print(f"targets, 1 core: (c)/(b) = {res['c_over_b']:.2f}x (>= 5), "
+          f"(c)/best (a) = {res['c_over_best_a']:.2f}x (>= 0.8)")
 
 
 def rate_device_part(ds, K, mode, batch=8, rounds=3):
@@ -311,7 +322,8 @@ def make_step(args, device, amp=None, channels_last=False, compile=False):
 
     def step(clips, labels, info):
         clips = data.normalize(clips.to(device, non_blocking=True))  # uint8 -> float on the device
-        clips = data.crop_resize(clips, info["box"].to(device)).contiguous(memory_format=memory_format)  # the crop's rest
+        clips = data.crop_resize(clips, info["box"].to(device))  # the crop's rest
+        clips = clips.contiguous(memory_format=memory_format)
         labels = labels.to(device, non_blocking=True)
         with autocast:
             loss = criterion(model(clips), labels)
@@ -328,11 +340,13 @@ def synthetic_batches(args, n=2):
     """Pre-made uint8 batches like the loader's: same shape, channels_last_3d memory, pinned on CUDA."""
     g = torch.Generator().manual_seed(args.seed)
     shape = (args.batch_size, 3, args.t_length, args.crop_size, args.crop_size)
-    out = [(torch.randint(0, 256, shape, dtype=torch.uint8, generator=g).contiguous(memory_format=torch.channels_last_3d),
+    out = [(torch.randint(0, 256, shape, dtype=torch.uint8, generator=g)
+            .contiguous(memory_format=torch.channels_last_3d),
             torch.randint(0, args.num_classes, (args.batch_size,), generator=g)) for _ in range(n)]
     if args.device.startswith("cuda"):
         out = [(x.pin_memory(), y.pin_memory()) for x, y in out]
-    box = torch.tensor([[0.05, 0.05, 0.9, 0.9]]).repeat(args.batch_size, 1)  # a typical upscale: crop_resize runs
+    # a typical upscale: crop_resize runs
+    box = torch.tensor([[0.05, 0.05, 0.9, 0.9]]).repeat(args.batch_size, 1)
     out = [(x, y, {"box": box}) for x, y in out]
     return (out[i % n] for i in range(args.warmup + args.iters))  # an iterator, like a loader
 
@@ -384,11 +398,13 @@ def bench_model(args):
     if args.compile:
         rows.append((rows[-1][0] + "+compile", rows[-1][1] | {"compile": True}))
     out = {"settings": vars(args), "params": params, "gmacs_per_clip": gmacs, "rows": {}}
-    print(f"\nmodel {args.arch}, {args.num_classes} classes, clip 3x{args.t_length}x{args.crop_size}x{args.crop_size}: "
+    print(f"\nmodel {args.arch}, {args.num_classes} classes, "
+          f"clip 3x{args.t_length}x{args.crop_size}x{args.crop_size}: "
           f"{params / 1e6:.2f}M params, {gmacs:.2f} GMACs per clip (forward)")
     if args.iters < 1:
         return out
-    print(f"batch {args.batch_size} on {device}, {args.warmup} warmup + {args.iters} timed steps of forward+backward+SGD")
+    print(f"batch {args.batch_size} on {device}, {args.warmup} warmup + {args.iters} "
+          f"timed steps of forward+backward+SGD")
     print(f"{'config':32s} {'clips/s':>9s} {'ms/step':>9s} {'peak GiB':>9s} {'speedup':>8s}")
     for name, kw in rows:
         if device.type == "cuda":
@@ -413,7 +429,8 @@ def bench_train(args):
                                 new_size=args.new_size, crop_size=args.crop_size, seed=args.seed,
                                 encoded=args.decode_device == "cuda")  # then the loader ships bytes
     step = make_step(args, device, args.amp, args.channels_last, args.compile)
-    sampler = torch.utils.data.RandomSampler(ds, replacement=True, num_samples=(args.warmup + args.iters) * args.batch_size,
+    sampler = torch.utils.data.RandomSampler(ds, replacement=True,
+                                             num_samples=(args.warmup + args.iters) * args.batch_size,
                                              generator=torch.Generator().manual_seed(args.seed))
     loader = DataLoader(ds, batch_size=args.batch_size, sampler=sampler, num_workers=args.workers,
                         pin_memory=device.type == "cuda", drop_last=True,
@@ -423,14 +440,18 @@ def bench_train(args):
     # Synthetic first: it also warms up the model (cuDNN autotune, compile) before the real loader runs.
     synth, synth_wait = run_steps(step, synthetic_batches(args), args.warmup, args.iters, device)
     real, real_wait = run_steps(step, batches, args.warmup, args.iters, device)
-    out = {"settings": vars(args), "synthetic_clips_s": synth, "real_clips_s": real, "real_over_synthetic": real / synth,
+    out = {"settings": vars(args), "synthetic_clips_s": synth, "real_clips_s": real,
+           "real_over_synthetic": real / synth,
            "real_data_wait": real_wait, "synthetic_data_wait": synth_wait}
-    amp = [args.amp] * (args.amp != "off") + ["channels-last"] * args.channels_last + ["compile"] * args.compile
-    print(f"\ntrain {args.arch} 3x{args.t_length}x{args.crop_size}x{args.crop_size}, batch {args.batch_size}, "
-          f"{args.workers} workers, {device}, {'+'.join(amp) or 'fp32'}, JPEGs decoded on {args.decode_device}; "
+    amp = ([args.amp] * (args.amp != "off") + ["channels-last"] * args.channels_last
+           + ["compile"] * args.compile)
+    print(f"\ntrain {args.arch} 3x{args.t_length}x{args.crop_size}x{args.crop_size}, "
+          f"batch {args.batch_size}, {args.workers} workers, {device}, {'+'.join(amp) or 'fp32'}, "
+          f"JPEGs decoded on {args.decode_device}; "
           f"{args.warmup} warmup + {args.iters} timed steps")
     print(f"{'loader':34s} {'clips/s':>9s} {'ms/step':>9s} {'data wait':>10s}")
-    for name, r, w in (("synthetic (uint8 batches in memory)", synth, synth_wait), ("real (VideoFrameDataset)", real, real_wait)):
+    for name, r, w in (("synthetic (uint8 batches in memory)", synth, synth_wait),
+                       ("real (VideoFrameDataset)", real, real_wait)):
         print(f"{name:34s} {r:9.2f} {1000 * args.batch_size / r:9.1f} {w:10.0%}")
     print(f"real / synthetic = {real / synth:.2f}x")
     return out
@@ -661,11 +682,14 @@ def get_args_parser():
         q.add_argument("--seed", default=0, type=int)
         q.add_argument("--json", default=None, help="also write the numbers to this file")
     for q in (d, t):
-        q.add_argument("--frames", default=None, help=f"folder with train.txt/val.txt (default: synthetic frames in {DEFAULT_FRAMES})")
+        q.add_argument("--frames", default=None,
+                       help=f"folder with train.txt/val.txt (default: synthetic frames in {DEFAULT_FRAMES})")
         q.add_argument("--workers", default=DEFAULT_WORKERS, type=int, help="DataLoader worker processes")
         q.add_argument("--t_stride", default=4, type=int, help="frames between sampled frames")
-        q.add_argument("--new_size", default=256, type=int, help="short side before cropping (train jitters to 1.25x)")
-    d.add_argument("--videos", default=0, type=int, help="draw clips from the first K videos of each list (0: all)")
+        q.add_argument("--new_size", default=256, type=int,
+                       help="short side before cropping (train jitters to 1.25x)")
+    d.add_argument("--videos", default=0, type=int,
+                   help="draw clips from the first K videos of each list (0: all)")
     d.add_argument("--iters", default=64, type=int, help="timed clips per method and round")
     d.add_argument("--repeats", default=3, type=int, help="rounds per method on 1 core (the best counts)")
     for q in (m, t):
@@ -673,14 +697,17 @@ def get_args_parser():
         q.add_argument("-b", "--batch-size", dest="batch_size", default=8, type=int, help="clips per step")
         q.add_argument("--num_classes", default=400, type=int)
         q.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"], help="mixed precision")
-        q.add_argument("--channels-last", dest="channels_last", action="store_true", help="channels_last_3d memory format")
+        q.add_argument("--channels-last", dest="channels_last", action="store_true",
+                       help="channels_last_3d memory format")
         q.add_argument("--compile", action="store_true", help="torch.compile the model")
         q.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
         q.add_argument("--warmup", default=3, type=int, help="untimed steps first")
     m.add_argument("--iters", default=10, type=int, help="timed steps (0: only params and GMACs)")
     t.add_argument("--decode_device", default="cpu", choices=["cpu", "cuda"],
-                   help="cpu: the workers decode; cuda: they ship bytes, nvJPEG decodes batches (data.decode_batch)")
-    t.add_argument("--iters", default=50, type=int, help="timed steps; >> 2 x workers, or batches that workers "
+                   help="cpu: the workers decode; cuda: they ship bytes, nvJPEG decodes batches "
+                        "(data.decode_batch)")
+    t.add_argument("--iters", default=50, type=int,
+                   help="timed steps; >> 2 x workers, or batches that workers "
                    "prefetch during warmup hide waiting")
     return p
 
@@ -706,8 +733,8 @@ def main(argv=None):
     try:
         run = {"data": bench_data, "model": bench_model, "train": bench_train, "video": bench_video}[args.cmd]
         out = run(args)
-    except (ValueError, FileNotFoundError, data.BadVideo) as e:  # bad sizes, a bad list or frame: data.py / model.py say which
-        fail(str(e))
+    except (ValueError, FileNotFoundError, data.BadVideo) as e:
+        fail(str(e))  # bad sizes, a bad list or frame: data.py / model.py say which
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:
