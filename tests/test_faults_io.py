@@ -1,3 +1,4 @@
+# ruff: noqa: F811 -- the `lists` fixture is imported from test_train, then taken as an argument
 """I/O faults: a read that never returns, a disk that fills mid-save, bad videos across a resume and ranks."""
 from pathlib import Path
 import errno
@@ -52,8 +53,12 @@ def test_disk_filling_at_any_point_of_a_save_is_one_line_and_resume_auto_works(l
     run_main([*args, "--epochs", "1"])
     folder = run_dir(tmp_path, args)
     FullDisk.room = room
-    monkeypatch.setattr(checkpoint, "open", lambda path, mode="r", *a, **k: FullDisk(path, mode.replace("b", ""))
-                        if "w" in mode and str(path).endswith(".tmp") else open(path, mode, *a, **k), raising=False)
+
+    def full_open(path, mode="r", *a, **k):  # the checkpoint's temp file lands on the full disk
+        if "w" in mode and str(path).endswith(".tmp"):
+            return FullDisk(path, mode.replace("b", ""))
+        return open(path, mode, *a, **k)
+    monkeypatch.setattr(checkpoint, "open", full_open, raising=False)
     capsys.readouterr()
     with pytest.raises(SystemExit) as e:
         run_main([*args, "--epochs", "2", "--resume", "auto"])
@@ -73,7 +78,8 @@ def test_bad_videos_seen_survive_a_resume_and_are_not_reported_again(lists, tmp_
     bad_video = (folder / "train.txt").read_text().split()[0]
     for k in range(2, 10):  # frames 1 and 10 stay fine: the early folder check passes, the clip does not
         (folder / bad_video / f"img_{k:05d}.jpg").write_bytes(b"garbage")
-    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "--output_root", str(tmp_path)]
+    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY,
+            "--output_root", str(tmp_path)]
     run_main([*args, "--epochs", "1"])
     assert capsys.readouterr().err.count("bad video replaced") == 1
     run_main([*args, "--epochs", "2", "--resume", "auto"])  # epoch 1 replaces it again, silently

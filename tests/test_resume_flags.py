@@ -1,5 +1,7 @@
+# ruff: noqa: F811 -- the `lists` fixture is imported from test_train, then taken as an argument
 """Resume: a mid-epoch checkpoint continues exactly with the global batch split otherwise, and every flag
 given on resume takes effect or is refused in one line naming it."""
+import json
 import signal
 from types import SimpleNamespace
 
@@ -38,7 +40,8 @@ def stop_after_first_step(monkeypatch, steps):
 
 @pytest.mark.parametrize("before, after", [(["-b", "2", "--iter_size", "2"], ["-b", "4"]),
                                            (["-b", "4"], ["-b", "1", "--iter_size", "4"])])
-def test_mid_epoch_resume_with_the_batch_split_otherwise_is_exact(lists, tmp_path, monkeypatch, before, after):
+def test_mid_epoch_resume_with_the_batch_split_otherwise_is_exact(lists, tmp_path, monkeypatch, before,
+                                                                   after):
     # BN frozen: no batch statistics, so any split of a step's 4 clips gives its gradient up to rounding.
     common = ["ucf101", *lists, *TINY, "--freeze_bn", "--epochs", "2"]
     run_main([*common, "-b", "4", "--output_root", str(tmp_path / "whole")])
@@ -66,7 +69,8 @@ def test_wd_and_momentum_given_on_resume_win_over_the_saved_optimizer(lists, tmp
     args = ["ucf101", *lists, *TINY, "--output_root", str(tmp_path)]
     run_main([*args, "--epochs", "1"])
     run_main([*args, "--epochs", "2", "--resume", "auto", "--wd", "0.01", "--momentum", "0.5"])
-    groups = torch.load(run_dir(tmp_path, args) / "checkpoint.pth", weights_only=False)["optimizer"]["param_groups"]
+    ckpt = torch.load(run_dir(tmp_path, args) / "checkpoint.pth", weights_only=False)
+    groups = ckpt["optimizer"]["param_groups"]
     assert [(g["weight_decay"], g["momentum"]) for g in groups] == [(0.01, 0.5), (0.0, 0.5)]
 
 
@@ -75,8 +79,8 @@ def test_schedule_flags_given_on_resume_take_effect(lists, tmp_path):
     run_main([*args, "--epochs", "1"])
     new = ["--epochs", "3", "--lr", "0.2", "--lr_policy", "cosine", "--warmup", "2"]
     run_main([*args, *new, "--resume", "auto"])
-    got = [log["lr"] for log in map(__import__("json").loads,
-                                    (run_dir(tmp_path, args) / "log.jsonl").read_text().splitlines())]
+    lines = (run_dir(tmp_path, args) / "log.jsonl").read_text().splitlines()
+    got = [json.loads(line)["lr"] for line in lines]
     a = train.parse_args([*args, *new])
     assert got[1:] == pytest.approx([train.lr_at(a, 3, 2), train.lr_at(a, 5, 2)])
 
@@ -102,10 +106,12 @@ def test_amp_off_to_fp16_resume_starts_a_fresh_scale(lists, tmp_path):
     a = train.parse_args([*args, "--epochs", "2"])
     train.check_args(a)
     model = train.make_model(a)
-    opt = torch.optim.SGD(train.param_groups(model, a.weight_decay, a.bn_bias_wd), lr=a.lr, momentum=a.momentum)
+    groups = train.param_groups(model, a.weight_decay, a.bn_bias_wd)
+    opt = torch.optim.SGD(groups, lr=a.lr, momentum=a.momentum)
     net = SimpleNamespace(optimizer=opt, scaler=torch.amp.GradScaler("cpu", enabled=True))
     progress = checkpoint.Progress()
-    checkpoint.load_training_state(a, SimpleNamespace(world_size=1, rank=0), net, progress, ckpt, ckpt["args"])
+    rt = SimpleNamespace(world_size=1, rank=0)
+    checkpoint.load_training_state(a, rt, net, progress, ckpt, ckpt["args"])
     assert net.scaler.is_enabled() and net.scaler.get_scale() == 2.0 ** 16 and progress.epoch == 1
 
 
