@@ -37,7 +37,6 @@ import re
 import sys
 import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -983,43 +982,6 @@ def _decode_on(device, blobs, where):
     for k in set(range(len(blobs))) - set(jpeg):
         out[k] = _decode_on(torch.device("cpu"), [blobs[k]], [where[k]])[0].to(device)
     return out
-
-
-# ---- frames on disk: counted by predict.py and prepare.py, checked as train.py starts ------------
-def count_frames(folder, image_tmpl="img_{:05d}.jpg", start_index=1, names=None):
-    """Frames start_index, start_index+1, ... present in folder (stops at the first gap)."""
-    names = set(os.listdir(folder) if names is None else names)
-    n = 0
-    while n < len(names) and image_tmpl.format(start_index + n) in names:  # bounded: whatever the template
-        n += 1
-    return n
-
-
-def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report=10, threads=32):
-    """The fail-early check before training: every video's folder exists and holds its first and last
-    listed frame. Stat calls only (no decoding), on `threads` threads: on network storage a stat is a
-    round trip, and they overlap. Returns (the first `max_report` problems in list order, one line each:
-    "<list>:<line>: missing folder <path>" / "missing frame <path>", the number of bad videos)."""
-    check_image_tmpl(image_tmpl, start_index)
-
-    def problem(v):
-        if is_video_file(v.path):
-            return None if os.path.isfile(v.path) else f"{v.list_file}:{v.line}: missing file {v.path}"
-        for i in sorted({start_index, start_index + v.num_frames - 1}):
-            path = os.path.join(v.path, image_tmpl.format(i))
-            if not os.path.exists(path):
-                what = f"missing frame {path}" if os.path.isdir(v.path) else f"missing folder {v.path}"
-                return f"{v.list_file}:{v.line}: {what}"
-        return None
-
-    def chunk(vs):  # a task per chunk, not per video: a future costs about as much as a stat
-        return [m for m in map(problem, vs) if m]
-
-    size = max(1, min(256, len(videos) // (4 * threads) + 1))
-    with ThreadPoolExecutor(threads) as pool:
-        chunks = pool.map(chunk, [videos[k:k + size] for k in range(0, len(videos), size)])
-        found = [m for ms in chunks for m in ms]
-    return found[:max_report], len(found)
 
 
 if __name__ == "__main__":  # the dataset commands live in prepare.py; `python data.py check ...` still works

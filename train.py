@@ -50,6 +50,7 @@ from tqdm import tqdm
 import checkpoint
 import data
 import model as models
+import prepare  # the start-up folder check and the demo's synthetic data
 import report
 from checkpoint import fail, warn
 
@@ -329,7 +330,6 @@ def worker_init_fn(worker_id):
 def build_data(args, rt):
     if args.dataset == "demo" and not os.path.exists(args.train_list):
         if rt.rank == 0:
-            import prepare  # the demo's synthetic data: a preparation command, made on first use
             prepare.make_synth(os.path.dirname(args.train_list), **DEMO_DATA)
         if rt.world_size > 1:
             dist.barrier()
@@ -373,7 +373,7 @@ def build_data(args, rt):
 def check_frame_folders(args, *video_lists):
     """Before the model is built: every listed folder holds its first and last frame (stat calls only)."""
     for videos in video_lists:
-        problems, count = data.check_folders(videos, args.image_tmpl)
+        problems, count = prepare.check_folders(videos, args.image_tmpl)
         if count:
             fail(f"{count} listed video(s) have missing frame folders or frames: {'; '.join(problems)}"
                  f"{' ...' if count > len(problems) else ''} (full report: `python prepare.py check LIST`)")
