@@ -70,6 +70,7 @@ warnings.filterwarnings("ignore", message="The image decoding and encoding capab
 
 MEAN = (0.485, 0.456, 0.406)  # ImageNet RGB statistics, the inflated 2D weights expect them
 STD = (0.229, 0.224, 0.225)
+DECODE_CHUNK = 1 << 30  # decode_batch: bytes of full-size frames per batched GPU decode (1080p: ~170)
 MODES = ("train", "val", "test")
 
 
@@ -341,8 +342,7 @@ def finish_box(frames, box, size):
 
 
 def _aligned(start, length, limit, size):
-    """One axis of `finish_box`: input span [a, b), its rescaled length n and the crop's first output j.
-    The box's grid is hit only from an a at a whole rescaled pixel: worst case (gcd 1) the whole axis."""
+    """finish_box, one axis -> input span [a, b) (a at a whole rescaled pixel), rescaled length, first j."""
     r = round(size * limit / length)  # the rescaled frame's side (train_box: length = size * limit / r)
     step = limit // math.gcd(limit, r)  # input starts the rescaled grid hits at a whole pixel
     a = step * (max(0, math.floor(start - 1)) // step)  # the first tap, start - 0.5 (+0.5 px margin)
@@ -785,9 +785,6 @@ def decode_batch(batch, device, dataset):
         return out, labels
     extra = torch.utils.data.default_collate(infos) if infos[0] else {}  # e.g. info["box"], drawn on replay
     return out, labels, {**info[0], **extra}
-
-
-DECODE_CHUNK = 1 << 30  # bytes of full-size decoded frames per batched GPU decode (1080p: ~170 frames)
 
 
 def _decoded_bytes(e):  # from the first frame's JPEG header (a few us); else counted as 1080p
