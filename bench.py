@@ -10,6 +10,7 @@ size, FLOPs and training speed, and end-to-end training with the real loader aga
         --iters 200
     python bench.py train ... --device cuda --decode_device cuda    # the loader ships bytes, nvJPEG decodes
     python bench.py video [--videos_dir DIR] [--sweep]      # JPEG frames vs re-encoded vs original videos
+    python bench.py gpu     # everything GPU-only: CUDA tests + amp/compile/loader/nvJPEG rows -> markdown
 Every command takes --json OUT to write its numbers as well.
 
 data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in [256, 320], random
@@ -61,8 +62,10 @@ import json
 import os
 import platform
 import resource
+import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 import torch
@@ -75,6 +78,7 @@ from torch.utils.flop_counter import FlopCounterMode
 import data
 import model as models
 import prepare
+import train
 
 DEFAULT_FRAMES = os.path.join("output", "bench_frames")
 DEFAULT_WORKERS = min(os.cpu_count() or 1, 8)
@@ -104,6 +108,8 @@ NAIVE = "(b) naive (original project)"
 PIPELINE = "(c) data.py, {}"           # data.py's own pipeline with data.DECODER = each decoder
 OURS = PIPELINE.format(data.DECODER)   # data.py as shipped (TorchCodec where installed)
 BYTES = "(d) data.py, bytes only (--decode_device)"
+CPU_BEFORE = "(e) CPU trainer's input, crop_resize in step"  # before: the crop finished in float in the step
+CPU_NOW = "(e) CPU trainer's input, uint8 in loader"       # now: data.finish_box in the loader
 
 
 class DecodeOnly(Dataset):
@@ -193,12 +199,14 @@ def rate_main(dataset, indices, warmup=2):
     return (len(indices) - warmup) / (time.perf_counter() - t0)
 
 
-def rate_loader(dataset, indices, workers, batch=8, collate=None):
-    """clips/s through a DataLoader; the first max(1, workers) batches (start-up) are not timed."""
+def rate_loader(dataset, indices, workers, batch=8, collate=None, step=None):
+    """clips/s through a DataLoader (and `step` on each batch in this process, as a trainer would); the
+    first max(1, workers) batches (start-up) are not timed."""
     loader = DataLoader(dataset, batch_size=batch, sampler=indices, num_workers=workers, drop_last=True,
                         collate_fn=collate)
     skip, n = max(1, workers), 0
-    for k, _ in enumerate(loader):
+    for k, b in enumerate(loader):
+        step(*b) if step else None
         if k + 1 == skip:
             t0 = time.perf_counter()
         elif k >= skip:
@@ -217,7 +225,28 @@ def data_methods(ds, K, mode, args):
     enc = copy.copy(ds)
     enc.encoded = True  # the loader's side of --decode_device: read the files, ship the bytes
     methods[BYTES] = Collated(enc, data.collate_encoded)
+    if mode == "train":  # (e): all a CPU trainer does before its model: the loader, then train.to_model_input
+        for name, finish in ((CPU_BEFORE, False), (CPU_NOW, True)):
+            methods[name] = TrainerInput(copy.copy(ds), finish)
     return methods, files
+
+
+class TrainerInput(Collated):
+    """(e) a clip as train.py's CPU trainer gets it: dataset item, collate, then train.to_model_input (in
+    the main process: with workers, `step`). finish: data.finish_box in the loader (train.py with a CPU
+    model) or not (the float crop_resize in the step, as before)."""
+
+    def __init__(self, ds, finish):
+        super().__init__(ds, data.collate)
+        ds.finish_crop = finish
+        self.rt = types.SimpleNamespace(device=torch.device("cpu"), mean=data.MEAN, std=data.STD,
+                                        memory_format=torch.contiguous_format)
+
+    def step(self, clips, labels, info):
+        return train.to_model_input(clips, info, self.rt)
+
+    def __getitem__(self, i):
+        return self.step(*super().__getitem__(i))
 
 
 def bench_data(args):
@@ -242,7 +271,8 @@ def bench_data(args):
                 for name, m in methods.items():
                     one[name] = max(one[name], rate_main(m, idx))
             idx = [i % K for i in range(64 * max(1, args.workers))]
-            many = {name: rate_loader(m.ds, idx, args.workers, collate=m.collate)
+            many = {name: rate_loader(m.ds, idx, args.workers, collate=m.collate,
+                                      step=getattr(m, "step", None))
                     if isinstance(m, Collated) else rate_loader(m, idx, args.workers)
                     for name, m in methods.items()} if args.workers else {}
             data.DECODER = decoder
@@ -289,6 +319,9 @@ def print_data(res, mode, list_file, methods, args):
         for k, v in res["share_of_limit"].items()))
     print(f"targets, 1 core: (c)/(b) = {res['c_over_b']:.2f}x (>= 5), "
           f"(c)/best (a) = {res['c_over_best_a']:.2f}x (>= 0.8)")
+    if CPU_NOW in one:  # goal: the whole CPU input path >= 0.6x decode-only, one core
+        print(f"CPU trainer's whole input path / best (a), 1 core: {one[CPU_BEFORE] / best_a:.2f}x before, "
+              f"{one[CPU_NOW] / best_a:.2f}x now (goal >= 0.6)")
 
 
 def rate_device_part(ds, K, mode, batch=8, rounds=3):
@@ -322,8 +355,8 @@ def make_step(args, device, amp=None, channels_last=False, compile=False):
 
     def step(clips, labels, info):
         clips = data.normalize(clips.to(device, non_blocking=True))  # uint8 -> float on the device
-        clips = data.crop_resize(clips, info["box"].to(device))  # the crop's rest
-        clips = clips.contiguous(memory_format=memory_format)
+        # the crop's rest (boxes on the host: train.py's to_model_input)
+        clips = data.crop_resize(clips, info["box"]).contiguous(memory_format=memory_format)
         labels = labels.to(device, non_blocking=True)
         with autocast:
             loss = criterion(model(clips), labels)
@@ -331,7 +364,7 @@ def make_step(args, device, amp=None, channels_last=False, compile=False):
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
-        return loss.item()  # one host sync per step, like train.py's loss check: the timings are real
+        return loss  # no host sync per step, as in train.py (run_steps synchronizes around the timing)
 
     return step
 
@@ -660,6 +693,42 @@ def sweep_encodings(args, root, lists):
     return rows
 
 
+# ---- gpu: everything GPU-only, one command, a markdown table -----------------------------------------
+def bench_gpu(args):
+    """The CUDA-only tests (pytest -k cuda), then model rows (fp32, bf16, fp16, channels-last, compile),
+    real loader vs in-memory batches, and --decode_device cuda: one markdown table for docs/performance.md."""
+    if not torch.cuda.is_available():
+        print("bench.py gpu: no CUDA GPU visible; nothing measured (run it on a machine with one)")
+        sys.exit(2)
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-k", "cuda", "tests"], cwd=here,
+                       capture_output=True, text=True)
+    tests = (r.stdout.strip().splitlines() or ["no output"])[-1]
+    clip = ["--arch", args.arch, "-b", str(args.batch_size), "--t_length", str(args.t_length),
+            "--crop_size", str(args.crop_size), "--device", "cuda"]
+    rows = [(f"CUDA tests (pytest -k cuda, exit {r.returncode})", tests)]
+    for name, flags in (("fp32", []), ("bf16", ["--amp", "bf16"]), ("fp16", ["--amp", "fp16"]),
+                        ("bf16 + channels-last", ["--amp", "bf16", "--channels-last"]),
+                        ("bf16 + channels-last + compile",
+                         ["--amp", "bf16", "--channels-last", "--compile"])):
+        argv = ["model", *clip, "--iters", str(args.iters), *flags]
+        res = bench_model(get_args_parser().parse_args(argv))
+        last = list(res["rows"].values())[-1]
+        rows.append((f"model step, {name}",
+                     f"{last['clips_s']:.1f} clips/s, peak {last['peak_gib']:.2f} GiB"))
+    for name, flags in (("JPEGs decoded by the loader", []), ("--decode_device cuda (nvJPEG)",
+                                                               ["--decode_device", "cuda"])):
+        res = bench_train(get_args_parser().parse_args(["train", *clip, "--amp", "bf16", "--channels-last",
+                                                        "--workers", str(args.workers), *flags]))
+        rows.append((f"train bf16 + channels-last, {name}", f"real {res['real_clips_s']:.1f} vs in-memory "
+                     f"{res['synthetic_clips_s']:.1f} clips/s ({res['real_over_synthetic']:.2f}x), data wait "
+                     f"{res['real_data_wait']:.0%}"))
+    print(f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}, {os.cpu_count()} CPUs, {args.arch} "
+          f"3x{args.t_length}x{args.crop_size}x{args.crop_size}, batch {args.batch_size}\n")
+    print("| what | result |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows))
+    return {"rows": dict(rows), "tests_exit": r.returncode}
+
+
 def get_args_parser():
     p = argparse.ArgumentParser(description="Benchmark the data pipeline, the model and training.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -676,6 +745,15 @@ def get_args_parser():
     v.add_argument("--t_stride", default=4, type=int, help="frames between sampled frames")
     v.add_argument("--new_size", default=256, type=int, help="short side of the frames and re-encoded "
                    "videos, and before cropping")
+    g = sub.add_parser("gpu", help="everything GPU-only (CUDA tests, amp/channels-last/compile, loaders, "
+                       "nvJPEG): a markdown table")
+    g.add_argument("-a", "--arch", default="resnet50_3d", choices=models.ARCHS)
+    g.add_argument("-b", "--batch-size", dest="batch_size", default=16, type=int, help="clips per step")
+    g.add_argument("--t_length", default=16, type=int, help="frames per clip")
+    g.add_argument("--crop_size", default=224, type=int, help="square crop in px")
+    g.add_argument("--iters", default=20, type=int, help="timed steps per model row")
+    g.add_argument("--workers", default=DEFAULT_WORKERS, type=int, help="DataLoader workers (train rows)")
+    g.add_argument("--json", default=None, help="also write the numbers to this file")
     for q in (d, m, t, v):
         q.add_argument("--t_length", default=16, type=int, help="frames per clip")
         q.add_argument("--crop_size", default=224, type=int, help="square crop in px")
@@ -731,8 +809,9 @@ def main(argv=None):
     if getattr(args, "iters", 1) < (1 if args.cmd == "data" else 0) or getattr(args, "videos", 0) < 0:
         fail("--iters must be >= 1 for data (0 = params/GMACs only, for model) and --videos >= 0")
     try:
-        run = {"data": bench_data, "model": bench_model, "train": bench_train, "video": bench_video}[args.cmd]
-        out = run(args)
+        commands = {"data": bench_data, "model": bench_model, "train": bench_train, "video": bench_video,
+                    "gpu": bench_gpu}
+        out = commands[args.cmd](args)
     except (ValueError, FileNotFoundError, data.BadVideo) as e:
         fail(str(e))  # bad sizes, a bad list or frame: data.py / model.py say which
     if args.json:

@@ -17,10 +17,12 @@ import json
 import os
 import pickle
 import random
+import resource
 import shlex
 import shutil
 import signal
 import sys
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -179,9 +181,11 @@ def evaluation_files(args, rt):
 # ---- checkpoints -----------------------------------------------------------------------------------
 def save(args, rt, net, progress, d, best=False):
     """checkpoint.pth: a plain dict, weights without 'module.'; `best`: also copied to model_best.pth."""
-    rng = rt.gather({"torch": torch.get_rng_state(), "numpy": np.random.get_state(),  # each rank has its
-                     "python": random.getstate(),  # own dropout stream: one state per rank
-                     "cuda": torch.cuda.get_rng_state() if torch.cuda.is_available() else None})
+    # Each rank has its own dropout stream: one state per rank. CUDA: every GPU's state (DataParallel
+    # replicas and --device cuda:1 draw from their own generators, not cuda:0's).
+    rng = rt.gather({"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+                     "python": random.getstate(),
+                     "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None})
     if rt.rank != 0:
         return
     path = os.path.join(rt.run_dir, "checkpoint.pth")
@@ -319,8 +323,60 @@ def set_rng_state(s):
     torch.set_rng_state(s["torch"])
     np.random.set_state(s["numpy"])
     random.setstate(s["python"])
-    if s["cuda"] is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state(s["cuda"])
+    cuda = s["cuda"]
+    if isinstance(cuda, torch.Tensor):  # a checkpoint from before all GPUs' states were saved
+        cuda = [cuda]
+    if cuda is not None and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(cuda)
+    elif cuda is not None and torch.cuda.is_available():  # other GPUs than when saved: the first ones' states
+        for i, state in enumerate(cuda[:torch.cuda.device_count()]):
+            torch.cuda.set_rng_state(state, i)
+
+
+# ---- one epoch's numbers (train.train_one_epoch) -------------------------------------------------
+@dataclass
+class Meter:
+    """One epoch's running numbers on this rank, and the timing behind the progress line."""
+    start: int  # first batch of this (maybe resumed) epoch
+    # GPU trap: a host read (.item(), .tolist(), `if loss`) per step stalls the GPU's queue. The sums and the
+    # first non-finite loss stay on the device; `totals` reads them at print time and at the epoch's end.
+    sums: object = 0.0  # (loss sum, correct) on the device
+    bad: tuple = (-1, 0.0)  # (iteration, loss) of the first non-finite loss, on the device; -1: none
+    clips: int = 0
+    n_log: int = 0  # clips since the last line
+    t_wait: float = 0.0  # seconds spent waiting for the loader
+    t_epoch: float = field(default_factory=time.time)
+    t_log: float = field(default_factory=time.time)
+
+    def update(self, loss, logits, labels, it):
+        n, loss = len(labels), loss.detach().float()
+        self.sums = self.sums + torch.stack([loss * n, (logits.argmax(1) == labels).sum().float()])
+        first = ~loss.isfinite() & (self.bad[0] < 0)
+        self.bad = (torch.where(first, it, self.bad[0]), torch.where(first, loss, self.bad[1]))
+        self.clips, self.n_log = self.clips + n, self.n_log + n
+
+    def totals(self, epoch):
+        """[loss sum, correct, clips] on the host (one sync); a non-finite loss so far stops."""
+        if int(self.bad[0]) >= 0:
+            fail(f"loss is {float(self.bad[1])} at epoch {epoch} iteration {int(self.bad[0])}; stopping "
+                 "(lower --lr, or --clip-grad)", code=1)
+        return (self.sums.tolist() if torch.is_tensor(self.sums) else [0.0, 0.0]) + [self.clips]
+
+    def line(self, args, rt, progress, loss, lr, it, batches):
+        loss_sum, _, clips = self.totals(progress.epoch)  # the step's one host sync
+        now = time.time()
+        left = (args.epochs - progress.epoch) * batches - it - 1  # batches
+        eta = (now - self.t_epoch) / (it + 1 - self.start) * left
+        h, s = divmod(int(eta), 3600)  # hours unbounded: a 30 h run shows 30:00:00
+        mem = (torch.cuda.max_memory_allocated(rt.device) if rt.device.type == "cuda"
+               else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) / 2**30
+        text = (f"epoch {progress.epoch} [{it + 1}/{batches}] loss {loss.item():.4f} "
+                f"({loss_sum / clips:.4f}) lr {lr:.2e} "
+                f"{self.n_log * rt.world_size / (now - self.t_log):.1f} clips/s "
+                f"data {self.t_wait / (now - self.t_epoch):.0%} eta {h}:{s // 60:02d}:{s % 60:02d} "
+                f"mem {mem:.2f}GiB")
+        self.t_log, self.n_log = now, 0
+        return text
 
 
 # ---- stopping at a step boundary: signals and bad videos ------------------------------------------
@@ -365,12 +421,17 @@ def decode_on_device(batch, args, rt, net, progress, d, it):
     with it."""
     try:
         return data.decode_batch(batch, rt.device, d.train_ds)
-    except data.BadVideo as e:
+    except Exception as e:  # nvJPEG / TorchCodec raise RuntimeError, ValueError, their own kinds; OOM too
         if rt.world_size == 1:
             progress.iter = it - it % args.iter_size
             save(args, rt, net, progress, d)
-        fail(f"{e} -- found decoding on the GPU in training; run `python prepare.py check LIST --full` and "
-             "fix it, then --resume auto")
+        if isinstance(e, data.BadVideo):
+            fail(f"{e} -- found decoding on the GPU in training; run `python prepare.py check LIST --full` "
+                 "and fix it, then --resume auto")
+        why = (f"out of GPU memory decoding batch {it} (lower -b or data.DECODE_CHUNK)" if isinstance(
+            e, torch.OutOfMemoryError) else f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}")
+        fail(f"GPU decoding failed in training: {why}; {'saved checkpoint.pth; ' * (rt.world_size == 1)}"
+             "--resume auto continues")
 
 
 def exit_if_signalled(rt):

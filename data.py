@@ -30,6 +30,7 @@ References
 """
 import copy
 import dataclasses
+import functools
 import io
 import math
 import os
@@ -82,6 +83,7 @@ warnings.filterwarnings("ignore", message="The image decoding and encoding capab
 
 MEAN = (0.485, 0.456, 0.406)  # ImageNet RGB statistics, the inflated 2D weights expect them
 STD = (0.229, 0.224, 0.225)
+DECODE_CHUNK = 1 << 30  # decode_batch: bytes of full-size frames per batched GPU decode (1080p: ~170)
 MODES = ("train", "val", "test")
 
 
@@ -350,6 +352,24 @@ def train_crop(frames, box, size):
     return crop, ((y0 - wy) / size, (x0 - wx) / size, h / size, w / size)
 
 
+def finish_box(frames, box, size):
+    """A CPU model's `train_box` crop, whole, in uint8 in the loader: `crop_resize`'s grid, in torch's uint8
+    kernel. Trap: F.interpolate's grid starts at its input's start: see `_aligned`."""
+    (a, b, n, j), (c, e, m, k) = (_aligned(*v, size) for v in zip(box[:2], box[2:], frames[0].shape))
+    x = torch.stack([f[a:b, c:e] for f in frames]).permute(0, 3, 1, 2)  # (N, 3, h, w) channels-last view
+    x = F.interpolate(x, size=(n, m), mode="bilinear", align_corners=False, antialias=False)
+    return x[:, :, j:j + size, k:k + size].permute(0, 2, 3, 1)  # (N, size, size, 3), the decoder's layout
+
+
+def _aligned(start, length, limit, size):
+    """finish_box, one axis -> input span [a, b) (a at a whole rescaled pixel), rescaled length, first j."""
+    r = round(size * limit / length)  # the rescaled frame's side (train_box: length = size * limit / r)
+    step = limit // math.gcd(limit, r)  # input starts the rescaled grid hits at a whole pixel
+    a = step * (max(0, math.floor(start - 1)) // step)  # the first tap, start - 0.5 (+0.5 px margin)
+    b = min(limit, -(-math.ceil(start + length + 1) // step) * step)  # past the last tap, as a multiple
+    return a, b, (b - a) * r // limit, round(start * r / limit) - a * r // limit
+
+
 def _window(start, length, size, limit):
     """Start of a `size` window of a `limit`-sample axis that holds every tap with a weight of the
     `size` outputs over [start, start + length) (`_taps`, in plain floats: per-clip torch calls cost
@@ -421,9 +441,13 @@ def normalize(x, mean=MEAN, std=STD, dtype=torch.float32):
     Keeps the memory format: a batch from `collate` stays channels_last_3d."""
     if x.dtype != torch.uint8 or x.dim() < 4 or x.shape[-4] != 3:
         raise ValueError(f"normalize expects uint8 (..., 3, T, H, W), got {x.dtype} {tuple(x.shape)}")
-    mean = torch.tensor(mean, device=x.device, dtype=dtype).view(3, 1, 1, 1) * 255
-    std = torch.tensor(std, device=x.device, dtype=dtype).view(3, 1, 1, 1) * 255
+    mean, std = _scaled(tuple(mean), tuple(std), x.device, dtype)
     return (x.to(dtype) - mean) / std  # == (x / 255 - mean) / std
+
+
+@functools.lru_cache(maxsize=16)
+def _scaled(mean, std, device, dtype):  # once per device: a CUDA tensor from a list is a blocking copy
+    return [torch.tensor(v, dtype=dtype).view(3, 1, 1, 1).mul(255).to(device) for v in (mean, std)]
 
 
 def crop_resize(x, boxes):
@@ -433,9 +457,9 @@ def crop_resize(x, boxes):
     frame. Identity boxes (clips the loader already finished) pass through untouched. No randomness:
     the boxes were drawn in the loader from (seed, epoch, index), so a resume repeats them exactly."""
     B = x.shape[0]
-    boxes = boxes.to(device=x.device, dtype=x.dtype).view(B, 4)
-    if bool((boxes == boxes.new_tensor(IDENTITY_BOX)).all()):
+    if bool((boxes == boxes.new_tensor(IDENTITY_BOX)).all()):  # pass the loader's CPU boxes: no GPU sync
         return x
+    boxes = boxes.to(device=x.device, dtype=x.dtype, non_blocking=True).view(B, 4)
     y0, x0, h, w = boxes.unbind(1)
     theta = torch.zeros(B, 3, 4, device=x.device, dtype=x.dtype)  # output (x, y, t) in [-1, 1] -> input
     theta[:, 0, 0], theta[:, 1, 1], theta[:, 2, 2] = w, h, 1                # time maps onto itself exactly
@@ -674,7 +698,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     def __init__(self, list_file, root=None, image_tmpl="img_{:05d}.jpg", t_length=16, t_stride=4,
                  mode="train", new_size=256, crop_size=224, num_clips=1, num_crops=1, flip=True,
                  start_index=1, num_classes=None, seed=0, test_sampling="ours", encoded=False,
-                 video_decoder="auto", read_timeout=None):
+                 video_decoder="auto", read_timeout=None, finish_crop=False):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode != "test" and (num_clips, num_crops) != (1, 1):
@@ -697,6 +721,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         self.seed, self.epoch, self.test_sampling = seed, 0, test_sampling
         self.read_timeout = read_timeout  # s; None: no limit (see read_files)
         self.encoded = encoded  # --decode_device: items are EncodedClips, decode_batch decodes them
+        self.finish_crop = finish_crop  # a CPU model: finish_box here, uint8 (crop_resize: ~20x the time)
         self.video_decoder = pick_video_decoder(video_decoder)  # for the list's video files, if any
         self.videos = read_list(list_file, root, num_classes, decoder=self.video_decoder)
         self.num_classes = num_classes or max(v.label for v in self.videos) + 1
@@ -831,7 +856,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         info = {}
         if self.mode == "train":  # draws: frames, box, flip -- in this order
             box = train_box(H, W, self.new_size, self.crop_size, rng)
-            crop, box = train_crop(frames, box, self.crop_size)
+            crop, box = ((finish_box(frames, box, self.crop_size), IDENTITY_BOX) if self.finish_crop
+                         else train_crop(frames, box, self.crop_size))
             if self.flip and rng.random() < 0.5:  # mirror W, and the box
                 crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])
             views, info["box"] = [crop], torch.tensor(box, dtype=torch.float32)
@@ -913,42 +939,52 @@ def collate_encoded(batch):
 def decode_batch(batch, device, dataset):
     """A batch of EncodedClips (from collate_encoded) -> the batch that data.collate would have given,
     its clips decoded and cropped on `device`: (clips, labels[, info]), clips uint8 (B, [V,] 3, T, c, c)
-    in channels_last_3d memory on `device`; labels stay where they are. All JPEGs of the batch are
-    decoded in ONE call (nvJPEG on CUDA, batched: TorchCodec, else torchvision); then each clip is
-    `dataset.load_clip` (the loader's dataset) replayed on the decoded frames with the generator it had
-    in the loader: the same crops and flips, run on the device. On the CPU this is exactly the normal
-    path (tested); on CUDA, nvJPEG's pixels and the float resize differ by a few levels. Video files
-    are decoded one by one, on `device` with TorchCodec (NVDEC on CUDA), else on the CPU and copied."""
+    in channels_last_3d memory on `device`; labels stay where they are. Whole clips' JPEGs are decoded in
+    batched calls (nvJPEG on CUDA, batched: TorchCodec, else torchvision) of <= DECODE_CHUNK bytes of
+    frames (a batch of 1080p at once: ~6 GB); then each clip is `dataset.load_clip` (the loader's) replayed
+    on the decoded frames with the generator it had in the loader: the same crops and flips, run on the
+    device. On the CPU this is exactly the normal path (tested); on CUDA, nvJPEG's pixels and the float
+    resize differ by a few levels. Video files are decoded one by one, on `device` with TorchCodec
+    (NVDEC on CUDA), else on the CPU and copied."""
     encoded, labels, *info = batch
     device = torch.device(device)
-    jpegs = [e for e in encoded if not is_video_file(e.video.path)]
-    frames = _decode_on(device, [f for e in jpegs for f in e.frames()],
-                        [(e.video, p) for e in jpegs for p in e.paths])
-    clips, infos, k = [], [], 0
-    for e in encoded:
-        if is_video_file(e.video.path):
-            mine = dataset.read_video(e.video, e.numbers, e.data, device)
-        else:
-            mine = [f.permute(1, 2, 0) for f in frames[k:k + len(e.numbers)]]  # (H, W, 3), as decode_frame's
-            k += len(mine)
+    clips, infos, chunk, size = [], [], [], 0
+    for n, e in enumerate(encoded):
+        chunk, size = chunk + [e], size + _decoded_bytes(e)
+        if n + 1 < len(encoded) and size + _decoded_bytes(encoded[n + 1]) <= DECODE_CHUNK:
+            continue
+        jpegs = [c for c in chunk if not is_video_file(c.video.path)]
+        frames = _decode_on(device, [f for c in jpegs for f in c.frames()],
+                            [(c.video, p) for c in jpegs for p in c.paths])
+        for e in chunk:  # cropped here: the chunk's full-size frames are freed before the next decode
+            if is_video_file(e.video.path):
+                mine = dataset.read_video(e.video, e.numbers, e.data, device)
+            else:
+                mine, frames = [f.permute(1, 2, 0) for f in frames[:len(e.numbers)]], frames[len(e.numbers):]
 
-        def read(video, numbers, mine=mine, e=e):
-            if tuple(int(i) for i in numbers) != e.numbers:
-                raise RuntimeError(f"load_clip chose other frames on replay ({e.video.path}): "
-                                   "it must draw only from rng")
-            for f, path in zip(mine, e.paths):
-                if f.shape != mine[0].shape:
-                    raise BadVideo(e.video, path, _size_change(f, mine[0]))
-            return mine
+            def read(video, numbers, mine=mine, e=e):
+                if tuple(int(i) for i in numbers) != e.numbers:
+                    raise RuntimeError(f"load_clip chose other frames on replay ({e.video.path}): "
+                                       "it must draw only from rng")
+                for f, path in zip(mine, e.paths):
+                    if f.shape != mine[0].shape:
+                        raise BadVideo(e.video, path, _size_change(f, mine[0]))
+                return mine
 
-        clip, clip_info = dataset.load_clip(e.video, copy.deepcopy(e.rng), read=read)
-        clips.append(clip.movedim(-4, -1))  # as collate stacks: the interleaved memory as it is
-        infos.append(clip_info)
+            clip, clip_info = dataset.load_clip(e.video, copy.deepcopy(e.rng), read=read)
+            clips.append(clip.movedim(-4, -1))  # as collate stacks: the interleaved memory as it is
+            infos.append(clip_info)
+        chunk, size = [], 0
     out = torch.stack(clips).movedim(-1, -4)
     if not info:
         return out, labels
     extra = torch.utils.data.default_collate(infos) if infos[0] else {}  # e.g. info["box"], drawn on replay
     return out, labels, {**info[0], **extra}
+
+
+def _decoded_bytes(e):  # from the first frame's JPEG header (a few us); else counted as 1080p
+    size = is_jpeg(e.frames()[0]) and _encoded_size(e.frames()[0].numpy().tobytes())
+    return 3 * len(e.numbers) * math.prod(size or (1080, 1920))
 
 
 def _decode_on(device, blobs, where):
@@ -970,12 +1006,15 @@ def _decode_on(device, blobs, where):
         raise RuntimeError(f"decoding on {device} needs TorchCodec (pip install 'torchcodec>=0.16')")
     try:
         decoded = decode([blobs[k] for k in jpeg], mode="RGB", device=device) if jpeg else []
-    except RuntimeError:  # one bad file fails the whole call: find it, one by one, to name it
+    except torch.OutOfMemoryError:  # never frame by frame: that re-decodes everything, slowly, to no end
+        raise
+    except Exception:  # one bad file fails the whole call (RuntimeError, ValueError, ...): name it
         for k in jpeg:
             try:
                 decode([blobs[k]], mode="RGB", device=device)
-            except RuntimeError as err:
-                raise BadVideo(*where[k], f"unreadable frame on {device}: {_why(err)}") from None
+            except Exception as err:
+                raise (err if isinstance(err, torch.OutOfMemoryError) else
+                       BadVideo(*where[k], f"unreadable frame on {device}: {_why(err)}")) from None
         raise
     for k, img in zip(jpeg, decoded):
         out[k] = img

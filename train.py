@@ -33,11 +33,10 @@ import contextlib
 import math
 import os
 import random
-import resource
 import shlex
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -221,6 +220,10 @@ def check_args(args):
         fail(f"--device {args.device} but no CUDA GPU is visible; use --device cpu")
     if args.amp == "fp16" and not args.device.startswith("cuda"):
         fail("--amp fp16 needs a CUDA device; use --amp bf16 on CPU")
+    if args.sync_bn and not (args.ddp and args.device.startswith("cuda")):  # SyncBatchNorm: CUDA-only, DDP
+        fail("--sync-bn needs --ddp on CUDA (one process has no other BN statistics to sync)")
+    if args.compile and args.device == "cuda" and torch.cuda.device_count() > 1 and not args.ddp:
+        fail("--compile with several GPUs needs --ddp (DataParallel re-replicates the module every step)")
     if args.decode_device == "cuda" and not args.device.startswith("cuda"):
         fail("--decode_device cuda needs --device cuda")
     if any(s <= 0 for s in args.std or [1]):
@@ -259,10 +262,12 @@ class Runtime:
         return out
 
     def all_sum(self, values):
-        """A few numbers summed over ranks (one collective): how ranks agree on when to stop."""
+        """A few numbers summed over ranks (one collective): how ranks agree on when to stop. One process:
+        no tensor at all (a CUDA tensor would be a host sync every step)."""
+        if self.world_size == 1:
+            return list(values)
         t = torch.tensor(values, dtype=torch.float64, device=self.device)
-        if self.world_size > 1:
-            dist.all_reduce(t)
+        dist.all_reduce(t)
         return t.tolist()
 
 
@@ -310,7 +315,8 @@ def make_dataset(args, list_file, mode, cls=data.VideoFrameDataset):
                num_clips=args.test_clips if test else 1, num_crops=args.test_crops if test else 1,
                test_sampling=args.test_sampling, num_classes=args.num_classes, seed=args.seed,
                flip=not (args.no_flip or args.dataset in NO_FLIP), encoded=args.decode_device == "cuda",
-               video_decoder=getattr(args, "video_decoder", "auto"), read_timeout=args.read_timeout or None)
+               video_decoder=getattr(args, "video_decoder", "auto"), read_timeout=args.read_timeout or None,
+               finish_crop=not args.device.startswith("cuda"))  # a CPU model: the loader finishes the crop
 
 
 def worker_init_fn(worker_id):
@@ -463,17 +469,21 @@ def build_net(args, rt):
     # Batches arrive in channels_last_3d memory (data.collate); convs use it where --channels-last asks.
     model.to(rt.device, memory_format=rt.memory_format)
     net = Net(model, model, model)
-    if args.ddp:
+    if args.ddp:  # gradients as views of the all-reduce buckets: no copy in, no second gradient copy
         net.ddp = net.train = nn.parallel.DistributedDataParallel(
-            model, device_ids=[rt.local_rank] if rt.device.type == "cuda" else None)
+            model, device_ids=[rt.local_rank] if rt.device.type == "cuda" else None,
+            gradient_as_bucket_view=True)
     elif args.device == "cuda" and torch.cuda.device_count() > 1:  # --device cuda:N means that one GPU
         net.train = net.eval = nn.DataParallel(model)  # splits the batch over every visible GPU
-    if args.compile:
-        net.train = torch.compile(net.train)
-        net.eval = net.train if not args.ddp else net.eval
-    # The optimizer is built after wrapping: SyncBN conversion makes new parameters.
+    # Training only (the shapes never change: drop_last), never DataParallel (check_args); DDP itself is
+    # compiled, the documented way (its DDPOptimizer splits the graph at buckets: all-reduce overlaps the
+    # backward). Evaluation stays eager: eval mode, views x batch and the last partial batch would each
+    # recompile, for a pass that runs once every -ef epochs.
+    net.train = torch.compile(net.train, dynamic=False) if args.compile else net.train
+    # The optimizer is built after wrapping: SyncBN conversion makes new parameters. Fused on CUDA: its step
+    # takes GradScaler's found-inf flag on the device (the unfused one syncs to skip a step: fp16).
     net.optimizer = torch.optim.SGD(param_groups(model, args.weight_decay, args.bn_bias_wd), lr=args.lr,
-                                    momentum=args.momentum)
+                                    momentum=args.momentum, fused=rt.device.type == "cuda" or None)
     net.scaler = torch.amp.GradScaler(rt.device.type, enabled=args.amp == "fp16")
     torch.manual_seed(args.seed + rt.rank)  # a different dropout stream on each rank (resume restores it)
     # Trap: under DDP, evaluate the bare module. DDP's forward broadcasts buffers (a collective), which hangs
@@ -511,50 +521,18 @@ def lr_at(args, step, steps_per_epoch):
 
 
 # ---- one epoch of training -------------------------------------------------------------------------
-@dataclass
-class Meter:
-    """One epoch's running numbers on this rank, and the timing behind the progress line."""
-    start: int  # first batch of this (maybe resumed) epoch
-    sums: list = field(default_factory=lambda: [0.0, 0, 0])  # loss sum, correct, clips
-    n_log: int = 0  # clips since the last line
-    t_wait: float = 0.0  # seconds spent waiting for the loader
-    t_epoch: float = field(default_factory=time.time)
-    t_log: float = field(default_factory=time.time)
-
-    def update(self, loss, logits, labels):
-        n = len(labels)
-        correct = (logits.argmax(1) == labels).sum().item()
-        self.sums = [self.sums[0] + loss.item() * n, self.sums[1] + correct, self.sums[2] + n]
-        self.n_log += n
-
-    def line(self, args, rt, progress, loss, lr, it, batches):
-        now = time.time()
-        left = (args.epochs - progress.epoch) * batches - it - 1  # batches
-        eta = (now - self.t_epoch) / (it + 1 - self.start) * left
-        h, s = divmod(int(eta), 3600)  # hours unbounded: a 30 h run shows 30:00:00
-        mem = (torch.cuda.max_memory_allocated(rt.device) if rt.device.type == "cuda"
-               else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) / 2**30
-        text = (f"epoch {progress.epoch} [{it + 1}/{batches}] loss {loss.item():.4f} "
-                f"({self.sums[0] / self.sums[2]:.4f}) lr {lr:.2e} "
-                f"{self.n_log * rt.world_size / (now - self.t_log):.1f} clips/s "
-                f"data {self.t_wait / (now - self.t_epoch):.0%} eta {h}:{s // 60:02d}:{s % 60:02d} "
-                f"mem {mem:.2f}GiB")
-        self.t_log, self.n_log = now, 0
-        return text
-
-
 def to_model_input(clips, info, rt):
     """uint8 batch from the loader -> normalised float on the device, the train crop finished there."""
     x = data.normalize(clips.to(rt.device, non_blocking=True), rt.mean, rt.std)
-    if "box" in info:  # training: the scale jitter's resize, batched on the device (data.crop_resize)
-        x = data.crop_resize(x, info["box"].to(rt.device, non_blocking=True))
+    if "box" in info:  # training: the scale jitter's resize, batched on the device (boxes: still on the host)
+        x = data.crop_resize(x, info["box"])
     return x.contiguous(memory_format=rt.memory_format)
 
 
 def train_one_epoch(args, rt, d, net, criterion, progress):
     """Train from progress.iter to the end of progress.epoch; returns this rank's Meter. After each
     optimizer step, checkpoint.end_of_step saves and exits if a signal came or too many videos were bad."""
-    epoch, meter = progress.epoch, Meter(start=progress.iter)
+    epoch, meter = progress.epoch, checkpoint.Meter(start=progress.iter)
     set_train_mode(net, args)
     batches, bad = d.steps_per_epoch * args.iter_size, []  # bad: this step's replaced videos, this rank
     t_end = time.time()
@@ -575,11 +553,8 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
             with rt.autocast:
                 logits = net.train(x)
                 loss = criterion(logits, labels)
-            if not math.isfinite(loss.item()):
-                fail(f"loss is {loss.item()} at epoch {epoch} iteration {it}; stopping (lower --lr, or "
-                     "--clip-grad)", code=1)
             net.scaler.scale(loss / args.iter_size).backward()  # mean over the step's iter_size x b clips
-        meter.update(loss, logits, labels)
+        meter.update(loss, logits, labels, it)  # a non-finite loss stops at the next line printed
         if last:
             if args.clip_grad > 0:
                 net.scaler.unscale_(net.optimizer)
@@ -587,10 +562,11 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
             net.scaler.step(net.optimizer)
             net.scaler.update()
             net.optimizer.zero_grad(set_to_none=True)
-            if (step + 1) % args.print_freq == 0 or it + 1 == batches:
-                print(meter.line(args, rt, progress, loss, lr, it, batches))
-            checkpoint.end_of_step(args, rt, net, progress, d, bad, it + 1)
-            bad = []
+            at_line = (step + 1) % args.print_freq == 0 or it + 1 == batches
+            print(meter.line(args, rt, progress, loss, lr, it, batches)) if at_line else None
+            if rt.world_size == 1 or at_line:  # DDP: a collective, so only where the host syncs anyway
+                checkpoint.end_of_step(args, rt, net, progress, d, bad, it + 1)
+                bad = []
         t_end = time.time()
     return meter
 
@@ -668,7 +644,7 @@ def evaluate_checkpoint(args, rt, net, d):
 def validate_and_log(args, rt, net, d, progress, meter):
     """End of an epoch: validate (every -ef epochs), save checkpoint.pth (and model_best.pth), log a line."""
     epoch = progress.epoch
-    loss_sum, correct, seen = rt.all_sum(meter.sums)
+    loss_sum, correct, seen = rt.all_sum(meter.totals(epoch))
     log = {"epoch": epoch, "lr": net.optimizer.param_groups[0]["lr"],  # the lr its last step used
            "train_loss": loss_sum / seen if seen else None,  # seen = 0: resumed at the epoch's end
            "train_top1": 100 * correct / seen if seen else None,
