@@ -10,13 +10,10 @@ frame a plain decode gives, read exactly by `open_video` (TorchCodec, else PyAV;
     clip, label, info = ds[0]            # uint8 (3, T, 224, 224); test mode: (V, 3, T, crop, crop)
     x = crop_resize(normalize(clips.to("cuda")), info["box"].to("cuda"))   # a collated train batch
 
-prepare.py makes the frame folders and lists. Decoding is TorchCodec's (`decode_frame`; Pillow without
-it). With `VideoFrameDataset(..., encoded=True)` + `collate_encoded`, the loader only reads the files
-and `decode_batch` decodes the whole batch on the GPU with nvJPEG (train.py --decode_device cuda).
-
-Speed (`python bench.py data`): a clip is its JPEG decodes, then one crop, at most one resize of the
-crop and one layout change of the whole (T, H, W, 3) stack; float conversion and normalisation run on
-the device (`normalize`): a uint8 batch is 4x less to pin and copy.
+prepare.py makes frame folders, lists and classes files. Frames are decoded by TorchCodec (Pillow
+without it); with `encoded=True` + `collate_encoded` the loader only reads files and `decode_batch`
+decodes batches on the GPU (train.py --decode_device cuda). Speed (`python bench.py data`): a clip is its
+decodes, one crop, at most one resize; float conversion and normalisation run on the device.
 
 References
 - L. Wang et al., "Temporal Segment Networks", ECCV 2016: the frame-folder list format.
@@ -47,18 +44,15 @@ from PIL import Image
 try:  # TorchCodec (>= 0.16): libjpeg-turbo on the CPU, nvJPEG on CUDA; no FFmpeg needed for images
     from torchcodec.decoders import decode_image as codec_decode_image, decode_jpeg as codec_decode_jpeg
     _NO_CODEC = None
-except ImportError as e:  # not installed: Pillow decodes (~1.3x slower on our frames)
+except (ImportError, OSError, RuntimeError) as e:  # not installed (Pillow decodes, ~1.3x slower) or broken
     codec_decode_image = codec_decode_jpeg = None
     _NO_CODEC = f"{type(e).__name__}: {e}"
-except (OSError, RuntimeError) as e:  # installed but its libraries do not load (a wheel for another torch)
-    codec_decode_image = codec_decode_jpeg = None
-    _NO_CODEC = f"{type(e).__name__}: {e}"
-    warnings.warn(f"TorchCodec is installed but does not load ({_NO_CODEC}); decoding frames with Pillow")
+    if not isinstance(e, ImportError):  # installed but its libraries do not load (a wheel for another torch)
+        warnings.warn(f"TorchCodec is installed but does not load ({_NO_CODEC}); decoding frames with Pillow")
 try:  # torchvision's decoders: deprecated in 0.29, kept as a choice for `bench.py data`
     from torchvision.io import ImageReadMode, decode_image, decode_jpeg as tv_decode_jpeg
 except ImportError:
     decode_image = tv_decode_jpeg = None
-
 try:  # PyAV's wheel bundles FFmpeg: video files work right after `pip install -r requirements.txt`
     import av
 except ImportError:
@@ -70,9 +64,8 @@ try:  # TorchCodec's video decoder needs FFmpeg's shared libraries (its wheel sh
 except (ImportError, OSError, RuntimeError) as e:
     VideoDecoder, _NO_VIDEO_CODEC = None, f"{type(e).__name__}: {e}"
 
-# The frame decoder of decode_frame: "torchcodec" (default), "torchvision" (bit-identical on JPEGs:
-# the same libjpeg-turbo calls) or "pil". Module-level so that `bench.py data` can time data.py's own
-# pipeline with each; a DataLoader worker takes the value it had when the worker started.
+# decode_frame's decoder: "torchcodec", "torchvision" (bit-identical on JPEGs: both call libjpeg-turbo)
+# or "pil"; module-level so `bench.py data` can time each (a worker keeps the value it started with).
 DECODERS = ("torchcodec", "torchvision", "pil")
 DECODER = "torchcodec" if codec_decode_image is not None else "pil"
 
@@ -173,36 +166,14 @@ def read_list(list_file, root=None, num_classes=None, problems=None, decoder="au
 
 
 def check_image_tmpl(image_tmpl, start_index=1):
-    """The frame-name template must give a different name for every frame number: one unnamed integer
-    field, like 'img_{:05d}.jpg'. Without a field every frame has the same name (counting frames would
-    never end); a named field ('{idx:05d}') cannot be filled. ValueError naming the flag otherwise."""
+    """The frame-name template needs one unnamed integer field, like 'img_{:05d}.jpg': without one every
+    frame has the same name (counting frames would never end); a named one ('{idx:05d}') cannot be filled."""
     try:
         distinct = image_tmpl.format(start_index) != image_tmpl.format(start_index + 1)
     except (IndexError, KeyError, ValueError, TypeError, AttributeError):
         distinct = False
     if not distinct:
-        raise ValueError(f"--image_tmpl {image_tmpl!r} needs one unnamed integer field, "
-                         "like 'img_{:05d}.jpg'")
-
-
-def read_class_names(path):
-    """A classes file (`<dataset>_classes.txt`, written by prepare.py): line i = the name of label i.
-    ValueError naming file:line for a blank line inside, a duplicate, or no names at all."""
-    lines = read_text_lines(path)
-    while lines and not lines[-1][1].strip():  # the final newline(s)
-        lines.pop()
-    names, seen = [], {}
-    for n, line in lines:
-        name = line.strip()
-        if not name:
-            raise ValueError(f"{path}:{n}: blank line (line i must name class i - 1)")
-        if name in seen:
-            raise ValueError(f"{path}:{n}: class {name!r} repeats line {seen[name]}")
-        seen[name] = n
-        names.append(name)
-    if not names:
-        raise ValueError(f"{path}: no class names")
-    return names
+        raise ValueError(f"--image_tmpl {image_tmpl!r} needs one unnamed integer field ('img_{{:05d}}.jpg')")
 
 
 # ---- sampling: pure functions of (sizes, mode, rng) ----------------------------------------------

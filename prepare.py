@@ -491,6 +491,26 @@ def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_
     return [message for _, message in problems]
 
 
+def read_class_names(path):
+    """A classes file (`<dataset>_classes.txt`, written by prepare.py): line i = the name of label i.
+    ValueError naming file:line for a blank line inside, a duplicate, or no names at all."""
+    lines = data.read_text_lines(path)
+    while lines and not lines[-1][1].strip():  # the final newline(s)
+        lines.pop()
+    names, seen = [], {}
+    for n, line in lines:
+        name = line.strip()
+        if not name:
+            raise ValueError(f"{path}:{n}: blank line (line i must name class i - 1)")
+        if name in seen:
+            raise ValueError(f"{path}:{n}: class {name!r} repeats line {seen[name]}")
+        seen[name] = n
+        names.append(name)
+    if not names:
+        raise ValueError(f"{path}: no class names")
+    return names
+
+
 # ---- frames on disk: counted here and by predict.py, checked as train.py starts -------------------
 def count_frames(folder, image_tmpl="img_{:05d}.jpg", start_index=1, names=None):
     """Frames start_index, start_index+1, ... present in folder (stops at the first gap)."""

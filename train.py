@@ -394,7 +394,7 @@ def read_class_names(args):
             fail(f"--class_names {path}: no such file")
         return None
     try:
-        names = data.read_class_names(path)
+        names = prepare.read_class_names(path)
     except (ValueError, OSError) as e:
         fail(str(e))
     if len(names) != args.num_classes:

@@ -6,7 +6,7 @@ import torch
 import data
 import prepare
 import train
-from conftest import TINY, run_main
+from conftest import TINY
 
 TRAIN_BOX = data.train_box
 
