@@ -12,7 +12,7 @@ Every command takes --json OUT to write its numbers as well.
 
 data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in [256, 320], random
   224 crop, random flip) and val clips (centred, short side 256, centre crop), from 340x256 JPEGs
-  made once by data.make_synth (q95, textured: flat images decode unrealistically fast) into
+  made once by prepare.make_synth (q95, textured: flat images decode unrealistically fast) into
   ./output/bench_frames (8 videos of 72 frames per list), or from --frames DIR (train.txt, val.txt).
   (a) decode only: the clip's frame files decoded to uint8 by data.decode_frame and dropped, with each
       decoder data.py can use (TorchCodec, torchvision, Pillow) -- the limit of any JPEG-frame pipeline
@@ -65,6 +65,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import data
 import model as models
+import prepare
 
 DEFAULT_FRAMES = os.path.join("output", "bench_frames")
 DEFAULT_WORKERS = min(os.cpu_count() or 1, 8)
@@ -76,7 +77,7 @@ def ensure_frames(frames_dir):
     train_list, val_list = os.path.join(frames_dir, "train.txt"), os.path.join(frames_dir, "val.txt")
     if not (os.path.exists(train_list) and os.path.exists(val_list)):
         print(f"making benchmark frames in {frames_dir} (once) ...", flush=True)
-        data.make_synth(frames_dir, classes=4, videos=8, frames=72, size=(340, 256), quality=95)
+        prepare.make_synth(frames_dir, classes=4, videos=8, frames=72, size=(340, 256), quality=95)
     return train_list, val_list
 
 
@@ -479,7 +480,7 @@ def main(argv=None):
         fail("--amp fp16 needs a CUDA device; use --amp bf16 on CPU")
     for name in ("train.txt", "val.txt")[:2 if args.cmd == "data" else 1]:
         if getattr(args, "frames", None) and not os.path.isfile(os.path.join(args.frames, name)):
-            fail(f"--frames {args.frames} has no {name} (make one: python data.py synth DIR)")
+            fail(f"--frames {args.frames} has no {name} (make one: python prepare.py synth DIR)")
     if getattr(args, "iters", 1) < (1 if args.cmd == "data" else 0) or getattr(args, "videos", 0) < 0:
         fail("--iters must be >= 1 for data (0 = params/GMACs only, for model) and --videos >= 0")
     try:

@@ -1,4 +1,4 @@
-"""Video frame folders -> uint8 clips: list files, exact clip sampling, a decode-speed pipeline, dataset prep.
+"""Video frame folders -> uint8 clips: list files, exact clip sampling, a decode-speed pipeline.
 
 A dataset is a list file, one video per line: `<frame_dir> <num_frames> <label>` (the TSN / TSM / mmaction2
 "rawframes" format; the original project's). Frame i of a video is `frame_dir/image_tmpl.format(i)`,
@@ -8,19 +8,13 @@ i = start_index .. start_index + num_frames - 1.
     clip, label, info = ds[0]            # uint8 (3, T, 224, 224); test mode: (V, 3, T, crop, crop)
     x = crop_resize(normalize(clips.to("cuda")), info["box"].to("cuda"))   # a collated train batch
 
-    python data.py synth OUT [--classes 4 --videos 24 --frames 32 --size 340x256]
-    python data.py extract VIDEOS_DIR FRAMES_DIR [--short-side 256 --quality 95 -j N]
-    python data.py lists FRAMES_DIR --ucf101 SPLITS_DIR [--split 1]    (or --hmdb51 SPLITS_DIR)
-    python data.py check LIST [--root R --image_tmpl T --full]
+prepare.py makes the frame folders and lists. Decoding is TorchCodec's (`decode_frame`; Pillow without
+it). With `VideoFrameDataset(..., encoded=True)` + `collate_encoded`, the loader only reads the files
+and `decode_batch` decodes the whole batch on the GPU with nvJPEG (train.py --decode_device cuda).
 
-Decoding is TorchCodec's (`decode_frame`; Pillow if TorchCodec is not installed). With
-`VideoFrameDataset(..., encoded=True)` + `collate_encoded`, the loader only reads the files and
-`decode_batch` decodes the whole batch on the GPU with nvJPEG (train.py --decode_device cuda).
-
-Speed (`python bench.py data`): a clip is its JPEG decodes (libjpeg-turbo), then one crop, at most one
-resize and one layout change of the whole (T, H, W, 3) stack -- never a per-frame float transform, and
-only the crop is resized. Decoding is the floor; the resize is most of the rest. Float conversion and
-normalisation run on the device (`normalize`): a uint8 batch is 4x less to pin and copy.
+Speed (`python bench.py data`): a clip is its JPEG decodes, then one crop, at most one resize of the
+crop and one layout change of the whole (T, H, W, 3) stack; float conversion and normalisation run on
+the device (`normalize`): a uint8 batch is 4x less to pin and copy.
 
 References
 - L. Wang et al., "Temporal Segment Networks", ECCV 2016: the frame-folder list format.
@@ -31,26 +25,21 @@ References
 - torchvision `references/video_classification`: uint8 clips, resizing on stacked tensors.
 - TorchCodec (pytorch/torchcodec, src/torchcodec/decoders/_image_decoders.py): decode_jpeg / decode_image,
   batched nvJPEG decoding of a list of JPEGs on CUDA.
-- K. Soomro et al., UCF101 (2012); H. Kuehne et al., HMDB51 (2011): the official split files.
 """
-import argparse
 import copy
-import importlib.util
+import dataclasses
 import io
 import math
 import os
 import re
-import shutil
 import sys
 import warnings
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from PIL import Image
-from tqdm import tqdm
 
 try:  # TorchCodec (>= 0.16): libjpeg-turbo on the CPU, nvJPEG on CUDA; no FFmpeg needed for images
     from torchcodec.decoders import decode_image as codec_decode_image, decode_jpeg as codec_decode_jpeg
@@ -84,7 +73,7 @@ MODES = ("train", "val", "test")
 
 
 # ---- list files ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Video:
     path: str        # frame folder (root joined)
     num_frames: int
@@ -104,7 +93,7 @@ def read_text_lines(path):
         text = raw.decode("utf-8-sig")  # utf-8-sig strips one leading BOM, if any
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
-        raise ValueError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[e.start]:02x}); save it as UTF-8") from None
+        raise ValueError(f"{path}:{line}: not UTF-8 (byte 0x{raw[e.start]:02x}); save it as UTF-8") from None
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise ValueError(f"{path}:{line}: a NUL byte: a binary file, not a text list")
@@ -112,11 +101,24 @@ def read_text_lines(path):
     return list(enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1))
 
 
+# A list line is a path, which may hold spaces, then integer columns: how many tells the line's form.
+LIST_FORMS = {2: "<frame_dir> <num_frames> <label>"}
+
+
+def _columns(fields, ints):
+    """What is wrong with a line of `fields` whose last `ints` are integers (none of LIST_FORMS)."""
+    expected = " or ".join(f"'{form}'" for form in LIST_FORMS.values())
+    if ints > max(LIST_FORMS):  # read as the path, an extra column would surface later as a missing folder
+        return f"{ints + 1} columns, expected {expected} (a path may not end in ' <integer>')"
+    return "num_frames and label must be integers" if len(fields) > 2 else f"expected {expected}"
+
+
 def read_list(list_file, root=None, num_classes=None, problems=None):
     """Parse a list file into Videos. A bad line raises ValueError("list:LINE: what: the line"), or,
     if `problems` is a list, goes into it as (LINE, message) and is skipped (`check` reports them all).
-    Only whole lines starting with '#' are comments: a frame folder may contain '#' or spaces.
-    Backslashes in a frame folder become '/': a list written on Windows works here."""
+    Only whole lines starting with '#' are comments: a frame folder may contain '#' or spaces (but not
+    end in ' <integer>': columns are counted from the right). Backslashes in a frame folder become '/':
+    a list written on Windows works here."""
     list_file = str(list_file)
     root = os.path.dirname(os.path.abspath(list_file)) if root is None else str(root)
     videos = []
@@ -124,24 +126,24 @@ def read_list(list_file, root=None, num_classes=None, problems=None):
         line = text.strip()
         if not line or line.startswith("#"):
             continue
-        parts = line.rsplit(maxsplit=2)  # the last two fields are the integers
+        fields, ints = line.split(), 0
+        while ints < len(fields) - 1 and re.fullmatch(r"[+-]?\d+", fields[-1 - ints]):
+            ints += 1
         try:
-            if len(parts) != 3:
-                raise ValueError("expected '<frame_dir> <num_frames> <label>'")
-            try:
-                num_frames, label = int(parts[1]), int(parts[2])
-            except ValueError:
-                raise ValueError("num_frames and label must be integers") from None
+            if ints not in LIST_FORMS:
+                raise ValueError(_columns(fields, ints))
+            path, *numbers = line.rsplit(maxsplit=ints)
+            num_frames, label = map(int, numbers)
             if num_frames < 1:
                 raise ValueError(f"num_frames must be >= 1, got {num_frames}")
             if label < 0 or (num_classes is not None and label >= num_classes):
-                raise ValueError(f"label {label} outside [0, {num_classes if num_classes else 'num_classes'})")
+                raise ValueError(f"label {label} outside [0, {num_classes or 'num_classes'})")
         except ValueError as e:
             if problems is None:
                 raise ValueError(f"{list_file}:{n}: {e}: {line}") from None
             problems.append((n, f"{list_file}:{n}: {e}: {line}"))
             continue
-        folder = os.path.normpath(os.path.join(root, parts[0].replace("\\", "/")))
+        folder = os.path.normpath(os.path.join(root, path.replace("\\", "/")))
         videos.append(Video(folder, num_frames, label, n, list_file))
     if not videos and problems is None:
         raise ValueError(f"{list_file}: no videos listed")
@@ -157,16 +159,37 @@ def check_image_tmpl(image_tmpl, start_index=1):
     except (IndexError, KeyError, ValueError, TypeError, AttributeError):
         distinct = False
     if not distinct:
-        raise ValueError(f"--image_tmpl {image_tmpl!r} needs one unnamed integer field, like 'img_{{:05d}}.jpg'")
+        raise ValueError(f"--image_tmpl {image_tmpl!r} needs one unnamed integer field, "
+                         "like 'img_{:05d}.jpg'")
+
+
+def read_class_names(path):
+    """A classes file (`<dataset>_classes.txt`, written by prepare.py): line i = the name of label i.
+    ValueError naming file:line for a blank line inside, a duplicate, or no names at all."""
+    lines = read_text_lines(path)
+    while lines and not lines[-1][1].strip():  # the final newline(s)
+        lines.pop()
+    names, seen = [], {}
+    for n, line in lines:
+        name = line.strip()
+        if not name:
+            raise ValueError(f"{path}:{n}: blank line (line i must name class i - 1)")
+        if name in seen:
+            raise ValueError(f"{path}:{n}: class {name!r} repeats line {seen[name]}")
+        seen[name] = n
+        names.append(name)
+    if not names:
+        raise ValueError(f"{path}: no class names")
+    return names
 
 
 # ---- sampling: pure functions of (sizes, mode, rng) ----------------------------------------------
 PLACEMENTS = ("ours", "pyslowfast", "mmaction2")  # where test clips go: see sample_indices
 
 
-def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, start_index=1, placement="ours"):
+def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, start_index=1,
+                   placement="ours"):
     """Frame numbers of the clip(s) to read: int64 array (num_clips, t_length).
-
     A clip is t_length frames, t_stride apart, spanning (t_length - 1) * t_stride + 1 frames.
     - train: a uniformly random start (from `rng`, a numpy Generator); num_clips independent clips.
     - val:   the centred clip (num_clips must be 1).
@@ -176,8 +199,7 @@ def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, 
     is too long, the clip is every frame followed by repeats of the last. Frame numbers never leave
     [start_index, start_index + num_frames - 1].
     `placement` picks another zoo's val/test clips instead (train clips are always ours): "pyslowfast"
-    (`_pyslowfast_clips`) or "mmaction2" (`_mmaction2_clips`); their short-video rules are theirs.
-    """
+    (`_pyslowfast_clips`) or "mmaction2" (`_mmaction2_clips`); their short-video rules are theirs."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if placement not in PLACEMENTS:
@@ -236,13 +258,11 @@ def _mmaction2_clips(num_frames, t_length, t_stride, num_clips):
     return np.mod(idx, num_frames)
 
 
+# ---- crops and transforms: uint8 frames -> clips -------------------------------------------------
 def crop_boxes(height, width, mode, new_size, crop_size, num_crops=1):
-    """Val/test crops: squares (y, x, side) in ORIGINAL frame pixels; each is resized to crop_size
-    afterwards (train crops: `train_box`).
-
-    Cropping first and resizing only the crop equals "resize the short side to new_size, then crop
-    crop_size" (up to rounding to whole source pixels), but the resize touches crop_size^2 pixels
-    per frame instead of the whole rescaled frame -- and none at all when the frames were extracted
+    """Val/test crops: squares (y, x, side) in ORIGINAL frame pixels, each resized to crop_size later
+    (train crops: `train_box`). This equals "resize the short side to new_size, then crop crop_size"
+    (up to whole source pixels), but resizes only the crop -- nothing if the frames were extracted
     with short side new_size (then side == crop_size).
     - val, and test with num_crops=1: centre crop.
     - test, num_crops=3: the whole short side, three crops at the start, centre and end of the long
@@ -252,19 +272,19 @@ def crop_boxes(height, width, mode, new_size, crop_size, num_crops=1):
     - test, num_crops=10: the 5 distinct crops of the original project's 10-crop test (lib/transforms.py
       GroupOverSample, from GroupMultiScaleCrop.fill_fix_offset: short side scaled to new_size, then
       crop_size crops at upper-left, upper-right, lower-left, lower-right and centre, with steps of
-      (scaled size - crop_size) // 4); the caller adds each one's mirror image after it.
-    """
+      (scaled size - crop_size) // 4); the caller adds each one's mirror image after it."""
     short = min(height, width)
     side = min(short, round(crop_size * short / new_size))
     if mode in ("train", "val") or num_crops == 1:
         return [((height - side) // 2, (width - side) // 2, side)]
     if num_crops == 10:
         # the scaled frame as torchvision's Resize(new_size) makes it (long side truncated), its offsets
-        sh, sw = (new_size, int(new_size * width / height)) if height <= width else (int(new_size * height / width), new_size)
+        sh, sw = ((new_size, int(new_size * width / height)) if height <= width
+                  else (int(new_size * height / width), new_size))
         hs, ws = (sh - crop_size) // 4, (sw - crop_size) // 4
         to_y, to_x = height / sh, width / sw  # scaled -> original pixels
-        return [(min(round(4 * i * hs * to_y), height - side), min(round(4 * j * ws * to_x), width - side), side)
-                for i, j in ((0, 0), (0, 1), (1, 0), (1, 1), (0.5, 0.5))]
+        return [(min(round(4 * i * hs * to_y), height - side), min(round(4 * j * ws * to_x), width - side),
+                 side) for i, j in ((0, 0), (0, 1), (1, 0), (1, 1), (0.5, 0.5))]
     if num_crops != 3:
         raise ValueError(f"num_crops must be 1, 3 or 10, got {num_crops}")
     starts = [0, (max(height, width) - short) // 2, max(height, width) - short]
@@ -273,14 +293,12 @@ def crop_boxes(height, width, mode, new_size, crop_size, num_crops=1):
 
 def train_box(height, width, new_size, crop_size, rng):
     """The reference training crop of a (height, width) frame as a box (y0, x0, h, w) of ORIGINAL
-    frame pixels (floats; edges, so pixel k spans [k, k + 1)).
-
-    The reference (PySlowFast slowfast/datasets/transform.py: random_short_side_scale_jitter, then
-    random_crop): short side S = round(U[new_size, 1.25 * new_size]), the long side scaled to
-    floor(long * S / short); then a crop_size crop at a uniformly random whole-pixel offset of that
-    rescaled frame, every offset 0 .. size - crop_size allowed (PySlowFast's np.random.randint leaves
-    out the last one). In original pixels that crop is this box; `train_crop` resamples only it.
-    """
+    frame pixels (floats; edges, so pixel k spans [k, k + 1)). The reference (PySlowFast
+    slowfast/datasets/transform.py: random_short_side_scale_jitter, then random_crop): short side
+    S = round(U[new_size, 1.25 * new_size]), the long side scaled to floor(long * S / short); then a
+    crop_size crop at a uniformly random whole-pixel offset of that rescaled frame, every offset
+    0 .. size - crop_size allowed (PySlowFast's np.random.randint leaves out the last one). In
+    original pixels that crop is this box; `train_crop` resamples only it."""
     S = int(round(rng.uniform(new_size, 1.25 * new_size)))
     if width < height:
         rw, rh = S, int(math.floor(height / width * S))
@@ -298,14 +316,11 @@ def train_crop(frames, box, size):
     """List of N uint8 (H, W, 3) frames and a `train_box` -> (uint8 (N, size, size, 3), window box).
 
     Exactly one bilinear resample in total, as the reference's single rescale:
-    - an upscale (box smaller than size; e.g. frames extracted at short side new_size): ship, not
-      resampled, a size x size window that holds every source pixel the box's bilinear taps read, and
-      return the box in fractions of that window, for `crop_resize` to cut out and enlarge, batched
-      on the device. (A CPU resize of every clip costs more than a third of its decoding time.)
-    - a downscale (frames bigger than needed), or taps that fit no window (the box within a pixel of
-      size, ~3% of clips from short-side-new_size frames): resample the box here, from the full-
-      resolution pixels (`resample_box`); the window box is the identity.
-    """
+    - an upscale (box smaller than size; e.g. frames extracted at short side new_size): ship the
+      size x size window holding every pixel the box's taps read, and the box in fractions of it, for
+      `crop_resize` to enlarge on the device (a CPU resize costs over a third of a clip's decoding).
+    - a downscale, or taps that fit no window (~3% of clips from short-side-new_size frames):
+      `resample_box` here, from the full-resolution pixels; the window box is the identity."""
     H, W, _ = frames[0].shape
     y0, x0, h, w = box
     wy, wx = _window(y0, h, size, H), _window(x0, w, size, W)
@@ -347,37 +362,36 @@ def resample_box(frames, box, size):
     y0, x0, h, w = box
     # taps on the frames' device: decode_batch (--decode_device cuda) replays this on GPU-decoded frames
     dev = frames[0].device
-    (r0, r1, rw), (c0, c1, cw) = ([t.to(dev) for t in _taps(*a)] for a in ((y0, h, size, H), (x0, w, size, W)))
+    (r0, r1, rw), (c0, c1, cw) = ([t.to(dev) for t in _taps(*a)]
+                                  for a in ((y0, h, size, H), (x0, w, size, W)))
     left, right = int(c0[0]), int(c1[-1]) + 1
     # rows first, gathered straight from each frame's box columns (uint8; only the taps are converted)
     top = torch.stack([f[:, left:right].index_select(0, r0) for f in frames]).float()  # (N, size, w', 3)
     bottom = torch.stack([f[:, left:right].index_select(0, r1) for f in frames]).float()
     N = top.shape[0]
-    rows = torch.lerp(top, bottom, rw[None, :, None, None]).view(N * size, -1)  # (N * size, w' * 3), interleaved
+    rows = torch.lerp(top, bottom, rw[None, :, None, None]).view(N * size, -1)  # (N*size, w'*3) interleaved
     # columns: gather whole RGB triplets from the flat rows (3x faster than indexing dim 2 of (.., w', 3))
     i0, i1 = ((c[:, None] - left) * 3 + torch.arange(3, device=dev) for c in (c0, c1))
-    out = torch.lerp(rows.index_select(1, i0.flatten()), rows.index_select(1, i1.flatten()), cw.repeat_interleave(3))
+    out = torch.lerp(rows.index_select(1, i0.flatten()), rows.index_select(1, i1.flatten()),
+                     cw.repeat_interleave(3))
     return out.add_(0.5).to(torch.uint8).view(N, size, size, 3)  # round (values are in [0, 255])
 
 
 def resized_crop(frames, box, size):
     """List of N uint8 (H, W, 3) frames -> uint8 (N, size, size, 3): the crop `box` resized to `size`,
-    one batched op for the whole clip. Only the crop is ever copied out of the decoded frames.
-
-    We stay in the decoder's interleaved (H, W, 3) layout: it is what torch's fast uint8 resize kernel
-    wants (channels-last input; planar uint8 input is ~10x slower in it)."""
+    one batched op for the clip, in the decoder's interleaved layout: torch's fast uint8 resize kernel
+    wants channels-last input (planar uint8 input is ~10x slower in it)."""
     y, x, side = box
     crop = torch.stack([f[y:y + side, x:x + side] for f in frames])  # (N, side, side, 3)
     if side == size:
         return crop
     # bilinear straight on uint8; antialias matters when shrinking (else aliasing), only costs enlarging
     crop = crop.permute(0, 3, 1, 2)  # (N, 3, side, side) channels-last view
-    if crop.device.type != "cpu":  # CUDA has no uint8 bilinear kernel: float, rounded back (+-1 of the CPU's)
-        crop = F.interpolate(crop.float(), size=(size, size), mode="bilinear", antialias=side > size,
-                             align_corners=False).round_().clamp_(0, 255).to(torch.uint8)
-    else:
-        crop = F.interpolate(crop, size=(size, size), mode="bilinear", antialias=side > size, align_corners=False)
-    return crop.permute(0, 2, 3, 1)  # (N, size, size, 3), contiguous again
+    out = F.interpolate(crop if crop.is_cpu else crop.float(), size=(size, size), mode="bilinear",
+                        antialias=side > size, align_corners=False)
+    if not crop.is_cpu:  # CUDA has no uint8 bilinear kernel: float there, rounded back (+-1 of the CPU's)
+        out = out.round_().clamp_(0, 255).to(torch.uint8)
+    return out.permute(0, 2, 3, 1)  # (N, size, size, 3), contiguous again
 
 
 def normalize(x, mean=MEAN, std=STD, dtype=torch.float32):
@@ -403,7 +417,7 @@ def crop_resize(x, boxes):
     if bool((boxes == boxes.new_tensor(IDENTITY_BOX)).all()):
         return x
     y0, x0, h, w = boxes.unbind(1)
-    theta = torch.zeros(B, 3, 4, device=x.device, dtype=x.dtype)  # output (x, y, t) in [-1, 1] -> input coords
+    theta = torch.zeros(B, 3, 4, device=x.device, dtype=x.dtype)  # output (x, y, t) in [-1, 1] -> input
     theta[:, 0, 0], theta[:, 1, 1], theta[:, 2, 2] = w, h, 1                # time maps onto itself exactly
     theta[:, 0, 3], theta[:, 1, 3] = 2 * x0 + w - 1, 2 * y0 + h - 1          # box centre, in [-1, 1] units
     grid = F.affine_grid(theta, list(x.shape), align_corners=False)          # (B, T, H, W, 3)
@@ -411,15 +425,15 @@ def crop_resize(x, boxes):
 
 
 def collate(batch):
-    """DataLoader collate_fn: (clip, label, info) items -> (clips, labels, info). Clips arrive as
-    (.., 3, T, H, W) views of (.., T, H, W, 3) memory, the decoder's layout; stacking that memory as
-    it is (a plain copy, no transposition) gives a batch in channels_last_3d memory. The
-    transposition, if the model wants one, runs on the device. info: torch's default_collate
-    (tensors stacked, strings -> lists)."""
-    clips, labels, info = torch.utils.data.default_collate([(c.movedim(-4, -1), label, i) for c, label, i in batch])
+    """DataLoader collate_fn: (clip, label, info) items -> (clips, labels, info). Clips are (.., 3, T,
+    H, W) views of the decoder's (.., T, H, W, 3) memory; stacking that memory as it is (no
+    transposition) gives a channels_last_3d batch. info: default_collate (strings -> lists)."""
+    items = [(c.movedim(-4, -1), label, i) for c, label, i in batch]
+    clips, labels, info = torch.utils.data.default_collate(items)
     return clips.movedim(-1, -4), labels, info  # (B, [V,] 3, T, H, W)
 
 
+# ---- decoding: files -> uint8 frames -------------------------------------------------------------
 def read_encoded(path):
     """A file's bytes as a 1-D uint8 tensor: what the decoders take (OSError if missing)."""
     return torch.from_numpy(np.fromfile(path, dtype=np.uint8))
@@ -431,10 +445,8 @@ def is_jpeg(data):
 
 def decode_frame(source, decoder=None):
     """An image file (path) or its bytes (1-D uint8 tensor) -> uint8 (H, W, 3) tensor, decoded with
-    `decoder` (default: DECODER). Raises OSError / RuntimeError if missing or corrupt.
-
-    TorchCodec and torchvision give the same pixels on JPEGs (tested): the same libjpeg-turbo calls.
-    Both return (3, H, W) views of interleaved (H, W, 3) memory, which is what resized_crop wants."""
+    `decoder` (default: DECODER). Raises OSError / RuntimeError if missing or corrupt. TorchCodec and
+    torchvision give the same pixels on JPEGs (tested), as (3, H, W) views of (H, W, 3) memory."""
     decoder = decoder or DECODER
     data = source if isinstance(source, torch.Tensor) else read_encoded(source)
     if decoder == "pil":
@@ -449,7 +461,8 @@ def decode_frame(source, decoder=None):
         img = decode_image(data, mode=ImageReadMode.RGB)
     else:
         why = f" ({_NO_CODEC})" if decoder == "torchcodec" else ""
-        raise ValueError(f"decoder {decoder!r} is not available here{why}; choose from {available_decoders()}")
+        raise ValueError(f"decoder {decoder!r} is not available here{why}; "
+                         f"choose from {available_decoders()}")
     if img.dim() != 3:  # an animated GIF / WebP: (N, 3, H, W)
         raise RuntimeError(f"{img.shape[0]} images in one file (an animation), expected one frame")
     return img.permute(1, 2, 0)  # (H, W, 3) view of HWC memory
@@ -459,61 +472,8 @@ def available_decoders():
     return [d for d, ok in zip(DECODERS, (codec_decode_image, decode_image, Image)) if ok is not None]
 
 
-class _FramesChosen(Exception):
-    """Stops load_clip in defer_clip once it has chosen its frames (control flow, never an error)."""
-
-    def __init__(self, numbers):
-        self.numbers = numbers
-
-
-def _stop_at_frames(video, numbers):
-    raise _FramesChosen(numbers)
-
-
-def _encoded_size(blob):
-    """(H, W) from an image file's header without decoding it: JPEG by its SOF marker (a few us; Pillow
-    takes ~50 us), other formats by Pillow. None if unreadable."""
-    if blob[:3] != b"\xff\xd8\xff":
-        with Image.open(io.BytesIO(blob)) as img:
-            return img.height, img.width
-    k = 2
-    while k + 9 <= len(blob):  # segments: FF <marker> <2-byte big-endian length including itself> ...
-        if blob[k] != 0xFF:
-            return None
-        marker = blob[k + 1]
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # SOFn (not DHT, JPG, DAC)
-            return int.from_bytes(blob[k + 5:k + 7], "big"), int.from_bytes(blob[k + 7:k + 9], "big")
-        if marker == 0xFF:  # fill byte
-            k += 1
-            continue
-        k += 2 + int.from_bytes(blob[k + 2:k + 4], "big")
-    return None
-
-
-@dataclass
-class EncodedClip:
-    """One item in bytes mode (--decode_device): the undecoded frame files load_clip chose, and a copy of
-    its generator for decode_batch to replay load_clip after decoding. `data` is all the files, one
-    after another (one tensor: one shared-memory handle per clip from a DataLoader worker); frame k is
-    data[offsets[k]:offsets[k + 1]]."""
-    video: Video
-    numbers: tuple   # frame numbers, as load_clip passed them to its reader
-    paths: tuple     # their files, for error messages
-    data: torch.Tensor
-    offsets: tuple
-    rng: np.random.Generator
-
-    def frames(self):
-        return [self.data[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
-
-    def pin_memory(self):  # DataLoader(pin_memory=True) calls it
-        return EncodedClip(self.video, self.numbers, self.paths, self.data.pin_memory(), self.offsets, self.rng)
-
-
-def collate_encoded(batch):
-    """DataLoader collate_fn in bytes mode: (list of EncodedClip, labels[, info collated])."""
-    rest = torch.utils.data.default_collate([item[1:] for item in batch])
-    return ([item[0] for item in batch], *rest)
+def _size_change(frame, first):
+    return f"frame is {tuple(frame.shape)}, the first frame {tuple(first.shape)}"
 
 
 def _why(err):
@@ -525,7 +485,7 @@ def _why(err):
 class BadVideo(Exception):
     """A listed video that cannot be read: its folder or a frame is missing, a frame is empty, truncated,
     undecodable, or of another size than the first. One line: "<list>:<line>: <frame path>: <reason>
-    (video <folder>)". Train mode replaces such a video (see VideoFrameDataset.__getitem__); val/test raise."""
+    (video <folder>)". Train mode replaces such a video (VideoFrameDataset.__getitem__); val/test raise."""
 
     def __init__(self, video, path=None, reason=None):
         if path is None:  # BadVideo(text): how a DataLoader worker's exception is re-raised in the main
@@ -551,11 +511,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     placement of val/test clips ("ours", "pyslowfast", "mmaction2").
 
     Randomness: sample i of epoch e uses np.random.default_rng([seed, e, i]) and nothing else, so clips
-    do not depend on the number of workers, their order or a resume point. (The classic trap: numpy's
-    GLOBAL RNG is copied into every forked DataLoader worker, so all workers draw the same
-    "random" crops; a generator per sample cannot have that problem.) Call set_epoch(e) before
-    iterating: a worker only sees the epoch that the dataset had when the worker started.
-    """
+    do not depend on the number of workers, their order or a resume point (numpy's GLOBAL RNG, copied
+    into every forked worker, would give all workers the same "random" crops). Call set_epoch(e)
+    before iterating: a worker only sees the epoch that the dataset had when the worker started."""
 
     def __init__(self, list_file, root=None, image_tmpl="img_{:05d}.jpg", t_length=16, t_stride=4,
                  mode="train", new_size=256, crop_size=224, num_clips=1, num_crops=1, flip=True,
@@ -571,7 +529,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         if t_length < 1 or t_stride < 1:
             raise ValueError(f"t_length and t_stride must be >= 1, got {t_length}, {t_stride}")
         if not 1 <= crop_size <= new_size:
-            raise ValueError(f"need 1 <= crop_size <= new_size, got crop_size {crop_size}, new_size {new_size}")
+            raise ValueError(f"need 1 <= crop_size <= new_size, got {crop_size}, {new_size}")
         check_image_tmpl(image_tmpl, start_index)
         self.list_file, self.image_tmpl, self.mode = str(list_file), image_tmpl, mode
         self.t_length, self.t_stride, self.new_size, self.crop_size = t_length, t_stride, new_size, crop_size
@@ -591,9 +549,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         return os.path.join(video.path, self.image_tmpl.format(i))
 
     def load_frames(self, video, numbers):
-        """Decode frames `numbers` of `video` -> list of uint8 (H, W, 3) tensors. libjpeg-turbo via
-        torchvision: the fastest decoder we measured (Pillow's draft mode only pays off for >= 2x
-        reductions, and little even then at q95, where entropy decoding dominates).
+        """Decode frames `numbers` of `video` (decode_frame) -> list of uint8 (H, W, 3) tensors.
         Any failure is a BadVideo naming the frame, the reason, the video and its list line."""
         frames = []
         for i in numbers:
@@ -609,7 +565,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                     raise BadVideo(video, path, "empty file (0 bytes)") from None
                 raise BadVideo(video, path, f"unreadable frame: {_why(e)}") from None
             if frames and img.shape != frames[0].shape:
-                raise BadVideo(video, path, f"frame is {tuple(img.shape)}, the first frame {tuple(frames[0].shape)}")
+                raise BadVideo(video, path, _size_change(img, frames[0]))
             frames.append(img)
         return frames
 
@@ -659,8 +615,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                     raise
                 bad.append(str(e))
                 if attempt > BAD_ATTEMPTS:
-                    raise BadVideo(e.video, e.path, f"{e.reason}; the last of {len(bad)} unreadable videos in a row "
-                                   f"for sample {index} (epoch {self.epoch}): run `python data.py check`") from None
+                    raise BadVideo(e.video, e.path, f"{e.reason}; the last of {len(bad)} unreadable videos "
+                                   f"in a row for sample {index} (epoch {self.epoch}): run `python "
+                                   "prepare.py check`") from None
             # another video, never this sample itself; its clip draws from the same generator
             rng = np.random.default_rng([self.seed, self.epoch, index, attempt])
             j = int(rng.integers(len(self.videos) - 1))
@@ -675,15 +632,17 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         if self.encoded and read is None:
             return self.defer_clip(video, rng)
         clips = sample_indices(video.num_frames, self.t_length, self.t_stride, self.mode,
-                               self.num_clips if self.mode == "test" else 1, rng, self.start_index, self.test_sampling)
+                               self.num_clips if self.mode == "test" else 1, rng, self.start_index,
+                               self.test_sampling)
         numbers, inverse = np.unique(clips, return_inverse=True)  # decode each frame once
         frames = (read or self.load_frames)(video, numbers)
         H, W, _ = frames[0].shape
         info = {}
         if self.mode == "train":  # draws: frames, box, flip -- in this order
-            crop, box = train_crop(frames, train_box(H, W, self.new_size, self.crop_size, rng), self.crop_size)
-            if self.flip and rng.random() < 0.5:
-                crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])  # mirror W, and the box
+            box = train_box(H, W, self.new_size, self.crop_size, rng)
+            crop, box = train_crop(frames, box, self.crop_size)
+            if self.flip and rng.random() < 0.5:  # mirror W, and the box
+                crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])
             views, info["box"] = [crop], torch.tensor(box, dtype=torch.float32)
         else:
             views = [resized_crop(frames, b, self.crop_size)
@@ -703,30 +662,87 @@ class VideoFrameDataset(torch.utils.data.Dataset):
 
 
 # ---- bytes mode: decoding on the device (--decode_device cuda) ------------------------------------
+class _FramesChosen(Exception):
+    """Stops load_clip in defer_clip once it has chosen its frames (control flow, never an error)."""
+
+    def __init__(self, numbers):
+        self.numbers = numbers
+
+
+def _stop_at_frames(video, numbers):
+    raise _FramesChosen(numbers)
+
+
+def _encoded_size(blob):
+    """(H, W) from an image file's header without decoding it: JPEG by its SOF marker (a few us; Pillow
+    takes ~50 us), other formats by Pillow. None if unreadable."""
+    if blob[:3] != b"\xff\xd8\xff":
+        with Image.open(io.BytesIO(blob)) as img:
+            return img.height, img.width
+    k = 2
+    while k + 9 <= len(blob):  # segments: FF <marker> <2-byte big-endian length including itself> ...
+        if blob[k] != 0xFF:
+            return None
+        marker = blob[k + 1]
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # SOFn (not DHT, JPG, DAC)
+            return int.from_bytes(blob[k + 5:k + 7], "big"), int.from_bytes(blob[k + 7:k + 9], "big")
+        if marker == 0xFF:  # fill byte
+            k += 1
+            continue
+        k += 2 + int.from_bytes(blob[k + 2:k + 4], "big")
+    return None
+
+
+@dataclasses.dataclass
+class EncodedClip:
+    """One item in bytes mode (--decode_device): the undecoded frame files load_clip chose, and a copy of
+    its generator for decode_batch to replay load_clip after decoding. `data` is all the files, one
+    after another (one tensor: one shared-memory handle per clip from a DataLoader worker); frame k is
+    data[offsets[k]:offsets[k + 1]]."""
+    video: Video
+    numbers: tuple   # frame numbers, as load_clip passed them to its reader
+    paths: tuple     # their files, for error messages
+    data: torch.Tensor
+    offsets: tuple
+    rng: np.random.Generator
+
+    def frames(self):
+        return [self.data[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
+
+    def pin_memory(self):  # DataLoader(pin_memory=True) calls it
+        return dataclasses.replace(self, data=self.data.pin_memory())
+
+
+def collate_encoded(batch):
+    """DataLoader collate_fn in bytes mode: (list of EncodedClip, labels[, info collated])."""
+    rest = torch.utils.data.default_collate([item[1:] for item in batch])
+    return ([item[0] for item in batch], *rest)
+
+
 def decode_batch(batch, device, dataset):
     """A batch of EncodedClips (from collate_encoded) -> the batch that data.collate would have given,
     its clips decoded and cropped on `device`: (clips, labels[, info]), clips uint8 (B, [V,] 3, T, c, c)
-    in channels_last_3d memory on `device`; labels stay where they are.
-
-    All JPEGs of the batch are decoded in ONE call (nvJPEG on CUDA, batched: TorchCodec, else
-    torchvision); then each clip is `dataset.load_clip` replayed on the decoded frames with the
-    generator it had in the loader: the same crops and flips, run on the device. On the CPU this is
-    exactly the normal path (tested); on CUDA, nvJPEG's pixels and the float resize differ from
-    libjpeg-turbo's and the uint8 resize by a few levels. `dataset` is the loader's dataset (its sizes)."""
+    in channels_last_3d memory on `device`; labels stay where they are. All JPEGs of the batch are
+    decoded in ONE call (nvJPEG on CUDA, batched: TorchCodec, else torchvision); then each clip is
+    `dataset.load_clip` (the loader's dataset) replayed on the decoded frames with the generator it had
+    in the loader: the same crops and flips, run on the device. On the CPU this is exactly the normal
+    path (tested); on CUDA, nvJPEG's pixels and the float resize differ by a few levels."""
     encoded, labels, *info = batch
     device = torch.device(device)
-    frames = _decode_on(device, [f for e in encoded for f in e.frames()], [(e, p) for e in encoded for p in e.paths])
+    frames = _decode_on(device, [f for e in encoded for f in e.frames()],
+                        [(e.video, p) for e in encoded for p in e.paths])
     clips, infos, k = [], [], 0
     for e in encoded:
-        mine = [f.permute(1, 2, 0) for f in frames[k:k + len(e.numbers)]]  # (H, W, 3) views, as decode_frame's
+        mine = [f.permute(1, 2, 0) for f in frames[k:k + len(e.numbers)]]  # (H, W, 3), as decode_frame's
         k += len(mine)
 
         def read(video, numbers, mine=mine, e=e):
             if tuple(int(i) for i in numbers) != e.numbers:
-                raise RuntimeError(f"load_clip chose other frames on replay ({e.video.path}): it must draw only from rng")
+                raise RuntimeError(f"load_clip chose other frames on replay ({e.video.path}): "
+                                   "it must draw only from rng")
             for f, path in zip(mine, e.paths):
                 if f.shape != mine[0].shape:
-                    raise _frame_error(e, path, f"frame is {tuple(f.shape)}, the first frame {tuple(mine[0].shape)}")
+                    raise BadVideo(e.video, path, _size_change(f, mine[0]))
             return mine
 
         clip, clip_info = dataset.load_clip(e.video, copy.deepcopy(e.rng), read=read)
@@ -739,22 +755,16 @@ def decode_batch(batch, device, dataset):
     return out, labels, {**info[0], **extra}
 
 
-def _frame_error(e, path, reason):
-    """The error for a frame that fails only in decode_batch (its header read fine in the loader): the
-    dataset's BadVideo, as load_frames raises it."""
-    return BadVideo(e.video, path, reason)
-
-
 def _decode_on(device, blobs, where):
     """Encoded frames (1-D uint8 CPU tensors) -> uint8 (3, H, W) tensors on `device`: decode_frame on the
     CPU; on CUDA, the JPEGs in one batched nvJPEG call, anything else on the CPU and copied."""
     if device.type == "cpu":
         out = []
-        for b, (e, path) in zip(blobs, where):
+        for b, (video, path) in zip(blobs, where):
             try:
                 out.append(decode_frame(b).permute(2, 0, 1))
             except (OSError, RuntimeError) as err:
-                raise _frame_error(e, path, f"unreadable frame: {_why(err)}") from None
+                raise BadVideo(video, path, f"unreadable frame: {_why(err)}") from None
         return out
     jpeg = [k for k, b in enumerate(blobs) if is_jpeg(b)]
     out = [None] * len(blobs)
@@ -769,7 +779,7 @@ def _decode_on(device, blobs, where):
             try:
                 decode([blobs[k]], mode="RGB", device=device)
             except RuntimeError as err:
-                raise _frame_error(*where[k], f"unreadable frame on {device}: {_why(err)}") from None
+                raise BadVideo(*where[k], f"unreadable frame on {device}: {_why(err)}") from None
         raise
     for k, img in zip(jpeg, decoded):
         out[k] = img
@@ -778,140 +788,7 @@ def _decode_on(device, blobs, where):
     return out
 
 
-# ---- synthetic data: motion is the only cue -------------------------------------------------------
-def _texture(rng, h, w, octaves=(64, 16, 4)):
-    """Smooth random texture with natural-image-like spectrum (noise upsampled from coarse to fine
-    grids, amplitude halving), zero mean, unit std: JPEGs of it are as large as real frames'."""
-    out = np.zeros((h, w), np.float32)
-    for k, o in enumerate(octaves):
-        noise = rng.standard_normal((h // o + 2, w // o + 2)).astype(np.float32)
-        out += 0.5 ** k * np.asarray(Image.fromarray(noise, mode="F").resize((w, h), Image.BICUBIC))
-    return out / (out.std() + 1e-6)
-
-
-def _synth_video(rng, label, classes, frames, width, height):
-    """(frames, H, W, 3) uint8: a textured patch (half the short side) crossing a fainter textured
-    background in direction 2*pi*label/classes at ~short/32 px per frame. It moves inside the central
-    short x short square, which every crop sees most of, wrapping around its edges from a random start:
-    a single frame says nothing about the label. (Tuned so that resnet10_3d learns it from scratch at
-    56 px crops in ~100 SGD steps; a smaller, faster patch or a busier background took far longer.)"""
-    short = min(width, height)
-    side = max(2, short // 2)
-    oy, ox = (height - short) // 2, (width - short) // 2  # the central square
-    bg = 110 + 15 * _texture(rng, height, width)[..., None] * rng.uniform(0.6, 1.4, 3).astype(np.float32)
-    patch = rng.uniform(60, 200, 3).astype(np.float32) + 45 * _texture(rng, side, side, (16, 4))[..., None]
-    angle = 2 * math.pi * label / classes
-    speed = short / 32 * rng.uniform(0.75, 1.25)
-    y0, x0 = rng.uniform(0, short, 2)
-    out = np.empty((frames, height, width, 3), np.uint8)
-    for t in range(frames):
-        img = bg.copy()
-        rows = oy + (round(y0 + t * speed * math.sin(angle)) + np.arange(side)) % short
-        cols = ox + (round(x0 + t * speed * math.cos(angle)) + np.arange(side)) % short
-        img[np.ix_(rows, cols)] = patch
-        img += rng.standard_normal(img.shape, dtype=np.float32) * 2  # sensor noise: frames differ, like real ones
-        out[t] = np.clip(img, 0, 255)
-    return out
-
-
-SYNTH_DIRECTIONS = ("right", "down-right", "down", "down-left", "left", "up-left", "up", "up-right")
-
-
-def make_synth(out_dir, classes=4, videos=24, frames=32, size=(340, 256), quality=95, seed=0, name="demo"):
-    """Write `videos` train AND `videos` val frame folders (labels round-robin, so balanced) of
-    `frames` JPEG frames of size (W, H), plus train.txt / val.txt (paths relative to out_dir) and
-    <name>_classes.txt (the directions: what train.py's reports call the classes of dataset `name`).
-    Class c = a patch moving in direction 2*pi*c/classes (1 <= classes <= 8: right, down, left, up, ...).
-    Returns (train_list, val_list)."""
-    if not 1 <= classes <= 8 or videos < 1 or frames < 1:
-        raise ValueError(f"need 1 <= classes <= 8, videos >= 1, frames >= 1; got {classes}, {videos}, {frames}")
-    width, height = size
-    rng = np.random.default_rng(seed)
-    lists = []
-    for split in ("train", "val"):
-        lines = []
-        for i in range(videos):
-            label, folder = i % classes, f"{split}/video_{i:04d}"
-            os.makedirs(os.path.join(out_dir, folder), exist_ok=True)
-            for t, img in enumerate(_synth_video(rng, label, classes, frames, width, height), 1):
-                Image.fromarray(img).save(os.path.join(out_dir, folder, f"img_{t:05d}.jpg"), quality=quality)
-            lines.append(f"{folder} {frames} {label}\n")
-        lists.append(os.path.join(out_dir, f"{split}.txt"))
-        with open(lists[-1], "w") as f:
-            f.writelines(lines)
-    with open(os.path.join(out_dir, f"{name}_classes.txt"), "w") as f:
-        f.writelines((SYNTH_DIRECTIONS[8 * c // classes] if 8 * c % classes == 0 else f"{360 * c / classes:.0f} degrees")
-                     + "\n" for c in range(classes))
-    return tuple(lists)
-
-
-# ---- dataset preparation: extract, lists, check ----------------------------------------------------
-VIDEO_EXTS = (".avi", ".mp4", ".mkv", ".webm", ".mov", ".m4v", ".mpg", ".mpeg", ".flv", ".3gp")
-
-
-def _extract_one(job):
-    """One video -> FRAMES/<name>/img_00001.jpg ... Frames go to a temporary folder that is renamed
-    when complete, so an interrupted run never leaves a half folder that looks finished."""
-    video, out_dir, short_side, quality = job
-    import av  # optional dependency, imported where it is needed
-    tmp = out_dir + ".part"
-    shutil.rmtree(tmp, ignore_errors=True)  # an interrupted run's frames: stale, maybe more than this video has
-    os.makedirs(tmp)
-    n = 0
-    try:
-        with av.open(video) as container:
-            for frame in container.decode(video=0):
-                img = frame.to_image()  # PIL RGB
-                w, h = img.size
-                if short_side and min(w, h) != short_side:
-                    s = short_side / min(w, h)
-                    img = img.resize((max(1, round(w * s)), max(1, round(h * s))), Image.BILINEAR)
-                n += 1
-                img.save(os.path.join(tmp, f"img_{n:05d}.jpg"), quality=quality)
-    except Exception as e:  # a corrupt video must not stop the other 13000
-        shutil.rmtree(tmp, ignore_errors=True)
-        return video, 0, f"{type(e).__name__}: {e}"
-    if n == 0:
-        os.rmdir(tmp)
-        return video, 0, "no video frames decoded"
-    os.replace(tmp, out_dir)
-    return video, n, None
-
-
-def extract(videos_dir, frames_dir, short_side=256, quality=95, jobs=1):
-    """Every video under videos_dir -> frames_dir/<same relative path without extension>/img_%05d.jpg,
-    short side resized to short_side (0: keep), in parallel over videos. Existing folders are skipped.
-    ValueError if videos_dir is not a folder or holds no video file."""
-    if importlib.util.find_spec("av") is None:
-        raise SystemExit("data.py extract: PyAV is not installed: pip install av")
-    if not os.path.isdir(videos_dir):
-        raise ValueError(f"VIDEOS_DIR {videos_dir} is not a folder")
-    todo, skipped = [], 0
-    for dirpath, _, files in os.walk(videos_dir):
-        for name in sorted(files):
-            if os.path.splitext(name)[1].lower() in VIDEO_EXTS:
-                rel = os.path.relpath(os.path.join(dirpath, os.path.splitext(name)[0]), videos_dir)
-                out = os.path.join(frames_dir, rel)
-                if os.path.isdir(out):
-                    skipped += 1
-                else:
-                    todo.append((os.path.join(dirpath, name), out, short_side, quality))
-    if not todo and not skipped:
-        raise ValueError(f"no video file ({', '.join(VIDEO_EXTS)}) under VIDEOS_DIR {videos_dir}")
-    frames = failed = 0
-    with ProcessPoolExecutor(max(1, jobs)) as pool:
-        results = pool.map(_extract_one, todo, chunksize=4) if jobs > 1 else map(_extract_one, todo)
-        # a bar with rate and ETA on a terminal only (disable=None): logs stay clean
-        for video, n, err in tqdm(results, total=len(todo), desc="extract", unit="video", disable=None):
-            frames += n
-            if err:
-                failed += 1
-                tqdm.write(f"{video}: {err}", file=sys.stderr)
-    print(f"extracted {len(todo) - failed} videos ({frames} frames) to {frames_dir}; "
-          f"{skipped} already there, {failed} failed")
-    return failed
-
-
+# ---- frames on disk: counted by predict.py and prepare.py, checked as train.py starts ------------
 def count_frames(folder, image_tmpl="img_{:05d}.jpg", start_index=1, names=None):
     """Frames start_index, start_index+1, ... present in folder (stops at the first gap)."""
     names = set(os.listdir(folder) if names is None else names)
@@ -919,168 +796,6 @@ def count_frames(folder, image_tmpl="img_{:05d}.jpg", start_index=1, names=None)
     while n < len(names) and image_tmpl.format(start_index + n) in names:  # bounded: whatever the template
         n += 1
     return n
-
-
-def read_class_names(path):
-    """A classes file (`<dataset>_classes.txt`, written by `lists`): line i = the name of label i.
-    ValueError naming file:line for a blank line inside, a duplicate, or no names at all."""
-    lines = read_text_lines(path)
-    while lines and not lines[-1][1].strip():  # the final newline(s)
-        lines.pop()
-    names, seen = [], {}
-    for n, line in lines:
-        name = line.strip()
-        if not name:
-            raise ValueError(f"{path}:{n}: blank line (line i must name class i - 1)")
-        if name in seen:
-            raise ValueError(f"{path}:{n}: class {name!r} repeats line {seen[name]}")
-        seen[name] = n
-        names.append(name)
-    if not names:
-        raise ValueError(f"{path}: no class names")
-    return names
-
-
-def _ucf101_classes(path):
-    """classInd.txt ("1 ApplyEyeMakeup", 1-based, in label order) -> class names, label order."""
-    names = {}
-    for n, line in read_text_lines(path):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != 2 or not parts[0].isdigit() or int(parts[0]) < 1 or int(parts[0]) in names:
-            raise ValueError(f"{path}:{n}: expected '<index from 1> <class name>', each index once: {line.strip()}")
-        names[int(parts[0])] = parts[1]
-    if sorted(names) != list(range(1, len(names) + 1)):
-        raise ValueError(f"{path}: class indices must be 1..{len(names)} without gaps")
-    return [names[k] for k in range(1, len(names) + 1)]
-
-
-def _split_entries(dataset, splits_dir, split):
-    """Official split files -> (classes, {"train": [(video_name, label, "file:line")], "val": [...]})."""
-    entries = {"train": [], "val": []}
-    if dataset == "ucf101":
-        # classInd.txt: "1 ApplyEyeMakeup" (1-based). trainlist01.txt: "ApplyEyeMakeup/v_..._c01.avi 1";
-        # testlist01.txt: the same without the label. The class comes from the folder part, looked up
-        # case-insensitively (UCF101 spells HandstandPushups two ways).
-        ind = os.path.join(splits_dir, "classInd.txt")
-        classes = _ucf101_classes(ind)
-        lookup = {name.lower(): label for label, name in enumerate(classes)}
-        for part, fname in (("train", f"trainlist0{split}.txt"), ("val", f"testlist0{split}.txt")):
-            path = os.path.join(splits_dir, fname)
-            for n, line in read_text_lines(path):
-                if line.strip():
-                    rel = line.split()[0].replace("\\", "/")
-                    cls = rel.split("/")[0].lower()
-                    if cls not in lookup:
-                        raise ValueError(f"{path}:{n}: class {rel.split('/')[0]!r} is not in {ind}: {line.strip()}")
-                    entries[part].append((os.path.splitext(os.path.basename(rel))[0], lookup[cls], f"{path}:{n}"))
-        return classes, entries
-    # HMDB51: <class>_test_split<N>.txt, lines "<video>.avi <0|1|2>": 1 train, 2 test, 0 unused. Labels
-    # index the sorted class names (not the sorted file names: "sword_exercise_..." < "sword_test...").
-    suffix = f"_test_split{split}.txt"
-    classes = sorted(f[:-len(suffix)] for f in os.listdir(splits_dir) if f.endswith(suffix))
-    if not classes:
-        raise ValueError(f"no *{suffix} files in {splits_dir}")
-    for label, name in enumerate(classes):
-        path = os.path.join(splits_dir, name + suffix)
-        for n, line in read_text_lines(path):
-            parts = line.split()
-            if len(parts) == 2 and parts[1] in ("1", "2"):
-                entries["train" if parts[1] == "1" else "val"].append(
-                    (os.path.splitext(parts[0])[0], label, f"{path}:{n}"))
-            elif parts and (len(parts) != 2 or parts[1] != "0"):
-                raise ValueError(f"{path}:{n}: expected '<video> <0|1|2>': {line.strip()}")
-    return classes, entries
-
-
-def make_lists(frames_dir, dataset, splits_dir, split=1, out_dir=None, image_tmpl="img_{:05d}.jpg", start_index=1):
-    """Write <out_dir>/<dataset>_{train,val}_split<N>_list.txt from the official splits, counting the
-    frames on disk. Frame folders are found by video name anywhere under frames_dir (flat or per class).
-    Paths are relative to out_dir (default: frames_dir's parent), the lists' default root.
-    Also writes <out_dir>/<dataset>_classes.txt: line i = the name of label i (read_class_names).
-    ValueError, and nothing written, if frames_dir is not a folder or a list would be empty."""
-    check_image_tmpl(image_tmpl, start_index)
-    if not os.path.isdir(frames_dir):
-        raise ValueError(f"FRAMES_DIR {frames_dir} is not a folder")
-    out_dir = out_dir or os.path.dirname(os.path.abspath(frames_dir))
-    folders = {}  # video name -> (folder, frame count)
-    for dirpath, _, files in os.walk(frames_dir):
-        n = count_frames(dirpath, image_tmpl, start_index, files) if files else 0
-        if n:
-            folders[os.path.basename(dirpath)] = (dirpath, n)
-    classes, entries = _split_entries(dataset, splits_dir, split)
-    lists, warnings_ = {}, []
-    for part in ("train", "val"):
-        lines, missing = [], 0
-        for name, label, where in entries[part]:
-            if name not in folders:
-                missing += 1
-                warnings_.append(f"warning: {where}: no frame folder for {name} under {frames_dir}")
-                continue
-            folder, n = folders[name]
-            rel = os.path.relpath(folder, out_dir)
-            rel = "./" + rel if rel.startswith("#") else rel  # HMDB51 has names starting with '#': not a comment
-            lines.append(f"{rel} {n} {label}\n")
-        if not lines:  # a wrong FRAMES_DIR, --image_tmpl or split: say so rather than write an empty list
-            example = entries[part][0][0] if entries[part] else "(none listed)"
-            raise ValueError(f"no frame folder under {frames_dir} matches a {part} video of split {split} "
-                             f"(looked for folders named like {example!r} holding {image_tmpl.format(start_index)}, ...)")
-        lists[part] = lines, missing
-    for message in warnings_:  # only now: an error above is one line, not thousands of warnings first
-        print(message, file=sys.stderr)
-    written = []
-    for part, (lines, missing) in lists.items():
-        path = os.path.join(out_dir, f"{dataset}_{part}_split{split}_list.txt")
-        with open(path, "w") as f:
-            f.writelines(lines)
-        print(f"wrote {path}: {len(lines)} videos, {len(classes)} classes ({missing} without frames)")
-        written.append(path)
-    path = os.path.join(out_dir, f"{dataset}_classes.txt")
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(name + "\n" for name in classes)
-    print(f"wrote {path}: {len(classes)} class names (line 1 = label 0)")
-    return written
-
-
-def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_classes=None, full=False):
-    """Every problem of a list file and its frames, one line each with the list line; returns them.
-    Checks the list syntax and labels, that every listed frame exists, and decodes the first and last
-    frame of each video (full=True: every frame, and that all have one size)."""
-    check_image_tmpl(image_tmpl, start_index)
-    problems = []  # (line, message)
-    videos = read_list(list_file, root, num_classes, problems)
-    if not videos:
-        problems.append((0, f"{list_file}: no videos listed"))
-    frames = 0
-    for v in tqdm(videos, desc="check", unit="video", disable=None):  # a bar on a terminal only
-        where = f"{list_file}:{v.line}"
-        if not os.path.isdir(v.path):
-            problems.append((v.line, f"{where}: missing folder {v.path}"))
-            continue
-        on_disk = count_frames(v.path, image_tmpl, start_index)
-        if on_disk < v.num_frames:
-            first = os.path.join(v.path, image_tmpl.format(start_index + on_disk))
-            problems.append((v.line, f"{where}: {v.num_frames} frames listed, {on_disk} on disk (first missing: {first})"))
-        numbers = range(start_index, start_index + min(on_disk, v.num_frames))
-        size = None
-        for i in (numbers if full else sorted({numbers[0], numbers[-1]}) if numbers else []):
-            path = os.path.join(v.path, image_tmpl.format(i))
-            try:
-                img = decode_frame(path)
-            except (OSError, RuntimeError, ValueError) as e:
-                problems.append((v.line, f"{where}: unreadable frame {path}: {_why(e)}"))
-                continue
-            if size is not None and img.shape != size:
-                problems.append((v.line, f"{where}: frame {path} is {tuple(img.shape)}, the first {tuple(size)}"))
-            size = size or img.shape
-        frames += v.num_frames
-    problems.sort(key=lambda p: p[0])  # in list order
-    for _, message in problems:
-        print(message)
-    print(f"{list_file}: {len(videos)} videos, {frames} frames, {len({v.label for v in videos})} labels: "
-          + (f"{len(problems)} problem(s)" if problems else "OK"))
-    return [message for _, message in problems]
 
 
 def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report=10, threads=32):
@@ -1103,72 +818,11 @@ def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report
 
     size = max(1, min(256, len(videos) // (4 * threads) + 1))
     with ThreadPoolExecutor(threads) as pool:
-        found = [m for ms in pool.map(chunk, [videos[k:k + size] for k in range(0, len(videos), size)]) for m in ms]
+        chunks = pool.map(chunk, [videos[k:k + size] for k in range(0, len(videos), size)])
+        found = [m for ms in chunks for m in ms]
     return found[:max_report], len(found)
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """argparse errors as one line (no usage block), exit 2: like every other error of data.py."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def main(argv=None):
-    p = _OneLineParser(description="Video frame-folder datasets: make, extract, list, check.")
-    sub = p.add_subparsers(dest="cmd", required=True)
-
-    def size(text):
-        m = re.fullmatch(r"(\d+)x(\d+)", text)
-        if not m:
-            raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 340x256, got {text!r}")
-        return int(m.group(1)), int(m.group(2))
-
-    s = sub.add_parser("synth", help="a small motion-only dataset of JPEG frame folders + train.txt/val.txt")
-    s.add_argument("out")
-    s.add_argument("--classes", type=int, default=4, help="1..8 motion directions")
-    s.add_argument("--videos", type=int, default=24, help="videos per split (train and val each)")
-    s.add_argument("--frames", type=int, default=32, help="frames per video")
-    s.add_argument("--size", type=size, default=(340, 256), help="WIDTHxHEIGHT (default 340x256)")
-    s.add_argument("--quality", type=int, default=95, help="JPEG quality")
-    s.add_argument("--seed", type=int, default=0)
-    e = sub.add_parser("extract", help="video files -> JPEG frame folders (needs PyAV: pip install av)")
-    e.add_argument("videos_dir")
-    e.add_argument("frames_dir")
-    e.add_argument("--short-side", type=int, default=256, help="resize the short side to this (0: keep)")
-    e.add_argument("--quality", type=int, default=95, help="JPEG quality")
-    e.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel processes")
-    li = sub.add_parser("lists", help="train/val list files from the official UCF101 / HMDB51 splits")
-    li.add_argument("frames_dir")
-    g = li.add_mutually_exclusive_group(required=True)
-    g.add_argument("--ucf101", metavar="SPLITS_DIR", help="folder with classInd.txt, trainlist0N.txt, testlist0N.txt")
-    g.add_argument("--hmdb51", metavar="SPLITS_DIR", help="folder with <class>_test_splitN.txt")
-    li.add_argument("--split", type=int, default=1, choices=(1, 2, 3))
-    li.add_argument("--out", help="folder for the lists (default: FRAMES_DIR's parent)")
-    c = sub.add_parser("check", help="scan a list file's videos; print every problem; exit 1 if any")
-    c.add_argument("list")
-    c.add_argument("--full", action="store_true", help="decode every frame (default: first and last)")
-    c.add_argument("--num_classes", type=int, help="labels must be < this")
-    for q in (li, c):
-        q.add_argument("--image_tmpl", default="img_{:05d}.jpg", help="frame file name template")
-        q.add_argument("--start_index", type=int, default=1, help="number of the first frame")
-    c.add_argument("--root", help="folder the list's paths are relative to (default: the list's folder)")
-    args = p.parse_args(argv)
-    try:
-        if args.cmd == "synth":
-            print("wrote", *make_synth(args.out, args.classes, args.videos, args.frames, args.size, args.quality, args.seed))
-        elif args.cmd == "extract":
-            return 1 if extract(args.videos_dir, args.frames_dir, args.short_side, args.quality, args.jobs) else 0
-        elif args.cmd == "lists":
-            dataset, splits = ("ucf101", args.ucf101) if args.ucf101 else ("hmdb51", args.hmdb51)
-            make_lists(args.frames_dir, dataset, splits, args.split, args.out, args.image_tmpl, args.start_index)
-        else:
-            return 1 if check(args.list, args.root, args.image_tmpl, args.start_index, args.num_classes, args.full) else 0
-    except (ValueError, OSError) as err:
-        print(f"data.py {args.cmd}: error: {err}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # the dataset commands live in prepare.py; `python data.py check ...` still works
+    import prepare
+    sys.exit(prepare.main())

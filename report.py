@@ -94,7 +94,8 @@ def per_class_table(metrics, class_names=None):
     for c in _worst_first(metrics):
         other = metrics["confused_with"][c]
         confused = "-" if other < 0 else f"{_name(class_names, other)} ({metrics['confused_count'][c]})"
-        rows.append((_name(class_names, c), f"{metrics['per_class_acc'][c]:.1f}", str(metrics["per_class_count"][c]), confused))
+        acc, count = f"{metrics['per_class_acc'][c]:.1f}", str(metrics["per_class_count"][c])
+        rows.append((_name(class_names, c), acc, count, confused))
     width = max([len("class")] + [len(r[0]) for r in rows])
     lines = [f"{'class':<{width}}  {'acc%':>6}  {'videos':>6}  most confused with"]
     lines += [f"{name:<{width}}  {acc:>6}  {n:>6}  {confused}" for name, acc, n, confused in rows]
@@ -210,8 +211,10 @@ def write_evaluation(run_dir, scores, labels, class_names, clips, crops, videos=
     paths = {k: os.path.join(run_dir, f"{k}_{tag}.{ext}")
              for k, ext in (("per_class", "csv"), ("confusion", "png"), ("scores", "npz"))}
     os.makedirs(run_dir, exist_ok=True)
-    np.savez(paths["scores"], scores=scores, labels=labels, videos=np.asarray(videos if videos is not None else []),
+    np.savez(paths["scores"], scores=scores, labels=labels,
+             videos=np.asarray(videos if videos is not None else []),
              class_names=np.asarray(class_names if class_names is not None else []))
     save_per_class_csv(metrics, class_names, paths["per_class"])
-    save_confusion_png(metrics["confusion"], class_names, paths["confusion"], f"confusion matrix, {tag} views, rows normalised")
+    save_confusion_png(metrics["confusion"], class_names, paths["confusion"],
+                       f"confusion matrix, {tag} views, rows normalised")
     return metrics, paths

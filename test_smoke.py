@@ -25,6 +25,7 @@ import torchvision
 from model import ARCH_SPECS, ARCHS, TV_VIDEO, build_model
 import bench
 import data
+import prepare
 import model as models
 import train
 
@@ -188,7 +189,7 @@ SMALL = dict(t_length=4, t_stride=2, new_size=40, crop_size=32)  # tiny clips: (
 def synth(tmp_path_factory):
     """Four train + four val videos of NUM_FRAMES 48x40 JPEGs. Read-only: tests that break frames copy."""
     root = tmp_path_factory.mktemp("synth")
-    train, val = data.make_synth(root, classes=4, videos=4, frames=NUM_FRAMES, size=(W, H))
+    train, val = prepare.make_synth(root, classes=4, videos=4, frames=NUM_FRAMES, size=(W, H))
     return root, Path(train), Path(val)
 
 
@@ -220,9 +221,9 @@ def frames_of(folder, numbers, tmpl="img_{:05d}.jpg"):
 
 
 def run_cli(*commands):
-    """Run `python data.py ARGS` for each ARGS tuple from the repository folder, all at once: each pays
+    """Run `python prepare.py ARGS` for each ARGS tuple from the repository folder, all at once: each pays
     seconds of torch + torchvision imports, and CI has 2 cores. Returns (returncode, stdout, stderr) each."""
-    procs = [subprocess.Popen([sys.executable, "data.py", *map(str, args)], cwd=HERE, text=True,
+    procs = [subprocess.Popen([sys.executable, "prepare.py", *map(str, args)], cwd=HERE, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for args in commands]
     results = []
     for proc in procs:
@@ -819,10 +820,11 @@ def test_cli_extract(tmp_path):
 
 
 def test_extract_without_pyav_says_how_to_install(tmp_path, monkeypatch):
-    real = data.importlib.util.find_spec
-    monkeypatch.setattr(data.importlib.util, "find_spec", lambda name, *a: None if name == "av" else real(name, *a))
+    real = prepare.importlib.util.find_spec
+    monkeypatch.setattr(prepare.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "av" else real(name, *a))
     with pytest.raises(SystemExit, match="pip install av"):
-        data.extract(tmp_path, tmp_path / "frames")
+        prepare.extract(tmp_path, tmp_path / "frames")
     assert not (tmp_path / "frames").exists()
 
 
@@ -855,7 +857,7 @@ TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_si
 @pytest.fixture(scope="module")
 def tiny_data(tmp_path_factory):
     out = tmp_path_factory.mktemp("tiny")
-    train_list, val_list = data.make_synth(out, classes=4, videos=12, frames=10, size=(48, 40))
+    train_list, val_list = prepare.make_synth(out, classes=4, videos=12, frames=10, size=(48, 40))
     # An odd-length val list, so a 2-process split is uneven (the case where padded samplers go wrong).
     lines = Path(val_list).read_text().splitlines()[:7]
     odd = out / "val7.txt"
@@ -1070,7 +1072,7 @@ BENCH_CLIP_ARGS = ["--t_length", str(BENCH_TINY["t_length"]), "--t_stride", str(
 def bench_frames(tmp_path_factory):
     """A tiny textured frame dataset (train.txt, val.txt), made once for this module."""
     out = tmp_path_factory.mktemp("bench_frames")
-    data.make_synth(str(out), classes=2, videos=BENCH_TINY["videos"], frames=BENCH_TINY["frames"],
+    prepare.make_synth(str(out), classes=2, videos=BENCH_TINY["videos"], frames=BENCH_TINY["frames"],
                     size=BENCH_TINY["size"], quality=95)
     return str(out)
 
@@ -1309,5 +1311,5 @@ def test_bench_bad_frames_one_line_exit_2(cmd, present, missing, tmp_path, capsy
         bench.main(argv)
     assert e.value.code == 2
     cap = capsys.readouterr()
-    assert cap.err.splitlines() == [f"bench.py: error: --frames {folder} has no {missing} (make one: python data.py synth DIR)"]
+    assert cap.err.splitlines() == [f"bench.py: error: --frames {folder} has no {missing} (make one: python prepare.py synth DIR)"]
     assert cap.out == ""

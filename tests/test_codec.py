@@ -16,6 +16,7 @@ from PIL import Image
 
 import bench
 import data
+import prepare
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
 needs_codec = pytest.mark.skipif(data.codec_decode_image is None, reason="TorchCodec is not installed")
@@ -64,7 +65,7 @@ def test_torchcodec_decode_is_bit_identical_to_torchvision(tmp_path):
     and on the project's own synthetic frames, from a path and from the file's bytes."""
     from torchvision.io import ImageReadMode, decode_image, read_file
     paths = list(jpeg_variants(tmp_path).values())
-    data.make_synth(str(tmp_path / "synth"), classes=2, videos=1, frames=3, size=(340, 256))
+    prepare.make_synth(str(tmp_path / "synth"), classes=2, videos=1, frames=3, size=(340, 256))
     paths += [str(p) for p in sorted((tmp_path / "synth" / "train" / "video_0000").glob("*.jpg"))]
     for path in paths:
         ours = data.decode_frame(path, "torchcodec")
@@ -81,7 +82,7 @@ def test_torchcodec_decode_is_bit_identical_to_torchvision(tmp_path):
 @needs_codec
 def test_default_decoder_is_torchcodec_and_the_dataset_uses_it(tmp_path, monkeypatch):
     """data.py's clips are decoded by TorchCodec's decode_jpeg: one call per distinct frame."""
-    train_list, _ = data.make_synth(str(tmp_path), classes=2, videos=2, frames=8, size=(48, 32))
+    train_list, _ = prepare.make_synth(str(tmp_path), classes=2, videos=2, frames=8, size=(48, 32))
     assert data.DECODER == "torchcodec" and data.available_decoders()[0] == "torchcodec"
     calls = []
     real = data.codec_decode_jpeg
@@ -118,7 +119,7 @@ def test_unknown_or_unavailable_decoder_is_one_clear_error(tmp_path):
 # ---- bad frames: still one line ------------------------------------------------------------------
 def bad_frames_dataset(tmp_path, kind, encoded=False):
     """A 1-video val list whose second read frame (of 1, 3, 5) is `kind`; returns (dataset, its path)."""
-    train_list, _ = data.make_synth(str(tmp_path), classes=1, videos=1, frames=6, size=(48, 32))
+    train_list, _ = prepare.make_synth(str(tmp_path), classes=1, videos=1, frames=6, size=(48, 32))
     path = tmp_path / "train" / "video_0000" / "img_00003.jpg"
     good = path.read_bytes()
     if kind == "missing":
@@ -179,7 +180,7 @@ def test_check_cli_reports_a_garbage_frame_in_one_line(tmp_path):
     """`data.py check --full` on a frame without image magic (TorchCodec raises ValueError for it):
     one line naming the frame, exit 1, in a subprocess with a timeout."""
     ds, path = bad_frames_dataset(tmp_path, "garbage")
-    p = subprocess.run([sys.executable, os.path.join(HERE, "data.py"), "check", ds.list_file, "--full"],
+    p = subprocess.run([sys.executable, os.path.join(HERE, "prepare.py"), "check", ds.list_file, "--full"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1, (p.stdout, p.stderr)
     lines = [line for line in p.stdout.splitlines() if path in line]
@@ -209,7 +210,7 @@ def test_bytes_mode_decode_batch_cpu_equals_normal_path(mode, tmp_path):
     """collate_encoded + decode_batch(device="cpu") give exactly data.collate's batch: values, shape,
     channels_last_3d strides, labels -- over two epochs, with a short video whose clip repeats frames
     and (test) several clips and 3 crops; with the default decoder and with Pillow."""
-    train_list, _ = data.make_synth(str(tmp_path), classes=2, videos=3, frames=10, size=(64, 40))
+    train_list, _ = prepare.make_synth(str(tmp_path), classes=2, videos=3, frames=10, size=(64, 40))
     with open(train_list, "a") as f:
         f.write("train/video_0000 3 1\n")  # 3 frames for a 4-frame clip: repeats
     kw = dict(mode=mode, t_length=4, t_stride=2, new_size=48, crop_size=32)
@@ -237,7 +238,7 @@ def test_bytes_mode_decode_batch_cpu_equals_normal_path(mode, tmp_path):
 def test_bytes_mode_through_dataloader_workers_equals_normal_path(tmp_path):
     """EncodedClips survive worker processes (shared memory, the pickled generator): a 2-worker
     loader in bytes mode gives what the 0-worker normal loader gives."""
-    train_list, _ = data.make_synth(str(tmp_path), classes=2, videos=4, frames=10, size=(64, 40))
+    train_list, _ = prepare.make_synth(str(tmp_path), classes=2, videos=4, frames=10, size=(64, 40))
     ds, enc = both(train_list, mode="train", t_length=4, t_stride=2, new_size=48, crop_size=32)
     normal = list(torch.utils.data.DataLoader(ds, batch_size=2, num_workers=0, collate_fn=data.collate))
     loader = torch.utils.data.DataLoader(enc, batch_size=2, num_workers=2, collate_fn=data.collate_encoded)
@@ -250,7 +251,7 @@ def test_bytes_mode_through_dataloader_workers_equals_normal_path(tmp_path):
 def test_bytes_mode_replays_the_crop_it_sampled(tmp_path):
     """The replay is not a re-draw: shipping another generator state changes the clip (so the
     equality above is not trivially true for any crop)."""
-    train_list, _ = data.make_synth(str(tmp_path), classes=2, videos=1, frames=10, size=(96, 64))
+    train_list, _ = prepare.make_synth(str(tmp_path), classes=2, videos=1, frames=10, size=(96, 64))
     ds, enc = both(train_list, mode="train", t_length=2, t_stride=2, new_size=64, crop_size=32)
     item = enc[0]
     good = data.decode_batch(data.collate_encoded([item]), "cpu", enc)[0]
@@ -271,7 +272,7 @@ def test_decode_batch_cuda_matches_cpu(mode, tmp_path):
     """nvJPEG decoding of the whole batch on the GPU, then load_clip's crops/flips on the device: the
     batch lies on CUDA in channels_last_3d and matches the CPU path up to decoder differences (nvJPEG
     vs libjpeg-turbo IDCT/upsampling, float vs fixed-point resize): a wrong crop or flip would not."""
-    train_list, _ = data.make_synth(str(tmp_path), classes=2, videos=4, frames=12, size=(340, 256))
+    train_list, _ = prepare.make_synth(str(tmp_path), classes=2, videos=4, frames=12, size=(340, 256))
     kw = dict(mode=mode, t_length=4, t_stride=2, new_size=256, crop_size=112)
     if mode == "test":
         kw.update(num_clips=2, num_crops=3)
@@ -303,7 +304,7 @@ def test_bench_reads_exactly_the_frames_the_dataset_reads(tmp_path, monkeypatch)
     """bench.clip_files / the decode-only rows read the files data.py's own __getitem__ decodes -- in a
     later epoch, and with a forked sampler (here TSN-style: one frame per segment, at random) -- not a
     copy of the sampling (the old bench always read epoch 0's frames)."""
-    train_list, _ = data.make_synth(str(tmp_path), classes=2, videos=3, frames=24, size=(48, 32))
+    train_list, _ = prepare.make_synth(str(tmp_path), classes=2, videos=3, frames=24, size=(48, 32))
     ds = data.VideoFrameDataset(train_list, mode="train", t_length=4, t_stride=2, new_size=32, crop_size=24)
 
     def tsn(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, start_index=1, *placement, **kw):
@@ -327,7 +328,7 @@ def test_bench_reads_exactly_the_frames_the_dataset_reads(tmp_path, monkeypatch)
 @pytest.fixture(scope="module")
 def tiny_frames(tmp_path_factory):
     out = tmp_path_factory.mktemp("codec_bench")
-    data.make_synth(str(out), classes=2, videos=2, frames=12, size=(48, 32))
+    prepare.make_synth(str(out), classes=2, videos=2, frames=12, size=(48, 32))
     return str(out)
 
 
@@ -384,7 +385,7 @@ def test_bench_train_decode_device_cuda_runs(tiny_frames, tmp_path):
 def test_bytes_mode_replaces_a_bad_video_like_the_normal_path(tmp_path):
     """Train mode: a video with a missing frame is replaced in the loader in bytes mode too -- the same
     replacement, clip, label and info["bad"] line as the normal path."""
-    train_list, _ = data.make_synth(str(tmp_path), classes=2, videos=4, frames=8, size=(64, 40))
+    train_list, _ = prepare.make_synth(str(tmp_path), classes=2, videos=4, frames=8, size=(64, 40))
     for k in range(1, 9):  # every frame but the first: whatever clip is drawn, a frame is missing
         if k > 1:
             os.remove(tmp_path / "train" / "video_0001" / f"img_{k:05d}.jpg")

@@ -25,6 +25,7 @@ import torch
 from PIL import Image
 
 import data
+import prepare
 from test_smoke import UCF101_LISTS, fake_hmdb51, fake_ucf101, write_frames, write_list
 
 HERE = Path(__file__).resolve().parents[1]  # the repository
@@ -34,9 +35,9 @@ CLIP = dict(t_length=4, t_stride=1, new_size=40, crop_size=32)  # tiny clips: (3
 
 # ---- helpers -------------------------------------------------------------------------------------
 def run_data(*commands, timeout=120):
-    """`python data.py ARGS` for each ARGS tuple, all at once (each pays the torch import); a command
+    """`python prepare.py ARGS` for each ARGS tuple, all at once (each pays the torch import); a command
     still running after `timeout` s is killed and fails the test: nothing may loop forever."""
-    procs = [subprocess.Popen([sys.executable, "data.py", *map(str, args)], cwd=HERE, text=True,
+    procs = [subprocess.Popen([sys.executable, "prepare.py", *map(str, args)], cwd=HERE, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for args in commands]
     results = []
     for args, proc in zip(commands, procs):
@@ -45,20 +46,20 @@ def run_data(*commands, timeout=120):
         except subprocess.TimeoutExpired:
             for p in procs:
                 p.kill()
-            pytest.fail(f"data.py {' '.join(map(str, args))} still running after {timeout} s")
+            pytest.fail(f"prepare.py {' '.join(map(str, args))} still running after {timeout} s")
         results.append((proc.returncode, out, err))
     return results
 
 
 _DRIVER = r"""
 import contextlib, io, json, sys, traceback
-import data
+import prepare
 results = []
 for argv in json.loads(sys.argv[1]):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            rc = data.main(argv)
+            rc = prepare.main(argv)
         except SystemExit as e:
             rc = e.code if isinstance(e.code, int) else print(e.code, file=sys.stderr) or 1
         except BaseException:
@@ -70,14 +71,14 @@ print(json.dumps(results))
 
 
 def run_main(*commands, timeout=120):
-    """data.main(ARGS) for each ARGS tuple, in ONE subprocess (one torch import: CI has 2 cores) with a
-    timeout; what `python data.py ARGS` would exit with and print, as (rc, stdout, stderr) each."""
+    """prepare.main(ARGS) for each ARGS tuple, in ONE subprocess (one torch import: CI has 2 cores) with a
+    timeout; what `python prepare.py ARGS` would exit with and print, as (rc, stdout, stderr) each."""
     argvs = [[str(a) for a in args] for args in commands]
     try:
         proc = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(argvs)], cwd=HERE, text=True,
                               capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"data.main still running after {timeout} s on one of {argvs}")
+        pytest.fail(f"prepare.main still running after {timeout} s on one of {argvs}")
     assert proc.returncode == 0, proc.stderr
     return [tuple(r) for r in json.loads(proc.stdout.splitlines()[-1])]
 
@@ -139,6 +140,23 @@ def test_undecodable_list_names_file_and_line(tmp_path, content, line):
         data.read_list(path)
     with pytest.raises(ValueError, match=re.escape(f"{path}:{line}: ")):
         data.VideoFrameDataset(path)
+
+
+def test_extra_column_is_one_line_naming_list_line_and_form(tmp_path):
+    """A line with a column too many ('<dir> <start> <num_frames> <label>') fails as it is read, naming the
+    list, the line and the expected form -- not read into the folder name, to fail later as a missing
+    folder. A folder name with spaces still reads. `python data.py check` runs prepare.py's check."""
+    write_frames(tmp_path / "vid", 3)
+    write_frames(tmp_path / "my vid", 3)
+    path = write_list(tmp_path / "list.txt", ["vid 3 0", "vid 1 3 0", "my vid 3 1"])
+    expected = f"{path}:2: 4 columns, expected '<frame_dir> <num_frames> <label>'"
+    with pytest.raises(ValueError, match=re.escape(expected)) as e:
+        data.VideoFrameDataset(path, mode="val")
+    assert "\n" not in str(e.value)
+    p = subprocess.run([sys.executable, "data.py", "check", path], cwd=HERE, text=True, capture_output=True,
+                       timeout=120)
+    assert p.returncode == 1 and p.stdout.startswith(expected), (p.stdout, p.stderr)
+    assert "missing folder" not in p.stdout and "2 videos" in p.stdout.splitlines()[-1]
 
 
 def test_cli_undecodable_list_and_bad_flags_one_line(tmp_path):
@@ -258,7 +276,7 @@ def test_reextract_never_keeps_stale_frames_of_an_interrupted_run(tmp_path):
     stale.mkdir(parents=True)
     for i in range(1, 151):
         (stale / f"img_{i:05d}.jpg").write_bytes(b"")
-    assert data.extract(videos, frames, short_side=0, jobs=1) == 0
+    assert prepare.extract(videos, frames, short_side=0, jobs=1) == 0
     assert sorted(os.listdir(frames)) == ["clip"]
     assert sorted(os.listdir(frames / "clip")) == [f"img_{i:05d}.jpg" for i in range(1, 121)]
     assert data.count_frames(frames / "clip") == 120
@@ -266,11 +284,11 @@ def test_reextract_never_keeps_stale_frames_of_an_interrupted_run(tmp_path):
 
 # ---- progress bars ----------------------------------------------------------------------------------
 def run_with_tty_stderr(args, timeout=120):
-    """data.py ARGS with stderr on a pseudo-terminal (as in an interactive shell); returns (rc, stderr)."""
+    """prepare.py ARGS with stderr on a pseudo-terminal (as in an interactive shell); returns (rc, stderr)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a fresh pty is 0 columns wide
-    proc = subprocess.Popen([sys.executable, "data.py", *map(str, args)], cwd=HERE, stdout=subprocess.DEVNULL,
-                            stderr=slave, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "prepare.py", *map(str, args)], cwd=HERE,
+                            stdout=subprocess.DEVNULL, stderr=slave, stdin=subprocess.DEVNULL)
     os.close(slave)
     chunks, t0 = [], time.time()
     while True:

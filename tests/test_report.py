@@ -11,6 +11,7 @@ import torch
 from PIL import Image
 
 import data
+import prepare
 import model as models
 import predict
 import report
@@ -141,9 +142,9 @@ def save_checkpoint(path, class_names=NAMES, **override):
 
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory):
-    """A synthetic frame folder: 12 JPEG frames of 64x48 (data.make_synth)."""
+    """A synthetic frame folder: 12 JPEG frames of 64x48 (prepare.make_synth)."""
     root = tmp_path_factory.mktemp("synth")
-    data.make_synth(str(root), classes=4, videos=1, frames=12, size=(64, 48))
+    prepare.make_synth(str(root), classes=4, videos=1, frames=12, size=(64, 48))
     return {"root": root, "folder": str(root / "train" / "video_0000")}
 
 

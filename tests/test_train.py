@@ -16,7 +16,9 @@ import pytest
 import numpy as np
 import torch
 
+import checkpoint
 import data
+import prepare
 import train
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,7 +31,7 @@ TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_si
 @pytest.fixture(scope="module")
 def lists(tmp_path_factory):
     out = tmp_path_factory.mktemp("tiny")
-    train_list, val_list = data.make_synth(out, classes=4, videos=8, frames=10, size=(48, 40))
+    train_list, val_list = prepare.make_synth(out, classes=4, videos=8, frames=10, size=(48, 40))
     return str(train_list), str(val_list)
 
 
@@ -111,7 +113,7 @@ def test_iter_size_2_b_2_equals_b_4_and_resumes_exactly_mid_epoch(lists, tmp_pat
     def lr_and_signal(args, step, steps_per_epoch):
         seen.append(step)
         if step == 0 and seen.count(0) == 2:  # both batches of step 0 ran: the stop is checked after it
-            train.STOP["signal"] = signal.SIGTERM
+            checkpoint.STOP["signal"] = signal.SIGTERM
         return original(args, step, steps_per_epoch)
 
     original = train.lr_at
@@ -119,7 +121,7 @@ def test_iter_size_2_b_2_equals_b_4_and_resumes_exactly_mid_epoch(lists, tmp_pat
     stopped = ["-b", "2", "--iter_size", "2", "--output_root", str(tmp_path / "stop")]
     with pytest.raises(SystemExit) as e:
         run_main([*common, *stopped])
-    train.STOP["signal"] = 0
+    checkpoint.STOP["signal"] = 0
     assert e.value.code == 128 + signal.SIGTERM
     ckpt = torch.load(run_dir(tmp_path / "stop", common) / "checkpoint.pth", weights_only=False)
     assert (ckpt["epoch"], ckpt["iter"]) == (0, 2)  # mid-epoch: 2 of its 4 batches done
@@ -135,13 +137,13 @@ def test_mid_epoch_resume_needs_the_same_global_batch(lists, tmp_path, monkeypat
     original = train.lr_at
 
     def stop_at_step_0(a, step, n):
-        train.STOP["signal"] = signal.SIGTERM
+        checkpoint.STOP["signal"] = signal.SIGTERM
         return original(a, step, n)
 
     monkeypatch.setattr(train, "lr_at", stop_at_step_0)
     with pytest.raises(SystemExit):
         run_main(args)
-    train.STOP["signal"] = 0
+    checkpoint.STOP["signal"] = 0
     monkeypatch.setattr(train, "lr_at", original)
     capsys.readouterr()
     with pytest.raises(SystemExit) as e:
@@ -296,6 +298,70 @@ def test_fine_tuning_modes_freeze_what_they_say(lists, tmp_path):
         convs = [k for k in first if k.endswith("conv1.weight")]
         assert all(torch.equal(first[k], after[k]) for k in convs) == (mode == "--fc_only"), mode
         assert not torch.equal(first["fc.weight"], after["fc.weight"])
+
+
+# ---- recipes (@FILE), args.txt, and what --evaluate / predict take from a checkpoint ---------------
+ORIGINAL = ("ucf101 train.txt val.txt --arch resnet50_3d --dro 0.2 --mode 3D --t_length 16 --t_stride 4 "
+            "--pretrained --epochs 95 --batch-size 64 --lr 0.001 --lr_steps 40 80 90 --workers 16 "
+            "--image_tmpl img_{:05d}.jpg")
+
+
+def test_recipe_files_parse_as_their_command_lines(tmp_path):
+    recipes = REPO / "recipes"
+    ucf = train.parse_args(["ucf101", "train.txt", "val.txt", f"@{recipes / 'ucf101_i3d.txt'}"])
+    assert vars(ucf) == vars(train.parse_args(ORIGINAL.split()))  # the original command, verbatim
+    k400 = train.parse_args(["ucf101", "a", "b", f"@{recipes / 'kinetics_finetune.txt'}"])
+    assert (k400.pretrained, k400.t_length, k400.t_stride, k400.lr_policy) == ("kinetics400", 8, 8, "cosine")
+    # several flags on a line, '#' comments, blank lines; flags after the file override it
+    own = tmp_path / "own.txt"
+    own.write_text("# mine\n--lr_steps 4 8   # two steps\n\n--epochs 9 -b 2\n--image_tmpl 'a #{:03d}.png'\n")
+    a = train.parse_args(["ucf101", "a", "b", f"@{own}", "--epochs", "3"])
+    assert (a.lr_steps, a.epochs, a.batch_size, a.image_tmpl) == ([4, 8], 3, 2, "a #{:03d}.png")
+    # `python train.py demo` is recipes/demo.txt: the demo's settings, any of them overridable
+    demo = train.parse_args(["demo"])
+    assert vars(demo) == vars(train.parse_args(["demo", f"@{recipes / 'demo.txt'}"]))
+    assert {k: vars(demo)[k] for k in ("arch", "t_length", "t_stride", "new_size", "crop_size", "epochs",
+                                       "batch_size", "lr", "lr_steps", "warmup", "dropout", "workers",
+                                       "eval_freq", "print_freq")} == dict(
+        arch="resnet10_3d", t_length=8, t_stride=2, new_size=48, crop_size=40, epochs=12, batch_size=8,
+        lr=0.02, lr_steps=[9], warmup=1, dropout=0.0, workers=2, eval_freq=1, print_freq=8)
+    assert train.parse_args(["demo", "--epochs", "3"]).epochs == 3
+
+
+def test_args_txt_reruns_the_run_and_evaluate_keeps_it(lists, tmp_path):
+    argv = ["ucf101", *lists, *TINY, "--epochs", "1", "--no_flip", "--mean", "0.5", "0.5", "0.5",
+            "--image_tmpl", "img_{:05d}.jpg", "--output_root", str(tmp_path)]
+    run_main(argv)
+    folder = run_dir(tmp_path, argv)
+    text = (folder / "args.txt").read_text()
+    assert "--lr_steps 2.0\n" in text and "--no_flip\n" in text and "--t_length 4\n" in text
+    want, got = train.parse_args(argv), train.parse_args([f"@{folder / 'args.txt'}"])
+    train.check_args(want)
+    train.check_args(got)
+    assert vars(got) == vars(want)
+    # evaluating in the run's own folder leaves its args.txt alone
+    run_main([*argv, "--evaluate", "--resume", str(folder / "checkpoint.pth")])
+    assert (folder / "args.txt").read_text() == text
+    # `@args.txt --resume auto` continues the run, here for one more epoch
+    run_main([f"@{folder / 'args.txt'}", "--resume", "auto", "--epochs", "2"])
+    assert [log["epoch"] for log in logs(folder)] == [0, 1]
+
+
+def test_evaluate_and_predict_take_the_checkpoints_model_and_clip_flags(tmp_path):
+    saved = {**vars(train.parse_args(["ucf101", "a", "b", *TINY, "--test_sampling", "pyslowfast"])),
+             "num_classes": 7, "train_list": "elsewhere.txt", "device": "cuda:3", "world_size": 8}
+    torch.save({"args": saved}, tmp_path / "ck.pth")
+    args = train.parse_args(["ucf101", "x.txt", "y.txt", "--evaluate", "--resume", str(tmp_path / "ck.pth"),
+                             "--crop_size", "28", "--device", "cpu"])
+    assert (args.arch, args.t_length, args.new_size, args.num_classes) == ("resnet10_3d", 4, 36, 7)
+    assert (args.test_sampling, args.crop_size) == ("pyslowfast", 28)
+    assert (args.train_list, args.device) == ("x.txt", "cpu")
+    assert args.batch_size == 64 and not hasattr(args, "world_size")  # flags of the process are not taken
+    # a flag a fork adds reaches --evaluate and predict from the checkpoint, with no edit there
+    parser = train.get_args_parser()
+    parser.add_argument("--segments", type=int, default=1)
+    ckpt = {"args": {**saved, "segments": 3}}
+    assert train.checkpoint_args(ckpt, ["ucf101"], parser).segments == 3
 
 
 # ---- one step of each flag the rest of the suite does not run --------------------------------------

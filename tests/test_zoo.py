@@ -1,10 +1,10 @@
-"""Model-zoo checkpoints (issue 9) and arch specs / initialisation (issue 11) of model.py.
+"""Model-zoo checkpoints (zoo.py) and arch specs / initialisation (model.py).
 
 The reference networks are pytorchvideo's own i3d_r50 and slow_r50 (skipped when pytorchvideo is
 absent). The PySlowFast (.pyth and Caffe2 .pkl) and mmaction2 files are written here from those
 models' weights, named by walking the pytorchvideo modules and spelling each library's documented
 names (slowfast/models/*_helper.py, slowfast/utils/c2_model_loading.py, mmaction/models/backbones/
-resnet3d.py) -- independently of model.py's rename tables.
+resnet3d.py) -- independently of zoo.py's rename tables.
 """
 import os
 import pickle
@@ -15,6 +15,7 @@ import torch
 import torch.nn as nn
 
 import model as models
+import zoo
 from model import ARCH_SPECS, ArchSpec, Bottleneck3D, build_model
 
 KINETICS = {"mean": (0.45, 0.45, 0.45), "std": (0.225, 0.225, 0.225)}
@@ -249,7 +250,7 @@ def test_kinetics400_offline_says_where_to_put_the_file(tmp_path, monkeypatch, n
         raise OSError("[Errno -3] Temporary failure in name resolution\nsecond line")
     monkeypatch.setattr(torch.hub, "download_url_to_file", offline)
     monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path / "hub"))
-    url = models.KINETICS400_URLS["resnet50_3d"]
+    url = zoo.KINETICS400_URLS["resnet50_3d"]
     where = os.path.join(str(tmp_path / "hub"), "checkpoints", "I3D_8x8_R50.pyth")
     with pytest.raises(ValueError) as e:
         build_model("resnet50_3d", 400, pretrained="kinetics400")

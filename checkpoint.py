@@ -1,0 +1,352 @@
+"""What a run leaves on disk and how it is continued: the run folder, checkpoints (written atomically,
+read with one-line errors, resumed with the flags checked), the signals that stop a run at a step
+boundary, and the unreadable videos that training replaced.
+
+A run folder (--output_root / --run_name) holds:
+    args.txt        the resolved flags, as a recipe: `python train.py @RUN/args.txt --resume auto` continues
+    checkpoint.pth  the latest state: weights, optimizer, GradScaler, Progress, args, every rank's RNG state
+    model_best.pth  a copy of checkpoint.pth from the epoch with the best val top-1
+    log.jsonl       one JSON line per epoch (curves.png is drawn from it; TensorBoard files if asked)
+    bad_videos.txt  the videos training replaced, one line each
+Rank 0 writes them all. A save is collective (it gathers every rank's RNG state): every rank calls it.
+`rt`, `net`, `d` are train.py's Runtime, Net and Data records: this module only reads their fields.
+"""
+import contextlib
+import json
+import os
+import pickle
+import random
+import shlex
+import shutil
+import signal
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+import data
+import model as models
+import report
+
+RUN_FILES = ("checkpoint.pth", "model_best.pth", "log.jsonl")  # a folder holding any of these holds a run
+TEMP_FILES = ("checkpoint.pth.tmp", "model_best.tmp")  # never complete: the saves write them, then rename
+STOP = {"signal": 0}  # set by the SIGTERM/SIGINT handler; read at the end of each optimizer step
+
+
+def fail(msg, code=2):
+    """A user error: one clear line, exit status 2, no traceback."""
+    print(f"train.py: error: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+def warn(msg):
+    print(f"train.py: warning: {msg}", file=sys.stderr)  # every rank: stderr is never silenced
+
+
+@dataclass
+class Progress:
+    """Where training stands; saved in every checkpoint."""
+    epoch: int = 0  # the epoch to continue with
+    iter: int = 0  # batches of it already trained (a multiple of iter_size)
+    best_acc1: float = 0.0
+    best_epoch: int = -1
+    bad_seen: set = field(default_factory=set)  # videos ("<list>:<line>") replaced in training so far
+    last_val: dict = None  # the latest validation's results (not saved)
+
+
+# ---- the run folder --------------------------------------------------------------------------------
+def prepare_run_dir(args, rt, parser):
+    """Fail before any work if the run folder cannot be written or holds another run; drop stale temp
+    files; write args.txt (not under --evaluate: it may evaluate in a training run's folder)."""
+    if os.path.exists(rt.run_dir) and not os.path.isdir(rt.run_dir):
+        fail(f"run folder {rt.run_dir} exists and is a file (--output_root / --run_name)")
+    taken = [f for f in RUN_FILES if os.path.exists(os.path.join(rt.run_dir, f))]
+    here = args.resume and os.path.realpath(os.path.dirname(args.resume)) == os.path.realpath(rt.run_dir)
+    if taken and not (args.resume == "auto" or here) and not args.evaluate:
+        fail(f"{rt.run_dir} already holds a run ({', '.join(taken)}): continue it with --resume auto, "
+             "or start a separate experiment with --run_name NAME or --output_root DIR")
+    if rt.rank != 0:
+        return
+    try:
+        os.makedirs(rt.run_dir, exist_ok=True)
+        probe = os.path.join(rt.run_dir, f".write_test{os.getpid()}")
+        with open(probe, "w") as f:
+            f.write("ok")
+        os.remove(probe)
+    except OSError as e:
+        fail(f"cannot write to the run folder {rt.run_dir}: {e.strerror} (--output_root / --run_name)")
+    if args.evaluate:
+        return
+    for name in TEMP_FILES:  # left by a process killed while saving
+        if os.path.isfile(os.path.join(rt.run_dir, name)):
+            os.remove(os.path.join(rt.run_dir, name))
+    with disk_errors(os.path.join(rt.run_dir, "args.txt")):
+        with open(os.path.join(rt.run_dir, "args.txt"), "w") as f:
+            f.write(args_file(parser, args))
+
+
+def args_file(parser, args):
+    """The resolved flags as an @FILE that parses back to `args` (train.Parser reads it): the positionals,
+    then one flag per line. Flags that are off or None are left out: they parse back to that."""
+    words, lines = [], []
+    for action in parser._actions:  # argparse keeps no public list of its arguments
+        value = getattr(args, action.dest, None)
+        if not action.option_strings:
+            words += [] if value is None else [str(value)]
+        elif value is not None and value is not False:
+            flag = next(s for s in action.option_strings if s.startswith("--"))
+            values = value if isinstance(value, (list, tuple)) else [] if value is True else [value]
+            lines.append(shlex.join([flag, *map(str, values)]))
+    return "\n".join([shlex.join(words), *lines]) + "\n"
+
+
+def open_tensorboard(args, rt):
+    """--tensorboard: rank 0 writes event files to RUN/tensorboard (append_log adds each epoch's scalars)."""
+    if args.tensorboard and rt.rank == 0:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:
+            fail("--tensorboard needs the tensorboard package: pip install tensorboard")
+        rt.tensorboard = SummaryWriter(os.path.join(rt.run_dir, "tensorboard"))
+
+
+@contextlib.contextmanager
+def disk_errors(path, tmp=None):
+    """A full disk or an unwritable file while writing `path`: one line naming it and the free space, the
+    temp file removed, the previous `path` left as it was (writes go to `tmp`, then a rename)."""
+    try:
+        yield
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.remove(tmp) if tmp else None
+        free = shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free / 2**20
+        fail(f"could not write {path}: {e.strerror} ({free:.0f} MiB free); the previous file is intact",
+             code=1)
+
+
+def atomic_save(obj, path):
+    """To a temp file, flushed to disk, then renamed: a crash mid-save never destroys the last good file."""
+    tmp = f"{path}.tmp"
+    with disk_errors(path, tmp):
+        with open(tmp, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+
+def append_log(rt, log):
+    """Rank 0: the epoch's line in log.jsonl, curves.png redrawn from it, and the TensorBoard scalars."""
+    if rt.rank != 0:
+        return
+    path = os.path.join(rt.run_dir, "log.jsonl")
+    with disk_errors(path):
+        with open(path, "a") as f:
+            f.write(json.dumps(log) + "\n")
+        report.save_curves_png(path, os.path.join(rt.run_dir, "curves.png"))
+    for key, value in log.items() if rt.tensorboard else ():
+        if value is not None and key != "epoch":
+            rt.tensorboard.add_scalar(key, value, log["epoch"])
+
+
+# ---- checkpoints -----------------------------------------------------------------------------------
+def save(args, rt, net, progress, d, best=False):
+    """checkpoint.pth: a plain dict, weights without 'module.'; `best`: also copied to model_best.pth."""
+    rng = rt.gather({"torch": torch.get_rng_state(), "numpy": np.random.get_state(),  # each rank has its
+                     "python": random.getstate(),  # own dropout stream: one state per rank
+                     "cuda": torch.cuda.get_rng_state() if torch.cuda.is_available() else None})
+    if rt.rank != 0:
+        return
+    path = os.path.join(rt.run_dir, "checkpoint.pth")
+    atomic_save({"model": net.bare.state_dict(), "optimizer": net.optimizer.state_dict(),
+                 "scaler": net.scaler.state_dict(), "epoch": progress.epoch, "iter": progress.iter,
+                 "best_acc1": progress.best_acc1, "best_epoch": progress.best_epoch,
+                 "bad_seen": sorted(progress.bad_seen), "class_names": d.class_names, "rng": rng,
+                 "args": {**vars(args), "mean": rt.mean, "std": rt.std}}, path)
+    if best:  # copy, then rename: model_best.pth is never half-written either
+        best, tmp = os.path.join(rt.run_dir, "model_best.pth"), os.path.join(rt.run_dir, "model_best.tmp")
+        with disk_errors(best, tmp):
+            shutil.copyfile(path, tmp)
+            os.replace(tmp, best)
+
+
+def load(path, flag="--resume"):
+    """The one reader of checkpoint files (ours for --resume / --evaluate / predict, the zoos' for
+    --pretrained): PATH -> dict, on the CPU. Any problem is a ValueError of one line naming `flag` and the
+    file. weights_only=False: our checkpoints hold args and numpy RNG states, PySlowFast's a config, and
+    unpickling can run code from the file: load only files you trust."""
+    if not os.path.isfile(path):
+        raise ValueError(f"{flag} {path}: no such checkpoint file")
+    errors = []
+    for reader in (_caffe2_pickle, _torch_file) if path.endswith(".pkl") else (_torch_file, _caffe2_pickle):
+        try:
+            ckpt = reader(path)
+            break
+        except Exception as e:  # torch raises many kinds (UnpicklingError, EOFError, RuntimeError, ...)
+            errors.append(e)
+    else:
+        e = errors[1] if path.endswith(".pkl") else errors[0]  # torch's own complaint, first line only
+        why = (str(e).splitlines() or [""])[0]
+        raise ValueError(f"{flag} {path}: cannot read it as a torch checkpoint ({type(e).__name__}: {why}) "
+                         "nor as a Caffe2 pickle") from None
+    if not isinstance(ckpt, dict):
+        raise ValueError(f"{flag} {path}: not a checkpoint dict but a {type(ckpt).__name__}")
+    return ckpt
+
+
+def _torch_file(path):
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def _caffe2_pickle(path):  # PySlowFast's Caffe2 zoo: a Python 2 pickle (slowfast/utils/checkpoint.py: latin1)
+    with open(path, "rb") as f:
+        return pickle.load(f, encoding="latin1")
+
+
+def load_weights(model, ckpt, path, args):
+    """A checkpoint's weights ('model', 'state_dict' or the dict itself) into `model`; ValueError: 1 line."""
+    weights = ckpt.get("model", ckpt.get("state_dict", ckpt))
+    if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
+        raise ValueError(f"--resume {path}: no weights in it (no 'model', no 'state_dict', not a state dict)")
+    try:
+        model.load_state_dict(models.strip_prefixes(weights))
+    except RuntimeError as e:  # its first line only names the class; the second names the tensor
+        lines = [line.strip() for line in str(e).splitlines()]
+        raise ValueError(f"--resume {path}: its weights do not load into --arch {args.arch} with "
+                         f"{args.num_classes} classes ({lines[1] if len(lines) > 1 else lines[0]})") from None
+
+
+def auto_checkpoint(run_dir):
+    """--resume auto: the run folder's checkpoint.pth, or '' (a fresh run) when it has none."""
+    path = os.path.join(run_dir, "checkpoint.pth")
+    return path if os.path.exists(path) else ""
+
+
+def check_resume_flags(args, path, saved, mid_epoch):
+    """Flags a run cannot change. --epochs, --lr_steps, --warmup, --lr can: the schedule follows them."""
+    fixed = ["arch", "num_classes"] + ([] if args.evaluate else ["t_length", "t_stride", "crop_size"])
+    for key in fixed:
+        if key in saved and saved[key] != getattr(args, key):
+            fail(f"--resume {path} was trained with --{key} {saved[key]}, not {getattr(args, key)}")
+    if mid_epoch and "batch_size" in saved:
+        was = saved["batch_size"] * saved.get("iter_size", 1) * saved.get("world_size", 1)
+        now = args.batch_size * args.iter_size * args.world_size
+        if was != now:
+            fail(f"--resume {path} stopped mid-epoch with a global batch of {was} clips (b x iter_size x "
+                 f"processes), this run has {now}: resume with the same, or from an end-of-epoch checkpoint")
+
+
+def resume(args, rt, net, progress):
+    """--resume: the weights and, to continue training, the optimizer, GradScaler, Progress and this rank's
+    RNG state. Returns the checkpoint, or None for a fresh run."""
+    if args.resume == "auto":
+        args.resume = auto_checkpoint(rt.run_dir)
+        if args.evaluate and not args.resume:
+            fail(f"--evaluate --resume auto: no checkpoint.pth in {rt.run_dir}")
+    if not args.resume:
+        progress.epoch = args.start_epoch
+        return None
+    try:
+        ckpt = load(args.resume)
+        if not args.evaluate and "optimizer" not in ckpt:
+            fail(f"--resume {args.resume}: weights only, not a train.py checkpoint; start from them with "
+                 "--pretrained PATH")
+        saved = ckpt.get("args") if isinstance(ckpt.get("args"), dict) else {}
+        check_resume_flags(args, args.resume, saved, ckpt.get("iter", 0) > 0)
+        load_weights(net.bare, ckpt, args.resume, args)
+    except ValueError as e:
+        fail(str(e))
+    rt.mean = tuple(args.mean or saved.get("mean") or data.MEAN)  # the run keeps its normalisation
+    rt.std = tuple(args.std or saved.get("std") or data.STD)
+    if not args.evaluate:
+        net.optimizer.load_state_dict(ckpt["optimizer"])
+        net.scaler.load_state_dict(ckpt["scaler"])
+        progress.epoch, progress.iter = ckpt["epoch"], ckpt.get("iter", 0)
+        progress.best_acc1, progress.best_epoch = ckpt["best_acc1"], ckpt.get("best_epoch", -1)
+        progress.bad_seen = set(ckpt.get("bad_seen", []))
+        if len(ckpt.get("rng", [])) == rt.world_size:
+            set_rng_state(ckpt["rng"][rt.rank])
+    print(f"resumed from {args.resume} (epoch {ckpt.get('epoch')}, iter {ckpt.get('iter', 0)})")
+    return ckpt
+
+
+def set_rng_state(s):
+    torch.set_rng_state(s["torch"])
+    np.random.set_state(s["numpy"])
+    random.setstate(s["python"])
+    if s["cuda"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state(s["cuda"])
+
+
+# ---- stopping at a step boundary: signals and bad videos ------------------------------------------
+@contextlib.contextmanager
+def stop_on_signals():
+    """SIGTERM (preemption) and SIGINT (Ctrl-C) only set STOP: the step finishes, end_of_step saves and
+    exits 128 + signal. The previous handlers come back afterwards (callers running main() in-process)."""
+    STOP["signal"] = 0
+    old = {sig: signal.signal(sig, lambda signum, frame: STOP.update(signal=signum))
+           for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def end_of_step(args, rt, net, progress, d, bad, next_iter):
+    """After each optimizer step, on every rank: report the videos replaced in it (`bad`: this rank's lines);
+    save and exit on a signal (here or on another rank) or when more than --max_bad_videos were replaced.
+    Ranks may see a signal at different steps: the decision is one collective, so all ranks stop together."""
+    signum, n_bad = rt.all_sum([STOP["signal"], len(bad)])
+    if n_bad:  # rare: only then the lines themselves travel
+        record_bad_videos(bad, rt, progress)
+    too_many = len(progress.bad_seen) > args.max_bad_videos
+    if not (signum or too_many):
+        return
+    progress.iter = next_iter
+    save(args, rt, net, progress, d)
+    where = f"at epoch {progress.epoch} iteration {next_iter}"
+    if not too_many:
+        print(f"signal {STOP['signal'] or signal.SIGTERM}: saved {rt.run_dir}/checkpoint.pth {where}")
+        sys.exit(128 + (STOP["signal"] or signal.SIGTERM))
+    fail(f"{len(progress.bad_seen)} bad videos replaced, more than --max_bad_videos {args.max_bad_videos} "
+         f"(listed in {rt.run_dir}/bad_videos.txt); saved checkpoint.pth {where}. Fix them "
+         "(python prepare.py check LIST), then --resume auto")
+
+
+def decode_on_device(batch, args, rt, net, progress, d, it):
+    """--decode_device cuda: data.decode_batch. A frame that fails only on the GPU cannot be replaced (its
+    loader has moved on). One process saves at the last step boundary first; under DDP the other ranks stop
+    with it."""
+    try:
+        return data.decode_batch(batch, rt.device, d.train_ds)
+    except data.BadVideo as e:
+        if rt.world_size == 1:
+            progress.iter = it - it % args.iter_size
+            save(args, rt, net, progress, d)
+        fail(f"{e} -- found by nvJPEG in training; run `python prepare.py check LIST --full` and fix it, "
+             "then --resume auto")
+
+
+def exit_if_signalled(rt):
+    """Between epochs: a signal during validation. checkpoint.pth is saved already; all ranks exit."""
+    if rt.all_sum([STOP["signal"]])[0]:
+        sys.exit(128 + (STOP["signal"] or signal.SIGTERM))
+
+
+def record_bad_videos(lines, rt, progress):
+    """Every rank learns every rank's lines (so all count the same and stop together); each video counts
+    once; rank 0 reports it, on stderr and in bad_videos.txt."""
+    new = {}  # video ("<list>:<line>", how data.BadVideo's line starts) -> its first report
+    for line in sum(rt.gather(lines), []):
+        video = line.split(": ", 1)[0]
+        if video not in progress.bad_seen:
+            new.setdefault(video, line)
+    progress.bad_seen.update(new)
+    if rt.rank == 0 and new:
+        for line in new.values():
+            warn(f"bad video replaced: {line}")
+        with disk_errors(os.path.join(rt.run_dir, "bad_videos.txt")):
+            with open(os.path.join(rt.run_dir, "bad_videos.txt"), "a") as f:
+                f.writelines(line + "\n" for line in new.values())

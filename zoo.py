@@ -1,0 +1,326 @@
+"""Pretrained weights for model.py's networks, read from the model zoos' own files.
+
+    net = model.build_model("resnet50_3d", 400, pretrained="kinetics400")  # calls load_pretrained below
+    net.pretrained_info  # {"format": "pytorchvideo", "mean": (0.45, ...), "std": (0.225, ...)}
+
+Sources: torchvision's ImageNet ResNets (2D, inflated by model.copy_weights), our checkpoints, and the
+Kinetics checkpoints of pytorchvideo (.pyth), PySlowFast (PyTorch .pyth and Caffe2 .pkl) and mmaction2
+(.pth). A file's layout is recognised by a key only it has (Zoo.signature) and renamed to our names by
+a small table of rules; loading is strict (only the classifier may differ) and checks every shape as it
+copies; `model.pretrained_info` tells the input normalisation the weights expect. Reading a checkpoint
+unpickles it: only pass files you trust.
+
+Layouts followed (each rule table cites its files)
+- torchvision/models/resnet.py: our names (conv1, bn1, layerS.I.convK, layerS.I.downsample.0/.1, fc).
+- facebookresearch/pytorchvideo: models/resnet.py, stem.py, head.py, hub/resnet.py (i3d_r50, slow_r50).
+- facebookresearch/SlowFast (PySlowFast): models/video_model_builder.py, stem_helper.py,
+  resnet_helper.py, head_helper.py; utils/c2_model_loading.py and utils/checkpoint.py (Caffe2 .pkl).
+- open-mmlab/mmaction2: models/backbones/resnet3d.py, models/heads/i3d_head.py,
+  configs/_base_/models/i3d_r50.py and configs/recognition/i3d (the Kinetics-400 file).
+"""
+import os
+import re
+from typing import NamedTuple, Optional
+
+import torch
+import torchvision
+
+import checkpoint
+from model import ARCH_SPECS, HEAD, copy_weights, strip_prefixes
+
+
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+KINETICS_MEAN, KINETICS_STD = (0.45, 0.45, 0.45), (0.225, 0.225, 0.225)  # PySlowFast's DATA.MEAN / DATA.STD
+_C2_BN = {"s": "weight", "b": "bias", "rm": "running_mean", "riv": "running_var"}  # Caffe2 BN blob suffixes
+
+
+def _abc(letter):
+    """The a/b/c conv of a PySlowFast / pytorchvideo bottleneck is our conv1/conv2/conv3."""
+    return "abc".index(letter) + 1
+
+
+# Key rules: (regex over a whole source name, our name from the match); the first rule that matches
+# wins, a name no rule matches is unexpected. Our names are torchvision's (conv1, bn1, layerS.I.convK,
+# layerS.I.bnK, layerS.I.downsample.0/.1, fc). Stage S = 1..4 is res2..res5.
+PYTORCHVIDEO_RULES = (
+    # pytorchvideo/models/resnet.py (create_resnet: blocks = [stem, stage, (pool), stage, ..., head];
+    # ResBlock branch1_conv/branch1_norm, BottleneckBlock conv_a/norm_a..c), stem.py (ResNetBasicStem
+    # conv/norm), head.py (ResNetBasicHead proj). Stages are renumbered stage1..4 first (_pytorchvideo_stages)
+    # because i3d_r50's parameter-free (2,1,1) pool takes blocks.2 and moves its head to blocks.6.
+    (r"blocks\.0\.conv\.(\w+)", lambda m: f"conv1.{m[1]}"),
+    (r"blocks\.0\.norm\.(\w+)", lambda m: f"bn1.{m[1]}"),
+    (r"stage(\d)\.res_blocks\.(\d+)\.branch1_conv\.(\w+)",
+     lambda m: f"layer{m[1]}.{m[2]}.downsample.0.{m[3]}"),
+    (r"stage(\d)\.res_blocks\.(\d+)\.branch1_norm\.(\w+)",
+     lambda m: f"layer{m[1]}.{m[2]}.downsample.1.{m[3]}"),
+    (r"stage(\d)\.res_blocks\.(\d+)\.branch2\.conv_([abc])\.(\w+)",
+     lambda m: f"layer{m[1]}.{m[2]}.conv{_abc(m[3])}.{m[4]}"),
+    (r"stage(\d)\.res_blocks\.(\d+)\.branch2\.norm_([abc])\.(\w+)",
+     lambda m: f"layer{m[1]}.{m[2]}.bn{_abc(m[3])}.{m[4]}"),
+    (r"blocks\.\d+\.proj\.(\w+)", lambda m: f"fc.{m[1]}"),
+)
+PYSLOWFAST_RULES = (
+    # slowfast/models/video_model_builder.py (ResNet: s1 = stem, s2..s5 = res2..res5, head), stem_helper.py
+    # (ResNetBasicStem conv/bn), resnet_helper.py (ResStage pathway0_res{i}; ResBlock branch1/branch1_bn;
+    # BottleneckTransform a/a_bn, b/b_bn, c/c_bn), head_helper.py (ResNetBasicHead projection).
+    (r"s1\.pathway0_stem\.conv\.(\w+)", lambda m: f"conv1.{m[1]}"),
+    (r"s1\.pathway0_stem\.bn\.(\w+)", lambda m: f"bn1.{m[1]}"),
+    (r"s(\d)\.pathway0_res(\d+)\.branch1\.(\w+)",
+     lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.0.{m[3]}"),
+    (r"s(\d)\.pathway0_res(\d+)\.branch1_bn\.(\w+)",
+     lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.1.{m[3]}"),
+    (r"s(\d)\.pathway0_res(\d+)\.branch2\.([abc])\.(\w+)",
+     lambda m: f"layer{int(m[1]) - 1}.{m[2]}.conv{_abc(m[3])}.{m[4]}"),
+    (r"s(\d)\.pathway0_res(\d+)\.branch2\.([abc])_bn\.(\w+)",
+     lambda m: f"layer{int(m[1]) - 1}.{m[2]}.bn{_abc(m[3])}.{m[4]}"),
+    (r"head\.projection\.(\w+)", lambda m: f"fc.{m[1]}"),
+)
+CAFFE2_RULES = (
+    # slowfast/utils/c2_model_loading.py: the blob names of the Caffe2 zoo (video-nonlocal-net), e.g.
+    # res3_1_branch2a_bn_riv; _s/_b/_rm/_riv = BN weight/bias/running_mean/running_var, pred = classifier.
+    (r"conv1_w", lambda m: "conv1.weight"),
+    (r"res_conv1_bn_(s|b|rm|riv)", lambda m: f"bn1.{_C2_BN[m[1]]}"),
+    (r"res(\d)_(\d+)_branch1_w", lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.0.weight"),
+    (r"res(\d)_(\d+)_branch1_bn_(s|b|rm|riv)",
+     lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.1.{_C2_BN[m[3]]}"),
+    (r"res(\d)_(\d+)_branch2([abc])_w", lambda m: f"layer{int(m[1]) - 1}.{m[2]}.conv{_abc(m[3])}.weight"),
+    (r"res(\d)_(\d+)_branch2([abc])_bn_(s|b|rm|riv)",
+     lambda m: f"layer{int(m[1]) - 1}.{m[2]}.bn{_abc(m[3])}.{_C2_BN[m[4]]}"),
+    (r"pred_(w|b)", lambda m: "fc." + {"w": "weight", "b": "bias"}[m[1]]),
+)
+MMACTION2_RULES = (
+    # mmaction/models/backbones/resnet3d.py (ResNet3d conv1/layerN, Bottleneck3d conv1..3 and the
+    # downsample as mmcv ConvModules = .conv + .bn), mmaction/models/heads/i3d_head.py (fc_cls);
+    # Recognizer3D prefixes backbone. / cls_head.
+    (r"backbone\.conv1\.conv\.(\w+)", lambda m: f"conv1.{m[1]}"),
+    (r"backbone\.conv1\.bn\.(\w+)", lambda m: f"bn1.{m[1]}"),
+    (r"backbone\.(layer\d\.\d+)\.conv(\d)\.conv\.(\w+)", lambda m: f"{m[1]}.conv{m[2]}.{m[3]}"),
+    (r"backbone\.(layer\d\.\d+)\.conv(\d)\.bn\.(\w+)", lambda m: f"{m[1]}.bn{m[2]}.{m[3]}"),
+    (r"backbone\.(layer\d\.\d+)\.downsample\.conv\.(\w+)", lambda m: f"{m[1]}.downsample.0.{m[2]}"),
+    (r"backbone\.(layer\d\.\d+)\.downsample\.bn\.(\w+)", lambda m: f"{m[1]}.downsample.1.{m[2]}"),
+    (r"cls_head\.fc_cls\.(\w+)", lambda m: f"fc.{m[1]}"),
+)
+SAME_NAMES = ((r"(.+)", lambda m: m[1]),)  # ours, torchvision, plain state dicts
+
+
+class Zoo(NamedTuple):
+    """A checkpoint layout: how to recognise it, rename it, and the input normalisation its weights expect."""
+    name: str
+    signature: Optional[str]  # a key only this layout has
+    rules: tuple
+    mean: Optional[tuple]
+    std: Optional[tuple]
+    stem_stride_t: Optional[int] = None  # temporal stride of conv1 and the first max-pool; None: unknown
+
+
+ZOOS = (
+    Zoo("pytorchvideo", "blocks.0.conv.weight", PYTORCHVIDEO_RULES, KINETICS_MEAN, KINETICS_STD, 1),
+    Zoo("pyslowfast", "s1.pathway0_stem.conv.weight", PYSLOWFAST_RULES, KINETICS_MEAN, KINETICS_STD, 1),
+    Zoo("pyslowfast-caffe2", "conv1_w", CAFFE2_RULES, KINETICS_MEAN, KINETICS_STD, 1),
+    Zoo("mmaction2", "backbone.conv1.conv.weight", MMACTION2_RULES, IMAGENET_MEAN, IMAGENET_STD),
+)
+TORCHVISION = Zoo("torchvision", None, SAME_NAMES, IMAGENET_MEAN, IMAGENET_STD)
+
+# --pretrained kinetics400: the published Kinetics-400 weights of each arch (top-1 as published).
+_MMACTION2_I3D = "i3d_imagenet-pretrained-r50_8xb8-32x2x1-100e_kinetics400-rgb"
+KINETICS400_URLS = {
+    # pytorchvideo hub i3d_r50 / slow_r50 (pytorchvideo/models/hub/resnet.py): 73.27 / 74.58 top-1, 8x8 clips
+    "resnet50_3d": "https://dl.fbaipublicfiles.com/pytorchvideo/model_zoo/kinetics/I3D_8x8_R50.pyth",
+    "resnet50_3d_slowonly": "https://dl.fbaipublicfiles.com/pytorchvideo/model_zoo/kinetics/"
+                            "SLOW_8x8_R50.pyth",
+    # mmaction2 configs/recognition/i3d/README.md, i3d_imagenet-pretrained-r50_8xb8-32x2x1-100e: 73.47 top-1
+    "resnet50_3d_mmaction": "https://download.openmmlab.com/mmaction/v1.0/recognition/i3d/"
+                            f"{_MMACTION2_I3D}/{_MMACTION2_I3D}_20220812-e213c223.pth",
+}
+
+
+def kinetics400_file(arch):
+    """Path of the arch's Kinetics-400 file in torch.hub's cache, downloaded there if absent."""
+    url = KINETICS400_URLS.get(arch)
+    if url is None:
+        raise ValueError(f"--pretrained kinetics400: no published Kinetics-400 weights for {arch} "
+                         f"(have: {', '.join(KINETICS400_URLS)})")
+    path = os.path.join(torch.hub.get_dir(), "checkpoints", os.path.basename(url))
+    if not os.path.isfile(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:  # writes a temporary file and renames it when complete: no half file at `path`
+            torch.hub.download_url_to_file(url, path, progress=True)
+        except Exception as e:  # offline, proxy, interrupted
+            why = (str(e).splitlines() or [""])[0]
+            raise ValueError(f"--pretrained kinetics400: could not download {url} ({type(e).__name__}: "
+                             f"{why}). Offline? Download it elsewhere and put it at {path}") from e
+    return path
+
+
+def _caffe2_blobs(blobs):
+    """numpy blobs -> tensors, without the solver's blobs (momentum, lr, model_iter), which PySlowFast
+    also skips (slowfast/utils/checkpoint.py)."""
+    out = {}
+    for k, v in blobs.items():
+        if k.endswith("_momentum") or k in ("lr", "model_iter") or not hasattr(v, "dtype"):
+            continue
+        out[k] = torch.as_tensor(v.copy())  # copy: the pickle's arrays may be read-only
+    return out
+
+
+def _pytorchvideo_stages(state):
+    """blocks.N.res_blocks -> stageS.res_blocks, S = 1, 2, ... in the order of N."""
+    found = sorted({int(m[1]) for k in state if (m := re.match(r"blocks\.(\d+)\.res_blocks\.", k))})
+    stage = {n: i + 1 for i, n in enumerate(found)}
+    return {re.sub(r"^blocks\.(\d+)\.res_blocks\.", lambda m: f"stage{stage[int(m[1])]}.res_blocks.", k): v
+            for k, v in state.items()}
+
+
+def _mmaction2_stem_stride(obj):
+    """conv1_stride_t of an mmaction2 checkpoint from the config text mmengine / mmcv store in its meta
+    (ResNet3d's default is 1); None without it, or when conv1 and pool1 disagree (no arch here has that)."""
+    meta = obj.get("meta") if isinstance(obj, dict) else None
+    text = (meta.get("cfg") or meta.get("config")) if isinstance(meta, dict) else None
+    if not isinstance(text, str):
+        return None
+    conv = re.search(r"conv1_stride_t\W+(\d+)", text)
+    pool = re.search(r"pool1_stride_t\W+(\d+)", text)
+    conv, pool = (int(conv[1]) if conv else 1), (int(pool[1]) if pool else 1)
+    return conv if conv == pool else None
+
+
+def read_checkpoint(src):
+    """(state dict in the file's own names, its Zoo) for a checkpoint file of any layout above,
+    ours ("model", with "args"), a "state_dict" / "model_state" wrapper, or a bare state dict."""
+    if not os.path.isfile(src):
+        raise ValueError(f"--pretrained {src!r}: no such file (and not imagenet / imagenet_v2 / kinetics400)")
+    obj, kind, outer = checkpoint.load(src, "--pretrained"), "bare", {}
+    if isinstance(obj, dict) and isinstance(obj.get("blobs"), dict):
+        obj, kind = _caffe2_blobs(obj["blobs"]), "blobs"
+    else:
+        for key in ("model_state", "model", "state_dict"):
+            if isinstance(obj, dict) and isinstance(obj.get(key), dict):
+                outer, obj, kind = obj, obj[key], key
+                break
+    if not isinstance(obj, dict) or not obj or not all(isinstance(v, torch.Tensor) for v in obj.values()):
+        raise ValueError(f"--pretrained {src}: not a state dict (nor a dict with 'model' / 'state_dict' / "
+                         "'model_state', nor a Caffe2 pickle with 'blobs')")
+    state = strip_prefixes(obj)
+    for zoo in ZOOS:
+        if zoo.signature in state:
+            if zoo.name == "pytorchvideo":
+                state = _pytorchvideo_stages(state)
+            if zoo.name == "mmaction2":
+                zoo = zoo._replace(stem_stride_t=_mmaction2_stem_stride(outer))
+            return state, zoo
+    conv1 = state.get("conv1.weight")
+    if conv1 is not None and conv1.dim() == 4:  # a 2D torchvision ResNet: inflated on loading
+        return state, TORCHVISION
+    if kind == "model":  # ours: the normalisation it was trained with is in its args
+        args = outer.get("args") if isinstance(outer.get("args"), dict) else {}
+        spec = ARCH_SPECS.get(args.get("arch"))
+        return state, Zoo("ours", None, SAME_NAMES, tuple(args.get("mean") or IMAGENET_MEAN),
+                          tuple(args.get("std") or IMAGENET_STD), spec.stem_stride_t if spec else None)
+    return state, Zoo(kind, None, SAME_NAMES, None, None)
+
+
+def convert_state_dict(state, rules):
+    """Rename by the first matching rule: (our state dict, names no rule matched). Names only: the
+    shapes are checked tensor by tensor when model.copy_weights copies them."""
+    out, unexpected = {}, []
+    for k, v in state.items():
+        for pattern, name in rules:
+            m = re.fullmatch(pattern, k)
+            if m:
+                out[name(m)] = v
+                break
+        else:
+            unexpected.append(k)
+    return out, unexpected
+
+
+def imagenet_state_dict(arch, version):
+    twin = ARCH_SPECS[arch].twin2d if arch in ARCH_SPECS else None
+    if twin is None:
+        raise ValueError(f"{arch} has no ImageNet 2D counterpart in torchvision; "
+                         "use --pretrained none or a checkpoint file")
+    tag = {"imagenet": "IMAGENET1K_V1", "imagenet_v2": "IMAGENET1K_V2"}[version]
+    enum = torchvision.models.get_model_weights(twin)  # e.g. ResNet50_Weights
+    if not hasattr(enum, tag):
+        have = ", ".join(w.name for w in enum)
+        raise ValueError(f"torchvision has no {tag} weights for {twin} (has: {have}); "
+                         "use --pretrained imagenet")
+    weights = getattr(enum, tag)
+    try:
+        state = weights.get_state_dict(progress=True, check_hash=True)
+    except Exception as e:  # offline, proxy, truncated file
+        cache = os.path.join(torch.hub.get_dir(), "checkpoints")
+        fname = os.path.basename(weights.url)
+        raise ValueError(f"could not get {twin} {tag} ({type(e).__name__}: {e}). Offline? Put {weights.url} "
+                         f"into {cache}, or pass --pretrained /path/to/{fname}") from e
+    return state, f"{version} (torchvision {twin} {tag})"
+
+
+def _check_stem(model, zoo, name):
+    """Weights of another temporal stride in the stem have the same shapes and compute another
+    network (mmaction2's i3d_r50 vs resnet50_3d): refuse them when the file tells its stride."""
+    spec = ARCH_SPECS.get(getattr(model, "arch", None))
+    if spec is None or zoo.stem_stride_t in (None, spec.stem_stride_t):
+        return
+    fits = [a for a, s in ARCH_SPECS.items() if s == spec._replace(stem_stride_t=zoo.stem_stride_t)]
+    hint = f": use --arch {fits[0]}" if fits else ""
+    raise ValueError(f"--pretrained {name}: {zoo.name} weights of a network with temporal stride "
+                     f"{zoo.stem_stride_t} in conv1 and the first max-pool; {model.arch} has "
+                     f"{spec.stem_stride_t} (same tensors, another network){hint}")
+
+
+def _few(names, n=4):
+    return ", ".join(names[:n]) + (", ..." if len(names) > n else "")
+
+
+@torch.no_grad()
+def load_pretrained(model, src, inflate="mean"):
+    """Fill `model` from ImageNet ("imagenet"/"imagenet_v2"), Kinetics-400 ("kinetics400"), or a file:
+    a 2D torchvision ResNet, ours, or a pytorchvideo / PySlowFast (PyTorch or Caffe2) / mmaction2
+    checkpoint. Strict: every tensor but the classifier must fit. Prints one summary line, sets
+    model.pretrained_info = {"format", "mean", "std"} (the normalisation the weights expect)."""
+    arch = getattr(model, "arch", "the model")
+    if src in ("imagenet", "imagenet_v2"):
+        state, name = imagenet_state_dict(arch, src)
+        zoo = TORCHVISION
+    else:
+        path = kinetics400_file(arch) if src == "kinetics400" else src
+        name = f"kinetics400 ({path})" if src == "kinetics400" else src
+        state, zoo = read_checkpoint(path)
+    _check_stem(model, zoo, name)
+    state, unexpected = convert_state_dict(state, zoo.rules)
+    # 2D or 3D source: by conv1's kernel, (O, I, h, w) vs (O, I, t, h, w).
+    is_2d = getattr(state.get("conv1.weight"), "ndim", 0) == 4
+    dims = "2D" if is_2d else "3D"
+    inflated, copied, skipped = copy_weights(model, state, inflate)
+    if inflated + copied == 0:
+        raise ValueError(f"--pretrained {name}: no tensor fits {arch} ({zoo.name} layout)")
+    # Only the classifier may differ (another num_classes): it keeps its fresh init. Anything else
+    # missing or of another shape means another arch: fail rather than train a half-loaded network.
+    bad = [f"{k} ({why})" for k, why in skipped if not k.startswith(HEAD)]
+    if bad:
+        raise ValueError(f"--pretrained {name}: {dims} weights do not fit {arch} ({zoo.name} layout; "
+                         f"{len(bad)} tensors missing or mismatched: {_few(bad, 3)})")
+    # Tensors of the file that nothing here takes: a head of another shape is fine, anything else
+    # (a deeper net, non-local blocks, another pathway) means the file is another arch.
+    model_keys = model.state_dict().keys()
+    unused = unexpected + [k for k in state if k not in model_keys]
+    heads = r"(fc|head|classifier|cls_head)\.|pred_|blocks\.\d+\.proj\."  # every layout's classifier
+    extra = [k for k in unused if not re.match(heads, k)]
+    if extra:
+        raise ValueError(f"--pretrained {name}: the file ({zoo.name} layout) has {len(extra)} tensors "
+                         f"{arch} does not have ({_few(extra, 3)}): weights of another arch?")
+    line = (f"pretrained {name} ({zoo.name}, {dims}): inflated {inflated}, copied {copied}, "
+            f"skipped {len(skipped)}")
+    if skipped:  # all classifier tensors, by the check above
+        reasons = sorted({"missing" if why == "missing" else "shape mismatch" for _, why in skipped})
+        line += f" ({_few([k for k, _ in skipped])}: {' / '.join(reasons)}; classifier re-initialised)"
+    if unused:
+        line += f"; unused in the file: {_few(unused)}"
+    spec = ARCH_SPECS.get(arch)
+    if zoo.name == "mmaction2" and zoo.stem_stride_t is None and spec and spec.conv1_t > 1:
+        line += ("; the file does not say its stem's temporal stride: mmaction2's i3d_r50 weights "
+                 "belong in --arch resnet50_3d_mmaction")
+    print(line)
+    model.pretrained_info = {"format": zoo.name, "mean": zoo.mean, "std": zoo.std}
+    return {"inflated": inflated, "copied": copied, "skipped": [k for k, _ in skipped], "format": zoo.name}
