@@ -9,7 +9,11 @@
   uninterrupted one's weights, bit for bit.
 """
 from pathlib import Path
+import os
+import random
 import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -19,6 +23,142 @@ from slurm_cluster import SlurmCluster, Unavailable
 REPO = Path(__file__).resolve().parents[1]
 
 
+# ---- without Slurm: srun's variables, launches that cannot work -------------------------------------
+LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+               "GROUP_RANK")
+TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_size", "36",
+        "--crop_size", "32", "--lr", "0.01", "--dro", "0", "-j", "0", "-p", "1", "--device", "cpu"]
+
+
+def clean_env(**extra):
+    """This environment without any launcher's variables (tests may run inside a Slurm job), plus extra."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") and k not in LAUNCH_VARS}
+    return {**env, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", **extra}
+
+
+def srun_env(rank, ntasks, job_id, **extra):
+    """What srun sets for task `rank` of a one-node step (the variables train.py reads)."""
+    step = dict(SLURM_JOB_ID=str(job_id), SLURM_STEP_ID="0", SLURM_JOB_NODELIST="localhost",
+                SLURM_STEP_NODELIST="localhost", SLURM_PROCID=str(rank), SLURM_NTASKS=str(ntasks),
+                SLURM_LOCALID=str(rank))
+    return clean_env(**{**step, **extra})
+
+
+def train_cli(args, env):
+    return subprocess.Popen([sys.executable, str(REPO / "train.py"), *args], env=env, cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def communicate(procs, timeout):
+    """(returncode, stdout, stderr) of each process; all are killed if any runs past the timeout."""
+    deadline, results = time.time() + timeout, []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=max(1.0, deadline - time.time()))
+            results.append((p.returncode, out, err))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    return results
+
+
+def one_line(rc, err, *needles):
+    err = err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in err, err
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    import prepare
+    return prepare.make_synth(tmp_path_factory.mktemp("synth"), classes=4, videos=8, frames=8, size=(48, 40))
+
+
+def test_first_host_of_a_slurm_nodelist():
+    import launch
+    for nodelist, first in [("vm", "vm"), ("node7,node3", "node7"), ("a-[2-3]b,c", "a-2b"),
+                            ("gpu[003-010,012],cpu7", "gpu003"), ("rack[1-2]-n[01-04]", "rack1-n01")]:
+        assert launch.first_host(nodelist) == first
+
+
+def test_srun_variables_alone_train_like_torchrun(synth, tmp_path):
+    # Two processes given only what srun sets; a torchrun run of the same flags beside them. Same weights.
+    import torch
+    import train
+    job = random.randrange(10**6)
+    args = ["ucf101", *synth, *TINY, "-b", "2", "--epochs", "1", "--ddp"]
+    torchrun = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                 "--nproc_per_node=2", str(REPO / "train.py"), *args,
+                                 "--output_root", str(tmp_path / "torchrun")],
+                                env=clean_env(), cwd=REPO, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    ranks = [train_cli([*args, "--output_root", str(tmp_path / "srun")], srun_env(r, 2, job)) for r in (0, 1)]
+    (rc0, out0, err0), (rc1, _, err1), (rc, _, err) = communicate([*ranks, torchrun], timeout=240)
+    assert rc0 == rc1 == rc == 0, (err0[-2000:], err1[-2000:], err[-2000:])
+    assert f"rendezvous localhost:{20000 + job % 10000}" in out0, out0  # the port follows the job id
+    name = train.run_dir_name(train.parse_args(args))
+    a, b = (torch.load(tmp_path / d / name / "checkpoint.pth", weights_only=False)
+            for d in ("srun", "torchrun"))
+    assert a["args"]["world_size"] == 2
+    for k, v in b["model"].items():
+        assert torch.equal(a["model"][k], v), k
+
+
+BATCH_SHELL = dict(SLURM_JOB_ID="77", SLURM_PROCID="0", SLURM_NTASKS="2", SLURM_LOCALID="0",
+                   SLURM_JOB_NODELIST="vm")  # what sbatch's shell has: no SLURM_STEP_ID
+
+
+def test_launches_that_would_hang_are_one_line():
+    # Each would otherwise wait forever in the rendezvous for ranks that never come.
+    cases = [(clean_env(), ["--ddp needs one process per GPU", "torchrun or srun", "RANK=unset"]),
+             (clean_env(**BATCH_SHELL), ["no SLURM_STEP_ID", "batch shell"]),
+             (srun_env(2, 2, 77), ["SLURM_PROCID=2", "SLURM_NTASKS=2"])]
+    procs = [train_cli(["ucf101", "a.txt", "b.txt", *TINY, "--ddp"], env) for env, _ in cases]
+    for (_, needles), (rc, _, err) in zip(cases, communicate(procs, timeout=180)):
+        one_line(rc, err, *needles)
+
+
+@pytest.mark.parametrize("env, ddp, needles", [
+    (srun_env(0, 2, 77), False, ["SLURM_NTASKS=2", "without --ddp", "same run folder"]),
+    (srun_env(0, 2, 77, SLURM_LOCALID=None), True, ["SLURM_PROCID=0", "SLURM_LOCALID=unset"]),
+    (clean_env(RANK="0"), True, ["RANK=0", "WORLD_SIZE=unset", "LOCAL_RANK=unset"]),
+    (srun_env(0, 2, "x"), True, ["SLURM_JOB_ID=x"]),
+], ids=["srun-without-ddp", "no-localid", "half-torchrun", "bad-job-id"])
+def test_launch_environments_that_cannot_work_are_one_line(env, ddp, needles, monkeypatch):
+    import launch
+    monkeypatch.setattr(os, "environ", {k: v for k, v in env.items() if v is not None})
+    with pytest.raises(ValueError) as e:
+        launch.ranks(ddp, "cpu")
+    one_line(2, str(e.value), *needles)
+
+
+def test_more_tasks_on_a_node_than_gpus_is_one_line(monkeypatch):
+    import torch
+    import launch
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(os, "environ", srun_env(1, 2, 77, CUDA_VISIBLE_DEVICES="3"))
+    with pytest.raises(ValueError) as e:
+        launch.ranks(True, "cuda")
+    one_line(2, str(e.value), "SLURM_LOCALID=1", "sees 1 GPU", "CUDA_VISIBLE_DEVICES=3")
+
+
+def test_torchrun_inside_a_slurm_job_wins_and_srun_derives_the_rendezvous(monkeypatch):
+    import launch
+    env = srun_env(0, 2, 123456, SLURM_STEP_NODELIST="gpu[07-08]")
+    monkeypatch.setattr(os, "environ", env)  # ranks() sets MASTER_* here, not in the real environment
+    assert launch.ranks(True, "cpu") == (0, 2, 0)
+    assert (env["MASTER_ADDR"], env["MASTER_PORT"]) == ("gpu07", str(20000 + 123456 % 10000))
+    env.update(MASTER_PORT="29999", SLURM_PROCID="1", SLURM_LOCALID="1")  # a port you set is kept
+    assert launch.ranks(True, "cpu") == (1, 2, 1) and env["MASTER_PORT"] == "29999"
+    # torchrun started by srun (one task per node): its variables win over Slurm's
+    env.update(RANK="5", WORLD_SIZE="16", LOCAL_RANK="5", MASTER_ADDR="n1", MASTER_PORT="29500")
+    assert launch.ranks(True, "cpu") == (5, 16, 5) and env["MASTER_ADDR"] == "n1"
+
+
+# ---- a real one-node Slurm -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     try:
@@ -29,19 +169,6 @@ def cluster(tmp_path_factory):
         yield c
     finally:
         c.stop()
-
-
-def wait_for_line(path, pattern, timeout, job=None, cluster=None):
-    """Poll a job's output file until a line matches; fail early if the job ended first."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        text = path.read_text(errors="replace") if path.exists() else ""
-        if re.search(pattern, text, re.M):
-            return text
-        if cluster is not None and cluster.job(job).get("JobState") in ("COMPLETED", "FAILED", "CANCELLED"):
-            pytest.fail(f"job {job} ended before printing {pattern!r}:\n{text[-3000:]}")
-        time.sleep(0.2)
-    pytest.fail(f"no line {pattern!r} in {path} after {timeout}s:\n{text[-3000:]}")
 
 
 def test_cluster_runs_a_two_task_step(cluster, tmp_path):
