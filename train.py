@@ -716,11 +716,11 @@ def main(args):
           f" classes, {rt.world_size} process(es) x batch {args.batch_size} x iter_size {args.iter_size}, "
           f"{d.steps_per_epoch} steps/epoch, device {rt.device}, input mean {rt.mean} std {rt.std}")
     t_run = time.time()
-    with checkpoint.stop_on_signals():  # SIGTERM / SIGINT: finish the step, save, exit 128 + signal
+    with checkpoint.stop_on_signals():  # SIGTERM / SIGINT / SIGUSR1: finish the step, save, exit
         while progress.epoch < args.epochs:
             meter = train_one_epoch(args, rt, d, net, criterion, progress)
             validate_and_log(args, rt, net, d, progress, meter)
-            checkpoint.exit_if_signalled(rt)  # a signal during validation: checkpoint.pth is saved already
+            checkpoint.exit_if_signalled(rt, progress)  # a signal during validation: already saved
 
     best = os.path.join(rt.run_dir, "model_best.pth")
     print(f"done in {time.time() - t_run:.0f}s: best Acc@1 {progress.best_acc1:.3f} at epoch "

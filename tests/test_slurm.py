@@ -12,6 +12,7 @@ from pathlib import Path
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -23,9 +24,10 @@ from slurm_cluster import SlurmCluster, Unavailable
 REPO = Path(__file__).resolve().parents[1]
 
 
-# ---- without Slurm: srun's variables, launches that cannot work -------------------------------------
+# ---- without Slurm: srun's variables, launches that cannot work, SIGUSR1 and scontrol --------------
 LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                "GROUP_RANK")
+STEP_LINE = r"^epoch \d+ \[\d+/\d+\] loss"  # train.py's progress line (-p 1: after every step)
 TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_size", "36",
         "--crop_size", "32", "--lr", "0.01", "--dro", "0", "-j", "0", "-p", "1", "--device", "cpu"]
 
@@ -69,6 +71,20 @@ def one_line(rc, err, *needles):
     assert rc == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
     for needle in needles:
         assert needle in err, err
+
+
+def wait_for_line(path, pattern, timeout, job=None, cluster=None, proc=None):
+    """Poll an output file until a line matches; fail early if its job or process ended first."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        text = path.read_text(errors="replace") if path.exists() else ""
+        if re.search(pattern, text, re.M):
+            return text
+        if cluster is not None and cluster.job(job).get("JobState") in ("COMPLETED", "FAILED", "CANCELLED") \
+                or proc is not None and proc.poll() is not None:
+            pytest.fail(f"{job or proc.args} ended before printing {pattern!r}:\n{text[-3000:]}")
+        time.sleep(0.2)
+    pytest.fail(f"no line {pattern!r} in {path} after {timeout}s:\n{text[-3000:]}")
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +172,54 @@ def test_torchrun_inside_a_slurm_job_wins_and_srun_derives_the_rendezvous(monkey
     # torchrun started by srun (one task per node): its variables win over Slurm's
     env.update(RANK="5", WORLD_SIZE="16", LOCAL_RANK="5", MASTER_ADDR="n1", MASTER_PORT="29500")
     assert launch.ranks(True, "cpu") == (5, 16, 5) and env["MASTER_ADDR"] == "n1"
+
+
+FAKE_SCONTROL = """#!/bin/sh
+echo "$@" >> "$(dirname "$0")/calls"
+[ "$2" = "{ok}" ] && exit 0
+echo "scontrol: error: Requested operation is presently disabled for job $2" >&2
+exit 1
+"""
+
+
+def test_sigusr1_saves_and_requeues_the_job_with_scontrol(synth, tmp_path):
+    # Without Slurm: `scontrol` is a script that records its arguments; it accepts job 501, refuses 502.
+    # Either way the run saves at the step boundary and exits 128 + SIGUSR1; a refusal is one warning line.
+    runs = {}
+    for job in (501, 502):
+        bin_dir = tmp_path / f"bin{job}"
+        bin_dir.mkdir()
+        (bin_dir / "scontrol").write_text(FAKE_SCONTROL.format(ok=501))
+        (bin_dir / "scontrol").chmod(0o755)
+        env = clean_env(SLURM_JOB_ID=str(job), PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+        out, args = tmp_path / f"out{job}", ["ucf101", *synth, *TINY, "-b", "2", "--epochs", "50"]
+        with open(out, "w") as f:
+            proc = subprocess.Popen([sys.executable, str(REPO / "train.py"), *args,
+                                     "--output_root", str(tmp_path / f"run{job}")],
+                                    env=env, cwd=REPO, text=True, stdout=f, stderr=subprocess.PIPE)
+        runs[job] = (proc, out, bin_dir)
+    for job, (proc, out, _) in runs.items():
+        try:
+            wait_for_line(out, STEP_LINE, timeout=120, proc=proc)
+        except BaseException:
+            proc.kill()
+            raise
+        proc.send_signal(signal.SIGUSR1)
+    for job, (proc, out, bin_dir) in runs.items():
+        (rc, _, err), = communicate([proc], timeout=120)
+        text = out.read_text()
+        assert rc == 128 + signal.SIGUSR1, (text[-2000:], err[-2000:])
+        assert (bin_dir / "calls").read_text() == f"requeue {job}\n"
+        assert re.search(r"^SIGUSR1: saved .*checkpoint.pth at epoch \d+ iteration \d+", text, re.M), text
+        run = next((tmp_path / f"run{job}").iterdir())
+        assert (run / "checkpoint.pth").is_file()
+        if job == 501:
+            assert f"requeued Slurm job {job}" in text and err.strip() == "", err
+        else:
+            err = err.strip()
+            assert len(err.splitlines()) == 1 and f"scontrol requeue {job} failed" in err, err
+            assert "presently disabled" in err and "checkpoint.pth is saved" in err, err
+        assert "SIGUSR1" in (run / "events.log").read_text()
 
 
 # ---- a real one-node Slurm -------------------------------------------------------------------------
