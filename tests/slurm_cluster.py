@@ -152,7 +152,9 @@ MinJobAge=600
 SlurmctldTimeout=30
 SlurmdTimeout=30
 NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
-PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+# OverSubscribe=FORCE:4: up to 4 jobs share each CPU, so a test can run several small jobs at once (the
+# machine's real CPU count stays the node's).
+PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 """
 
 

@@ -244,3 +244,92 @@ def test_cluster_runs_a_two_task_step(cluster, tmp_path):
     cluster.wait(job, "COMPLETED", timeout=60)
     out = (tmp_path / f"hello-{job}.out").read_text()
     assert sorted(re.findall(r"task (\d) of 2 step 0", out)) == ["0", "1"], out
+
+
+# resnet10_3d on 4 x 32 x 32 clips, 8 train videos, 2 tasks x batch 1: 4 optimizer steps per epoch, 2 epochs.
+JOB_FLAGS = [*TINY, "-b", "1", "--lr_steps", "1", "-ef", "2", "--epochs", "2", "--ddp", "--resume", "auto"]
+# Interrupted jobs sleep before each optimizer step (sitecustomize, found through PYTHONPATH): the signal,
+# sent when the first step is logged, then lands mid-run however fast the machine. Sleeping changes no number.
+SLOW_STEPS = """\
+import time
+import torch
+_step = torch.optim.SGD.step
+torch.optim.SGD.step = lambda self, *a, **k: time.sleep(0.4) or _step(self, *a, **k)
+"""
+
+
+def batch_script(folder, lists, name):
+    """slurm/train.sbatch with this machine's resources (one node, 2 tasks, 1 CPU each, no GPU) and a CPU
+    training of its own; everything else (signal, requeue, output, the srun line's shape) as shipped."""
+    text = (REPO / "slurm" / "train.sbatch").read_text()
+    resources = {"--nodes": "1", "--ntasks-per-node": "2", "--cpus-per-task": "1",
+                 "--output": f"{folder}/{name}-%j.out", "--job-name": name}
+    lines = []
+    for line in text.splitlines():
+        m = re.match(r"#SBATCH (--[\w-]+)=(\S+)", line)
+        if m and m.group(1) == "--gpus-per-node":
+            continue
+        if m and m.group(1) in resources:
+            line = f"#SBATCH {m.group(1)}={resources[m.group(1)]}"
+        if line.startswith("srun "):
+            break
+        lines.append(line)
+    assert lines[-1] == "" or lines[-1].startswith("#"), "slurm/train.sbatch: the srun line should come last"
+    command = ["srun --kill-on-bad-exit=1", sys.executable, str(REPO / "train.py"), "ucf101", *lists,
+               *JOB_FLAGS, "--output_root", str(folder / "runs")]
+    path = folder / f"{name}.sbatch"
+    path.write_text("\n".join(lines + [" ".join(command)]) + "\n")
+    return path
+
+
+def submit(cluster, folder, lists, name, slow=False):
+    folder.mkdir()
+    env = {k: v for k, v in cluster.env.items() if k not in LAUNCH_VARS}
+    env["OMP_NUM_THREADS"] = "1"
+    if slow:
+        (folder / "slow").mkdir()
+        (folder / "slow" / "sitecustomize.py").write_text(SLOW_STEPS)
+        env["PYTHONPATH"] = os.pathsep.join([str(folder / "slow"), *filter(None, [env.get("PYTHONPATH")])])
+    job = cluster.sbatch(batch_script(folder, lists, name), env=env)
+    return job, folder / f"{name}-{job}.out"
+
+
+def finish(cluster, job, out):
+    """Wait for the job's end (requeues included); returns (its output, its run folder)."""
+    info = cluster.wait(job, ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), timeout=150)
+    text = out.read_text()
+    assert info["JobState"] == "COMPLETED", f"job {job}: {info}\n{text[-4000:]}"
+    runs = list((out.parent / "runs").iterdir())
+    assert len(runs) == 1, runs
+    return text, runs[0]
+
+
+def test_batch_job_survives_requeue_and_time_limit_signal_exactly(cluster, synth, tmp_path):
+    """Three jobs at once (the partition shares CPUs): uninterrupted; requeued once its log shows a
+    training step (scontrol requeue: SIGTERM, then the job reruns); sent SIGUSR1 (the time limit's warning:
+    the job saves and requeues itself)."""
+    import torch
+    plain = submit(cluster, tmp_path / "plain", synth, "plain")
+    requeue = submit(cluster, tmp_path / "requeue", synth, "requeue", slow=True)
+    usr1 = submit(cluster, tmp_path / "usr1", synth, "usr1", slow=True)
+    for (job, out), command in ((requeue, ["scontrol", "requeue"]), (usr1, ["scancel", "--signal=USR1"])):
+        wait_for_line(out, STEP_LINE, timeout=120, job=job, cluster=cluster)
+        cluster.run(*command, str(job))
+    (plain, plain_run), (requeued, requeued_run), (usr1, usr1_run) = (finish(cluster, *j)
+                                                                      for j in (plain, requeue, usr1))
+    assert not re.search(r"^(SIG\w+: saved|resumed from)", plain, re.M), plain[-4000:]
+    for text, sig, run in ((requeued, "SIGTERM", requeued_run), (usr1, "SIGUSR1", usr1_run)):
+        stop = rf"^{sig}: saved .*checkpoint.pth at epoch \d+ iteration \d+"
+        resume = r"^resumed from .*checkpoint.pth at epoch \d+ iteration \d+ \(Slurm job \d+, restart 1\)"
+        assert re.search(stop, text, re.M) and re.search(resume, text, re.M), text[-4000:]
+        events = (run / "events.log").read_text()
+        assert sig in events and "restart 1" in events, events
+    assert re.search(r"^SIGUSR1: saved .*; requeued Slurm job \d+", usr1, re.M), usr1[-4000:]
+    want = torch.load(plain_run / "checkpoint.pth", map_location="cpu", weights_only=False)
+    for run in (requeued_run, usr1_run):
+        got = torch.load(run / "checkpoint.pth", map_location="cpu", weights_only=False)
+        assert got["epoch"] == want["epoch"] == 2
+        for k, v in want["model"].items():
+            assert torch.equal(v, got["model"][k]), (run, k)
+        for i, state in want["optimizer"]["state"].items():  # the SGD momentum too
+            assert torch.equal(state["momentum_buffer"], got["optimizer"]["state"][i]["momentum_buffer"]), i
