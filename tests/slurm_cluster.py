@@ -2,7 +2,7 @@
 
     with SlurmCluster.start(folder) as c:   # raises Unavailable(reason) where Slurm cannot start
         job = c.sbatch(script)
-        c.wait(job, "COMPLETED")
+        c.wait(job, "COMPLETED", timeout=60)
 
 Nothing outside the folder is used: munged gets its own key and socket, the daemons their own ports, state
 and spool folders, and every client command is pointed at the folder's slurm.conf by SLURM_CONF. Two
@@ -189,9 +189,9 @@ class SlurmCluster:
         self.stop()
 
     def _daemon(self, name, *args):
-        log = open(self.root / f"{name}.out", "ab")
-        p = subprocess.Popen([name, *args], env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
+        with open(self.root / f"{name}.out", "ab") as log:  # the child keeps its own copy of the descriptor
+            p = subprocess.Popen([name, *args], env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
         self.procs.append(p)
         return p
 
