@@ -6,8 +6,10 @@ size, FLOPs and training speed, and end-to-end training with the real loader aga
     python bench.py model --arch resnet50_3d --iters 0      # params and GMACs only
     python bench.py model --arch resnet50_3d -b 32 --amp bf16 --channels-last --compile --device cuda
     python bench.py train --arch resnet10_3d --t_length 8 --crop_size 112 -b 4 --workers 2 --iters 10
-    python bench.py train --arch resnet50_3d -b 32 --workers 16 --amp bf16 --channels-last --device cuda --iters 200
+    python bench.py train --arch resnet50_3d -b 32 --workers 16 --amp bf16 --channels-last --device cuda \
+        --iters 200
     python bench.py train ... --device cuda --decode_device cuda    # the loader ships bytes, nvJPEG decodes
+    python bench.py video [--videos_dir DIR] [--sweep]      # JPEG frames vs re-encoded vs original videos
 Every command takes --json OUT to write its numbers as well.
 
 data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in [256, 320], random
@@ -23,7 +25,8 @@ data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in
       decoder (data.DECODER): the same run shows the pipeline before (torchvision) and after
       (TorchCodec) the switch. Train clips are cropped around their random box (data.train_box);
       cutting out and enlarging that box (data.crop_resize) and normalisation run batched on the device
-      in the training step -- timed apart, on this CPU, in the "device part" line. (b) and (c) both pay for collating.
+      in the training step -- timed apart, on this CPU, in the "device part" line. (b) and (c) both pay
+      for collating.
   (d) data.py bytes only: the loader's side of --decode_device cuda (VideoFrameDataset(encoded=True) +
       data.collate_encoded): it reads the files and ships their bytes; the GPU decodes them.
   All rows read the same files: the ones data.py's own __getitem__ chooses for clip i = video i % K
@@ -42,6 +45,12 @@ model: parameters, GMACs per clip (torch.utils.flop_counter on a 1-clip forward 
 train: training clips/s of one model and step fed by the real loader (VideoFrameDataset + DataLoader)
   and by pre-made uint8 batches in memory. real / synthetic < 1 is time lost to data: waiting in
   next(loader) ("data wait", share of the timed steps) or, on a CPU, workers taking the model's cores.
+video: clips/s per core (CPU time of this process, one thread: less swayed by other load on a shared
+  machine than wall time) of train and val clips through VideoFrameDataset from (a) JPEG frames
+  (prepare.py extract, q95), (b) the same videos re-encoded (prepare.py reencode) with each video
+  decoder, (c) the original videos; the disk each takes, the CPU time of each preparation, and list
+  start-up times. Originals: DIR/original (default: 8 synthetic 10 s videos, made once). --sweep also
+  times other re-encodings: how prepare.REENCODE was chosen (docs/video.md).
 
 References: PyTorch Performance Tuning Guide and torch.utils.benchmark (warmup, synchronize, best-of
 timing); BannyStone/Video_Classification_PyTorch lib/transforms.py (the naive pipeline).
@@ -186,7 +195,8 @@ def rate_main(dataset, indices, warmup=2):
 
 def rate_loader(dataset, indices, workers, batch=8, collate=None):
     """clips/s through a DataLoader; the first max(1, workers) batches (start-up) are not timed."""
-    loader = DataLoader(dataset, batch_size=batch, sampler=indices, num_workers=workers, drop_last=True, collate_fn=collate)
+    loader = DataLoader(dataset, batch_size=batch, sampler=indices, num_workers=workers, drop_last=True,
+                        collate_fn=collate)
     skip, n = max(1, workers), 0
     for k, _ in enumerate(loader):
         if k + 1 == skip:
@@ -213,7 +223,8 @@ def data_methods(ds, K, mode, args):
 def bench_data(args):
     train_list, val_list = ((os.path.join(args.frames, "train.txt"), os.path.join(args.frames, "val.txt"))
                             if args.frames else ensure_frames(DEFAULT_FRAMES))
-    out = {"settings": vars(args) | {"machine": platform.machine(), "cores": os.cpu_count(), "torch": torch.__version__,
+    out = {"settings": vars(args) | {"machine": platform.machine(), "cores": os.cpu_count(),
+                                     "torch": torch.__version__,
                                      "decoders": data.available_decoders()}, "modes": {}}
     threads, decoder = torch.get_num_threads(), data.DECODER
     torch.set_num_threads(1)  # "per core": one intra-op thread, no workers
@@ -231,8 +242,9 @@ def bench_data(args):
                 for name, m in methods.items():
                     one[name] = max(one[name], rate_main(m, idx))
             idx = [i % K for i in range(64 * max(1, args.workers))]
-            many = {name: rate_loader(m.ds, idx, args.workers, collate=m.collate) if isinstance(m, Collated) else
-                    rate_loader(m, idx, args.workers) for name, m in methods.items()} if args.workers else {}
+            many = {name: rate_loader(m.ds, idx, args.workers, collate=m.collate)
+                    if isinstance(m, Collated) else rate_loader(m, idx, args.workers)
+                    for name, m in methods.items()} if args.workers else {}
             data.DECODER = decoder
             res = summarize(one, many, files)
             res["device_part_cpu_clips_s"] = rate_device_part(ds, K, mode)
@@ -248,9 +260,11 @@ def summarize(one, many, files):
     """Ratios of the rows: (c) / (b), and each data.py row's share of the decode-only limit."""
     limit = max((k for k in one if k.startswith("(a)")), key=one.get)  # the fastest decoder's row
     share = {k: one[k] / one[limit] for k in one if k.startswith("(c)")}
-    share_many = {k: many[k] / max(many[j] for j in many if j.startswith("(a)")) for k in share} if many else {}
+    share_many = ({k: many[k] / max(many[j] for j in many if j.startswith("(a)")) for k in share}
+                  if many else {})
     W, H = Image.open(files[0][0]).size
-    return {"per_core": one, "workers": many, "c_over_b": one[OURS] / one[NAIVE], "c_over_best_a": one[OURS] / one[limit],
+    return {"per_core": one, "workers": many, "c_over_b": one[OURS] / one[NAIVE],
+            "c_over_best_a": one[OURS] / one[limit],
             "limit": limit, "share_of_limit": share, "share_of_limit_workers": share_many,
             "videos": len(files), "frame_size": [W, H],
             "jpeg_kb": float(np.mean([os.path.getsize(p) for f in files for p in f]) / 1024)}
@@ -259,18 +273,22 @@ def summarize(one, many, files):
 def print_data(res, mode, list_file, methods, args):
     one, many, best_a = res["per_core"], res["workers"], res["per_core"][res["limit"]]
     W, H = res["frame_size"]
-    print(f"\ndata: {mode} clips 3x{args.t_length}x{args.crop_size}x{args.crop_size} (t_stride {args.t_stride}) "
+    print(f"\ndata: {mode} clips 3x{args.t_length}x{args.crop_size}x{args.crop_size} "
+          f"(t_stride {args.t_stride}) "
           f"from {list_file}: {res['videos']} videos, {W}x{H} JPEGs of {res['jpeg_kb']:.0f} KB; clips/s")
-    print(f"{'method':44s} {'1 core':>8s} {f'{args.workers} workers':>10s} {'vs (b)':>8s} {'vs best (a)':>12s}")
+    print(f"{'method':44s} {'1 core':>8s} {f'{args.workers} workers':>10s} "
+          f"{'vs (b)':>8s} {'vs best (a)':>12s}")
     for name in methods:
         w = f"{many[name]:10.1f}" if many else f"{'-':>10s}"
         print(f"{name:44s} {one[name]:8.1f} {w} {one[name] / one[NAIVE]:7.2f}x {one[name] / best_a:11.2f}x")
-    print(f"(c) device part ({'normalize + crop_resize' if mode == 'train' else 'normalize'}), run here on 1 CPU core: "
+    print(f"(c) device part ({'normalize + crop_resize' if mode == 'train' else 'normalize'}), "
+          f"run here on 1 CPU core: "
           f"{res['device_part_cpu_clips_s']:.1f} clips/s (on a GPU: a few batched kernels)")
     print(f"loader's share of the limit ({res['limit']}), 1 core{' / workers' if many else ''}: " + ", ".join(
         f"{k[len('(c) data.py, '):]} {v:.2f}" + (f" / {res['share_of_limit_workers'][k]:.2f}" if many else "")
         for k, v in res["share_of_limit"].items()))
-    print(f"targets, 1 core: (c)/(b) = {res['c_over_b']:.2f}x (>= 5), (c)/best (a) = {res['c_over_best_a']:.2f}x (>= 0.8)")
+    print(f"targets, 1 core: (c)/(b) = {res['c_over_b']:.2f}x (>= 5), "
+          f"(c)/best (a) = {res['c_over_best_a']:.2f}x (>= 0.8)")
 
 
 def rate_device_part(ds, K, mode, batch=8, rounds=3):
@@ -304,7 +322,8 @@ def make_step(args, device, amp=None, channels_last=False, compile=False):
 
     def step(clips, labels, info):
         clips = data.normalize(clips.to(device, non_blocking=True))  # uint8 -> float on the device
-        clips = data.crop_resize(clips, info["box"].to(device)).contiguous(memory_format=memory_format)  # the crop's rest
+        clips = data.crop_resize(clips, info["box"].to(device))  # the crop's rest
+        clips = clips.contiguous(memory_format=memory_format)
         labels = labels.to(device, non_blocking=True)
         with autocast:
             loss = criterion(model(clips), labels)
@@ -321,11 +340,13 @@ def synthetic_batches(args, n=2):
     """Pre-made uint8 batches like the loader's: same shape, channels_last_3d memory, pinned on CUDA."""
     g = torch.Generator().manual_seed(args.seed)
     shape = (args.batch_size, 3, args.t_length, args.crop_size, args.crop_size)
-    out = [(torch.randint(0, 256, shape, dtype=torch.uint8, generator=g).contiguous(memory_format=torch.channels_last_3d),
+    out = [(torch.randint(0, 256, shape, dtype=torch.uint8, generator=g)
+            .contiguous(memory_format=torch.channels_last_3d),
             torch.randint(0, args.num_classes, (args.batch_size,), generator=g)) for _ in range(n)]
     if args.device.startswith("cuda"):
         out = [(x.pin_memory(), y.pin_memory()) for x, y in out]
-    box = torch.tensor([[0.05, 0.05, 0.9, 0.9]]).repeat(args.batch_size, 1)  # a typical upscale: crop_resize runs
+    # a typical upscale: crop_resize runs
+    box = torch.tensor([[0.05, 0.05, 0.9, 0.9]]).repeat(args.batch_size, 1)
     out = [(x, y, {"box": box}) for x, y in out]
     return (out[i % n] for i in range(args.warmup + args.iters))  # an iterator, like a loader
 
@@ -377,11 +398,13 @@ def bench_model(args):
     if args.compile:
         rows.append((rows[-1][0] + "+compile", rows[-1][1] | {"compile": True}))
     out = {"settings": vars(args), "params": params, "gmacs_per_clip": gmacs, "rows": {}}
-    print(f"\nmodel {args.arch}, {args.num_classes} classes, clip 3x{args.t_length}x{args.crop_size}x{args.crop_size}: "
+    print(f"\nmodel {args.arch}, {args.num_classes} classes, "
+          f"clip 3x{args.t_length}x{args.crop_size}x{args.crop_size}: "
           f"{params / 1e6:.2f}M params, {gmacs:.2f} GMACs per clip (forward)")
     if args.iters < 1:
         return out
-    print(f"batch {args.batch_size} on {device}, {args.warmup} warmup + {args.iters} timed steps of forward+backward+SGD")
+    print(f"batch {args.batch_size} on {device}, {args.warmup} warmup + {args.iters} "
+          f"timed steps of forward+backward+SGD")
     print(f"{'config':32s} {'clips/s':>9s} {'ms/step':>9s} {'peak GiB':>9s} {'speedup':>8s}")
     for name, kw in rows:
         if device.type == "cuda":
@@ -406,7 +429,8 @@ def bench_train(args):
                                 new_size=args.new_size, crop_size=args.crop_size, seed=args.seed,
                                 encoded=args.decode_device == "cuda")  # then the loader ships bytes
     step = make_step(args, device, args.amp, args.channels_last, args.compile)
-    sampler = torch.utils.data.RandomSampler(ds, replacement=True, num_samples=(args.warmup + args.iters) * args.batch_size,
+    sampler = torch.utils.data.RandomSampler(ds, replacement=True,
+                                             num_samples=(args.warmup + args.iters) * args.batch_size,
                                              generator=torch.Generator().manual_seed(args.seed))
     loader = DataLoader(ds, batch_size=args.batch_size, sampler=sampler, num_workers=args.workers,
                         pin_memory=device.type == "cuda", drop_last=True,
@@ -416,17 +440,224 @@ def bench_train(args):
     # Synthetic first: it also warms up the model (cuDNN autotune, compile) before the real loader runs.
     synth, synth_wait = run_steps(step, synthetic_batches(args), args.warmup, args.iters, device)
     real, real_wait = run_steps(step, batches, args.warmup, args.iters, device)
-    out = {"settings": vars(args), "synthetic_clips_s": synth, "real_clips_s": real, "real_over_synthetic": real / synth,
+    out = {"settings": vars(args), "synthetic_clips_s": synth, "real_clips_s": real,
+           "real_over_synthetic": real / synth,
            "real_data_wait": real_wait, "synthetic_data_wait": synth_wait}
-    amp = [args.amp] * (args.amp != "off") + ["channels-last"] * args.channels_last + ["compile"] * args.compile
-    print(f"\ntrain {args.arch} 3x{args.t_length}x{args.crop_size}x{args.crop_size}, batch {args.batch_size}, "
-          f"{args.workers} workers, {device}, {'+'.join(amp) or 'fp32'}, JPEGs decoded on {args.decode_device}; "
+    amp = ([args.amp] * (args.amp != "off") + ["channels-last"] * args.channels_last
+           + ["compile"] * args.compile)
+    print(f"\ntrain {args.arch} 3x{args.t_length}x{args.crop_size}x{args.crop_size}, "
+          f"batch {args.batch_size}, {args.workers} workers, {device}, {'+'.join(amp) or 'fp32'}, "
+          f"JPEGs decoded on {args.decode_device}; "
           f"{args.warmup} warmup + {args.iters} timed steps")
     print(f"{'loader':34s} {'clips/s':>9s} {'ms/step':>9s} {'data wait':>10s}")
-    for name, r, w in (("synthetic (uint8 batches in memory)", synth, synth_wait), ("real (VideoFrameDataset)", real, real_wait)):
+    for name, r, w in (("synthetic (uint8 batches in memory)", synth, synth_wait),
+                       ("real (VideoFrameDataset)", real, real_wait)):
         print(f"{name:34s} {r:9.2f} {1000 * args.batch_size / r:9.1f} {w:10.0%}")
     print(f"real / synthetic = {real / synth:.2f}x")
     return out
+
+
+# ---- video: clips from JPEG frames vs re-encoded videos vs the original videos -------------------
+DEFAULT_VIDEOS = os.path.join("output", "bench_videos")
+
+
+def make_originals(folder, count=8, seconds=10, fps=30, size=(640, 360)):
+    """Stand-ins for downloaded videos: a panning textured scene (camera motion) with a textured patch
+    moving on it and sensor noise, h264 with B-frames and one keyframe every 250 frames (x264's default,
+    as in most web videos), made once. Real videos differ: the ratios, not the absolute numbers, carry."""
+    import av
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(0)
+    W, H = size
+    for i in range(count):
+        scene = 110 + 35 * prepare._texture(rng, H + 200, W + 300, (64, 16, 4, 2))[..., None]
+        scene = scene * rng.uniform(0.6, 1.4, 3)
+        patch = rng.uniform(60, 200, 3) + 45 * prepare._texture(rng, H // 3, H // 3, (16, 4))[..., None]
+        vy, vx = rng.uniform(-0.6, 0.6), rng.uniform(-1.0, 1.0)
+        with av.open(os.path.join(folder, f"video_{i:03d}.mp4"), "w") as out:
+            s = out.add_stream("libx264", rate=fps, options={"crf": "23", "preset": "fast"})
+            s.width, s.height, s.pix_fmt = W, H, "yuv420p"
+            for k in range(seconds * fps):
+                y, x = int(100 + vy * k) % 200, int(150 + vx * k) % 300
+                img = scene[y:y + H, x:x + W].copy()
+                py = int(H / 3 * (1 + np.sin(k / 20 + i)))
+                px = int((W - H / 3) / 2 * (1 + np.cos(k / 31 + i)))
+                img[py:py + H // 3, px:px + H // 3] = patch
+                img += rng.standard_normal(img.shape) * 3
+                frame = av.VideoFrame.from_ndarray(np.clip(img, 0, 255).astype(np.uint8), format="rgb24")
+                out.mux(s.encode(frame))
+            out.mux(s.encode(None))
+
+
+def ensure_video_sets(root, short_side):
+    """root/original (made once, or your videos), root/frames (extract) and root/reencoded (reencode),
+    their lists (label 0), and the CPU seconds each preparation took (one process; root/prep.json)."""
+    original = os.path.join(root, "original")
+    if not os.path.isdir(original):
+        print(f"making benchmark videos in {original} (once) ...", flush=True)
+        make_originals(original)
+    prep_file, prep = os.path.join(root, "prep.json"), {}
+    if os.path.exists(prep_file):
+        with open(prep_file) as f:
+            prep = json.load(f)
+    for name, run in (("frames", lambda out: prepare.extract(original, out, short_side, 95, 1)),
+                      ("reencoded", lambda out: prepare.reencode(original, out, short_side, 1))):
+        if name not in prep:
+            t0 = time.process_time()
+            run(os.path.join(root, name))
+            prep[name] = (time.process_time() - t0) / len(os.listdir(original))
+    with open(prep_file, "w") as f:
+        json.dump(prep, f)
+    lists = {}
+    for name in ("frames", "reencoded", "original"):
+        lists[name] = os.path.join(root, f"{name}.txt")
+        with open(lists[name], "w") as f:
+            for item in sorted(os.listdir(os.path.join(root, name))):
+                if item.endswith(".part.mp4"):  # an interrupted reencode's
+                    continue
+                path = os.path.join(root, name, item)
+                n = data.count_frames(path) if name == "frames" else data.video_frames(path)
+                f.write(f"{name}/{item} {n} 0\n")
+    return lists, prep
+
+
+def disk_bytes(folder):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(folder) for f in files)
+
+
+def rate_cpu(ds, K, iters, repeats):
+    """clips/s per core: ds[i] for `iters` clips over the first K videos, over the CPU time of this
+    process (time.process_time: what one core spends, whatever else runs on the machine), best round."""
+    best = 0.0
+    for r in range(repeats):
+        ds.set_epoch(r)
+        t0 = time.process_time()
+        for i in range(iters):
+            ds[i % K]
+        best = max(best, iters / (time.process_time() - t0))
+    return best
+
+
+def bench_video(args):
+    root = args.videos_dir or DEFAULT_VIDEOS
+    lists, prep = ensure_video_sets(root, args.new_size)
+    decoders = ["torchcodec", "pyav"] if data.pick_video_decoder() == "torchcodec" else ["pyav"]
+    rows = {"(a) JPEG frames": ("frames", None)}
+    rows.update({f"(b) re-encoded, {d}": ("reencoded", d) for d in decoders})
+    rows.update({f"(c) original, {d}": ("original", d) for d in decoders})
+    out = {"settings": vars(args) | {"cores": os.cpu_count(), "torch": torch.__version__}, "modes": {}}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for mode in ("train", "val"):
+            clip = dict(t_length=args.t_length, t_stride=args.t_stride, new_size=args.new_size,
+                        crop_size=args.crop_size, seed=args.seed)
+            sets = {name: data.VideoFrameDataset(lists[src], mode=mode, video_decoder=dec or "auto", **clip)
+                    for name, (src, dec) in rows.items()}
+            K = len(sets["(a) JPEG frames"])
+            one = dict.fromkeys(rows, 0.0)
+            for _ in range(args.repeats):  # rounds in turn: drift hits every row alike
+                for name, ds in sets.items():
+                    one[name] = max(one[name], rate_cpu(ds, K, args.iters, 1))
+            out["modes"][mode] = one
+    finally:
+        torch.set_num_threads(threads)
+    out["disk"] = {name: disk_bytes(os.path.join(root, name)) for name in ("frames", "reencoded", "original")}
+    out["videos"] = K
+    out["prep_cpu_s_per_video"] = prep
+    out["startup"] = startup_times(lists["reencoded"])
+    print_video(out, rows)
+    if args.sweep:
+        out["sweep"] = sweep_encodings(args, root, lists)
+    return out
+
+
+def startup_times(reencoded_list, lines=240_000):
+    """Seconds to read a 240k-line three-column list (opens no video) and per video to count a
+    two-column line's frames."""
+    import tempfile
+    videos = data.read_list(reencoded_list)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "big.txt")
+        with open(path, "w") as f:
+            f.writelines(f"k400/train/clip_{i:06d}.mp4 300 {i % 400}\n" for i in range(lines))
+        t0 = time.perf_counter()
+        data.read_list(path)
+        big = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for v in videos:
+        data.video_frames(v.path)
+    return {"list_240k_s": big, "count_s_per_video": (time.perf_counter() - t0) / len(videos)}
+
+
+def print_video(out, rows):
+    disk, K = out["disk"], out["videos"]
+    print(f"\nvideo: clips/s per core (CPU time of one process, 1 thread), {K} videos, "
+          f"{out['settings']['t_length']}x{out['settings']['crop_size']}px clips")
+    print(f"{'source':32s} {'train':>8s} {'vs (a)':>7s} {'val':>8s} {'vs (a)':>7s}")
+    tr, va = out["modes"]["train"], out["modes"]["val"]
+    for name in rows:
+        print(f"{name:32s} {tr[name]:8.1f} {tr[name] / tr['(a) JPEG frames']:6.2f}x "
+              f"{va[name]:8.1f} {va[name] / va['(a) JPEG frames']:6.2f}x")
+    print("disk: " + ", ".join(f"{k} {v / 2**20:.1f} MiB ({v / disk['frames']:.3f}x frames)"
+                               for k, v in disk.items()))
+    print("preparation, CPU seconds per video: "
+          + ", ".join(f"{k} {v:.2f}" for k, v in out["prep_cpu_s_per_video"].items()))
+    s = out["startup"]
+    print(f"start-up: a 240k-line three-column list reads in {s['list_240k_s']:.2f} s (no file opened); "
+          f"a two-column line counts its video's frames in {1000 * s['count_s_per_video']:.1f} ms")
+
+
+SWEEP = [{"codec": "mpeg4", "gop": g, "q": q} for g, q in ((12, 2), (12, 3), (12, 4), (24, 3))] + [
+    {"codec": "libx264", "gop": 12, "crf": 23, "tune": "fastdecode"},
+    {"codec": "libx264", "gop": 12, "crf": 23}]
+
+
+def psnr_vs_original(original, encoded):
+    """PSNR (dB) of every 10th frame of `encoded` against the same frame of `original`, resized alike."""
+    import av
+    with av.open(encoded) as c:
+        got = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)][::10]
+    H, W, _ = got[0].shape
+    with av.open(original) as c:
+        ref = [f.reformat(W, H, "yuv420p", interpolation="BILINEAR").to_ndarray(format="rgb24")
+               for f in c.decode(video=0)][::10]
+    mse = np.mean([np.mean((a.astype(np.float32) - b) ** 2) for a, b in zip(got, ref)])
+    return float(10 * np.log10(255 ** 2 / mse))
+
+
+def sweep_encodings(args, root, lists):
+    """The re-encoding choice (prepare.REENCODE), measured: per setting, train clips/s per core with the
+    default decoder vs JPEG frames, disk vs JPEG frames, PSNR vs the original frames."""
+    clip = dict(t_length=args.t_length, t_stride=args.t_stride, new_size=args.new_size,
+                crop_size=args.crop_size)
+    jpeg = data.VideoFrameDataset(lists["frames"], mode="train", **clip)
+    K, chosen, rows = len(jpeg), dict(prepare.REENCODE), {}
+    first = sorted(os.listdir(os.path.join(root, "original")))[0]
+    try:
+        for setting in SWEEP:
+            name = "_".join(f"{k}{v}" for k, v in setting.items())
+            folder = os.path.join(root, "sweep", name)
+            prepare.REENCODE.clear()
+            prepare.REENCODE.update(setting)
+            prepare.reencode(os.path.join(root, "original"), folder, args.new_size, 1)
+            with open(folder + ".txt", "w") as f:
+                f.writelines(f"{name}/{v} {data.video_frames(os.path.join(folder, v))} 0\n"
+                             for v in sorted(os.listdir(folder)) if not v.endswith(".part.mp4"))
+            ds = data.VideoFrameDataset(folder + ".txt", mode="train", **clip)
+            a = b = 0.0
+            for _ in range(args.repeats):
+                a, b = max(a, rate_cpu(jpeg, K, args.iters, 1)), max(b, rate_cpu(ds, K, args.iters, 1))
+            psnr = psnr_vs_original(os.path.join(root, "original", first),
+                                    os.path.join(folder, os.path.splitext(first)[0] + ".mp4"))
+            rows[name] = {"vs_jpeg": b / a, "psnr": psnr,
+                          "disk_vs_jpeg": disk_bytes(folder) / disk_bytes(os.path.join(root, "frames"))}
+            print(f"{name:40s} train clips/s {rows[name]['vs_jpeg']:.2f}x JPEG frames, disk "
+                  f"{rows[name]['disk_vs_jpeg']:.3f}x, PSNR {rows[name]['psnr']:.1f} dB", flush=True)
+    finally:
+        prepare.REENCODE.clear()
+        prepare.REENCODE.update(chosen)
+    return rows
 
 
 def get_args_parser():
@@ -435,17 +666,30 @@ def get_args_parser():
     d = sub.add_parser("data", help="clips/s: decode only vs the naive pipeline vs data.py")
     m = sub.add_parser("model", help="params, GMACs, forward+backward clips/s and memory")
     t = sub.add_parser("train", help="training clips/s: real loader vs in-memory batches")
-    for q in (d, m, t):
+    v = sub.add_parser("video", help="clips/s and disk: JPEG frames vs re-encoded vs original videos")
+    v.add_argument("--videos_dir", default=None, help=f"folder with original/ (your videos; default: "
+                   f"synthetic ones made in {DEFAULT_VIDEOS}); frames/, reencoded/ are made beside it")
+    v.add_argument("--iters", default=24, type=int, help="timed clips per row and round")
+    v.add_argument("--sweep", action="store_true", help="also time other re-encodings (how "
+                   "prepare.REENCODE was chosen)")
+    v.add_argument("--repeats", default=3, type=int, help="rounds (the best counts)")
+    v.add_argument("--t_stride", default=4, type=int, help="frames between sampled frames")
+    v.add_argument("--new_size", default=256, type=int, help="short side of the frames and re-encoded "
+                   "videos, and before cropping")
+    for q in (d, m, t, v):
         q.add_argument("--t_length", default=16, type=int, help="frames per clip")
         q.add_argument("--crop_size", default=224, type=int, help="square crop in px")
         q.add_argument("--seed", default=0, type=int)
         q.add_argument("--json", default=None, help="also write the numbers to this file")
     for q in (d, t):
-        q.add_argument("--frames", default=None, help=f"folder with train.txt/val.txt (default: synthetic frames in {DEFAULT_FRAMES})")
+        q.add_argument("--frames", default=None,
+                       help=f"folder with train.txt/val.txt (default: synthetic frames in {DEFAULT_FRAMES})")
         q.add_argument("--workers", default=DEFAULT_WORKERS, type=int, help="DataLoader worker processes")
         q.add_argument("--t_stride", default=4, type=int, help="frames between sampled frames")
-        q.add_argument("--new_size", default=256, type=int, help="short side before cropping (train jitters to 1.25x)")
-    d.add_argument("--videos", default=0, type=int, help="draw clips from the first K videos of each list (0: all)")
+        q.add_argument("--new_size", default=256, type=int,
+                       help="short side before cropping (train jitters to 1.25x)")
+    d.add_argument("--videos", default=0, type=int,
+                   help="draw clips from the first K videos of each list (0: all)")
     d.add_argument("--iters", default=64, type=int, help="timed clips per method and round")
     d.add_argument("--repeats", default=3, type=int, help="rounds per method on 1 core (the best counts)")
     for q in (m, t):
@@ -453,14 +697,17 @@ def get_args_parser():
         q.add_argument("-b", "--batch-size", dest="batch_size", default=8, type=int, help="clips per step")
         q.add_argument("--num_classes", default=400, type=int)
         q.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"], help="mixed precision")
-        q.add_argument("--channels-last", dest="channels_last", action="store_true", help="channels_last_3d memory format")
+        q.add_argument("--channels-last", dest="channels_last", action="store_true",
+                       help="channels_last_3d memory format")
         q.add_argument("--compile", action="store_true", help="torch.compile the model")
         q.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
         q.add_argument("--warmup", default=3, type=int, help="untimed steps first")
     m.add_argument("--iters", default=10, type=int, help="timed steps (0: only params and GMACs)")
     t.add_argument("--decode_device", default="cpu", choices=["cpu", "cuda"],
-                   help="cpu: the workers decode; cuda: they ship bytes, nvJPEG decodes batches (data.decode_batch)")
-    t.add_argument("--iters", default=50, type=int, help="timed steps; >> 2 x workers, or batches that workers "
+                   help="cpu: the workers decode; cuda: they ship bytes, nvJPEG decodes batches "
+                        "(data.decode_batch)")
+    t.add_argument("--iters", default=50, type=int,
+                   help="timed steps; >> 2 x workers, or batches that workers "
                    "prefetch during warmup hide waiting")
     return p
 
@@ -484,9 +731,10 @@ def main(argv=None):
     if getattr(args, "iters", 1) < (1 if args.cmd == "data" else 0) or getattr(args, "videos", 0) < 0:
         fail("--iters must be >= 1 for data (0 = params/GMACs only, for model) and --videos >= 0")
     try:
-        out = {"data": bench_data, "model": bench_model, "train": bench_train}[args.cmd](args)
-    except (ValueError, FileNotFoundError, data.BadVideo) as e:  # bad sizes, a bad list or frame: data.py / model.py say which
-        fail(str(e))
+        run = {"data": bench_data, "model": bench_model, "train": bench_train, "video": bench_video}[args.cmd]
+        out = run(args)
+    except (ValueError, FileNotFoundError, data.BadVideo) as e:
+        fail(str(e))  # bad sizes, a bad list or frame: data.py / model.py say which
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:

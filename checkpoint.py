@@ -336,8 +336,8 @@ def decode_on_device(batch, args, rt, net, progress, d, it):
         if rt.world_size == 1:
             progress.iter = it - it % args.iter_size
             save(args, rt, net, progress, d)
-        fail(f"{e} -- found by nvJPEG in training; run `python prepare.py check LIST --full` and fix it, "
-             "then --resume auto")
+        fail(f"{e} -- found decoding on the GPU in training; run `python prepare.py check LIST --full` and "
+             "fix it, then --resume auto")
 
 
 def exit_if_signalled(rt, progress):

@@ -1,8 +1,10 @@
-"""Video frame folders -> uint8 clips: list files, exact clip sampling, a decode-speed pipeline.
+"""Frame folders and video files -> uint8 clips: list files, exact clip sampling, a decode-speed pipeline.
 
 A dataset is a list file, one video per line: `<frame_dir> <num_frames> <label>` (the TSN / TSM / mmaction2
 "rawframes" format; the original project's). Frame i of a video is `frame_dir/image_tmpl.format(i)`,
-i = start_index .. start_index + num_frames - 1.
+i = start_index .. start_index + num_frames - 1. A line may name a video file instead (VIDEO_FILES), as
+`<video> <num_frames> <label>` or mmaction2's `<video> <label>`: its frame i is the (i - start_index)-th
+frame a plain decode gives, read exactly by `open_video` (TorchCodec, else PyAV; docs/video.md).
 
     ds = VideoFrameDataset("ucf101_train_split1_list.txt", mode="train")   # root = the list's folder
     clip, label, info = ds[0]            # uint8 (3, T, 224, 224); test mode: (V, 3, T, crop, crop)
@@ -56,6 +58,17 @@ try:  # torchvision's decoders: deprecated in 0.29, kept as a choice for `bench.
 except ImportError:
     decode_image = tv_decode_jpeg = None
 
+try:  # PyAV's wheel bundles FFmpeg: video files work right after `pip install -r requirements.txt`
+    import av
+except ImportError:
+    av = None
+try:  # TorchCodec's video decoder needs FFmpeg's shared libraries (its wheel ships none)
+    from torchcodec._core import ops as _codec_ops
+    from torchcodec.decoders import VideoDecoder
+    _NO_VIDEO_CODEC = None if getattr(_codec_ops, "_FFMPEG_AVAILABLE", True) else "no FFmpeg libraries"
+except (ImportError, OSError, RuntimeError) as e:
+    VideoDecoder, _NO_VIDEO_CODEC = None, f"{type(e).__name__}: {e}"
+
 # The frame decoder of decode_frame: "torchcodec" (default), "torchvision" (bit-identical on JPEGs:
 # the same libjpeg-turbo calls) or "pil". Module-level so that `bench.py data` can time data.py's own
 # pipeline with each; a DataLoader worker takes the value it had when the worker started.
@@ -102,7 +115,7 @@ def read_text_lines(path):
 
 
 # A list line is a path, which may hold spaces, then integer columns: how many tells the line's form.
-LIST_FORMS = {2: "<frame_dir> <num_frames> <label>"}
+LIST_FORMS = {1: "<video> <label>", 2: "<frame_dir or video> <num_frames> <label>"}
 
 
 def _columns(fields, ints):
@@ -113,9 +126,12 @@ def _columns(fields, ints):
     return "num_frames and label must be integers" if len(fields) > 2 else f"expected {expected}"
 
 
-def read_list(list_file, root=None, num_classes=None, problems=None):
+def read_list(list_file, root=None, num_classes=None, problems=None, decoder="auto"):
     """Parse a list file into Videos. A bad line raises ValueError("list:LINE: what: the line"), or,
     if `problems` is a list, goes into it as (LINE, message) and is skipped (`check` reports them all).
+    A path may be a frame folder or a video file (VIDEO_FILES); `<video> <label>` lines (mmaction2's)
+    have their frames counted here with `decoder` (0 if unreadable: loading it is then a BadVideo), so
+    only they open a file: three-column lists open none.
     Only whole lines starting with '#' are comments: a frame folder may contain '#' or spaces (but not
     end in ' <integer>': columns are counted from the right). Backslashes in a frame folder become '/':
     a list written on Windows works here."""
@@ -133,18 +149,22 @@ def read_list(list_file, root=None, num_classes=None, problems=None):
             if ints not in LIST_FORMS:
                 raise ValueError(_columns(fields, ints))
             path, *numbers = line.rsplit(maxsplit=ints)
-            num_frames, label = map(int, numbers)
-            if num_frames < 1:
-                raise ValueError(f"num_frames must be >= 1, got {num_frames}")
+            path = os.path.normpath(os.path.join(root, path.replace("\\", "/")))
+            if ints == 1 and not is_video_file(path):  # "dir x 3": a frame folder's line gone wrong
+                raise ValueError(_columns(fields, ints) if len(fields) > 2 else
+                                 f"'<video> <label>' names a video file ({' '.join(VIDEO_FILES)})")
+            *num_frames, label = map(int, numbers)
+            if num_frames and num_frames[0] < 1:
+                raise ValueError(f"num_frames must be >= 1, got {num_frames[0]}")
             if label < 0 or (num_classes is not None and label >= num_classes):
                 raise ValueError(f"label {label} outside [0, {num_classes or 'num_classes'})")
+            num_frames = num_frames[0] if num_frames else video_frames(path, decoder)
         except ValueError as e:
             if problems is None:
                 raise ValueError(f"{list_file}:{n}: {e}: {line}") from None
             problems.append((n, f"{list_file}:{n}: {e}: {line}"))
             continue
-        folder = os.path.normpath(os.path.join(root, path.replace("\\", "/")))
-        videos.append(Video(folder, num_frames, label, n, list_file))
+        videos.append(Video(path, num_frames, label, n, list_file))
     if not videos and problems is None:
         raise ValueError(f"{list_file}: no videos listed")
     return videos
@@ -481,6 +501,109 @@ def _why(err):
     return re.sub(r"^\w+, \S+:\d+, ", "", str(err))
 
 
+# ---- video files: exact frames ---------------------------------------------------------------------
+VIDEO_FILES = (".mp4", ".avi", ".mkv", ".webm", ".mov")
+VIDEO_DECODERS = ("auto", "torchcodec", "pyav")
+_AV_ERRORS = (OSError, ValueError, RuntimeError, IndexError) + ((av.error.FFmpegError,) if av else ())
+
+
+def is_video_file(path):
+    return os.path.splitext(str(path))[1].lower() in VIDEO_FILES
+
+
+def pick_video_decoder(choice="auto"):
+    """--video_decoder -> the decoder used: TorchCodec if FFmpeg's libraries load, else PyAV."""
+    if choice not in VIDEO_DECODERS:
+        raise ValueError(f"--video_decoder must be one of {VIDEO_DECODERS}, got {choice!r}")
+    if choice != "pyav" and VideoDecoder is not None and _NO_VIDEO_CODEC is None:
+        return "torchcodec"
+    if choice == "torchcodec" or av is None:
+        raise ValueError(f"--video_decoder {choice}: TorchCodec's video decoder is not available here "
+                         f"({_NO_VIDEO_CODEC}): install FFmpeg's libraries or PyAV (pip install av)")
+    return "pyav"
+
+
+def video_frames(path, decoder="auto"):
+    """Frames in a video file (open_video's count: no decoding), 0 if it cannot be read."""
+    try:
+        return open_video(path, pick_video_decoder(decoder))[0]
+    except RuntimeError:
+        return 0
+
+
+def open_video(source, decoder="pyav", device="cpu"):
+    """A video file (path, or its bytes as a 1-D uint8 tensor) -> (num_frames, read): read(indices) ->
+    list of uint8 (H, W, 3) tensors on `device`, from the file opened once. Frame k is the k-th frame a
+    plain decode from the start outputs: `extract`'s img_{k+1:05d}.jpg. Failures: RuntimeError, one line.
+    TorchCodec's VideoDecoder runs in exact mode: opening scans the packets (no decoding), and
+    get_frames_at decodes forward from the keyframe before each run of frames, each frame once. AVI
+    files always go to PyAV, counted from the first frame: AVI stores no presentation timestamps,
+    FFmpeg reconstructs them, and with B-frames TorchCodec's exact mode returns the frame before the one
+    asked for after a seek, and fails on the last one (tests/videos.py: h264.avi, mpeg4.avi)."""
+    try:
+        head = source[:12].numpy() if isinstance(source, torch.Tensor) else np.fromfile(source, np.uint8, 12)
+        avi = head[:4].tobytes() == b"RIFF" and head[8:12].tobytes() == b"AVI "
+        if decoder == "torchcodec" and not avi:
+            vd = VideoDecoder(source, seek_mode="exact", dimension_order="NHWC", device=device)
+            n, read = vd.metadata.num_frames or 0, lambda need: dict(zip(need, vd.get_frames_at(need).data))
+        else:
+            n, read = _pyav_open(source, avi)
+    except _AV_ERRORS as e:
+        raise RuntimeError(" ".join(f"{type(e).__name__}: {e}".split())) from None
+
+    def frames(indices):
+        if len(indices) and (min(indices) < 0 or max(indices) >= n):
+            raise RuntimeError(f"frame {max(indices) + 1} asked for, the video has {n} frames")
+        try:
+            got = read(sorted({int(i) for i in indices})) if len(indices) else {}
+        except _AV_ERRORS as e:
+            raise RuntimeError(" ".join(f"{type(e).__name__}: {e}".split())) from None
+        return [torch.as_tensor(got[int(i)]).to(device) for i in indices]
+    return n, frames
+
+
+def _pyav_open(source, avi):
+    """PyAV. Opening demuxes the video packets (no decoding): frame k is the packet with the k-th
+    smallest timestamp, leaving out those an mp4 edit list discards (a plain decode drops their frames).
+    A read decodes from the last keyframe at or before its first frame and takes frames by timestamp,
+    which names a frame exactly (never "the frame at about this time"). Without usable timestamps
+    (AVI, missing or repeated ones), or if a frame is not where they say, it counts frames from the
+    start of the file, opened afresh."""
+    box = [_av_open(source)]
+    packets = [(p.pts, p.is_keyframe) for p in box[0].demux(video=0) if p.size and not p.is_discard]
+    pts, keys = [t for t, _ in packets], [t for t, key in packets if key]
+    timed = not avi and None not in pts and len(set(pts)) == len(pts)
+    pts = sorted(pts) if timed else pts
+
+    def read(need):  # sorted distinct indices -> {index: RGB frame}
+        got, wanted = {}, {pts[k]: k for k in need} if timed else {}
+        if timed:
+            start = max((t for t in keys if t <= pts[need[0]]), default=pts[0])
+            box[0].seek(start, backward=True, stream=box[0].streams.video[0])
+            for frame in box[0].decode(video=0):
+                if frame.pts in wanted:
+                    got[wanted[frame.pts]] = frame.to_ndarray(format="rgb24")
+                if len(got) == len(need) or (frame.pts or 0) > pts[need[-1]]:
+                    break  # frames come out in timestamp order: one not out by now never will be
+        if len(got) < len(need):
+            box[0].close()
+            box[0] = _av_open(source)
+            decoded = zip(range(need[-1] + 1), box[0].decode(video=0))  # stops after need[-1]
+            got = {k: f.to_ndarray(format="rgb24") for k, f in decoded if k in need}
+        if len(got) < len(need):
+            raise RuntimeError(f"frame {need[-1] + 1} asked for, a decode gives fewer")
+        return got
+    return len(pts), read
+
+
+def _av_open(source):
+    container = av.open(io.BytesIO(source.numpy().tobytes()) if isinstance(source, torch.Tensor) else source)
+    if not container.streams.video:
+        raise ValueError("no video stream")
+    container.streams.video[0].codec_context.thread_count = 1  # one core per loader worker, as TorchCodec
+    return container
+
+
 # ---- the dataset ---------------------------------------------------------------------------------
 class BadVideo(Exception):
     """A listed video that cannot be read: its folder or a frame is missing, a frame is empty, truncated,
@@ -517,7 +640,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
 
     def __init__(self, list_file, root=None, image_tmpl="img_{:05d}.jpg", t_length=16, t_stride=4,
                  mode="train", new_size=256, crop_size=224, num_clips=1, num_crops=1, flip=True,
-                 start_index=1, num_classes=None, seed=0, test_sampling="ours", encoded=False):
+                 start_index=1, num_classes=None, seed=0, test_sampling="ours", encoded=False,
+                 video_decoder="auto"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode != "test" and (num_clips, num_crops) != (1, 1):
@@ -536,7 +660,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         self.num_clips, self.num_crops, self.flip, self.start_index = num_clips, num_crops, flip, start_index
         self.seed, self.epoch, self.test_sampling = seed, 0, test_sampling
         self.encoded = encoded  # --decode_device: items are EncodedClips, decode_batch decodes them
-        self.videos = read_list(list_file, root, num_classes)
+        self.video_decoder = pick_video_decoder(video_decoder)  # for the list's video files, if any
+        self.videos = read_list(list_file, root, num_classes, decoder=self.video_decoder)
         self.num_classes = num_classes or max(v.label for v in self.videos) + 1
 
     def set_epoch(self, epoch):
@@ -551,6 +676,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     def load_frames(self, video, numbers):
         """Decode frames `numbers` of `video` (decode_frame) -> list of uint8 (H, W, 3) tensors.
         Any failure is a BadVideo naming the frame, the reason, the video and its list line."""
+        if is_video_file(video.path):
+            return self.read_video(video, numbers)
         frames = []
         for i in numbers:
             path = self.frame_path(video, int(i))
@@ -569,6 +696,23 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             frames.append(img)
         return frames
 
+    def read_video(self, video, numbers, source=None, device="cpu"):
+        """Frames `numbers` of a video file (or of its bytes, `source`), opened once, on `device`. The
+        file must hold the frames the list says (BadVideo otherwise, naming it and its list line)."""
+        try:
+            n, read = open_video(video.path if source is None else source, self.video_decoder, device)
+            if n < max(1, video.num_frames):  # 0: a `<video> <label>` line that could not be counted
+                raise RuntimeError(f"{video.num_frames} frames listed, the video has {n}" if n else
+                                   "no frames")
+            frames = read([int(i) - self.start_index for i in numbers])
+        except RuntimeError as e:
+            raise BadVideo(video, video.path, "missing file" if not os.path.isfile(video.path) and
+                           source is None else f"unreadable video: {e}") from None
+        for f in frames[1:]:  # a stream may change size midway
+            if f.shape != frames[0].shape:
+                raise BadVideo(video, video.path, _size_change(f, frames[0]))
+        return frames
+
     def defer_clip(self, video, rng):
         """Bytes mode (--decode_device): -> (EncodedClip, {}). load_clip runs as far as choosing the frames,
         whose files are read but not decoded; the clip keeps a copy of `rng` as load_clip got it, and
@@ -580,6 +724,13 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             raise AssertionError("load_clip finished without reading its frames")
         except _FramesChosen as chosen:
             numbers = tuple(int(i) for i in chosen.numbers)
+        if is_video_file(video.path):  # the whole file; opened (not decoded) here: bad ones are replaced
+            try:
+                data = read_encoded(video.path)
+            except OSError:
+                raise BadVideo(video, video.path, "missing file") from None
+            self.read_video(video, [], data)
+            return EncodedClip(video, numbers, (video.path,), data, (0, data.numel()), replay), {}
         paths = tuple(self.frame_path(video, i) for i in numbers)
         blobs, size = [], None
         for i, path in zip(numbers, paths):
@@ -631,6 +782,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         With encoded=True, an EncodedClip instead: see defer_clip."""
         if self.encoded and read is None:
             return self.defer_clip(video, rng)
+        if video.num_frames < 1:  # a `<video> <label>` line whose video could not be counted: why
+            self.read_video(video, [])
         clips = sample_indices(video.num_frames, self.t_length, self.t_stride, self.mode,
                                self.num_clips if self.mode == "test" else 1, rng, self.start_index,
                                self.test_sampling)
@@ -726,15 +879,20 @@ def decode_batch(batch, device, dataset):
     decoded in ONE call (nvJPEG on CUDA, batched: TorchCodec, else torchvision); then each clip is
     `dataset.load_clip` (the loader's dataset) replayed on the decoded frames with the generator it had
     in the loader: the same crops and flips, run on the device. On the CPU this is exactly the normal
-    path (tested); on CUDA, nvJPEG's pixels and the float resize differ by a few levels."""
+    path (tested); on CUDA, nvJPEG's pixels and the float resize differ by a few levels. Video files
+    are decoded one by one, on `device` with TorchCodec (NVDEC on CUDA), else on the CPU and copied."""
     encoded, labels, *info = batch
     device = torch.device(device)
-    frames = _decode_on(device, [f for e in encoded for f in e.frames()],
-                        [(e.video, p) for e in encoded for p in e.paths])
+    jpegs = [e for e in encoded if not is_video_file(e.video.path)]
+    frames = _decode_on(device, [f for e in jpegs for f in e.frames()],
+                        [(e.video, p) for e in jpegs for p in e.paths])
     clips, infos, k = [], [], 0
     for e in encoded:
-        mine = [f.permute(1, 2, 0) for f in frames[k:k + len(e.numbers)]]  # (H, W, 3), as decode_frame's
-        k += len(mine)
+        if is_video_file(e.video.path):
+            mine = dataset.read_video(e.video, e.numbers, e.data, device)
+        else:
+            mine = [f.permute(1, 2, 0) for f in frames[k:k + len(e.numbers)]]  # (H, W, 3), as decode_frame's
+            k += len(mine)
 
         def read(video, numbers, mine=mine, e=e):
             if tuple(int(i) for i in numbers) != e.numbers:
@@ -806,6 +964,8 @@ def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report
     check_image_tmpl(image_tmpl, start_index)
 
     def problem(v):
+        if is_video_file(v.path):
+            return None if os.path.isfile(v.path) else f"{v.list_file}:{v.line}: missing file {v.path}"
         for i in sorted({start_index, start_index + v.num_frames - 1}):
             path = os.path.join(v.path, image_tmpl.format(i))
             if not os.path.exists(path):

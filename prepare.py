@@ -1,15 +1,18 @@
-"""Dataset preparation: frame folders and list files for data.py, from videos, split files or nothing.
+"""Dataset preparation: frame folders, videos and list files for data.py, from videos, split files or nothing.
 
     python prepare.py synth OUT [--classes 4 --videos 24 --frames 32 --size 340x256]
     python prepare.py extract VIDEOS_DIR FRAMES_DIR [--short-side 256 --quality 95 -j N]
-    python prepare.py lists FRAMES_DIR --ucf101 SPLITS_DIR [--split 1]    (or --hmdb51 SPLITS_DIR)
+    python prepare.py reencode VIDEOS_DIR OUT_DIR [--short-side 256 -j N]
+    python prepare.py lists DIR --ucf101 SPLITS_DIR [--split 1]    (or --hmdb51 SPLITS_DIR)
+    python prepare.py lists DIR --kinetics train.csv validate.csv
     python prepare.py check LIST [--root R --image_tmpl T --full]
 
 synth writes a small dataset whose only cue is motion (the demo's); extract decodes video files into
-JPEG frame folders (PyAV); lists writes the train/val list files and the classes file of an official
-split, counting the frames on disk; check reads a list and its frames and prints every problem, one line
-each. The list format, and how a list is read and loaded, are data.py's. `python data.py COMMAND ...`
-runs the same commands.
+JPEG frame folders (PyAV); reencode re-encodes video files for random access (short side, frequent
+keyframes: docs/video.md); lists writes the train/val list files and the classes file of an official
+split or of Kinetics' CSV files, naming frame folders or video files with their frame counts; check
+reads a list and its frames or videos and prints every problem, one line each. The list format, and how
+a list is read and loaded, are data.py's. `python data.py COMMAND ...` runs the same commands.
 
 References
 - K. Soomro, A. R. Zamir, M. Shah, "UCF101: A Dataset of 101 Human Actions Classes From Videos in The
@@ -18,8 +21,11 @@ References
   <class>_test_splitN.txt, one line per video, 1 = train, 2 = test, 0 = unused.
 - L. Wang et al., "Temporal Segment Networks", ECCV 2016: frame folders of img_00001.jpg, ... and the
   `<frame_dir> <num_frames> <label>` list files that `lists` writes.
+- W. Kay et al., "The Kinetics Human Action Video Dataset", arXiv:1705.06950, 2017: the CSV annotations
+  (label, youtube_id, time_start, time_end, split); the downloaders name clips <id>_<start>_<end>.
 """
 import argparse
+import csv
 import importlib.util
 import math
 import os
@@ -171,6 +177,86 @@ def extract(videos_dir, frames_dir, short_side=256, quality=95, jobs=1):
     return failed
 
 
+# ---- reencode: video files -> video files made for random access ---------------------------------
+# Measured with `python bench.py video --sweep` (docs/video.md): a train clip (16 frames 4 apart)
+# decodes every frame from the keyframe before its first. MPEG-4 part 2 takes ~half h264's CPU per clip
+# on one core (for ~1.6x its disk), a keyframe every 12 frames bounds the lead-in, no B-frames keeps
+# decode order = presentation order, a fixed quantiser 3 keeps ~38 dB PSNR, and mp4 keeps timestamps
+# (AVI has none: data.open_video). Train clips then decode at ~0.9x the speed of JPEG frames.
+REENCODE = {"codec": "mpeg4", "gop": 12, "q": 3}
+
+
+def _reencode_one(job):
+    """One video -> DST.mp4, short side `short_side`: every frame of a plain decode, in order, so frame
+    k of the output is frame k of the input (and `extract`'s img_{k+1:05d}.jpg); a variable frame rate
+    becomes a constant one. Written under a temporary name and renamed when complete."""
+    src, dst, short_side = job
+    import av  # optional dependency, imported where it is needed
+    tmp, n, why = dst + ".part.mp4", 0, "no video frames decoded"
+    try:
+        with av.open(src) as inp, av.open(tmp, "w") as out:
+            stream = inp.streams.video[0]
+            stream.codec_context.thread_count = 1  # -j runs one video per core
+            w, h = stream.codec_context.width, stream.codec_context.height
+            s = short_side / min(w, h) if short_side else 1
+            size = max(2, 2 * round(w * s / 2)), max(2, 2 * round(h * s / 2))  # 4:2:0 needs even sizes
+            opts = {"g": str(REENCODE["gop"]), "bf": "0"} | {k: str(v) for k, v in REENCODE.items()
+                                                              if k not in ("codec", "gop", "q")}
+            if "q" in REENCODE:  # a fixed quantiser: qmin = qmax (ffmpeg's -q:v is a per-frame field)
+                opts["qmin"] = opts["qmax"] = str(REENCODE["q"])
+            enc = out.add_stream(REENCODE["codec"], rate=stream.average_rate or stream.guessed_rate or 25,
+                                 options=opts)
+            enc.width, enc.height, enc.pix_fmt = *size, "yuv420p"
+            for frame in inp.decode(stream):
+                frame = frame.reformat(*size, "yuv420p", interpolation="BILINEAR")
+                frame.pts, frame.time_base = n, 1 / enc.codec_context.framerate
+                out.mux(enc.encode(frame))
+                n += 1
+            out.mux(enc.encode(None))
+    except Exception as e:  # PyAV raises many kinds; a corrupt video must not stop the others
+        n, why = 0, " ".join(f"{type(e).__name__}: {e}".split())
+    if n == 0:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        return src, 0, why
+    os.replace(tmp, dst)
+    return src, n, None
+
+
+def reencode(src_dir, dst_dir, short_side=256, jobs=1):
+    """Every video under src_dir -> dst_dir/<same relative path>.mp4 (_reencode_one), in parallel.
+    Finished files are skipped. Returns the failures [(video, reason)], also printed one a line."""
+    if not os.path.isdir(src_dir):
+        raise ValueError(f"SRC {src_dir} is not a folder")
+    todo, skipped, failed, seen = [], 0, [], {}
+    for dirpath, _, files in os.walk(src_dir):
+        for name in sorted(files):
+            if os.path.splitext(name)[1].lower() in VIDEO_EXTS and not name.endswith(".part.mp4"):
+                rel = os.path.relpath(os.path.join(dirpath, os.path.splitext(name)[0]), src_dir)
+                src, dst = os.path.join(dirpath, name), os.path.join(dst_dir, rel + ".mp4")
+                if dst in seen:  # a.avi and a.mkv: one name for the lists, one file for it
+                    failed.append((src, f"{seen[dst]} is re-encoded to the same {dst}"))
+                elif os.path.exists(dst):
+                    skipped += 1
+                else:
+                    os.makedirs(os.path.dirname(dst), exist_ok=True)
+                    todo.append((src, dst, short_side))
+                seen.setdefault(dst, src)
+    if not seen:
+        raise ValueError(f"no video file ({', '.join(VIDEO_EXTS)}) under SRC {src_dir}")
+    frames, done = 0, len(todo) + len(failed)
+    with ProcessPoolExecutor(max(1, jobs)) as pool:
+        results = pool.map(_reencode_one, todo) if jobs > 1 else map(_reencode_one, todo)
+        for src, n, err in tqdm(results, total=len(todo), desc="reencode", unit="video", disable=None):
+            frames += n
+            failed += [(src, err)] if err else []
+    for src, err in failed:
+        print(f"failed: {src}: {err}", file=sys.stderr)
+    print(f"re-encoded {done - len(failed)} videos ({frames} frames) to {dst_dir}; "
+          f"{skipped} already there, {len(failed)} failed")
+    return failed
+
+
 # ---- lists: official splits -> list files -----------------------------------------------------
 def _ucf101_classes(path):
     """classInd.txt ("1 ApplyEyeMakeup", 1-based, in label order) -> class names, label order."""
@@ -228,30 +314,92 @@ def _split_entries(dataset, splits_dir, split):
     return classes, entries
 
 
+def _count_video(job):
+    return data.video_frames(*job)
+
+
+def _find_videos(frames_dir, image_tmpl, start_index, jobs=1, decoder="auto"):
+    """Frame folders and video files anywhere under frames_dir -> {video name: (path, frame count)}.
+    Video files are counted as data.py counts them (no decoding), in parallel; unreadable ones are
+    left out, and said so."""
+    folders, files_ = {}, []  # video name -> (folder, frame count); video files to count
+    for dirpath, _, files in os.walk(frames_dir):
+        n = data.count_frames(dirpath, image_tmpl, start_index, files) if files else 0
+        if n:
+            folders[os.path.basename(dirpath)] = (dirpath, n)
+        files_ += [os.path.join(dirpath, f) for f in sorted(files)  # not an interrupted reencode's
+                   if data.is_video_file(f) and not f.endswith(".part.mp4")]
+    with ProcessPoolExecutor(max(1, jobs)) as pool:
+        jobs_ = [(f, decoder) for f in files_]
+        counts = pool.map(_count_video, jobs_, chunksize=16) if jobs > 1 else map(_count_video, jobs_)
+        for path, n in zip(files_, tqdm(counts, total=len(files_), desc="count", unit="video", disable=None)):
+            if n:
+                folders[os.path.splitext(os.path.basename(path))[0]] = (path, n)
+            else:
+                print(f"warning: {path}: unreadable video, not listed (`check` says why)", file=sys.stderr)
+    return folders
+
+
+def _kinetics_entries(csv_files):
+    """Kinetics annotations (`label,youtube_id,time_start,time_end,split`, one file per split or all
+    in one) -> (classes, {"train": [(video name, label, "file:line")], "val": [...]}). Video names are
+    `<youtube_id>_<start:06d>_<end:06d>`, the downloaders' file names. Classes: the sorted names of the
+    train rows (the label order of every public Kinetics checkpoint)."""
+    rows = []
+    for path in csv_files:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            need = {"label", "youtube_id", "time_start", "time_end", "split"}
+            if not need <= set(reader.fieldnames or ()):
+                raise ValueError(f"{path}:1: expected the columns {','.join(sorted(need))}, "
+                                 f"got {reader.fieldnames}")
+            for n, row in enumerate(reader, 2):
+                rows.append((row, f"{path}:{n}"))
+    classes = sorted({row["label"] for row, _ in rows if row["split"] == "train"})
+    if not classes:
+        raise ValueError(f"no train rows (split 'train') in {', '.join(map(str, csv_files))}")
+    lookup = {name: k for k, name in enumerate(classes)}
+    entries = {"train": [], "val": []}
+    for row, where in rows:
+        part = {"train": "train", "val": "val", "validate": "val"}.get(row["split"])
+        if part is None:  # test rows: no labels published
+            continue
+        if row["label"] not in lookup:
+            raise ValueError(f"{where}: class {row['label']!r} has no train video")
+        try:
+            start, end = int(float(row["time_start"])), int(float(row["time_end"]))
+        except ValueError:
+            raise ValueError(f"{where}: time_start and time_end must be numbers") from None
+        entries[part].append((f"{row['youtube_id']}_{start:06d}_{end:06d}", lookup[row["label"]], where))
+    return classes, entries
+
+
 def make_lists(frames_dir, dataset, splits_dir, split=1, out_dir=None, image_tmpl="img_{:05d}.jpg",
-               start_index=1):
-    """Write <out_dir>/<dataset>_{train,val}_split<N>_list.txt from the official splits, counting the
-    frames on disk. Frame folders are found by video name anywhere under frames_dir (flat or per class).
-    Paths are relative to out_dir (default: frames_dir's parent), the lists' default root.
-    Also writes <out_dir>/<dataset>_classes.txt: line i = the name of label i (read_class_names).
+               start_index=1, jobs=1, decoder="auto"):
+    """Write <out_dir>/<dataset>_{train,val}_split<N>_list.txt from the official splits (kinetics:
+    <out_dir>/kinetics<classes>_{train,val}_list.txt from its CSV files, `splits_dir` a list of them: a
+    kinetics400 list is train.py's dataset kinetics400, its classes file found beside it), with the
+    frame counts. Frame folders and video files are found by video name anywhere under frames_dir
+    (flat or per class). Paths are relative to out_dir (default: frames_dir's parent), the lists'
+    default root. Also writes <out_dir>/<dataset>_classes.txt: line i = the name of label i
+    (read_class_names). Every listed video without a folder or file is reported, one line each.
     ValueError, and nothing written, if frames_dir is not a folder or a list would be empty."""
     data.check_image_tmpl(image_tmpl, start_index)
     if not os.path.isdir(frames_dir):
         raise ValueError(f"FRAMES_DIR {frames_dir} is not a folder")
     out_dir = out_dir or os.path.dirname(os.path.abspath(frames_dir))
-    folders = {}  # video name -> (folder, frame count)
-    for dirpath, _, files in os.walk(frames_dir):
-        n = data.count_frames(dirpath, image_tmpl, start_index, files) if files else 0
-        if n:
-            folders[os.path.basename(dirpath)] = (dirpath, n)
-    classes, entries = _split_entries(dataset, splits_dir, split)
+    folders = _find_videos(frames_dir, image_tmpl, start_index, jobs, decoder)
+    classes, entries = (_kinetics_entries(splits_dir) if dataset == "kinetics"
+                        else _split_entries(dataset, splits_dir, split))
+    kinetics = dataset == "kinetics"
+    dataset, of = (f"kinetics{len(classes)}", "the CSV files") if kinetics else (dataset, f"split {split}")
     lists, warnings_ = {}, []
     for part in ("train", "val"):
         lines, missing = [], 0
         for name, label, where in entries[part]:
             if name not in folders:
                 missing += 1
-                warnings_.append(f"warning: {where}: no frame folder for {name} under {frames_dir}")
+                warnings_.append(f"warning: {where}: no frame folder or video for {name} under {frames_dir}")
                 continue
             folder, n = folders[name]
             rel = os.path.relpath(folder, out_dir)
@@ -259,18 +407,19 @@ def make_lists(frames_dir, dataset, splits_dir, split=1, out_dir=None, image_tmp
             lines.append(f"{rel} {n} {label}\n")
         if not lines:  # a wrong FRAMES_DIR, --image_tmpl or split: say so rather than write an empty list
             example = entries[part][0][0] if entries[part] else "(none listed)"
-            raise ValueError(f"no frame folder under {frames_dir} matches a {part} video of split {split} "
-                             f"(looked for folders named like {example!r} holding "
-                             f"{image_tmpl.format(start_index)}, ...)")
+            raise ValueError(f"no frame folder or video file under {frames_dir} matches a {part} video of "
+                             f"{of} (looked for folders named like {example!r} holding "
+                             f"{image_tmpl.format(start_index)}, ..., or files {example}.mp4, .avi, ...)")
         lists[part] = lines, missing
     for message in warnings_:  # only now: an error above is one line, not thousands of warnings first
         print(message, file=sys.stderr)
     written = []
     for part, (lines, missing) in lists.items():
-        path = os.path.join(out_dir, f"{dataset}_{part}_split{split}_list.txt")
+        name = f"{dataset}_{part}" + ("" if kinetics else f"_split{split}") + "_list.txt"
+        path = os.path.join(out_dir, name)
         with open(path, "w") as f:
             f.writelines(lines)
-        print(f"wrote {path}: {len(lines)} videos, {len(classes)} classes ({missing} without frames)")
+        print(f"wrote {path}: {len(lines)} videos, {len(classes)} classes ({missing} missing, listed above)")
         written.append(path)
     path = os.path.join(out_dir, f"{dataset}_classes.txt")
     with open(path, "w", encoding="utf-8") as f:
@@ -280,18 +429,39 @@ def make_lists(frames_dir, dataset, splits_dir, split=1, out_dir=None, image_tmp
 
 
 # ---- check: a list and its frames ---------------------------------------------------------------
-def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_classes=None, full=False):
+def _check_video(v, where, full, decoder):
+    """A listed video file's problem (one line) or None: it opens, holds the listed frames, and its
+    first and last listed frames decode (full: every frame, 32 at a time, as a training read would)."""
+    if not os.path.isfile(v.path):
+        return f"{where}: missing file {v.path}"
+    try:
+        n, read = data.open_video(v.path, data.pick_video_decoder(decoder))
+        if n < v.num_frames:
+            return f"{where}: {v.num_frames} frames listed, the video has {n} ({v.path})"
+        for k in range(0, n, 32) if full else [0]:
+            read(list(range(k, min(n, k + 32))) if full else sorted({0, v.num_frames - 1}))
+    except RuntimeError as e:
+        return f"{where}: unreadable video {v.path}: {e}"
+    return None
+
+
+def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_classes=None, full=False,
+          decoder="auto"):
     """Every problem of a list file and its frames, one line each with the list line; returns them.
     Checks the list syntax and labels, that every listed frame exists, and decodes the first and last
-    frame of each video (full=True: every frame, and that all have one size)."""
+    frame of each video (full=True: every frame, and that all have one size); video files: _check_video."""
     data.check_image_tmpl(image_tmpl, start_index)
     problems = []  # (line, message)
-    videos = data.read_list(list_file, root, num_classes, problems)
+    videos = data.read_list(list_file, root, num_classes, problems, decoder)
     if not videos:
         problems.append((0, f"{list_file}: no videos listed"))
     frames = 0
     for v in tqdm(videos, desc="check", unit="video", disable=None):  # a bar on a terminal only
         where = f"{list_file}:{v.line}"
+        frames += v.num_frames
+        if data.is_video_file(v.path):
+            problems += [(v.line, p) for p in [_check_video(v, where, full, decoder)] if p]
+            continue
         if not os.path.isdir(v.path):
             problems.append((v.line, f"{where}: missing folder {v.path}"))
             continue
@@ -313,7 +483,6 @@ def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_
                 problems.append((v.line, f"{where}: frame {path} is {tuple(img.shape)}, "
                                          f"the first {tuple(size)}"))
             size = size or img.shape
-        frames += v.num_frames
     problems.sort(key=lambda p: p[0])  # in list order
     for _, message in problems:
         print(message)
@@ -353,20 +522,32 @@ def _parser():
     e.add_argument("frames_dir")
     e.add_argument("--short-side", type=int, default=256, help="resize the short side to this (0: keep)")
     e.add_argument("--quality", type=int, default=95, help="JPEG quality")
-    e.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel processes")
-    li = sub.add_parser("lists", help="train/val list files from the official UCF101 / HMDB51 splits")
-    li.add_argument("frames_dir")
+    r = sub.add_parser("reencode", help="video files -> mp4 files made for random access (needs PyAV)")
+    r.add_argument("src")
+    r.add_argument("dst")
+    for q in (e, r):
+        q.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel processes")
+    r.add_argument("--short-side", type=int, default=256, help="resize the short side to this (0: keep)")
+    li = sub.add_parser("lists", help="train/val list files from the official UCF101 / HMDB51 splits "
+                                      "or Kinetics' CSV files, for frame folders or video files")
+    li.add_argument("frames_dir", help="frame folders and/or video files, found by video name")
     g = li.add_mutually_exclusive_group(required=True)
     g.add_argument("--ucf101", metavar="SPLITS_DIR",
                    help="folder with classInd.txt, trainlist0N.txt, testlist0N.txt")
     g.add_argument("--hmdb51", metavar="SPLITS_DIR", help="folder with <class>_test_splitN.txt")
+    g.add_argument("--kinetics", metavar="CSV", nargs="+",
+                   help="files of label,youtube_id,time_start,time_end,split rows "
+                        "(videos named <youtube_id>_<start:06d>_<end:06d>.*)")
     li.add_argument("--split", type=int, default=1, choices=(1, 2, 3))
     li.add_argument("--out", help="folder for the lists (default: FRAMES_DIR's parent)")
     c = sub.add_parser("check", help="scan a list file's videos; print every problem; exit 1 if any")
     c.add_argument("list")
     c.add_argument("--full", action="store_true", help="decode every frame (default: first and last)")
     c.add_argument("--num_classes", type=int, help="labels must be < this")
+    li.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="processes counting frames")
     for q in (li, c):
+        q.add_argument("--video_decoder", default="auto", choices=data.VIDEO_DECODERS,
+                       help="video files: auto (TorchCodec if FFmpeg's libraries load, else PyAV)")
         q.add_argument("--image_tmpl", default="img_{:05d}.jpg", help="frame file name template")
         q.add_argument("--start_index", type=int, default=1, help="number of the first frame")
     c.add_argument("--root", help="folder the list's paths are relative to (default: the list's folder)")
@@ -374,7 +555,7 @@ def _parser():
 
 
 def main(argv=None):
-    """Run one command; exit status 0, 1 (extract: a video failed; check: a problem) or 2 (an error,
+    """Run one command; exit status 0, 1 (extract, reencode: a video failed; check: a problem) or 2 (an error,
     one line on stderr, named after the script that ran: prepare.py, or data.py forwarding here)."""
     p = _parser()
     a = p.parse_args(argv)
@@ -383,11 +564,15 @@ def main(argv=None):
             print("wrote", *make_synth(a.out, a.classes, a.videos, a.frames, a.size, a.quality, a.seed))
         elif a.cmd == "extract":
             return 1 if extract(a.videos_dir, a.frames_dir, a.short_side, a.quality, a.jobs) else 0
+        elif a.cmd == "reencode":
+            return 1 if reencode(a.src, a.dst, a.short_side, a.jobs) else 0
         elif a.cmd == "lists":
-            dataset, splits = ("ucf101", a.ucf101) if a.ucf101 else ("hmdb51", a.hmdb51)
-            make_lists(a.frames_dir, dataset, splits, a.split, a.out, a.image_tmpl, a.start_index)
+            dataset, splits = next((d, s) for d in ("ucf101", "hmdb51", "kinetics") if (s := getattr(a, d)))
+            make_lists(a.frames_dir, dataset, splits, a.split, a.out, a.image_tmpl, a.start_index, a.jobs,
+                       a.video_decoder)
         else:
-            return 1 if check(a.list, a.root, a.image_tmpl, a.start_index, a.num_classes, a.full) else 0
+            return 1 if check(a.list, a.root, a.image_tmpl, a.start_index, a.num_classes, a.full,
+                              a.video_decoder) else 0
     except (ValueError, OSError) as err:
         print(f"{p.prog} {a.cmd}: error: {err}", file=sys.stderr)
         return 2

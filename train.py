@@ -67,7 +67,7 @@ DEMO_DATA = dict(videos=128, frames=24, size=(64, 48))  # per split; small frame
 PROCESS_FLAGS = {"train_list", "val_list", "pretrained", "pretrained_model", "class_names", "batch_size",
                  "tensorboard", "workers", "resume", "evaluate", "start_epoch", "output_root", "run_name",
                  "data_root", "decode_device", "ddp", "device", "amp", "sync_bn", "channels_last", "compile",
-                 "test_clips", "test_crops", "save_scores"}
+                 "test_clips", "test_crops", "save_scores", "video_decoder"}
 
 
 # ---- flags -----------------------------------------------------------------------------------------
@@ -160,6 +160,8 @@ def get_args_parser():
     p.add_argument("--data_root", help="folder frame_dirs are relative to (default: each list's folder)")
     p.add_argument("--max_bad_videos", default=100, type=natural, help="bad videos replaced before a stop")
     p.add_argument("--decode_device", default="cpu", choices=["cpu", "cuda"], help="JPEGs: loader or nvJPEG")
+    p.add_argument("--video_decoder", default="auto", choices=data.VIDEO_DECODERS, help="video files: auto = "
+                   "TorchCodec if FFmpeg's libraries load, else PyAV")
     p.add_argument("--ddp", action="store_true", help="DDP under torchrun (else DataParallel)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu")
     p.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"], help="mixed precision")
@@ -310,7 +312,8 @@ def make_dataset(args, list_file, mode, cls=data.VideoFrameDataset):
                t_stride=args.t_stride, new_size=args.new_size, crop_size=args.crop_size,
                num_clips=args.test_clips if test else 1, num_crops=args.test_crops if test else 1,
                test_sampling=args.test_sampling, num_classes=args.num_classes, seed=args.seed,
-               flip=not (args.no_flip or args.dataset in NO_FLIP), encoded=args.decode_device == "cuda")
+               flip=not (args.no_flip or args.dataset in NO_FLIP), encoded=args.decode_device == "cuda",
+               video_decoder=getattr(args, "video_decoder", "auto"))
 
 
 def worker_init_fn(worker_id):
@@ -345,6 +348,8 @@ def build_data(args, rt):
     except (ValueError, OSError) as e:
         fail(str(e))
     args.num_classes = args.num_classes or max(train_ds.num_classes, val_ds.num_classes)
+    if rt.rank == 0 and any(data.is_video_file(v.path) for v in train_ds.videos + val_ds.videos):
+        print(f"video files: decoded with {train_ds.video_decoder} (AVI files: pyav; --video_decoder)")
     check_frame_folders(args, [] if args.evaluate else train_ds.videos, val_ds.videos)
     train_labels, warned = {v.label for v in train_ds.videos}, set()
     for v in val_ds.videos:  # it would silently widen the classifier, and can never be right

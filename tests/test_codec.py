@@ -21,7 +21,8 @@ import prepare
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
 needs_codec = pytest.mark.skipif(data.codec_decode_image is None, reason="TorchCodec is not installed")
 needs_tv = pytest.mark.skipif(data.decode_image is None, reason="torchvision has no image decoders here")
-pytestmark = pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")  # torchvision 0.29, as data.py
+# torchvision 0.29, as data.py
+pytestmark = pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")
 BadFrame = (data.BadVideo,) if hasattr(data, "BadVideo") else (FileNotFoundError, RuntimeError)
 
 
@@ -184,7 +185,8 @@ def test_check_cli_reports_a_garbage_frame_in_one_line(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1, (p.stdout, p.stderr)
     lines = [line for line in p.stdout.splitlines() if path in line]
-    assert len(lines) == 1 and "unreadable frame" in lines[0] and "Traceback" not in p.stderr, (p.stdout, p.stderr)
+    assert len(lines) == 1 and "unreadable frame" in lines[0] and "Traceback" not in p.stderr, \
+        (p.stdout, p.stderr)
 
 
 def test_encoded_size_reads_jpeg_headers(tmp_path):
@@ -260,7 +262,8 @@ def test_bytes_mode_replays_the_crop_it_sampled(tmp_path):
     for seed in range(4):
         item[0].rng = np.random.default_rng([99, seed])
         try:
-            changed.append(not torch.equal(data.decode_batch(data.collate_encoded([item]), "cpu", enc)[0], good))
+            decoded = data.decode_batch(data.collate_encoded([item]), "cpu", enc)[0]
+            changed.append(not torch.equal(decoded, good))
         except RuntimeError as e:  # another start frame: the replay refuses to use the wrong frames
             changed.append("chose other frames" in str(e))
     assert all(changed)
@@ -294,7 +297,8 @@ def test_decode_batch_cuda_matches_cpu(mode, tmp_path):
 def decoded_paths(monkeypatch, fn):
     """The frame files decode_frame reads (path or bytes) while fn() runs."""
     seen, real = [], data.decode_frame
-    monkeypatch.setattr(data, "decode_frame", lambda src, decoder=None: seen.append(src) or real(src, decoder))
+    monkeypatch.setattr(data, "decode_frame",
+                        lambda src, decoder=None: seen.append(src) or real(src, decoder))
     fn()
     monkeypatch.setattr(data, "decode_frame", real)
     return seen
@@ -349,23 +353,26 @@ def test_bench_data_rows_per_decoder_and_share_of_limit(tiny_frames, tmp_path, c
     assert len(shares) == 2, out
     for (limit, line), mode in zip(shares, ("train", "val")):
         r, one = res["modes"][mode], res["modes"][mode]["per_core"]
-        rows = [bench.DECODE.format(d) for d in decoders] + [bench.NAIVE] + [bench.PIPELINE.format(d) for d in decoders]
+        rows = ([bench.DECODE.format(d) for d in decoders] + [bench.NAIVE]
+                + [bench.PIPELINE.format(d) for d in decoders])
         assert list(one) == rows + [bench.BYTES]
         a_rows = [bench.DECODE.format(d) for d in decoders]
         assert r["limit"] == limit == max(a_rows, key=one.get)
-        assert r["share_of_limit"] == pytest.approx({bench.PIPELINE.format(d): one[bench.PIPELINE.format(d)] / one[limit]
-                                                     for d in decoders}, rel=1e-12)
+        share = {bench.PIPELINE.format(d): one[bench.PIPELINE.format(d)] / one[limit] for d in decoders}
+        assert r["share_of_limit"] == pytest.approx(share, rel=1e-12)
         printed = dict(re.findall(r"(\w+) ([\d.]+)", line))
         assert list(printed) == decoders
         for d in decoders:
-            assert float(printed[d]) == pytest.approx(r["share_of_limit"][bench.PIPELINE.format(d)], abs=0.006)
+            assert float(printed[d]) == pytest.approx(r["share_of_limit"][bench.PIPELINE.format(d)],
+                                                      abs=0.006)
         assert r["c_over_best_a"] == pytest.approx(one[bench.OURS] / one[limit], rel=1e-12)
 
 
 def test_bench_train_decode_device_cuda_without_cuda_is_one_line(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("CUDA is present")
-    p = subprocess.run([sys.executable, os.path.join(HERE, "bench.py"), "train", "--decode_device", "cuda", "--device", "cpu"],
+    p = subprocess.run([sys.executable, os.path.join(HERE, "bench.py"), "train", "--decode_device", "cuda",
+                        "--device", "cpu"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and p.stderr.strip().count("\n") == 0, p.stderr
     assert "--decode_device cuda but no CUDA GPU" in p.stderr and "Traceback" not in p.stderr
@@ -375,13 +382,16 @@ def test_bench_train_decode_device_cuda_without_cuda_is_one_line(tmp_path):
 def test_bench_train_decode_device_cuda_runs(tiny_frames, tmp_path):
     """bench.py train with the loader shipping bytes and nvJPEG decoding each batch."""
     path = tmp_path / "t.json"
-    out = bench.main(["train", "--frames", tiny_frames, "--arch", "resnet10_3d", "--num_classes", "2", "--t_length", "4",
+    out = bench.main(["train", "--frames", tiny_frames, "--arch", "resnet10_3d", "--num_classes", "2",
+                      "--t_length", "4",
                       "--t_stride", "2", "--new_size", "32", "--crop_size", "24", "-b", "2", "--workers", "0",
-                      "--warmup", "1", "--iters", "2", "--device", "cuda", "--decode_device", "cuda", "--json", str(path)])
+                      "--warmup", "1", "--iters", "2", "--device", "cuda", "--decode_device", "cuda",
+                      "--json", str(path)])
     assert out["real_clips_s"] > 0 and out["settings"]["decode_device"] == "cuda"
 
 
-@pytest.mark.skipif(not hasattr(data, "BadVideo"), reason="needs data.BadVideo (train-mode replacement of bad videos)")
+@pytest.mark.skipif(not hasattr(data, "BadVideo"),
+                    reason="needs data.BadVideo (train-mode replacement of bad videos)")
 def test_bytes_mode_replaces_a_bad_video_like_the_normal_path(tmp_path):
     """Train mode: a video with a missing frame is replaced in the loader in bytes mode too -- the same
     replacement, clip, label and info["bad"] line as the normal path."""

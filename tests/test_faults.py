@@ -26,7 +26,7 @@ from PIL import Image
 
 import data
 import prepare
-from test_smoke import UCF101_LISTS, fake_hmdb51, fake_ucf101, write_frames, write_list
+from conftest import UCF101_LISTS, fake_hmdb51, fake_ucf101, write_frames, write_list
 
 HERE = Path(__file__).resolve().parents[1]  # the repository
 W, H = 48, 40
@@ -149,7 +149,8 @@ def test_extra_column_is_one_line_naming_list_line_and_form(tmp_path):
     write_frames(tmp_path / "vid", 3)
     write_frames(tmp_path / "my vid", 3)
     path = write_list(tmp_path / "list.txt", ["vid 3 0", "vid 1 3 0", "my vid 3 1"])
-    expected = f"{path}:2: 4 columns, expected '<frame_dir> <num_frames> <label>'"
+    expected = (f"{path}:2: 4 columns, expected '<video> <label>' or "
+                "'<frame_dir or video> <num_frames> <label>'")
     with pytest.raises(ValueError, match=re.escape(expected)) as e:
         data.VideoFrameDataset(path, mode="val")
     assert "\n" not in str(e.value)
@@ -179,7 +180,8 @@ def test_count_frames_ends_whatever_the_template(tmp_path):
     """A template without a field names the same file for every number: counting must still end."""
     result = []
     thread = threading.Thread(target=lambda: result.append(data.count_frames(tmp_path, "img_00001.jpg", 1,
-                                                                             ["img_00001.jpg", "x"])), daemon=True)
+                                                                             ["img_00001.jpg", "x"])),
+                              daemon=True)
     thread.start()
     thread.join(30)
     assert not thread.is_alive() and result[0] <= 2
@@ -189,11 +191,13 @@ def test_count_frames_ends_whatever_the_template(tmp_path):
 def test_lists_reads_bom_split_files_and_writes_classes_in_classind_order(tmp_path):
     frames, splits = fake_ucf101(tmp_path)
     # classInd in a non-alphabetical order, saved with a BOM, as are the split files
-    (splits / "classInd.txt").write_bytes("\ufeff1 Biking\r\n2 HandstandPushups\r\n3 ApplyEyeMakeup\r\n".encode())
+    (splits / "classInd.txt").write_bytes(
+        "\ufeff1 Biking\r\n2 HandstandPushups\r\n3 ApplyEyeMakeup\r\n".encode())
     for name in ("trainlist01.txt", "testlist01.txt"):
         (splits / name).write_bytes(b"\xef\xbb\xbf" + (splits / name).read_bytes())
     hmdb_frames, hmdb_splits = fake_hmdb51(tmp_path)
-    ucf, hmdb = run_main(("lists", frames, "--ucf101", splits), ("lists", hmdb_frames, "--hmdb51", hmdb_splits))
+    ucf, hmdb = run_main(("lists", frames, "--ucf101", splits),
+                         ("lists", hmdb_frames, "--hmdb51", hmdb_splits))
     assert ucf[0] == 0 and "Traceback" not in ucf[2], ucf
     names = data.read_class_names(tmp_path / "ucf" / "ucf101_classes.txt")
     assert names == ["Biking", "HandstandPushups", "ApplyEyeMakeup"]
@@ -286,7 +290,8 @@ def test_reextract_never_keeps_stale_frames_of_an_interrupted_run(tmp_path):
 def run_with_tty_stderr(args, timeout=120):
     """prepare.py ARGS with stderr on a pseudo-terminal (as in an interactive shell); returns (rc, stderr)."""
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a fresh pty is 0 columns wide
+    fcntl.ioctl(slave, termios.TIOCSWINSZ,
+                struct.pack("HHHH", 24, 120, 0, 0))  # a fresh pty is 0 columns wide
     proc = subprocess.Popen([sys.executable, "prepare.py", *map(str, args)], cwd=HERE,
                             stdout=subprocess.DEVNULL, stderr=slave, stdin=subprocess.DEVNULL)
     os.close(slave)
@@ -318,7 +323,8 @@ def test_progress_bars_on_a_terminal_only(tmp_path):
     rc, err = run_with_tty_stderr(("extract", videos, tmp_path / "frames", "-j", 1))
     assert rc == 0 and "extract" in err and "2/2" in err and "video/s" in err, err
     # not a terminal (a log file, a pipe): no bar at all
-    (rc, out, err), (rc2, out2, err2) = run_data(("check", path), ("extract", videos, tmp_path / "frames2", "-j", 1))
+    (rc, out, err), (rc2, out2, err2) = run_data(("check", path),
+                                                 ("extract", videos, tmp_path / "frames2", "-j", 1))
     assert rc == 0 and err == "" and "OK" in out, (out, err)
     assert rc2 == 0 and err2 == "" and "extracted 2 videos" in out2, (out2, err2)
 
@@ -351,7 +357,8 @@ REASONS = {"missing folder": "missing folder", "missing frame": "missing frame",
 
 @pytest.fixture
 def six_videos(tmp_path):
-    """Six flat videos v0..v5 (value 30 k + 15, label k) in a list, a comment first: video k is on line k + 2."""
+    """Six flat videos v0..v5 (value 30 k + 15, label k) in a list, a comment first: video k is on
+    line k + 2."""
     for k in range(6):
         flat_video(tmp_path / f"v{k}", 30 * k + 15)
     return write_list(tmp_path / "list.txt", ["# six flat videos"] + [f"v{k} 6 {k}" for k in range(6)])
@@ -397,7 +404,8 @@ def test_replacement_is_deterministic_for_workers_and_dataset_objects(six_videos
         a.set_epoch(epoch), b.set_epoch(epoch)
         for i in range(6):
             (ca, la, ia), (cb, lb, ib) = a[i], b[i]
-            assert torch.equal(ca, cb) and la == lb and ia["bad"] == ib["bad"] and torch.equal(ia["box"], ib["box"])
+            assert torch.equal(ca, cb) and la == lb and ia["bad"] == ib["bad"]
+            assert torch.equal(ia["box"], ib["box"])
             if i in (1, 4):
                 picks.add((i, la))
     assert len(picks) > 2  # replacements depend on (epoch, index): not always the same video
@@ -409,7 +417,8 @@ def test_replacement_is_deterministic_for_workers_and_dataset_objects(six_videos
         loader = torch.utils.data.DataLoader(ds, batch_size=3, num_workers=workers, collate_fn=data.collate)
         batches[workers] = list(loader)
     for (x0, y0, i0), (x2, y2, i2) in zip(batches[0], batches[2]):
-        assert torch.equal(x0, x2) and torch.equal(y0, y2) and i0["bad"] == i2["bad"] and torch.equal(i0["box"], i2["box"])
+        assert torch.equal(x0, x2) and torch.equal(y0, y2) and i0["bad"] == i2["bad"]
+        assert torch.equal(i0["box"], i2["box"])
     labels = torch.cat([y for _, y, _ in batches[0]]).tolist()
     bad = [line for _, _, info in batches[0] for line in info["bad"]]
     assert labels[1] not in (1, 4) and labels[4] not in (1, 4)
@@ -434,9 +443,11 @@ def test_chains_of_bad_videos_and_giving_up(six_videos):
             lines = info["bad"].split("\n")
             assert label == which_video(clip) == 0
             assert lines[0].startswith(f"{six_videos}:{i + 2}: ")
-            assert all(re.match(re.escape(f"{six_videos}:") + r"[3-7]: .*missing frame", ln) for ln in lines), lines
+            pattern = re.escape(f"{six_videos}:") + r"[3-7]: .*missing frame"
+            assert all(re.match(pattern, ln) for ln in lines), lines
             lengths.add(len(lines))
-    assert 1 in lengths and max(n for n in lengths if n != "gave up") >= 2  # chains happen and are all reported
+    # chains happen and are all reported
+    assert 1 in lengths and max(n for n in lengths if n != "gave up") >= 2
 
 
 def test_bad_video_from_a_worker_is_one_line(six_videos):
@@ -445,7 +456,8 @@ def test_bad_video_from_a_worker_is_one_line(six_videos):
     loader = torch.utils.data.DataLoader(ds, batch_size=2, num_workers=2, collate_fn=data.collate)
     with pytest.raises(data.BadVideo) as e:
         list(loader)
-    assert "\n" not in str(e.value) and str(e.value).startswith(f"{six_videos}:2: {named}: unreadable frame"), str(e.value)
+    assert "\n" not in str(e.value), str(e.value)
+    assert str(e.value).startswith(f"{six_videos}:2: {named}: unreadable frame"), str(e.value)
     for err in (e.value, data.BadVideo(data.read_list(six_videos)[0], str(named), "why")):  # pickles as it is
         again = pickle.loads(pickle.dumps(err))
         assert type(again) is data.BadVideo and str(again) == str(err) and again.path == err.path
@@ -470,7 +482,8 @@ def test_check_folders_reports_missing_folders_and_frames(six_videos):
         data.check_folders(videos, "img.jpg")
 
 
-@pytest.mark.skipif(not (UCF101_LISTS / "ucf101_train_split1_list.txt").is_file(), reason="../shared not here")
+@pytest.mark.skipif(not (UCF101_LISTS / "ucf101_train_split1_list.txt").is_file(),
+                    reason="../shared not here")
 def test_check_folders_on_the_real_ucf101_list(tmp_path):
     """The 9537-line UCF101 list against a tree holding (empty) first and last frames of every video."""
     videos = data.read_list(UCF101_LISTS / "ucf101_train_split1_list.txt", root=tmp_path)
@@ -483,7 +496,8 @@ def test_check_folders_on_the_real_ucf101_list(tmp_path):
     os.remove(os.path.join(videos[100].path, f"img_{videos[100].num_frames:05d}.jpg"))
     os.remove(os.path.join(videos[7000].path, "img_00001.jpg"))
     problems, count = data.check_folders(videos, "img_{:05d}.jpg")
-    assert count == 2 and [p.split(":")[1] for p in problems] == [str(videos[100].line), str(videos[7000].line)]
+    assert count == 2 and [p.split(":")[1] for p in problems] == [str(videos[100].line),
+                                                                  str(videos[7000].line)]
     problems, count = data.check_folders(data.read_list(UCF101_LISTS / "ucf101_train_split1_list.txt",
                                                         root=tmp_path / "wrong_root"), "img_{:05d}.jpg")
     assert count == 9537 and len(problems) == 10 and all("missing folder" in p for p in problems)

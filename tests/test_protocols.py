@@ -40,7 +40,8 @@ def reference_crop(frame, S, y, x, crop, flip=False):
     size = (S, math.floor(W / H * S)) if H <= W else (math.floor(H / W * S), S)
     if H == W == S or min(H, W) == S:
         size = (H, W)  # PySlowFast returns the frames untouched when the short side is already S
-    big = F.interpolate(frame.permute(2, 0, 1)[None].double(), size=size, mode="bilinear", align_corners=False)
+    big = F.interpolate(frame.permute(2, 0, 1)[None].double(), size=size, mode="bilinear",
+                        align_corners=False)
     out = big[0, :, y:y + crop, x:x + crop]
     return out.flip(-1) if flip else out  # (3, crop, crop)
 
@@ -84,11 +85,14 @@ def test_train_box_distribution_matches_reference_monte_carlo():
     # scale: the box side h = crop * H / S; two-sample Kolmogorov-Smirnov distance, alpha ~ 0.001
     ref_h = np.sort(crop * H / S)
     grid = np.linspace(crop * 0.8 - 1, crop + 1, 400)
-    ks = np.abs(np.searchsorted(np.sort(ours[:, 2]), grid, "right") - np.searchsorted(ref_h, grid, "right")).max() / N
+    ks = np.abs(np.searchsorted(np.sort(ours[:, 2]), grid, "right")
+                - np.searchsorted(ref_h, grid, "right")).max() / N
     assert ks < 1.95 * math.sqrt(2 / N), ks
-    assert np.allclose(ours[:, 3], crop * W / np.floor(W / H * (crop * H / ours[:, 2]) + 1e-9))  # w from the same S
+    assert np.allclose(ours[:, 3],
+                       crop * W / np.floor(W / H * (crop * H / ours[:, 2]) + 1e-9))  # w from the same S
     # every box inside the frame
-    assert (ours[:, :2] >= 0).all() and (ours[:, 0] + ours[:, 2] <= H + 1e-9).all() and (ours[:, 1] + ours[:, 3] <= W + 1e-9).all()
+    assert (ours[:, :2] >= 0).all() and (ours[:, 0] + ours[:, 2] <= H + 1e-9).all() \
+        and (ours[:, 1] + ours[:, 3] <= W + 1e-9).all()
 
 
 @pytest.mark.parametrize("size", [(40, 53), (80, 106), (53, 40), (33, 45)])
@@ -116,7 +120,8 @@ def test_train_clip_is_the_reference_crop_end_to_end(tmp_path, size):
         paths.add(bool((info["box"] == torch.tensor(data.IDENTITY_BOX)).all()))
         for t, n in enumerate(numbers):
             want = reference_crop(torch.from_numpy(frames[n - 1]), S, y, x0, crop, flip)
-            assert (out[:, t] - want).abs().max() <= 0.5 + 1e-6, (epoch, S, y, x0, flip)  # uint8 rounding at most
+            # uint8 rounding at most
+            assert (out[:, t] - want).abs().max() <= 0.5 + 1e-6, (epoch, S, y, x0, flip)
     assert flips == {False, True}
     if H == new or W == new:  # frames at new_size: mostly shipped as a window, finished on the device
         assert False in paths
@@ -129,7 +134,8 @@ def test_short_side_twice_new_size_keeps_full_detail():
     new, crop = 64, 56
     H, W = 2 * new, 170
     yy, xx = np.meshgrid(np.arange(H), np.arange(W), indexing="ij")
-    pattern = 128 + 100 * np.sin(2 * np.pi * xx / 3.1) * np.cos(2 * np.pi * yy / 3.3)  # ~1.6 px period after scaling
+    # ~1.6 px period after scaling
+    pattern = 128 + 100 * np.sin(2 * np.pi * xx / 3.1) * np.cos(2 * np.pi * yy / 3.3)
     frame = torch.from_numpy(np.repeat(pattern[..., None], 3, -1).round().astype(np.uint8))
     rng = np.random.default_rng(3)
     for _ in range(10):
@@ -144,7 +150,8 @@ def test_short_side_twice_new_size_keeps_full_detail():
         got = got[0].permute(2, 0, 1).double()
         assert (got - want).abs().max() <= 0.5 + 1e-6
         # the old way: the loader resizes to short side new_size, the device enlarges the box of that
-        small = F.interpolate(frame.permute(2, 0, 1)[None].float(), size=(new, round(W * new / H)), mode="bilinear",
+        small = F.interpolate(frame.permute(2, 0, 1)[None].float(), size=(new, round(W * new / H)),
+                              mode="bilinear",
                               align_corners=False, antialias=True)[0].permute(1, 2, 0).round().to(torch.uint8)
         twice = data.resample_box([small], [v * new / H for v in box], crop)[0].permute(2, 0, 1).double()
         assert (twice - want).abs().mean() > 10  # detail lost: this test would catch double resampling
@@ -182,7 +189,8 @@ def mmaction2_clips(N, T, s, n):
     return np.mod(inds, N)
 
 
-CASES = [(300, 8, 8, 10), (300, 8, 8, 1), (64, 8, 8, 3), (20, 8, 4, 3), (5, 8, 4, 2), (1, 4, 2, 3), (100, 16, 4, 4)]
+CASES = [(300, 8, 8, 10), (300, 8, 8, 1), (64, 8, 8, 3), (20, 8, 4, 3), (5, 8, 4, 2), (1, 4, 2, 3),
+         (100, 16, 4, 4)]
 
 
 @pytest.mark.parametrize("N,T,s,n", CASES)
@@ -193,19 +201,23 @@ def test_placement_matches_each_zoo(N, T, s, n):
         assert np.array_equal(got, ref(N, T, s, n) + 1), placement
         assert got.min() >= 1 and got.max() <= N
         if n == 1:
-            assert np.array_equal(data.sample_indices(N, T, s, "val", placement=placement, start_index=1), got)
+            val = data.sample_indices(N, T, s, "val", placement=placement, start_index=1)
+            assert np.array_equal(val, got)
 
 
 def test_placement_spot_values():
     """Values worked out by hand from the zoos' formulas (start_index 0)."""
     ps = data.sample_indices(300, 8, 8, "test", num_clips=10, placement="pyslowfast", start_index=0)
     assert ps[0].tolist() == [0, 9, 18, 27, 36, 45, 54, 63]  # linspace(0, 63, 8): steps of 9, not 8
-    assert ps[-1][0] == 212 and ps[-1][-1] == 275  # start 236 * 9 / 10 = 212.4, truncated: ends before the video does
+    # start 236 * 9 / 10 = 212.4, truncated: ends before the video does
+    assert ps[-1][0] == 212 and ps[-1][-1] == 275
     mm = data.sample_indices(300, 8, 8, "test", num_clips=10, placement="mmaction2", start_index=0)
-    assert mm[:, 0].tolist() == list(range(0, 244, 27)) and mm[-1][-1] == 299  # last clip ends at the last frame
-    assert data.sample_indices(20, 8, 4, "test", num_clips=1, placement="mmaction2", start_index=0)[0].tolist() == \
+    # last clip ends at the last frame
+    assert mm[:, 0].tolist() == list(range(0, 244, 27)) and mm[-1][-1] == 299
+    one_clip = dict(num_clips=1, start_index=0)
+    assert data.sample_indices(20, 8, 4, "test", placement="mmaction2", **one_clip)[0].tolist() == \
         [0, 4, 8, 12, 16, 0, 4, 8]  # loops
-    assert data.sample_indices(20, 8, 4, "test", num_clips=1, placement="pyslowfast", start_index=0)[0].tolist() == \
+    assert data.sample_indices(20, 8, 4, "test", placement="pyslowfast", **one_clip)[0].tolist() == \
         [0, 4, 8, 13, 17, 19, 19, 19]  # repeats the last frame
     ours = data.sample_indices(300, 8, 8, "test", num_clips=10, start_index=0)
     assert ours[0][0] == 0 and ours[-1][-1] == 299
@@ -216,7 +228,8 @@ def test_placement_spot_values():
 def test_dataset_reads_the_placed_frames(tmp_path):
     """test_sampling reaches the frames read: frame k is filled with the value k."""
     N = 23
-    frames = np.broadcast_to(np.arange(1, N + 1, dtype=np.uint8)[:, None, None, None] * 10, (N, 8, 10, 3)).copy()
+    frames = np.broadcast_to(np.arange(1, N + 1, dtype=np.uint8)[:, None, None, None] * 10,
+                             (N, 8, 10, 3)).copy()
     lst = one_video_list(tmp_path, frames)
     for placement in data.PLACEMENTS:
         ds = data.VideoFrameDataset(lst, image_tmpl="img_{:05d}.png", mode="test", t_length=4, t_stride=3,
@@ -235,15 +248,18 @@ def test_ten_crop_views_are_group_oversample(tmp_path):
     H, W, new, crop = 40, 58, 40, 32  # w_step = 26 // 4 = 6: the "right" crops start at 24, not 26
     frames = np.random.default_rng(0).integers(0, 256, (6, H, W, 3), dtype=np.uint8)
     ds = data.VideoFrameDataset(one_video_list(tmp_path, frames), image_tmpl="img_{:05d}.png", mode="test",
-                                t_length=3, t_stride=1, new_size=new, crop_size=crop, num_clips=2, num_crops=10)
+                                t_length=3, t_stride=1, new_size=new, crop_size=crop, num_clips=2,
+                                num_crops=10)
     clip, _, _ = ds[0]
     assert clip.shape == (20, 3, 3, crop, crop)
     ws, hs = (W - crop) // 4, (H - crop) // 4
-    offsets = [(0, 0), (4 * ws, 0), (0, 4 * hs), (4 * ws, 4 * hs), (2 * ws, 2 * hs)]  # (x, y), fill_fix_offset
+    offsets = [(0, 0), (4 * ws, 0), (0, 4 * hs), (4 * ws, 4 * hs),
+               (2 * ws, 2 * hs)]  # (x, y), fill_fix_offset
     idx = data.sample_indices(len(frames), 3, 1, "test", num_clips=2)
     for c in range(2):
         for k, (ox, oy) in enumerate(offsets):
-            want = torch.from_numpy(frames[idx[c] - 1, oy:oy + crop, ox:ox + crop]).permute(3, 0, 1, 2)  # (3, T, c, c)
+            # (3, T, c, c)
+            want = torch.from_numpy(frames[idx[c] - 1, oy:oy + crop, ox:ox + crop]).permute(3, 0, 1, 2)
             assert torch.equal(clip[c * 10 + 2 * k], want), (c, k)
             assert torch.equal(clip[c * 10 + 2 * k + 1], want.flip(-1)), (c, k)
 
@@ -253,6 +269,7 @@ def test_ten_crop_boxes_scale_with_the_frame():
     one = data.crop_boxes(40, 58, "test", 40, 32, num_crops=10)
     two = data.crop_boxes(80, 116, "test", 40, 32, num_crops=10)
     assert [(2 * y, 2 * x, 2 * s) for y, x, s in one] == two
-    assert sorted(data.crop_boxes(58, 40, "test", 40, 32, num_crops=10)) == sorted((x, y, s) for y, x, s in one)  # portrait
+    portrait = data.crop_boxes(58, 40, "test", 40, 32, num_crops=10)
+    assert sorted(portrait) == sorted((x, y, s) for y, x, s in one)
     three = data.crop_boxes(40, 58, "test", 40, 32, num_crops=3)  # unchanged: the whole short side
     assert three == [(0, 0, 40), (0, 9, 40), (0, 18, 40)]

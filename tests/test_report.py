@@ -65,12 +65,12 @@ def test_per_class_table_worst_first_and_most_confused():
     assert list(m["confused_with"]) == [-1, 2, 0] and list(m["confused_count"]) == [0, 3, 1]
     lines = report.per_class_table(m, ["run", "jump", "swim"]).splitlines()
     assert len(lines) == 4 and lines[0].startswith("class")  # header + one row per class, nothing after
-    assert [l.split()[0] for l in lines[1:]] == ["jump", "swim", "run"]  # worst first
+    assert [line.split()[0] for line in lines[1:]] == ["jump", "swim", "run"]  # worst first
     assert lines[1].split()[1:] == ["25.0", "4", "swim", "(3)"]
     assert lines[2].split()[1:] == ["50.0", "2", "run", "(1)"]
     assert lines[3].split()[1:] == ["100.0", "4", "-"]
     # without names: label numbers
-    assert [l.split()[0] for l in report.per_class_table(m).splitlines()[1:]] == ["1", "2", "0"]
+    assert [line.split()[0] for line in report.per_class_table(m).splitlines()[1:]] == ["1", "2", "0"]
 
 
 def test_confusion_png_shape_scales_with_classes(tmp_path):
@@ -92,7 +92,8 @@ def test_confusion_png_shape_scales_with_classes(tmp_path):
 
 def test_curves_png_shape(tmp_path):
     log = tmp_path / "log.jsonl"
-    rows = [{"epoch": e, "lr": 0.02 if e < 3 else 0.002, "train_loss": 1.5 - 0.2 * e, "train_top1": 30 + 10 * e,
+    rows = [{"epoch": e, "lr": 0.02 if e < 3 else 0.002, "train_loss": 1.5 - 0.2 * e,
+             "train_top1": 30 + 10 * e,
              "val_top1": 40 + 9 * e if e % 2 else None, "val_top5": None, "val_loss": None, "epoch_time": 3.0}
             for e in range(5)]
     rows.insert(1, dict(rows[1], train_loss=9.0))  # epoch 1 logged twice (a resumed run): the last line wins
@@ -114,8 +115,10 @@ def test_write_evaluation_files(tmp_path):
     labels = np.repeat(np.arange(3), m0["per_class_count"])  # rebuild the same case from its confusion
     preds = [p for t in range(3) for p in range(3) for _ in range(m0["confusion"][t, p])]
     scores[np.arange(10), preds] = 1.0
-    m, paths = report.write_evaluation(str(tmp_path), scores, labels, ["run", "jump", "swim"], 10, 3, [f"v{i}" for i in range(10)])
-    assert {os.path.basename(p) for p in paths.values()} == {"per_class_10x3.csv", "confusion_10x3.png", "scores_10x3.npz"}
+    m, paths = report.write_evaluation(str(tmp_path), scores, labels, ["run", "jump", "swim"], 10, 3,
+                                       [f"v{i}" for i in range(10)])
+    assert {os.path.basename(p) for p in paths.values()} == {"per_class_10x3.csv", "confusion_10x3.png",
+                                                             "scores_10x3.npz"}
     with open(paths["per_class"]) as f:
         rows = list(csv.DictReader(f))
     assert [float(r["accuracy"]) for r in rows] == [100.0, 25.0, 50.0]
@@ -159,7 +162,8 @@ def media(synth):
         stream = out.add_stream("mpeg4", rate=25)
         stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
         for t in range(1, 13):
-            frame = av.VideoFrame.from_ndarray(np.asarray(Image.open(folder / f"img_{t:05d}.jpg")), format="rgb24")
+            frame = av.VideoFrame.from_ndarray(np.asarray(Image.open(folder / f"img_{t:05d}.jpg")),
+                                               format="rgb24")
             for packet in stream.encode(frame):
                 out.mux(packet)
         for packet in stream.encode():
@@ -215,7 +219,8 @@ def test_predict_text_output_names_and_labels(synth, tmp_path, capsys):
 
 
 def run_predict(*argv):
-    return subprocess.run([sys.executable, os.path.join(HERE, "train.py"), "predict", *argv, "--device", "cpu"],
+    return subprocess.run([sys.executable, os.path.join(HERE, "train.py"), "predict", *argv,
+                           "--device", "cpu"],
                           capture_output=True, text=True, timeout=120, cwd=HERE)
 
 

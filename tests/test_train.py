@@ -4,13 +4,14 @@ Every fault that could hang runs in a subprocess with a timeout; the rest call t
 """
 from pathlib import Path
 import errno
-import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import numpy as np
@@ -18,59 +19,15 @@ import torch
 
 import checkpoint
 import data
-import prepare
 import train
-
-REPO = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-# 8 train videos, -b 4: two optimizer steps per epoch on resnet10_3d at 4 x 32 x 32 (a second or two on CPU).
-TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_size", "36", "--crop_size", "32",
-        "-b", "4", "--lr", "0.01", "--lr_steps", "2", "--dro", "0", "-j", "0", "-p", "1", "-ef", "1", "--device", "cpu"]
-
-
-@pytest.fixture(scope="module")
-def lists(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tiny")
-    train_list, val_list = prepare.make_synth(out, classes=4, videos=8, frames=10, size=(48, 40))
-    return str(train_list), str(val_list)
-
-
-def run_main(argv):
-    return train.main(train.parse_args(argv))
-
-
-def run_cli(argv, timeout=240, **kw):
-    return subprocess.run([sys.executable, str(REPO / "train.py"), *argv], capture_output=True, text=True,
-                          env=ENV, cwd=REPO, timeout=timeout, **kw)
-
-
-def run_dir(root, argv):
-    return Path(root) / train.run_dir_name(train.parse_args(argv))
-
-
-def logs(folder):
-    return [json.loads(line) for line in (folder / "log.jsonl").read_text().splitlines()]
-
-
-def weights(path):
-    return torch.load(path, map_location="cpu", weights_only=False)["model"]
-
-
-def one_line_error(capsys_or_text, *needles, code=2, exc=None):
-    if exc is not None:
-        assert exc.value.code == code
-    err = capsys_or_text if isinstance(capsys_or_text, str) else capsys_or_text.readouterr().err
-    err = err.strip()
-    assert "Traceback" not in err and len(err.splitlines()) == 1, err
-    for needle in needles:
-        assert needle in err, err
-    return err
+from conftest import ENV, REPO, TINY, logs, one_line_error, run_cli, run_dir, run_main, weights
 
 
 # ---- the lr schedule: a function of (flags, step) --------------------------------------------------
 def test_lr_at_step_cosine_and_warmup():
     a = train.parse_args(["x", "a", "b", "--lr", "0.1", "--lr_steps", "2", "3", "--epochs", "4"])
-    assert [train.lr_at(a, s, 10) for s in (0, 19, 20, 29, 30, 39)] == pytest.approx([0.1, 0.1, 0.01, 0.01, 0.001, 0.001])
+    assert [train.lr_at(a, s, 10) for s in (0, 19, 20, 29, 30, 39)] == pytest.approx([0.1, 0.1, 0.01, 0.01,
+                                                                                      0.001, 0.001])
     a.warmup = 1.0  # 10 steps of linear warmup: step s has lr (s + 1) / 10 x lr
     assert [train.lr_at(a, s, 10) for s in (0, 4, 9, 10)] == pytest.approx([0.01, 0.05, 0.1, 0.1])
     c = train.parse_args(["x", "a", "b", "--lr", "0.1", "--lr_policy", "cosine", "--epochs", "4"])
@@ -92,7 +49,8 @@ def test_logged_lr_is_the_lr_used_and_resume_follows_new_epochs(lists, tmp_path)
 
 
 def test_start_epoch_starts_there_with_that_epochs_lr(lists, tmp_path):
-    args = ["ucf101", *lists, *TINY, "--lr_steps", "1", "--start-epoch", "2", "--epochs", "3", "--output_root", str(tmp_path)]
+    args = ["ucf101", *lists, *TINY, "--lr_steps", "1", "--start-epoch", "2", "--epochs", "3",
+            "--output_root", str(tmp_path)]
     run_main(args)
     (log,) = logs(run_dir(tmp_path, args))
     assert log["epoch"] == 2 and log["lr"] == pytest.approx(0.001)
@@ -104,7 +62,8 @@ def test_iter_size_2_b_2_equals_b_4_and_resumes_exactly_mid_epoch(lists, tmp_pat
     common = ["ucf101", *lists, *TINY, "--freeze_bn", "--epochs", "2"]
     run_main([*common, "-b", "4", "--output_root", str(tmp_path / "b4")])
     run_main([*common, "-b", "2", "--iter_size", "2", "--output_root", str(tmp_path / "acc")])
-    w4, wacc = weights(run_dir(tmp_path / "b4", common) / "checkpoint.pth"), weights(run_dir(tmp_path / "acc", common) / "checkpoint.pth")
+    w4 = weights(run_dir(tmp_path / "b4", common) / "checkpoint.pth")
+    wacc = weights(run_dir(tmp_path / "acc", common) / "checkpoint.pth")
     for k in w4:
         assert torch.allclose(w4[k].float(), wacc[k].float(), atol=1e-6, rtol=1e-5), k
     # The same accumulated run, stopped by a signal after its first optimizer step, then resumed.
@@ -202,7 +161,8 @@ def test_disk_full_during_save_keeps_the_last_checkpoint(lists, tmp_path, monkey
     (folder / "checkpoint.pth.tmp").write_bytes(b"left by a killed save")
     (folder / "notes.tmpl").write_text("the user's, not ours")
     run_main([*args, "--resume", "auto"])  # space is back: continues from epoch 1, the litter is gone
-    assert [log["epoch"] for log in logs(folder)] == [0, 1, 2] and not (folder / "checkpoint.pth.tmp").exists()
+    assert [log["epoch"] for log in logs(folder)] == [0, 1, 2]
+    assert not (folder / "checkpoint.pth.tmp").exists()
     assert (folder / "notes.tmpl").exists()
 
 
@@ -234,9 +194,11 @@ def test_bad_training_video_is_replaced_reported_once_and_limited(lists, tmp_pat
     bad_video = (folder / "train.txt").read_text().split()[0]
     for k in range(2, 10):  # frames 1 and 10 stay fine: the early folder check passes, the clip does not
         (folder / bad_video / f"img_{k:05d}.jpg").write_bytes(b"garbage")
-    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "-b", "2", "--iter_size", "2"]
+    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "-b", "2",
+            "--iter_size", "2"]
     run_main([*args, "--epochs", "2", "--output_root", str(tmp_path / "a")])
-    (line,) = (run_dir(tmp_path / "a", args) / "bad_videos.txt").read_text().splitlines()  # once, over 2 epochs
+    # once, over 2 epochs
+    (line,) = (run_dir(tmp_path / "a", args) / "bad_videos.txt").read_text().splitlines()
     assert "train.txt:1:" in line and bad_video in line
     assert capsys.readouterr().err.count("bad video replaced") == 1
     with pytest.raises(SystemExit) as e:  # the limit: counted in the step it happens, whatever its batch
@@ -262,7 +224,8 @@ def test_bad_flags_are_one_line_naming_the_flag(flags, needle):
 def test_unknown_arch_is_reported_first(lists, tmp_path, capsys):
     # A 8-video list with the default -b 64 would fail too; the arch is what the user must hear about.
     with pytest.raises(SystemExit) as e:
-        run_main(["ucf101", *lists, "--arch", "resnet999_3d", "--device", "cpu", "--output_root", str(tmp_path)])
+        run_main(["ucf101", *lists, "--arch", "resnet999_3d", "--device", "cpu", "--output_root",
+                  str(tmp_path)])
     one_line_error(capsys, "resnet999_3d", exc=e)
 
 
@@ -282,7 +245,8 @@ def test_each_epoch_has_its_own_order(lists, tmp_path):
     d = train.build_data(args, train.setup_runtime(args))
     orders = [list(train.train_loader(args, d, epoch, 0).sampler) for epoch in (0, 1, 2)]
     assert sorted(orders[0]) == sorted(orders[1]) and len({tuple(o) for o in orders}) == 3
-    assert list(train.train_loader(args, d, 1, 1).sampler) == orders[1][4:]  # a resumed epoch skips what it did
+    # a resumed epoch skips what it did
+    assert list(train.train_loader(args, d, 1, 1).sampler) == orders[1][4:]
 
 
 def test_fine_tuning_modes_freeze_what_they_say(lists, tmp_path):
@@ -367,22 +331,28 @@ def test_evaluate_and_predict_take_the_checkpoints_model_and_clip_flags(tmp_path
 # ---- one step of each flag the rest of the suite does not run --------------------------------------
 def test_clip_grad_bounds_the_first_step(lists, tmp_path):
     # First SGD step with no weight decay: the update is lr x the clipped gradient, so its norm <= lr x max.
-    args = ["ucf101", *lists, *TINY, "--epochs", "1", "-b", "8", "--wd", "0", "--lr", "1", "--clip-grad", "0.001"]
+    args = ["ucf101", *lists, *TINY, "--epochs", "1", "-b", "8", "--wd", "0", "--lr", "1",
+            "--clip-grad", "0.001"]
     run_main([*args, "--output_root", str(tmp_path)])
     torch.manual_seed(0)
     init = train.models.build_model("resnet10_3d", 101).state_dict()
     after = weights(run_dir(tmp_path, args) / "checkpoint.pth")
-    change = torch.cat([(after[k] - init[k]).flatten() for k in init if init[k].dtype.is_floating_point and "running" not in k])
+    change = torch.cat([(after[k] - init[k]).flatten() for k in init
+                        if init[k].dtype.is_floating_point and "running" not in k])
     assert 0 < change.norm() <= 0.001 * 1.0001
 
 
-@pytest.mark.parametrize("flags", [["--amp", "bf16", "--t_length", "8"], ["--channels-last"], ["--label-smoothing", "0.2"],
+@pytest.mark.parametrize("flags",
+                         [["--amp", "bf16", "--t_length", "8"], ["--channels-last"],
+                          ["--label-smoothing", "0.2"],
                                    ["--bn_bias_wd"], ["--no_flip"], ["--iter_size", "2", "-b", "2", "--ddp"]])
 def test_one_epoch_with_flag(lists, tmp_path, flags):
     if "--ddp" in flags:  # one-process torchrun: DDP with no_sync on the accumulation steps
-        r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
+        r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                            "--nproc_per_node=1",
                             str(REPO / "train.py"), "ucf101", *lists, *TINY, *flags, "--epochs", "1",
-                            "--output_root", str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=240)
+                            "--output_root", str(tmp_path)], capture_output=True, text=True, env=ENV,
+                           timeout=240)
         assert r.returncode == 0, r.stderr[-2000:]
     else:
         run_main(["ucf101", *lists, *TINY, *flags, "--epochs", "1", "--output_root", str(tmp_path)])
@@ -395,7 +365,8 @@ def test_one_epoch_with_flag(lists, tmp_path, flags):
 
 
 def test_cpu_bf16_with_clips_shorter_than_the_stem_kernel_is_refused(lists, tmp_path, capsys):
-    # torch's CPU bf16 conv3d weight gradient is NaN for T=4 under the 5x7x7 stem (it was a NaN loss at step 2).
+    # torch's CPU bf16 conv3d weight gradient is NaN for T=4 under the 5x7x7 stem (it was a NaN loss at
+    # step 2).
     with pytest.raises(SystemExit) as e:
         run_main(["ucf101", *lists, *TINY, "--amp", "bf16", "--output_root", str(tmp_path)])
     one_line_error(capsys, "--amp bf16", "--t_length >= 5", exc=e)
@@ -414,8 +385,10 @@ def test_normalisation_follows_the_weights_and_is_saved(lists, tmp_path, capsys)
     assert "input mean (0.45, 0.45, 0.45) std (0.225, 0.225, 0.225)" in capsys.readouterr().out
     ckpt = torch.load(run_dir(tmp_path / "b", args) / "checkpoint.pth", weights_only=False)
     assert (ckpt["args"]["mean"], ckpt["args"]["std"]) == ((0.45,) * 3, (0.225,) * 3)
-    run_main([*args, "--pretrained", str(first), "--mean", "0.5", "0.5", "0.5", "--output_root", str(tmp_path / "c")])
-    assert torch.load(run_dir(tmp_path / "c", args) / "checkpoint.pth", weights_only=False)["args"]["mean"] == (0.5,) * 3
+    run_main([*args, "--pretrained", str(first), "--mean", "0.5", "0.5", "0.5", "--output_root",
+              str(tmp_path / "c")])
+    saved = torch.load(run_dir(tmp_path / "c", args) / "checkpoint.pth", weights_only=False)
+    assert saved["args"]["mean"] == (0.5,) * 3
 
 
 def test_flags_reach_their_targets(lists, tmp_path):
@@ -435,7 +408,8 @@ def test_bad_val_frame_with_workers_ends_promptly_with_one_line(lists, tmp_path)
     folder = tmp_path / "copy"
     shutil.copytree(root, folder)
     first_val = Path(lists[1]).read_text().split()[0]
-    os.remove(folder / first_val / "img_00004.jpg")  # read by the centred clip; the early check sees frames 1 and 10
+    # read by the centred clip; the early check sees frames 1 and 10
+    os.remove(folder / first_val / "img_00004.jpg")
     args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "-j", "2", "--epochs", "1",
             "--output_root", str(tmp_path / "out")]
     r = run_cli(args, timeout=120)
@@ -450,9 +424,11 @@ def test_bad_val_frame_with_workers_ends_promptly_with_one_line(lists, tmp_path)
 
 
 def test_process_group_sigterm_with_workers_saves(lists, tmp_path):
-    # SIGTERM to the whole process group (preemption, Ctrl-C): workers must not die before the main process saves.
+    # SIGTERM to the whole process group (preemption, Ctrl-C): workers must not die before the main process
+    # saves.
     args = ["ucf101", *lists, *TINY, "-j", "2", "--epochs", "50", "--output_root", str(tmp_path)]
-    p = subprocess.Popen([sys.executable, str(REPO / "train.py"), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    p = subprocess.Popen([sys.executable, str(REPO / "train.py"), *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE,
                          text=True, env=ENV, cwd=REPO, start_new_session=True)
     try:
         for line in p.stdout:
@@ -471,7 +447,8 @@ def test_ddp_rank_failure_ends_every_rank(lists, tmp_path):
     # 2 ranks evaluate; the bad video is in rank 1's shard only. Both must end, non-zero, with the message.
     folder = tmp_path / "copy"
     shutil.copytree(Path(lists[0]).parent, folder)
-    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "--epochs", "1", "--output_root", str(tmp_path)]
+    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "--epochs", "1",
+            "--output_root", str(tmp_path)]
     assert run_cli(args).returncode == 0
     second_val = (folder / "val.txt").read_text().splitlines()[1].split()[0]
     (folder / second_val / "img_00004.jpg").write_bytes(b"not a jpeg")
@@ -491,7 +468,8 @@ def test_ddp_validation_and_per_class_report_are_exact(lists, tmp_path):
     names = [f"class_{i}" for i in range(101)]
     (folder / "ucf101_classes.txt").write_text("\n".join(names) + "\n")  # found beside the train list
     args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "--epochs", "1", "-b", "2"]
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(REPO / "train.py")]
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                str(REPO / "train.py")]
     r = subprocess.run([*torchrun, *args, "--ddp", "--output_root", str(tmp_path / "ddp")],
                        capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -503,7 +481,8 @@ def test_ddp_validation_and_per_class_report_are_exact(lists, tmp_path):
             assert im.size[0] > 300 and im.size[1] > 200, png
     # Validation during DDP training scored every shard with rank 0's BN statistics, the saved ones: its
     # val_loss is the single-process evaluation's of checkpoint.pth.
-    evaluate = [*args, "--evaluate", "--resume", str(trained / "checkpoint.pth"), "--test_clips", "2", "--test_crops", "3"]
+    evaluate = [*args, "--evaluate", "--resume", str(trained / "checkpoint.pth"), "--test_clips", "2",
+                "--test_crops", "3"]
     r1 = run_cli([*evaluate, "--output_root", str(tmp_path / "e1")], timeout=300)
     assert r1.returncode == 0, r1.stderr[-3000:]
     r2 = subprocess.run([*torchrun, *evaluate, "--ddp", "--output_root", str(tmp_path / "e2")],
@@ -521,7 +500,8 @@ def test_ddp_validation_and_per_class_report_are_exact(lists, tmp_path):
     with Image.open(e1 / "confusion_2x3.png") as im:
         assert im.size[0] == im.size[1] >= 600
     # The log's val_loss from the DDP run == the single-process loss of the same checkpoint, 1 clip.
-    r3 = run_cli([*args, "--evaluate", "--resume", str(trained / "checkpoint.pth"), "--output_root", str(tmp_path / "e3")])
+    r3 = run_cli([*args, "--evaluate", "--resume", str(trained / "checkpoint.pth"), "--output_root",
+                  str(tmp_path / "e3")])
     assert r3.returncode == 0, r3.stderr[-3000:]
     s1 = np.load(run_dir(tmp_path / "e3", args) / "scores_1x1.npz")
     loss = -np.log(np.maximum(s1["scores"][np.arange(len(s1["labels"])), s1["labels"]], 1e-12)).mean()
@@ -542,7 +522,8 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GP
 @pytest.mark.parametrize("flags", [["--amp", "bf16"], ["--amp", "fp16"], ["--channels-last", "--amp", "bf16"],
                                    ["--compile"], ["--decode_device", "cuda"]])
 def test_gpu_one_epoch(lists, tmp_path, flags):
-    args = ["ucf101", *lists, *TINY, "--device", "cuda", "--t_length", "8", *flags, "--epochs", "1", "--output_root", str(tmp_path)]
+    args = ["ucf101", *lists, *TINY, "--device", "cuda", "--t_length", "8", *flags, "--epochs", "1",
+            "--output_root", str(tmp_path)]
     run_main(args)
     (log,) = logs(run_dir(tmp_path, args))
     assert math.isfinite(log["train_loss"]) and log["val_top1"] is not None
@@ -563,7 +544,8 @@ def test_gpu_dataparallel(lists, tmp_path):
 @cuda
 def test_gpu_ddp_nccl_one_process(lists, tmp_path):
     r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
-                        str(REPO / "train.py"), "ucf101", *lists, *TINY, "--device", "cuda", "--ddp", "--epochs", "1",
+                        str(REPO / "train.py"), "ucf101", *lists, *TINY, "--device", "cuda", "--ddp",
+                        "--epochs", "1",
                         "--output_root", str(tmp_path)], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
 
@@ -579,3 +561,72 @@ def test_gpu_and_cpu_evaluate_one_checkpoint_alike(lists, tmp_path):
                   "--test_clips", "2", "--test_crops", "3"])
         scores[device] = np.load(run_dir(tmp_path / device, args) / "scores_2x3.npz")["scores"]
     assert np.abs(scores["cpu"] - scores["cuda"]).max() < 1e-3
+
+
+# ---- user errors, kills and NaNs: one line, a loadable checkpoint (tiny_data: 12 train videos) -----
+def test_sigkill_leaves_a_loadable_checkpoint(tiny_data, tmp_path):
+    args = ["ucf101", *tiny_data, *TINY, "--epochs", "50", "--output_root", str(tmp_path)]
+    ckpt = tmp_path / train.run_dir_name(train.parse_args(args)) / "checkpoint.pth"
+    p = subprocess.Popen([sys.executable, str(REPO / "train.py"), *args], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env=ENV, cwd=REPO)
+    try:
+        deadline = time.time() + 120
+        while not ckpt.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        mtime = ckpt.stat().st_mtime
+        while ckpt.stat().st_mtime == mtime and time.time() < deadline:  # kill as a later save is under way
+            time.sleep(0.01)
+        time.sleep(0.02)
+    finally:
+        p.kill()
+        p.wait()
+    state = torch.load(ckpt, map_location="cpu", weights_only=False)
+    assert state["epoch"] >= 2 and "fc.weight" in state["model"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--arch", "resnet_nope"], "resnet_nope"),
+    (["--evaluate"], "--evaluate needs --resume"),
+    (["--device", "cuda"], "--device cuda"),
+    (["--resume", "/nonexistent/ckpt.pth"], "/nonexistent/ckpt.pth"),
+    (["--amp", "fp16"], "--amp fp16"),
+])
+def test_user_errors_exit_2_with_one_line(tiny_data, tmp_path, capsys, extra, message):
+    if extra[:2] == ["--device", "cuda"] and torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(SystemExit) as e:
+        run_main(["ucf101", *tiny_data, *TINY, "--output_root", str(tmp_path), *extra])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+
+
+@pytest.mark.parametrize("flag",
+                         ["--test_clips", "--eval-freq", "--print-freq", "--batch-size", "--t_length"])
+def test_zero_counts_are_rejected_naming_the_flag(capsys, flag):
+    with pytest.raises(SystemExit) as e:
+        train.parse_args(["ucf101", "a.txt", "b.txt", flag, "0"])
+    assert e.value.code == 2 and f"{flag}: must be an integer >= 1" in capsys.readouterr().err
+
+
+def test_missing_list_is_one_line_from_the_cli(tmp_path):
+    r = run_cli(["ucf101", str(tmp_path / "missing.txt"), str(tmp_path / "val.txt"), "--device", "cpu"])
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "missing.txt" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_bad_list_line_is_one_line_from_the_cli(tiny_data, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text(Path(tiny_data[0]).read_text().splitlines()[0] + "\nsome_video twelve 3\n")
+    r = run_cli(["ucf101", str(bad), tiny_data[1], "--device", "cpu", "--data_root",
+                 str(Path(tiny_data[0]).parent)])
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "bad.txt:2" in r.stderr, r.stderr
+
+
+def test_nan_loss_stops_naming_epoch_and_iteration(tiny_data, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        run_main(["ucf101", *tiny_data, *TINY, "--lr", "1e30", "--epochs", "2", "--output_root",
+                  str(tmp_path)])
+    assert e.value.code == 1
+    assert re.search(r"loss is (nan|inf) at epoch \d+ iteration \d+", capsys.readouterr().err)

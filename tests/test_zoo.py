@@ -125,11 +125,13 @@ def save(layout, m, path, meta_cfg=None):
         torch.save({"model_state": m.state_dict(), "epoch": 196}, path)
     elif layout == "pyslowfast":  # slowfast/utils/checkpoint.py save_checkpoint
         sd = {pyslowfast_name(r, s, i, p): t.clone() for r, s, i, p, t in parts(m)}
-        torch.save({"epoch": 196, "model_state": sd, "optimizer_state": {}, "cfg": "MODEL:\n  ARCH: i3d\n"}, path)
+        torch.save({"epoch": 196, "model_state": sd, "optimizer_state": {}, "cfg": "MODEL:\n  ARCH: i3d\n"},
+                   path)
     elif layout == "caffe2":  # a Python-2-era pickle of numpy blobs, with solver state mixed in
         blobs = {caffe2_name(r, s, i, p): t.detach().numpy().copy() for r, s, i, p, t in parts(m)
                  if caffe2_name(r, s, i, p)}
-        blobs.update({"conv1_w_momentum": np.zeros(3, np.float32), "lr": np.float32(0.1), "model_iter": np.int64(9)})
+        blobs.update({"conv1_w_momentum": np.zeros(3, np.float32), "lr": np.float32(0.1),
+                      "model_iter": np.int64(9)})
         with open(path, "wb") as f:
             pickle.dump({"blobs": blobs}, f, protocol=2)
     elif layout == "mmaction2":  # mmengine: {"meta": {"cfg": config text}, "state_dict": ...}
@@ -181,7 +183,8 @@ def test_mmaction2_arch_is_not_resnet50_3d(nets, clip):
 def test_stem_stride_mismatch_refused(nets, tmp_path, capsys):
     cfg = "model = dict(backbone=dict(type='ResNet3d', conv1_stride_t=2, pool1_stride_t=2))"
     mm = save("mmaction2", nets["mmaction_i3d"][0], tmp_path / "mm.pth", meta_cfg=cfg)
-    with pytest.raises(ValueError, match="temporal stride 2 .* resnet50_3d has 1 .*use --arch resnet50_3d_mmaction"):
+    with pytest.raises(ValueError,
+                       match="temporal stride 2 .* resnet50_3d has 1 .*use --arch resnet50_3d_mmaction"):
         build_model("resnet50_3d", 400, pretrained=mm)
     mm = save("mmaction2", nets["mmaction_i3d"][0], tmp_path / "mm.pth")  # no meta: cannot tell; says so
     build_model("resnet50_3d", 400, pretrained=mm)
@@ -196,19 +199,21 @@ def test_partly_fitting_3d_checkpoints_fail_naming_tensors(nets, tmp_path):
     # I3D weights into Slow-only: conv1 and the 10 bottlenecks whose temporal kernel differs.
     path = save("pytorchvideo", m, tmp_path / "i3d.pyth")
     with pytest.raises(ValueError, match=r"do not fit resnet50_3d_slowonly \(pytorchvideo layout; 11 tensors "
-                                         r"missing or mismatched: conv1.weight \(shape 64x3x5x7x7 in the file, "
-                                         r"64x3x1x7x7 here\)"):
+                                         r"missing or mismatched: conv1.weight \(shape 64x3x5x7x7 in "
+                                         r"the file, 64x3x1x7x7 here\)"):
         build_model("resnet50_3d_slowonly", 400, pretrained=path)
     # A truncated file: the last block of res5 (blocks.5 in i3d_r50, after the pool at blocks.2) is gone.
     sd = {k: v for k, v in m.state_dict().items() if not k.startswith("blocks.5.res_blocks.2.")}
     torch.save({"model_state": sd}, tmp_path / "cut.pyth")
-    with pytest.raises(ValueError, match=r"15 tensors missing or mismatched: layer4.2.conv1.weight \(missing\)"):
+    with pytest.raises(ValueError,
+                       match=r"15 tensors missing or mismatched: layer4.2.conv1.weight \(missing\)"):
         build_model("resnet50_3d", 400, pretrained=str(tmp_path / "cut.pyth"))
     # A file with more than the arch has (a deeper net): not silently dropped.
     sd = dict(m.state_dict())
     sd["blocks.5.res_blocks.3.branch2.conv_a.weight"] = torch.zeros(512, 2048, 1, 1, 1)
     torch.save({"model_state": sd}, tmp_path / "deep.pyth")
-    with pytest.raises(ValueError, match=r"has 1 tensors resnet50_3d does not have \(layer4.3.conv1.weight\)"):
+    with pytest.raises(ValueError,
+                       match=r"has 1 tensors resnet50_3d does not have \(layer4.3.conv1.weight\)"):
         build_model("resnet50_3d", 400, pretrained=str(tmp_path / "deep.pyth"))
 
 
@@ -218,7 +223,8 @@ def test_other_classifier_is_reinitialised_and_said(nets, tmp_path, capsys):
     ours = build_model("resnet50_3d_slowonly", 101, pretrained=path)
     out = capsys.readouterr().out
     n = sum(1 for k in ours.state_dict() if not k.endswith("num_batches_tracked"))
-    assert f"copied {n - 2}, skipped 2 (fc.weight, fc.bias: shape mismatch; classifier re-initialised)" in out, out
+    said = f"copied {n - 2}, skipped 2 (fc.weight, fc.bias: shape mismatch; classifier re-initialised)"
+    assert said in out, out
     assert ours.fc.weight.shape == (101, 2048)
     assert torch.equal(ours.conv1.weight, m.blocks[0].conv.weight)  # slow_r50: blocks.4 is res5
     assert torch.equal(ours.layer4[2].bn3.running_var, m.blocks[4].res_blocks[2].branch2.norm_c.running_var)
@@ -226,12 +232,15 @@ def test_other_classifier_is_reinitialised_and_said(nets, tmp_path, capsys):
 
 def test_normalisation_of_our_and_plain_checkpoints(tmp_path):
     sd = build_model("resnet10_3d", 5).state_dict()
-    torch.save({"model": sd, "args": {"arch": "resnet10_3d", "mean": (0.5, 0.4, 0.3), "std": (0.2, 0.2, 0.2)}},
+    torch.save({"model": sd,
+                "args": {"arch": "resnet10_3d", "mean": (0.5, 0.4, 0.3), "std": (0.2, 0.2, 0.2)}},
                tmp_path / "ours.pth")
     info = build_model("resnet10_3d", 5, pretrained=str(tmp_path / "ours.pth")).pretrained_info
     assert info == {"format": "ours", "mean": (0.5, 0.4, 0.3), "std": (0.2, 0.2, 0.2)}
-    torch.save({"model": sd, "args": {"arch": "resnet10_3d"}}, tmp_path / "old.pth")  # before mean/std were saved
-    assert build_model("resnet10_3d", 5, pretrained=str(tmp_path / "old.pth")).pretrained_info == {"format": "ours", **IMAGENET}
+    torch.save({"model": sd, "args": {"arch": "resnet10_3d"}},
+               tmp_path / "old.pth")  # before mean/std were saved
+    old = build_model("resnet10_3d", 5, pretrained=str(tmp_path / "old.pth"))
+    assert old.pretrained_info == {"format": "ours", **IMAGENET}
     torch.save(sd, tmp_path / "bare.pth")
     assert build_model("resnet10_3d", 5, pretrained=str(tmp_path / "bare.pth")).pretrained_info == \
         {"format": "bare", "mean": None, "std": None}
@@ -317,7 +326,8 @@ def test_min_t_is_the_fewest_frames_that_work(arch):
 def test_unreadable_files_fail_in_one_line(tmp_path):
     for name in ("junk.pkl", "junk.pth"):
         (tmp_path / name).write_bytes(b"not a checkpoint")
-        with pytest.raises(ValueError, match=f"{name}: cannot read it as a torch checkpoint .* nor as a Caffe2 pickle"
+        with pytest.raises(ValueError,
+                           match=f"{name}: cannot read it as a torch checkpoint .* nor as a Caffe2 pickle"
                            ) as e:
             build_model("resnet10_3d", 3, pretrained=str(tmp_path / name))
         assert "\n" not in str(e.value)
