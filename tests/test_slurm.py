@@ -8,7 +8,6 @@
   SIGUSR1 (what --signal=USR1@180 sends before the time limit); both interrupted jobs end with the
   uninterrupted one's weights, bit for bit.
 """
-from pathlib import Path
 import os
 import random
 import re
@@ -19,23 +18,20 @@ import time
 
 import pytest
 
+from conftest import ENV, REPO, TINY, assert_same_weights, one_line_error
 from slurm_cluster import SlurmCluster, Unavailable
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 # ---- without Slurm: srun's variables, launches that cannot work, SIGUSR1 and scontrol --------------
 LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                "GROUP_RANK")
-STEP_LINE = r"^epoch \d+ \[\d+/\d+\] loss"  # train.py's progress line (-p 1: after every step)
-TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_size", "36",
-        "--crop_size", "32", "--lr", "0.01", "--dro", "0", "-j", "0", "-p", "1", "--device", "cpu"]
+STEP_LINE = r"^epoch \d+ \[\d+/\d+\] loss"  # train.py's progress line (TINY's -p 1: after every step)
 
 
 def clean_env(**extra):
     """This environment without any launcher's variables (tests may run inside a Slurm job), plus extra."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") and k not in LAUNCH_VARS}
-    return {**env, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", **extra}
+    env = {k: v for k, v in ENV.items() if not k.startswith("SLURM_") and k not in LAUNCH_VARS}
+    return {**env, **extra}
 
 
 def srun_env(rank, ntasks, job_id, **extra):
@@ -66,13 +62,6 @@ def communicate(procs, timeout):
     return results
 
 
-def one_line(rc, err, *needles):
-    err = err.strip()
-    assert rc == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
-    for needle in needles:
-        assert needle in err, err
-
-
 def wait_for_line(path, pattern, timeout, job=None, cluster=None, proc=None):
     """Poll an output file until a line matches; fail early if its job or process ended first."""
     deadline = time.time() + timeout
@@ -87,12 +76,6 @@ def wait_for_line(path, pattern, timeout, job=None, cluster=None, proc=None):
     pytest.fail(f"no line {pattern!r} in {path} after {timeout}s:\n{text[-3000:]}")
 
 
-@pytest.fixture(scope="module")
-def synth(tmp_path_factory):
-    import prepare
-    return prepare.make_synth(tmp_path_factory.mktemp("synth"), classes=4, videos=8, frames=8, size=(48, 40))
-
-
 def test_first_host_of_a_slurm_nodelist():
     import launch
     for nodelist, first in [("vm", "vm"), ("node7,node3", "node7"), ("a-[2-3]b,c", "a-2b"),
@@ -100,12 +83,12 @@ def test_first_host_of_a_slurm_nodelist():
         assert launch.first_host(nodelist) == first
 
 
-def test_srun_variables_alone_train_like_torchrun(synth, tmp_path):
+def test_srun_variables_alone_train_like_torchrun(lists, tmp_path):
     # Two processes given only what srun sets; a torchrun run of the same flags beside them. Same weights.
     import torch
     import train
     job = random.randrange(10**6)
-    args = ["ucf101", *synth, *TINY, "-b", "2", "--epochs", "1", "--ddp"]
+    args = ["ucf101", *lists, *TINY, "-b", "2", "--epochs", "1", "--ddp"]
     torchrun = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone",
                                  "--nproc_per_node=2", str(REPO / "train.py"), *args,
                                  "--output_root", str(tmp_path / "torchrun")],
@@ -119,8 +102,7 @@ def test_srun_variables_alone_train_like_torchrun(synth, tmp_path):
     a, b = (torch.load(tmp_path / d / name / "checkpoint.pth", weights_only=False)
             for d in ("srun", "torchrun"))
     assert a["args"]["world_size"] == 2
-    for k, v in b["model"].items():
-        assert torch.equal(a["model"][k], v), k
+    assert_same_weights(a["model"], b["model"])
 
 
 BATCH_SHELL = dict(SLURM_JOB_ID="77", SLURM_PROCID="0", SLURM_NTASKS="2", SLURM_LOCALID="0",
@@ -134,7 +116,8 @@ def test_launches_that_would_hang_are_one_line():
              (srun_env(2, 2, 77), ["SLURM_PROCID=2", "SLURM_NTASKS=2"])]
     procs = [train_cli(["ucf101", "a.txt", "b.txt", *TINY, "--ddp"], env) for env, _ in cases]
     for (_, needles), (rc, _, err) in zip(cases, communicate(procs, timeout=180)):
-        one_line(rc, err, *needles)
+        assert rc == 2, err
+        one_line_error(err, *needles)
 
 
 @pytest.mark.parametrize("env, ddp, needles", [
@@ -148,7 +131,7 @@ def test_launch_environments_that_cannot_work_are_one_line(env, ddp, needles, mo
     monkeypatch.setattr(os, "environ", {k: v for k, v in env.items() if v is not None})
     with pytest.raises(ValueError) as e:
         launch.ranks(ddp, "cpu")
-    one_line(2, str(e.value), *needles)
+    one_line_error(str(e.value), *needles)
 
 
 def test_more_tasks_on_a_node_than_gpus_is_one_line(monkeypatch):
@@ -158,7 +141,7 @@ def test_more_tasks_on_a_node_than_gpus_is_one_line(monkeypatch):
     monkeypatch.setattr(os, "environ", srun_env(1, 2, 77, CUDA_VISIBLE_DEVICES="3"))
     with pytest.raises(ValueError) as e:
         launch.ranks(True, "cuda")
-    one_line(2, str(e.value), "SLURM_LOCALID=1", "sees 1 GPU", "CUDA_VISIBLE_DEVICES=3")
+    one_line_error(str(e.value), "SLURM_LOCALID=1", "sees 1 GPU", "CUDA_VISIBLE_DEVICES=3")
 
 
 def test_torchrun_inside_a_slurm_job_wins_and_srun_derives_the_rendezvous(monkeypatch):
@@ -182,7 +165,7 @@ exit 1
 """
 
 
-def test_sigusr1_saves_and_requeues_the_job_with_scontrol(synth, tmp_path):
+def test_sigusr1_saves_and_requeues_the_job_with_scontrol(lists, tmp_path):
     # Without Slurm: `scontrol` is a script that records its arguments; it accepts job 501, refuses 502.
     # Either way the run saves at the step boundary and exits 128 + SIGUSR1; a refusal is one warning line.
     runs = {}
@@ -192,7 +175,7 @@ def test_sigusr1_saves_and_requeues_the_job_with_scontrol(synth, tmp_path):
         (bin_dir / "scontrol").write_text(FAKE_SCONTROL.format(ok=501))
         (bin_dir / "scontrol").chmod(0o755)
         env = clean_env(SLURM_JOB_ID=str(job), PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-        out, args = tmp_path / f"out{job}", ["ucf101", *synth, *TINY, "-b", "2", "--epochs", "50"]
+        out, args = tmp_path / f"out{job}", ["ucf101", *lists, *TINY, "-b", "2", "--epochs", "50"]
         with open(out, "w") as f:
             proc = subprocess.Popen([sys.executable, str(REPO / "train.py"), *args,
                                      "--output_root", str(tmp_path / f"run{job}")],
@@ -216,9 +199,8 @@ def test_sigusr1_saves_and_requeues_the_job_with_scontrol(synth, tmp_path):
         if job == 501:
             assert f"requeued Slurm job {job}" in text and err.strip() == "", err
         else:
-            err = err.strip()
-            assert len(err.splitlines()) == 1 and f"scontrol requeue {job} failed" in err, err
-            assert "presently disabled" in err and "checkpoint.pth is saved" in err, err
+            one_line_error(err, f"scontrol requeue {job} failed", "presently disabled",
+                           "checkpoint.pth is saved")
         assert "SIGUSR1" in (run / "events.log").read_text()
 
 
@@ -246,7 +228,7 @@ def test_cluster_runs_a_two_task_step(cluster, tmp_path):
     assert sorted(re.findall(r"task (\d) of 2 step 0", out)) == ["0", "1"], out
 
 
-# resnet10_3d on 4 x 32 x 32 clips, 8 train videos, 2 tasks x batch 1: 4 optimizer steps per epoch, 2 epochs.
+# TINY on 8 train videos, 2 tasks x batch 1: 4 optimizer steps per epoch, 2 epochs, validation at the end.
 JOB_FLAGS = [*TINY, "-b", "1", "--lr_steps", "1", "-ef", "2", "--epochs", "2", "--ddp", "--resume", "auto"]
 # Interrupted jobs sleep before each optimizer step (sitecustomize, found through PYTHONPATH): the signal,
 # sent when the first step is logged, then lands mid-run however fast the machine. Sleeping changes no number.
@@ -304,14 +286,14 @@ def finish(cluster, job, out):
     return text, runs[0]
 
 
-def test_batch_job_survives_requeue_and_time_limit_signal_exactly(cluster, synth, tmp_path):
+def test_batch_job_survives_requeue_and_time_limit_signal_exactly(cluster, lists, tmp_path):
     """Three jobs at once (the partition shares CPUs): uninterrupted; requeued once its log shows a
     training step (scontrol requeue: SIGTERM, then the job reruns); sent SIGUSR1 (the time limit's warning:
     the job saves and requeues itself)."""
     import torch
-    plain = submit(cluster, tmp_path / "plain", synth, "plain")
-    requeue = submit(cluster, tmp_path / "requeue", synth, "requeue", slow=True)
-    usr1 = submit(cluster, tmp_path / "usr1", synth, "usr1", slow=True)
+    plain = submit(cluster, tmp_path / "plain", lists, "plain")
+    requeue = submit(cluster, tmp_path / "requeue", lists, "requeue", slow=True)
+    usr1 = submit(cluster, tmp_path / "usr1", lists, "usr1", slow=True)
     for (job, out), command in ((requeue, ["scontrol", "requeue"]), (usr1, ["scancel", "--signal=USR1"])):
         wait_for_line(out, STEP_LINE, timeout=120, job=job, cluster=cluster)
         cluster.run(*command, str(job))
@@ -329,7 +311,6 @@ def test_batch_job_survives_requeue_and_time_limit_signal_exactly(cluster, synth
     for run in (requeued_run, usr1_run):
         got = torch.load(run / "checkpoint.pth", map_location="cpu", weights_only=False)
         assert got["epoch"] == want["epoch"] == 2
-        for k, v in want["model"].items():
-            assert torch.equal(v, got["model"][k]), (run, k)
+        assert_same_weights(want["model"], got["model"])
         for i, state in want["optimizer"]["state"].items():  # the SGD momentum too
             assert torch.equal(state["momentum_buffer"], got["optimizer"]["state"][i]["momentum_buffer"]), i
