@@ -516,7 +516,7 @@ def ensure_video_sets(root, short_side):
                 if item.endswith(".part.mp4"):  # an interrupted reencode's
                     continue
                 path = os.path.join(root, name, item)
-                n = data.count_frames(path) if name == "frames" else data.video_frames(path)
+                n = prepare.count_frames(path) if name == "frames" else data.video_frames(path)
                 f.write(f"{name}/{item} {n} 0\n")
     return lists, prep
 

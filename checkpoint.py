@@ -13,6 +13,7 @@ Rank 0 writes them all. A save is collective (it gathers every rank's RNG state)
 `rt`, `net`, `d` are train.py's Runtime, Net and Data records: this module only reads their fields.
 """
 import contextlib
+import hashlib
 import json
 import os
 import pickle
@@ -52,7 +53,7 @@ def warn(msg):
 class Progress:
     """Where training stands; saved in every checkpoint."""
     epoch: int = 0  # the epoch to continue with
-    iter: int = 0  # batches of it already trained (a multiple of iter_size)
+    iter: int = 0  # batches of it already trained (a multiple of iter_size); saved as optimizer steps
     best_acc1: float = 0.0
     best_epoch: int = -1
     bad_seen: set = field(default_factory=set)  # videos ("<list>:<line>") replaced in training so far
@@ -119,14 +120,15 @@ def open_tensorboard(args, rt):
 def disk_errors(path, tmp=None):
     """A full disk or an unwritable file while writing `path`: one line naming it and the free space, the
     temp file removed, the previous `path` left as it was (writes go to `tmp`, then a rename)."""
+    # torch.save reports a failed write (a disk filling mid-save) as RuntimeError "... unexpected pos".
     try:
         yield
-    except OSError as e:
+    except (OSError, RuntimeError) as e:
         with contextlib.suppress(OSError):
             os.remove(tmp) if tmp else None
         free = shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free / 2**20
-        fail(f"could not write {path}: {e.strerror} ({free:.0f} MiB free); the previous file is intact",
-             code=1)
+        why = getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]
+        fail(f"could not write {path}: {why} ({free:.0f} MiB free); the previous file is intact", code=1)
 
 
 def atomic_save(obj, path):
@@ -154,6 +156,30 @@ def append_log(rt, log):
             rt.tensorboard.add_scalar(key, value, log["epoch"])
 
 
+# Flags that change what an evaluation scores (besides clips, crops and --test_sampling, named in full).
+RESULT_FLAGS = ("arch", "num_classes", "val_list", "data_root", "image_tmpl", "t_length", "t_stride",
+                "new_size", "crop_size", "amp", "channels_last", "decode_device")
+
+
+def evaluation_files(args, rt):
+    """--evaluate's files (report.evaluation_paths), named <clips>x<crops>_<test_sampling>_<hash of the
+    checkpoint file, RESULT_FLAGS and the normalisation>: two protocols never overwrite each other.
+    Rank 0 checks it can write them all BEFORE evaluating: a failure is one line at once, not after it."""
+    settings = {k: getattr(args, k, None) for k in RESULT_FLAGS}
+    settings.update(resume=os.path.realpath(args.resume), mean=list(rt.mean), std=list(rt.std))
+    digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    tag = f"{args.test_clips}x{args.test_crops}_{args.test_sampling}_{digest}"
+    paths = report.evaluation_paths(rt.run_dir, tag, args.save_scores)
+    for path in paths.values() if rt.rank == 0 else ():
+        existed = os.path.exists(path)
+        try:
+            open(path, "ab").close()  # appends nothing: an existing file is left as it was
+            os.remove(path) if not existed else None
+        except OSError as e:
+            fail(f"cannot write {path}: {e.strerror}; nothing evaluated (--output_root / --run_name)")
+    return tag
+
+
 # ---- checkpoints -----------------------------------------------------------------------------------
 def save(args, rt, net, progress, d, best=False):
     """checkpoint.pth: a plain dict, weights without 'module.'; `best`: also copied to model_best.pth."""
@@ -165,6 +191,7 @@ def save(args, rt, net, progress, d, best=False):
     path = os.path.join(rt.run_dir, "checkpoint.pth")
     atomic_save({"model": net.bare.state_dict(), "optimizer": net.optimizer.state_dict(),
                  "scaler": net.scaler.state_dict(), "epoch": progress.epoch, "iter": progress.iter,
+                 "step": progress.iter // args.iter_size,  # the position a resume uses (load_training_state)
                  "best_acc1": progress.best_acc1, "best_epoch": progress.best_epoch,
                  "bad_seen": sorted(progress.bad_seen), "class_names": d.class_names, "rng": rng,
                  "args": {**vars(args), "mean": rt.mean, "std": rt.std}}, path)
@@ -233,6 +260,10 @@ def check_resume_flags(args, path, saved, mid_epoch):
     for key in fixed:
         if key in saved and saved[key] != getattr(args, key):
             fail(f"--resume {path} was trained with --{key} {saved[key]}, not {getattr(args, key)}")
+    for key in [] if args.evaluate else ["bn_bias_wd", "fc_only", "freeze_bn"]:  # they shape the optimizer
+        if bool(saved.get(key)) != bool(getattr(args, key)):
+            fail(f"--resume {path} was trained {'with' if saved.get(key) else 'without'} --{key}: a run "
+                 f"cannot change it (start a new run from its weights with --pretrained {path})")
     if mid_epoch and "batch_size" in saved:
         was = saved["batch_size"] * saved.get("iter_size", 1) * saved.get("world_size", 1)
         now = args.batch_size * args.iter_size * args.world_size
@@ -264,13 +295,7 @@ def resume(args, rt, net, progress):
     rt.mean = tuple(args.mean or saved.get("mean") or data.MEAN)  # the run keeps its normalisation
     rt.std = tuple(args.std or saved.get("std") or data.STD)
     if not args.evaluate:
-        net.optimizer.load_state_dict(ckpt["optimizer"])
-        net.scaler.load_state_dict(ckpt["scaler"])
-        progress.epoch, progress.iter = ckpt["epoch"], ckpt.get("iter", 0)
-        progress.best_acc1, progress.best_epoch = ckpt["best_acc1"], ckpt.get("best_epoch", -1)
-        progress.bad_seen = set(ckpt.get("bad_seen", []))
-        if len(ckpt.get("rng", [])) == rt.world_size:
-            set_rng_state(ckpt["rng"][rt.rank])
+        load_training_state(args, rt, net, progress, ckpt, saved)
     text = f"resumed from {args.resume} at epoch {ckpt.get('epoch')} iteration {ckpt.get('iter', 0)}"
     job, restart = os.environ.get("SLURM_JOB_ID"), os.environ.get("SLURM_RESTART_COUNT", 0)
     if job:  # a job's first run is restart 0 (Slurm sets the variable from the first requeue on)
@@ -280,6 +305,25 @@ def resume(args, rt, net, progress):
     else:
         event(rt, text)
     return ckpt
+
+
+def load_training_state(args, rt, net, progress, ckpt, saved):
+    """The optimizer, GradScaler, Progress and this rank's RNG state, with the flags of this run winning."""
+    # The optimizer state holds wd and momentum too: keep this run's --wd / --momentum (lr is set per step).
+    hyper = [{k: g[k] for k in ("weight_decay", "momentum")} for g in net.optimizer.param_groups]
+    net.optimizer.load_state_dict(ckpt["optimizer"])
+    for g, h in zip(net.optimizer.param_groups, hyper):
+        g.update(h)
+    if ckpt["scaler"]:  # empty: saved with --amp off; a run turning fp16 on starts from a fresh scale
+        net.scaler.load_state_dict(ckpt["scaler"])
+    # The position in optimizer steps, not batches: resuming with the same global batch split otherwise
+    # (-b 2 --iter_size 2 -> -b 4) continues with exactly the clips and lr steps not yet done.
+    steps = ckpt.get("step", ckpt.get("iter", 0) // saved.get("iter_size", 1))
+    progress.epoch, progress.iter = ckpt["epoch"], steps * args.iter_size
+    progress.best_acc1, progress.best_epoch = ckpt["best_acc1"], ckpt.get("best_epoch", -1)
+    progress.bad_seen = set(ckpt.get("bad_seen", []))
+    if len(ckpt.get("rng", [])) == rt.world_size:
+        set_rng_state(ckpt["rng"][rt.rank])
 
 
 def set_rng_state(s):

@@ -35,8 +35,8 @@ import math
 import os
 import re
 import sys
+import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -613,15 +613,48 @@ class BadVideo(Exception):
     def __init__(self, video, path=None, reason=None):
         if path is None:  # BadVideo(text): how a DataLoader worker's exception is re-raised in the main
             # process (torch's ExceptionWrapper passes the worker's whole traceback): keep its last line
-            lines = [ln for ln in str(video).splitlines() if "BadVideo: " in ln] or [str(video)]
+            mark = f"{type(self).__name__}: "
+            lines = [ln for ln in str(video).splitlines() if mark in ln] or [str(video)]
             self.video = self.path = self.reason = None
-            super().__init__(lines[-1].split("BadVideo: ", 1)[-1])
+            super().__init__(lines[-1].split(mark, 1)[-1])
             return
         self.video, self.path, self.reason = video, path, reason
         super().__init__(f"{video.list_file}:{video.line}: {path}: {reason} (video {video.path})")
 
     def __reduce__(self):  # pickled (multiprocessing): re-created with the same fields, or the same text
         return BadVideo, ((self.video, self.path, self.reason) if self.path is not None else (str(self),))
+
+
+class ReadTimeout(BadVideo):
+    """A frame whose read never returned (a FIFO in its place, a stalled network mount): never replaced,
+    the run ends with this one line -- the reading thread stays blocked, and the next read may block too."""
+
+    def __reduce__(self):
+        return ReadTimeout, ((self.video, self.path, self.reason) if self.path is not None else (str(self),))
+
+
+def read_files(video, paths, timeout=None):
+    """Each path's bytes (read_encoded), or the OSError its read raised. timeout (s): the reads run in a
+    daemon thread; one still blocked after `timeout` raises ReadTimeout naming its file (an open() or
+    read() cannot be interrupted, and a hang would stop every worker of the run silently)."""
+    out = []
+
+    def work():
+        for path in paths:
+            try:
+                out.append(read_encoded(path))
+            except OSError as e:
+                out.append(e)
+    if not timeout:
+        work()
+        return out
+    reader = threading.Thread(target=work, daemon=True)  # daemon: a blocked one never delays the exit
+    reader.start()
+    reader.join(timeout)
+    if reader.is_alive():
+        raise ReadTimeout(video, paths[min(len(out), len(paths) - 1)],
+                          f"no data after --read_timeout {timeout:g} s (a FIFO? a stalled network mount?)")
+    return out
 
 
 BAD_ATTEMPTS = 4  # train mode: replacements tried for one unreadable video before giving up
@@ -641,13 +674,16 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     def __init__(self, list_file, root=None, image_tmpl="img_{:05d}.jpg", t_length=16, t_stride=4,
                  mode="train", new_size=256, crop_size=224, num_clips=1, num_crops=1, flip=True,
                  start_index=1, num_classes=None, seed=0, test_sampling="ours", encoded=False,
-                 video_decoder="auto"):
+                 video_decoder="auto", read_timeout=None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode != "test" and (num_clips, num_crops) != (1, 1):
             raise ValueError(f"num_clips / num_crops are test-mode options (mode={mode!r})")
         if num_crops not in (1, 3, 10) or num_clips < 1:
             raise ValueError(f"need num_clips >= 1 and num_crops in (1, 3, 10), got {num_clips}, {num_crops}")
+        if num_crops == 10 and not flip:  # half its views are mirror images: a label naming a direction lies
+            raise ValueError("--test_crops 10 mirrors half of its views, but flips are off here (--no_flip, "
+                             "or a dataset whose labels name a direction): use --test_crops 3 or 1")
         if test_sampling not in PLACEMENTS:
             raise ValueError(f"test_sampling must be one of {PLACEMENTS}, got {test_sampling!r}")
         if t_length < 1 or t_stride < 1:
@@ -659,6 +695,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         self.t_length, self.t_stride, self.new_size, self.crop_size = t_length, t_stride, new_size, crop_size
         self.num_clips, self.num_crops, self.flip, self.start_index = num_clips, num_crops, flip, start_index
         self.seed, self.epoch, self.test_sampling = seed, 0, test_sampling
+        self.read_timeout = read_timeout  # s; None: no limit (see read_files)
         self.encoded = encoded  # --decode_device: items are EncodedClips, decode_batch decodes them
         self.video_decoder = pick_video_decoder(video_decoder)  # for the list's video files, if any
         self.videos = read_list(list_file, root, num_classes, decoder=self.video_decoder)
@@ -678,11 +715,12 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         Any failure is a BadVideo naming the frame, the reason, the video and its list line."""
         if is_video_file(video.path):
             return self.read_video(video, numbers)
-        frames = []
-        for i in numbers:
-            path = self.frame_path(video, int(i))
+        frames, paths = [], [self.frame_path(video, int(i)) for i in numbers]
+        for path, blob in zip(paths, read_files(video, paths, self.read_timeout)):
             try:
-                img = decode_frame(path)
+                if isinstance(blob, OSError):
+                    raise blob
+                img = decode_frame(blob)
             except (OSError, RuntimeError, ValueError) as e:  # PIL: UnidentifiedImageError is an OSError
                 if not os.path.isdir(video.path):
                     raise BadVideo(video, video.path, "missing folder") from None
@@ -762,7 +800,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                 clip, info = self.load_clip(video, rng)
                 return clip, video.label, {**info, "bad": "\n".join(bad)}
             except BadVideo as e:
-                if self.mode != "train" or len(self.videos) < 2:
+                if self.mode != "train" or len(self.videos) < 2 or isinstance(e, ReadTimeout):
                     raise
                 bad.append(str(e))
                 if attempt > BAD_ATTEMPTS:
@@ -944,43 +982,6 @@ def _decode_on(device, blobs, where):
     for k in set(range(len(blobs))) - set(jpeg):
         out[k] = _decode_on(torch.device("cpu"), [blobs[k]], [where[k]])[0].to(device)
     return out
-
-
-# ---- frames on disk: counted by predict.py and prepare.py, checked as train.py starts ------------
-def count_frames(folder, image_tmpl="img_{:05d}.jpg", start_index=1, names=None):
-    """Frames start_index, start_index+1, ... present in folder (stops at the first gap)."""
-    names = set(os.listdir(folder) if names is None else names)
-    n = 0
-    while n < len(names) and image_tmpl.format(start_index + n) in names:  # bounded: whatever the template
-        n += 1
-    return n
-
-
-def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report=10, threads=32):
-    """The fail-early check before training: every video's folder exists and holds its first and last
-    listed frame. Stat calls only (no decoding), on `threads` threads: on network storage a stat is a
-    round trip, and they overlap. Returns (the first `max_report` problems in list order, one line each:
-    "<list>:<line>: missing folder <path>" / "missing frame <path>", the number of bad videos)."""
-    check_image_tmpl(image_tmpl, start_index)
-
-    def problem(v):
-        if is_video_file(v.path):
-            return None if os.path.isfile(v.path) else f"{v.list_file}:{v.line}: missing file {v.path}"
-        for i in sorted({start_index, start_index + v.num_frames - 1}):
-            path = os.path.join(v.path, image_tmpl.format(i))
-            if not os.path.exists(path):
-                what = f"missing frame {path}" if os.path.isdir(v.path) else f"missing folder {v.path}"
-                return f"{v.list_file}:{v.line}: {what}"
-        return None
-
-    def chunk(vs):  # a task per chunk, not per video: a future costs about as much as a stat
-        return [m for m in map(problem, vs) if m]
-
-    size = max(1, min(256, len(videos) // (4 * threads) + 1))
-    with ThreadPoolExecutor(threads) as pool:
-        chunks = pool.map(chunk, [videos[k:k + size] for k in range(0, len(videos), size)])
-        found = [m for ms in chunks for m in ms]
-    return found[:max_report], len(found)
 
 
 if __name__ == "__main__":  # the dataset commands live in prepare.py; `python data.py check ...` still works

@@ -21,6 +21,7 @@ import torch
 
 import checkpoint
 import data
+import prepare
 import train
 
 
@@ -99,7 +100,7 @@ def one_video_dataset(source, args):
     count), built by train.make_dataset from a one-line list file like any other video."""
     if isinstance(source, str):
         folder, frames = os.path.abspath(source), None
-        num_frames = data.count_frames(folder, args.image_tmpl)
+        num_frames = prepare.count_frames(folder, args.image_tmpl)
         if num_frames == 0:
             raise PredictError(f"no frames named {args.image_tmpl.format(1)} ({args.image_tmpl}) in {source}")
     else:

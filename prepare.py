@@ -32,7 +32,7 @@ import os
 import re
 import shutil
 import sys
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
 from PIL import Image
@@ -324,7 +324,7 @@ def _find_videos(frames_dir, image_tmpl, start_index, jobs=1, decoder="auto"):
     left out, and said so."""
     folders, files_ = {}, []  # video name -> (folder, frame count); video files to count
     for dirpath, _, files in os.walk(frames_dir):
-        n = data.count_frames(dirpath, image_tmpl, start_index, files) if files else 0
+        n = count_frames(dirpath, image_tmpl, start_index, files) if files else 0
         if n:
             folders[os.path.basename(dirpath)] = (dirpath, n)
         files_ += [os.path.join(dirpath, f) for f in sorted(files)  # not an interrupted reencode's
@@ -465,7 +465,7 @@ def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_
         if not os.path.isdir(v.path):
             problems.append((v.line, f"{where}: missing folder {v.path}"))
             continue
-        on_disk = data.count_frames(v.path, image_tmpl, start_index)
+        on_disk = count_frames(v.path, image_tmpl, start_index)
         if on_disk < v.num_frames:
             first = os.path.join(v.path, image_tmpl.format(start_index + on_disk))
             problems.append((v.line, f"{where}: {v.num_frames} frames listed, {on_disk} on disk "
@@ -489,6 +489,43 @@ def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_
     print(f"{list_file}: {len(videos)} videos, {frames} frames, {len({v.label for v in videos})} labels: "
           + (f"{len(problems)} problem(s)" if problems else "OK"))
     return [message for _, message in problems]
+
+
+# ---- frames on disk: counted here and by predict.py, checked as train.py starts -------------------
+def count_frames(folder, image_tmpl="img_{:05d}.jpg", start_index=1, names=None):
+    """Frames start_index, start_index+1, ... present in folder (stops at the first gap)."""
+    names = set(os.listdir(folder) if names is None else names)
+    n = 0
+    while n < len(names) and image_tmpl.format(start_index + n) in names:  # bounded: whatever the template
+        n += 1
+    return n
+
+
+def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report=10, threads=32):
+    """The fail-early check before training: every video's folder exists and holds its first and last
+    listed frame. Stat calls only (no decoding), on `threads` threads: on network storage a stat is a
+    round trip, and they overlap. Returns (the first `max_report` problems in list order, one line each:
+    "<list>:<line>: missing folder <path>" / "missing frame <path>", the number of bad videos)."""
+    data.check_image_tmpl(image_tmpl, start_index)
+
+    def problem(v):
+        if data.is_video_file(v.path):
+            return None if os.path.isfile(v.path) else f"{v.list_file}:{v.line}: missing file {v.path}"
+        for i in sorted({start_index, start_index + v.num_frames - 1}):
+            path = os.path.join(v.path, image_tmpl.format(i))
+            if not os.path.exists(path):
+                what = f"missing frame {path}" if os.path.isdir(v.path) else f"missing folder {v.path}"
+                return f"{v.list_file}:{v.line}: {what}"
+        return None
+
+    def chunk(vs):  # a task per chunk, not per video: a future costs about as much as a stat
+        return [m for m in map(problem, vs) if m]
+
+    size = max(1, min(256, len(videos) // (4 * threads) + 1))
+    with ThreadPoolExecutor(threads) as pool:
+        chunks = pool.map(chunk, [videos[k:k + size] for k in range(0, len(videos), size)])
+        found = [m for ms in chunks for m in ms]
+    return found[:max_report], len(found)
 
 
 # ---- the command line ---------------------------------------------------------------------------

@@ -201,20 +201,27 @@ def save_curves_png(log_jsonl_path, png_path):
         plt.close(fig)
 
 
-def write_evaluation(run_dir, scores, labels, class_names, clips, crops, videos=None):
-    """Everything `--evaluate` writes, for the trainer to call on rank 0: per_class_<clips>x<crops>.csv,
-    confusion_<clips>x<crops>.png, scores_<clips>x<crops>.npz (scores, labels, videos, class_names).
-    Returns (metrics, {kind: path})."""
+def evaluation_paths(run_dir, tag, save_scores=True):
+    """{kind: path} of the files write_evaluation writes for `tag` (scores only if `save_scores`)."""
+    kinds = (("per_class", "csv"), ("confusion", "png")) + ((("scores", "npz"),) if save_scores else ())
+    return {k: os.path.join(run_dir, f"{k}_{tag}.{ext}") for k, ext in kinds}
+
+
+def write_evaluation(run_dir, scores, labels, class_names, clips, crops, videos=None, tag=None,
+                     save_scores=True):
+    """Everything `--evaluate` writes, for the trainer to call on rank 0: per_class_<tag>.csv,
+    confusion_<tag>.png and (save_scores) scores_<tag>.npz (scores, labels, videos, class_names); `tag`
+    defaults to <clips>x<crops>. Returns (metrics, {kind: path})."""
     scores, labels = _numpy(scores), _numpy(labels)
     metrics = class_metrics(scores, labels, scores.shape[1])
-    tag = f"{clips}x{crops}"
-    paths = {k: os.path.join(run_dir, f"{k}_{tag}.{ext}")
-             for k, ext in (("per_class", "csv"), ("confusion", "png"), ("scores", "npz"))}
+    tag = tag or f"{clips}x{crops}"
+    paths = evaluation_paths(run_dir, tag, save_scores)
     os.makedirs(run_dir, exist_ok=True)
-    np.savez(paths["scores"], scores=scores, labels=labels,
-             videos=np.asarray(videos if videos is not None else []),
-             class_names=np.asarray(class_names if class_names is not None else []))
+    if save_scores:
+        np.savez(paths["scores"], scores=scores, labels=labels,
+                 videos=np.asarray(videos if videos is not None else []),
+                 class_names=np.asarray(class_names if class_names is not None else []))
     save_per_class_csv(metrics, class_names, paths["per_class"])
     save_confusion_png(metrics["confusion"], class_names, paths["confusion"],
-                       f"confusion matrix, {tag} views, rows normalised")
+                       f"confusion matrix, {clips}x{crops} views, rows normalised")
     return metrics, paths

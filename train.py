@@ -52,6 +52,7 @@ import checkpoint
 import data
 import launch
 import model as models
+import prepare  # the start-up folder check and the demo's synthetic data
 import report
 from checkpoint import fail, warn
 
@@ -67,7 +68,7 @@ DEMO_DATA = dict(videos=128, frames=24, size=(64, 48))  # per split; small frame
 PROCESS_FLAGS = {"train_list", "val_list", "pretrained", "pretrained_model", "class_names", "batch_size",
                  "tensorboard", "workers", "resume", "evaluate", "start_epoch", "output_root", "run_name",
                  "data_root", "decode_device", "ddp", "device", "amp", "sync_bn", "channels_last", "compile",
-                 "test_clips", "test_crops", "save_scores", "video_decoder"}
+                 "test_clips", "test_crops", "save_scores", "video_decoder", "read_timeout"}
 
 
 # ---- flags -----------------------------------------------------------------------------------------
@@ -115,7 +116,7 @@ def get_args_parser():
     # model and clips (the original project's flags)
     p.add_argument("-a", "--arch", default="resnet50_3d", help=f"one of: {', '.join(models.ARCHS)}")
     p.add_argument("--dro", "--dropout", dest="dropout", default=0.2, type=fraction, help="dropout before fc")
-    p.add_argument("--mode", default="3D", choices=["3D"], help="clip mode (the original's 2D/TSN: not kept)")
+    p.add_argument("--mode", default="3D", choices=["3D"], help="3D clips (names the run folder)")
     p.add_argument("--t_length", default=16, type=positive, help="frames per clip")
     p.add_argument("--t_stride", default=4, type=positive, help="frames between sampled frames")
     p.add_argument("--new_size", default=256, type=positive, help="short side in px before cropping")
@@ -158,6 +159,7 @@ def get_args_parser():
     p.add_argument("--run_name", help="run folder (default: from dataset, arch, clip, dropout)")
     p.add_argument("--image_tmpl", default="img_{:05d}.jpg", help="frame file name, .format(number)")
     p.add_argument("--data_root", help="folder frame_dirs are relative to (default: each list's folder)")
+    p.add_argument("--read_timeout", default=600, type=nonnegative, help="s a frame read may take, 0: any")
     p.add_argument("--max_bad_videos", default=100, type=natural, help="bad videos replaced before a stop")
     p.add_argument("--decode_device", default="cpu", choices=["cpu", "cuda"], help="JPEGs: loader or nvJPEG")
     p.add_argument("--video_decoder", default="auto", choices=data.VIDEO_DECODERS, help="video files: auto = "
@@ -173,7 +175,7 @@ def get_args_parser():
     p.add_argument("--test_clips", default=1, type=positive, help="--evaluate: clips per video")
     p.add_argument("--test_crops", default=1, type=int, choices=[1, 3, 10], help="--evaluate: crops per clip")
     p.add_argument("--test_sampling", default="ours", choices=data.PLACEMENTS, help="where val/test clips go")
-    p.add_argument("--save_scores", action="store_true", help="kept: --evaluate always writes scores_*.npz")
+    p.add_argument("--save_scores", action="store_true", help="also write the per-video scores (.npz)")
     return p
 
 
@@ -313,7 +315,7 @@ def make_dataset(args, list_file, mode, cls=data.VideoFrameDataset):
                num_clips=args.test_clips if test else 1, num_crops=args.test_crops if test else 1,
                test_sampling=args.test_sampling, num_classes=args.num_classes, seed=args.seed,
                flip=not (args.no_flip or args.dataset in NO_FLIP), encoded=args.decode_device == "cuda",
-               video_decoder=getattr(args, "video_decoder", "auto"))
+               video_decoder=getattr(args, "video_decoder", "auto"), read_timeout=args.read_timeout or None)
 
 
 def worker_init_fn(worker_id):
@@ -333,7 +335,6 @@ def worker_init_fn(worker_id):
 def build_data(args, rt):
     if args.dataset == "demo" and not os.path.exists(args.train_list):
         if rt.rank == 0:
-            import prepare  # the demo's synthetic data: a preparation command, made on first use
             prepare.make_synth(os.path.dirname(args.train_list), **DEMO_DATA)
         if rt.world_size > 1:
             dist.barrier()
@@ -377,7 +378,7 @@ def build_data(args, rt):
 def check_frame_folders(args, *video_lists):
     """Before the model is built: every listed folder holds its first and last frame (stat calls only)."""
     for videos in video_lists:
-        problems, count = data.check_folders(videos, args.image_tmpl)
+        problems, count = prepare.check_folders(videos, args.image_tmpl)
         if count:
             fail(f"{count} listed video(s) have missing frame folders or frames: {'; '.join(problems)}"
                  f"{' ...' if count > len(problems) else ''} (full report: `python prepare.py check LIST`)")
@@ -643,14 +644,13 @@ def evaluate(net, d, args, rt):
             "loss": -p_true.log().mean().item(), "scores": all_scores, "labels": all_labels}
 
 
-def report_evaluation(rt, d, res, clips, crops):
-    """Rank 0: top-1, top-5, mean class accuracy, the per-class table (worst first) and the run folder's
-    per_class CSV, confusion PNG and scores .npz. Exact under DDP: `res` holds every rank's videos."""
+def report_evaluation(args, rt, d, res, clips, crops, tag=None):
+    """Rank 0: the metrics, the per-class table and report.write_evaluation's files; `res`: every rank's."""
     if rt.rank != 0:
         return
     videos = [v.path for v in d.val_ds.videos]
     metrics, paths = report.write_evaluation(rt.run_dir, res["scores"], res["labels"], d.class_names, clips,
-                                             crops, videos)
+                                             crops, videos, tag, args.save_scores)
     print(f"top-1 {res['top1']:.3f}  top-5 {res['top5']:.3f}  "
           f"mean class accuracy {metrics['mean_class_acc']:.3f}  "
           f"({len(videos)} videos, {clips}x{crops} views); wrote {', '.join(sorted(paths.values()))}")
@@ -659,11 +659,12 @@ def report_evaluation(rt, d, res, clips, crops):
 
 def evaluate_checkpoint(args, rt, net, d):
     """--evaluate: the metrics, the per-class report and its files; the last line is the one scripts parse."""
+    tag = checkpoint.evaluation_files(args, rt)
     try:
         res = evaluate(net, d, args, rt)
     except data.BadVideo as e:
         fail(f"evaluation stopped: {e}")
-    report_evaluation(rt, d, res, args.test_clips, args.test_crops)
+    report_evaluation(args, rt, d, res, args.test_clips, args.test_crops, tag)
     print(f" * Acc@1 {res['top1']:.3f} Acc@5 {res['top5']:.3f}")
     return res
 
@@ -712,8 +713,7 @@ def main(args):
     d.class_names = d.class_names or (ckpt or {}).get("class_names")  # no classes file: the checkpoint's
     if args.evaluate:
         res = evaluate_checkpoint(args, rt, net, d)
-        if rt.world_size > 1:
-            dist.destroy_process_group()
+        dist.destroy_process_group() if rt.world_size > 1 else None
         return res["top1"], res["top5"]
 
     checkpoint.open_tensorboard(args, rt)
@@ -731,9 +731,8 @@ def main(args):
     print(f"done in {time.time() - t_run:.0f}s: best Acc@1 {progress.best_acc1:.3f} at epoch "
           f"{progress.best_epoch}, saved to {best}; the last epoch's validation by class:")
     if progress.last_val is not None:
-        report_evaluation(rt, d, progress.last_val, 1, 1)
-    if rt.world_size > 1:
-        dist.destroy_process_group()
+        report_evaluation(args, rt, d, progress.last_val, 1, 1)
+    dist.destroy_process_group() if rt.world_size > 1 else None
     return progress.best_acc1
 
 

@@ -179,7 +179,7 @@ def test_cli_undecodable_list_and_bad_flags_one_line(tmp_path):
 def test_count_frames_ends_whatever_the_template(tmp_path):
     """A template without a field names the same file for every number: counting must still end."""
     result = []
-    thread = threading.Thread(target=lambda: result.append(data.count_frames(tmp_path, "img_00001.jpg", 1,
+    thread = threading.Thread(target=lambda: result.append(prepare.count_frames(tmp_path, "img_00001.jpg", 1,
                                                                              ["img_00001.jpg", "x"])),
                               daemon=True)
     thread.start()
@@ -283,7 +283,7 @@ def test_reextract_never_keeps_stale_frames_of_an_interrupted_run(tmp_path):
     assert prepare.extract(videos, frames, short_side=0, jobs=1) == 0
     assert sorted(os.listdir(frames)) == ["clip"]
     assert sorted(os.listdir(frames / "clip")) == [f"img_{i:05d}.jpg" for i in range(1, 121)]
-    assert data.count_frames(frames / "clip") == 120
+    assert prepare.count_frames(frames / "clip") == 120
 
 
 # ---- progress bars ----------------------------------------------------------------------------------
@@ -471,15 +471,15 @@ def test_check_folders_reports_missing_folders_and_frames(six_videos):
     (root / "v4" / "img_00001.jpg").unlink()  # the first frame
     (root / "v5" / "img_00003.jpg").unlink()  # a middle frame: not checked here (stat first and last only)
     videos = data.read_list(six_videos)
-    problems, count = data.check_folders(videos, "img_{:05d}.jpg")
+    problems, count = prepare.check_folders(videos, "img_{:05d}.jpg")
     assert count == 3 and problems == [f"{six_videos}:3: missing folder {root / 'v1'}",
                                        f"{six_videos}:5: missing frame {root / 'v3' / 'img_00006.jpg'}",
                                        f"{six_videos}:6: missing frame {root / 'v4' / 'img_00001.jpg'}"]
-    problems, count = data.check_folders(videos, "img_{:05d}.jpg", max_report=2)
+    problems, count = prepare.check_folders(videos, "img_{:05d}.jpg", max_report=2)
     assert count == 3 and len(problems) == 2
-    assert data.check_folders([videos[0], videos[2], videos[5]], "img_{:05d}.jpg") == ([], 0)
+    assert prepare.check_folders([videos[0], videos[2], videos[5]], "img_{:05d}.jpg") == ([], 0)
     with pytest.raises(ValueError, match="--image_tmpl"):
-        data.check_folders(videos, "img.jpg")
+        prepare.check_folders(videos, "img.jpg")
 
 
 @pytest.mark.skipif(not (UCF101_LISTS / "ucf101_train_split1_list.txt").is_file(),
@@ -492,12 +492,12 @@ def test_check_folders_on_the_real_ucf101_list(tmp_path):
         os.makedirs(v.path, exist_ok=True)
         for i in (1, v.num_frames):
             open(os.path.join(v.path, f"img_{i:05d}.jpg"), "w").close()
-    assert data.check_folders(videos, "img_{:05d}.jpg") == ([], 0)
+    assert prepare.check_folders(videos, "img_{:05d}.jpg") == ([], 0)
     os.remove(os.path.join(videos[100].path, f"img_{videos[100].num_frames:05d}.jpg"))
     os.remove(os.path.join(videos[7000].path, "img_00001.jpg"))
-    problems, count = data.check_folders(videos, "img_{:05d}.jpg")
+    problems, count = prepare.check_folders(videos, "img_{:05d}.jpg")
     assert count == 2 and [p.split(":")[1] for p in problems] == [str(videos[100].line),
                                                                   str(videos[7000].line)]
-    problems, count = data.check_folders(data.read_list(UCF101_LISTS / "ucf101_train_split1_list.txt",
+    problems, count = prepare.check_folders(data.read_list(UCF101_LISTS / "ucf101_train_split1_list.txt",
                                                         root=tmp_path / "wrong_root"), "img_{:05d}.jpg")
     assert count == 9537 and len(problems) == 10 and all("missing folder" in p for p in problems)

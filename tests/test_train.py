@@ -482,7 +482,7 @@ def test_ddp_validation_and_per_class_report_are_exact(lists, tmp_path):
     # Validation during DDP training scored every shard with rank 0's BN statistics, the saved ones: its
     # val_loss is the single-process evaluation's of checkpoint.pth.
     evaluate = [*args, "--evaluate", "--resume", str(trained / "checkpoint.pth"), "--test_clips", "2",
-                "--test_crops", "3"]
+                "--test_crops", "3", "--save_scores"]
     r1 = run_cli([*evaluate, "--output_root", str(tmp_path / "e1")], timeout=300)
     assert r1.returncode == 0, r1.stderr[-3000:]
     r2 = subprocess.run([*torchrun, *evaluate, "--ddp", "--output_root", str(tmp_path / "e2")],
@@ -490,20 +490,21 @@ def test_ddp_validation_and_per_class_report_are_exact(lists, tmp_path):
     assert r2.returncode == 0, r2.stderr[-3000:]
     assert r1.stdout.strip().splitlines()[-1].startswith(" * Acc@1") and "mean class accuracy" in r1.stdout
     e1, e2 = run_dir(tmp_path / "e1", args), run_dir(tmp_path / "e2", args)
-    assert (e1 / "per_class_2x3.csv").read_text() == (e2 / "per_class_2x3.csv").read_text()
-    s = np.load(e1 / "scores_2x3.npz")
+    (csv1,), (csv2,) = e1.glob("per_class_2x3_*.csv"), e2.glob("per_class_2x3_*.csv")  # named by protocol
+    assert csv1.read_text() == csv2.read_text()
+    (s,) = map(np.load, e1.glob("scores_2x3_*.npz"))
     assert list(s["class_names"]) == names
     pred, labels = s["scores"].argmax(1), s["labels"]
     mean_class = np.mean([(pred[labels == c] == c).mean() for c in np.unique(labels)]) * 100
     for out in (r1.stdout, r2.stdout):
         assert f"mean class accuracy {mean_class:.3f}" in out
-    with Image.open(e1 / "confusion_2x3.png") as im:
+    with Image.open(next(e1.glob("confusion_2x3_*.png"))) as im:
         assert im.size[0] == im.size[1] >= 600
     # The log's val_loss from the DDP run == the single-process loss of the same checkpoint, 1 clip.
-    r3 = run_cli([*args, "--evaluate", "--resume", str(trained / "checkpoint.pth"), "--output_root",
-                  str(tmp_path / "e3")])
+    r3 = run_cli([*args, "--evaluate", "--resume", str(trained / "checkpoint.pth"), "--save_scores",
+                  "--output_root", str(tmp_path / "e3")])
     assert r3.returncode == 0, r3.stderr[-3000:]
-    s1 = np.load(run_dir(tmp_path / "e3", args) / "scores_1x1.npz")
+    (s1,) = map(np.load, run_dir(tmp_path / "e3", args).glob("scores_1x1_*.npz"))
     loss = -np.log(np.maximum(s1["scores"][np.arange(len(s1["labels"])), s1["labels"]], 1e-12)).mean()
     assert logs(trained)[0]["val_loss"] == pytest.approx(loss, rel=1e-5)
 
@@ -558,8 +559,9 @@ def test_gpu_and_cpu_evaluate_one_checkpoint_alike(lists, tmp_path):
     scores = {}
     for device in ("cpu", "cuda"):
         run_main([*args[:-1], str(tmp_path / device), "--device", device, "--evaluate", "--resume", ckpt,
-                  "--test_clips", "2", "--test_crops", "3"])
-        scores[device] = np.load(run_dir(tmp_path / device, args) / "scores_2x3.npz")["scores"]
+                  "--test_clips", "2", "--test_crops", "3", "--save_scores"])
+        (path,) = run_dir(tmp_path / device, args).glob("scores_2x3_*.npz")
+        scores[device] = np.load(path)["scores"]
     assert np.abs(scores["cpu"] - scores["cuda"]).max() < 1e-3
 
 
