@@ -1,6 +1,6 @@
 """What a run leaves on disk and how it is continued: the run folder, checkpoints (written atomically,
 read with one-line errors, resumed with the flags checked), the signals that stop a run at a step
-boundary, and the unreadable videos that training replaced.
+boundary (and Slurm's requeue), and the unreadable videos that training replaced.
 
 A run folder (--output_root / --run_name) holds:
     args.txt        the resolved flags, as a recipe: `python train.py @RUN/args.txt --resume auto` continues
@@ -8,6 +8,7 @@ A run folder (--output_root / --run_name) holds:
     model_best.pth  a copy of checkpoint.pth from the epoch with the best val top-1
     log.jsonl       one JSON line per epoch (curves.png is drawn from it; TensorBoard files if asked)
     bad_videos.txt  the videos training replaced, one line each
+    events.log      each interruption (signal, epoch, iteration) and each resume, with the time
 Rank 0 writes them all. A save is collective (it gathers every rank's RNG state): every rank calls it.
 `rt`, `net`, `d` are train.py's Runtime, Net and Data records: this module only reads their fields.
 """
@@ -21,6 +22,7 @@ import resource
 import shlex
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -34,7 +36,8 @@ import report
 
 RUN_FILES = ("checkpoint.pth", "model_best.pth", "log.jsonl")  # a folder holding any of these holds a run
 TEMP_FILES = ("checkpoint.pth.tmp", "model_best.tmp")  # never complete: the saves write them, then rename
-STOP = {"signal": 0}  # set by the SIGTERM/SIGINT handler; read at the end of each optimizer step
+STOP = {"signal": 0}  # set by the handler of STOP_SIGNALS; read at the end of each optimizer step
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 
 
 def fail(msg, code=2):
@@ -296,7 +299,14 @@ def resume(args, rt, net, progress):
     rt.std = tuple(args.std or saved.get("std") or data.STD)
     if not args.evaluate:
         load_training_state(args, rt, net, progress, ckpt, saved)
-    print(f"resumed from {args.resume} (epoch {ckpt.get('epoch')}, iter {ckpt.get('iter', 0)})")
+    text = f"resumed from {args.resume} at epoch {ckpt.get('epoch')} iteration {ckpt.get('iter', 0)}"
+    job, restart = os.environ.get("SLURM_JOB_ID"), os.environ.get("SLURM_RESTART_COUNT", 0)
+    if job:  # a job's first run is restart 0 (Slurm sets the variable from the first requeue on)
+        text += f" (Slurm job {job}, restart {restart})"
+    if args.evaluate:  # an evaluation leaves the run's events alone
+        print(text)
+    else:
+        event(rt, text)
     return ckpt
 
 
@@ -382,11 +392,12 @@ class Meter:
 # ---- stopping at a step boundary: signals and bad videos ------------------------------------------
 @contextlib.contextmanager
 def stop_on_signals():
-    """SIGTERM (preemption) and SIGINT (Ctrl-C) only set STOP: the step finishes, end_of_step saves and
-    exits 128 + signal. The previous handlers come back afterwards (callers running main() in-process)."""
+    """SIGTERM (preemption, `scontrol requeue`), SIGINT (Ctrl-C) and SIGUSR1 (Slurm's warning before the
+    time limit, #SBATCH --signal=USR1@T) only set STOP: the step finishes, end_of_step saves and exits
+    128 + signal, after requeueing the Slurm job on SIGUSR1. The previous handlers come back afterwards
+    (callers running main() in-process)."""
     STOP["signal"] = 0
-    old = {sig: signal.signal(sig, lambda signum, frame: STOP.update(signal=signum))
-           for sig in (signal.SIGTERM, signal.SIGINT)}
+    old = {sig: signal.signal(sig, lambda signum, frame: STOP.update(signal=signum)) for sig in STOP_SIGNALS}
     try:
         yield
     finally:
@@ -398,7 +409,7 @@ def end_of_step(args, rt, net, progress, d, bad, next_iter):
     """After each optimizer step, on every rank: report the videos replaced in it (`bad`: this rank's lines);
     save and exit on a signal (here or on another rank) or when more than --max_bad_videos were replaced.
     Ranks may see a signal at different steps: the decision is one collective, so all ranks stop together."""
-    signum, n_bad = rt.all_sum([STOP["signal"], len(bad)])
+    signum, n_bad = agreed_signal(rt, len(bad))
     if n_bad:  # rare: only then the lines themselves travel
         record_bad_videos(bad, rt, progress)
     too_many = len(progress.bad_seen) > args.max_bad_videos
@@ -408,8 +419,7 @@ def end_of_step(args, rt, net, progress, d, bad, next_iter):
     save(args, rt, net, progress, d)
     where = f"at epoch {progress.epoch} iteration {next_iter}"
     if not too_many:
-        print(f"signal {STOP['signal'] or signal.SIGTERM}: saved {rt.run_dir}/checkpoint.pth {where}")
-        sys.exit(128 + (STOP["signal"] or signal.SIGTERM))
+        exit_on_signal(rt, signum, where)
     fail(f"{len(progress.bad_seen)} bad videos replaced, more than --max_bad_videos {args.max_bad_videos} "
          f"(listed in {rt.run_dir}/bad_videos.txt); saved checkpoint.pth {where}. Fix them "
          "(python prepare.py check LIST), then --resume auto")
@@ -434,10 +444,59 @@ def decode_on_device(batch, args, rt, net, progress, d, it):
              "--resume auto continues")
 
 
-def exit_if_signalled(rt):
+def exit_if_signalled(rt, progress):
     """Between epochs: a signal during validation. checkpoint.pth is saved already; all ranks exit."""
-    if rt.all_sum([STOP["signal"]])[0]:
-        sys.exit(128 + (STOP["signal"] or signal.SIGTERM))
+    signum, = agreed_signal(rt)
+    if signum:
+        exit_on_signal(rt, signum, f"at epoch {progress.epoch} iteration {progress.iter}")
+
+
+def agreed_signal(rt, *counts):
+    """The signal every rank acts on, in one collective with `counts` (summed): SIGUSR1 if any rank got it
+    (the job is then requeued), else the one this rank got (SIGTERM if only another rank got one), or 0."""
+    got, usr1, *sums = rt.all_sum([STOP["signal"] != 0, STOP["signal"] == signal.SIGUSR1, *counts])
+    return (signal.SIGUSR1 if usr1 else STOP["signal"] or signal.SIGTERM) if got else 0, *sums
+
+
+def exit_on_signal(rt, signum, where):
+    """After the save (every rank took part). SIGUSR1: rank 0 first requeues the Slurm job, whose rerun
+    continues with --resume auto. Trap: every rank waits for rank 0 before leaving, as `srun
+    --kill-on-bad-exit` ends all tasks at the first non-zero exit, which would cut rank 0's save short."""
+    text = f"{signal.Signals(signum).name}: saved {rt.run_dir}/checkpoint.pth {where}"
+    if signum == signal.SIGUSR1 and rt.rank == 0:
+        text += "; " + requeue_slurm_job()
+    event(rt, text)
+    rt.all_sum([0])  # a barrier: an all-reduce returns on no rank before every rank has joined
+    sys.exit(128 + signum)
+
+
+def requeue_slurm_job():
+    """`scontrol requeue $SLURM_JOB_ID`: the job goes back to the queue (Slurm sends SIGTERM to the steps,
+    then reruns the batch script with SLURM_RESTART_COUNT + 1). A failure is a warning: the checkpoint is
+    saved, so submitting the job again continues it. Returns what happened, for the log."""
+    job = os.environ.get("SLURM_JOB_ID")
+    if not job:
+        return "not in a Slurm job: nothing requeued (continue with --resume auto)"
+    try:
+        r = subprocess.run(["scontrol", "requeue", job], capture_output=True, text=True, timeout=60)
+        why = "" if r.returncode == 0 else (r.stderr or r.stdout).strip() or f"exit status {r.returncode}"
+    except (OSError, subprocess.TimeoutExpired) as e:
+        why = str(e)
+    if why:
+        warn(f"scontrol requeue {job} failed ({why.splitlines()[0]}); checkpoint.pth is saved: submit the "
+             "job again and --resume auto continues it")
+        return f"Slurm job {job} not requeued"
+    return f"requeued Slurm job {job}"
+
+
+def event(rt, text):
+    """An interruption or a resume: printed, and (rank 0) a line with the time in the run's events.log."""
+    print(text)
+    if rt.rank == 0:
+        path = os.path.join(rt.run_dir, "events.log")
+        with disk_errors(path):
+            with open(path, "a") as f:
+                f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}\n")
 
 
 def record_bad_videos(lines, rt, progress):

@@ -13,7 +13,8 @@ The original project's command works verbatim:
         --lr_steps 40 80 90 --workers 16 --image_tmpl img_{:05d}.jpg
 -b is per process: DataParallel (no --ddp) splits it over the visible GPUs; with --ddp the global batch is
 b x processes x iter_size (--iter_size N: N batches accumulated per SGD step). Several machines: torchrun
---nnodes=N --rdzv_backend=c10d --rdzv_endpoint=HOST:29500 on each (it sets RANK / LOCAL_RANK / WORLD_SIZE).
+--nnodes=N --rdzv_backend=c10d --rdzv_endpoint=HOST:29500 on each (it sets RANK / LOCAL_RANK / WORLD_SIZE),
+or under Slurm `sbatch slurm/train.sbatch`: srun starts one process per GPU, no torchrun (see launch.py).
 --evaluate scores 1 centred clip, or clips x crops with softmax averaged per video; the model and clip
 flags not given are the checkpoint's own.
 
@@ -48,6 +49,7 @@ from tqdm import tqdm
 
 import checkpoint
 import data
+import launch
 import model as models
 import prepare  # the start-up folder check and the demo's synthetic data
 import report
@@ -272,17 +274,20 @@ class Runtime:
 
 
 def setup_runtime(args):
-    """torchrun sets RANK / LOCAL_RANK / WORLD_SIZE; without --ddp this is one process."""
-    rank, world_size, local_rank, cuda = 0, 1, 0, args.device.startswith("cuda")
+    """One process, or with --ddp one per GPU, started by torchrun or by srun (launch.py reads which)."""
+    cuda = args.device.startswith("cuda")
+    try:
+        rank, world_size, local_rank = launch.ranks(args.ddp, args.device)
+    except ValueError as e:
+        fail(str(e))
     if args.ddp:
-        if "RANK" not in os.environ:
-            fail("--ddp needs torchrun, e.g. torchrun --nproc_per_node=8 train.py ... --ddp")
-        rank, world_size, local_rank = (int(os.environ[k]) for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK"))
         if cuda:
             torch.cuda.set_device(local_rank)  # one GPU per process, before NCCL touches any device
-        dist.init_process_group("nccl" if cuda else "gloo")
+        dist.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=world_size)
         if rank != 0:  # only rank 0 prints (model.py's pretrained summary included); warnings go to stderr
             builtins.print = lambda *a, **k: None
+        where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+        print(f"DDP: {world_size} processes, rendezvous {where}")
     device = torch.device(f"cuda:{local_rank}" if cuda and args.ddp else args.device)
     amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.amp)
     torch.manual_seed(args.seed)  # same init on every rank; DDP broadcasts rank 0's anyway
@@ -692,11 +697,11 @@ def main(args):
           f" classes, {rt.world_size} process(es) x batch {args.batch_size} x iter_size {args.iter_size}, "
           f"{d.steps_per_epoch} steps/epoch, device {rt.device}, input mean {rt.mean} std {rt.std}")
     t_run = time.time()
-    with checkpoint.stop_on_signals():  # SIGTERM / SIGINT: finish the step, save, exit 128 + signal
+    with checkpoint.stop_on_signals():  # SIGTERM / SIGINT / SIGUSR1: finish the step, save, exit
         while progress.epoch < args.epochs:
             meter = train_one_epoch(args, rt, d, net, criterion, progress)
             validate_and_log(args, rt, net, d, progress, meter)
-            checkpoint.exit_if_signalled(rt)  # a signal during validation: checkpoint.pth is saved already
+            checkpoint.exit_if_signalled(rt, progress)  # a signal during validation: already saved
 
     best = os.path.join(rt.run_dir, "model_best.pth")
     print(f"done in {time.time() - t_run:.0f}s: best Acc@1 {progress.best_acc1:.3f} at epoch "
