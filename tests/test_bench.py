@@ -88,7 +88,8 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
     assert set(res["modes"]) == {"train", "val"}
     for mode, r in res["modes"].items():
         one = r["per_core"]
-        assert list(one) == names, mode
+        cpu_rows = [bench.CPU_BEFORE, bench.CPU_NOW] if mode == "train" else []  # a CPU trainer's input path
+        assert list(one) == names + cpu_rows, mode
         assert all(v > 0 and math.isfinite(v) for v in one.values()), (mode, one)
         best_a = max(v for k, v in one.items() if k.startswith("(a)"))
         assert r["c_over_b"] == pytest.approx(one[bench.OURS] / one[bench.NAIVE], rel=1e-12)
@@ -97,7 +98,8 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
         assert r["videos"] == BENCH_TINY["videos"] and r["frame_size"] == list(BENCH_TINY["size"])
         assert r["jpeg_kb"] > 0
         if workers:
-            assert list(r["workers"]) == names and all(v > 0 for v in r["workers"].values()), r["workers"]
+            assert list(r["workers"]) == names + cpu_rows, r["workers"]
+            assert all(v > 0 for v in r["workers"].values()), r["workers"]
         else:
             assert r["workers"] == {}
 
@@ -133,8 +135,8 @@ def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch
     data.collate, for (d) the bytes mode with data.collate_encoded; all in batches of 8."""
     seen = []
 
-    def spy(dataset, indices, workers, batch=8, collate=None):  # records what would be timed
-        seen.append((dataset, batch, collate))
+    def spy(dataset, indices, workers, batch=8, collate=None, step=None):  # records what would be timed
+        seen.append((dataset, batch, collate, step))
         return 1.0
 
     monkeypatch.setattr(bench, "rate_loader", spy)
@@ -145,11 +147,18 @@ def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch
     expected += [(bench.Naive, None, torch.utils.data.default_collate)]
     expected += [(bench.Pipeline, d, data.collate) for d in decoders]
     expected += [(data.VideoFrameDataset, None, data.collate_encoded)]
-    assert len(seen) == 2 * len(expected)  # train and val
-    for (dataset, batch, collate), (cls, dec, coll) in zip(seen, expected * 2):
+    # train only, (e): the CPU trainer's input path, the loader then train.to_model_input in this process
+    cpu_rows = [(data.VideoFrameDataset, None, data.collate)] * 2
+    assert len(seen) == 2 * len(expected) + len(cpu_rows)  # train and val
+    for k, ((dataset, batch, collate, step), (cls, dec, coll)) in enumerate(
+            zip(seen, expected + cpu_rows + expected)):
         assert batch == 8, f"rate_loader got batch={batch!r}"
         assert type(dataset) is cls and getattr(dataset, "decoder", None) == dec and collate is coll, \
             (dataset, dec, collate)
+        cpu_row = len(expected) <= k < len(expected) + len(cpu_rows)
+        assert (step is not None) == cpu_row, k
+    finish = [seen[len(expected) + j][0].finish_crop for j in range(2)]
+    assert finish == [False, True]  # before: crop_resize in the step; now: finished in the loader
 
 
 @pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")  # torchvision 0.29, as data.py
