@@ -295,12 +295,12 @@ def test_decode_batch_cuda_matches_cpu(mode, tmp_path):
 
 # ---- bench.py data: the dataset's own sampling ---------------------------------------------------
 def decoded_paths(monkeypatch, fn):
-    """The frame files decode_frame reads (path or bytes) while fn() runs."""
-    seen, real = [], data.decode_frame
-    monkeypatch.setattr(data, "decode_frame",
-                        lambda src, decoder=None: seen.append(src) or real(src, decoder))
+    """The frame files read for decoding (data.read_encoded: the loader's reads and decode_frame's own)
+    while fn() runs."""
+    seen, real = [], data.read_encoded
+    monkeypatch.setattr(data, "read_encoded", lambda path: seen.append(path) or real(path))
     fn()
-    monkeypatch.setattr(data, "decode_frame", real)
+    monkeypatch.setattr(data, "read_encoded", real)
     return seen
 
 
@@ -355,7 +355,7 @@ def test_bench_data_rows_per_decoder_and_share_of_limit(tiny_frames, tmp_path, c
         r, one = res["modes"][mode], res["modes"][mode]["per_core"]
         rows = ([bench.DECODE.format(d) for d in decoders] + [bench.NAIVE]
                 + [bench.PIPELINE.format(d) for d in decoders])
-        assert list(one) == rows + [bench.BYTES]
+        assert list(one) == rows + [bench.BYTES] + [bench.CPU_BEFORE, bench.CPU_NOW] * (mode == "train")
         a_rows = [bench.DECODE.format(d) for d in decoders]
         assert r["limit"] == limit == max(a_rows, key=one.get)
         share = {bench.PIPELINE.format(d): one[bench.PIPELINE.format(d)] / one[limit] for d in decoders}

@@ -105,6 +105,7 @@ def test_amp_off_to_fp16_resume_starts_a_fresh_scale(lists, tmp_path):
     assert ckpt["scaler"] == {}
     a = train.parse_args([*args, "--epochs", "2"])
     train.check_args(a)
+    a.num_classes = ckpt["args"]["num_classes"]  # build_data sets it in a run
     model = train.make_model(a)
     groups = train.param_groups(model, a.weight_decay, a.bn_bias_wd)
     opt = torch.optim.SGD(groups, lr=a.lr, momentum=a.momentum)

@@ -286,9 +286,9 @@ def test_recipe_files_parse_as_their_command_lines(tmp_path):
     assert vars(demo) == vars(train.parse_args(["demo", f"@{recipes / 'demo.txt'}"]))
     assert {k: vars(demo)[k] for k in ("arch", "t_length", "t_stride", "new_size", "crop_size", "epochs",
                                        "batch_size", "lr", "lr_steps", "warmup", "dropout", "workers",
-                                       "eval_freq", "print_freq")} == dict(
-        arch="resnet10_3d", t_length=8, t_stride=2, new_size=48, crop_size=40, epochs=12, batch_size=8,
-        lr=0.02, lr_steps=[9], warmup=1, dropout=0.0, workers=2, eval_freq=1, print_freq=8)
+                                       "eval_freq", "print_freq", "clip_grad")} == dict(
+        arch="resnet10_3d", t_length=8, t_stride=3, new_size=48, crop_size=40, epochs=12, batch_size=8,
+        lr=0.03, lr_steps=[10], warmup=1, dropout=0.0, workers=2, eval_freq=1, print_freq=8, clip_grad=1.0)
     assert train.parse_args(["demo", "--epochs", "3"]).epochs == 3
 
 
