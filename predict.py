@@ -130,7 +130,7 @@ def predict_one(model, source, args, batch=8):
     mean, std = tuple(args.mean or data.MEAN), tuple(args.std or data.STD)
     probs = []
     for chunk in views.split(batch):  # a few views at a time: 30 views of 16x224x224 are large
-        x = data.normalize(chunk.to(args.device), mean, std).contiguous()
+        x = data.normalize(chunk.to(args.device).contiguous(), mean, std)  # layout changed in uint8: cheap
         probs.append(model(x).float().softmax(-1).cpu())
     return torch.cat(probs).mean(0), num_frames
 

@@ -528,7 +528,8 @@ def lr_at(args, step, steps_per_epoch):
 # ---- one epoch of training -------------------------------------------------------------------------
 def to_model_input(clips, info, rt):
     """uint8 batch from the loader -> normalised float on the device, the train crop finished there."""
-    x = data.normalize(clips.to(rt.device, non_blocking=True), rt.mean, rt.std)
+    x = clips.to(rt.device, non_blocking=True).contiguous(memory_format=rt.memory_format)  # uint8: cheap
+    x = data.normalize(x, rt.mean, rt.std)
     if "box" in info:  # training: the scale jitter's resize, batched on the device (boxes: still on the host)
         x = data.crop_resize(x, info["box"])
     return x.contiguous(memory_format=rt.memory_format)
@@ -591,11 +592,12 @@ def evaluate(net, d, args, rt):
         quiet = rt.rank != 0 or not sys.stderr.isatty()  # a bar on a terminal; logs stay clean
         for batch in tqdm(d.val_loader, desc="evaluate", unit="batch", disable=quiet, leave=False):
             clips, target, _ = data.decode_batch(batch, rt.device, d.val_ds) if d.val_ds.encoded else batch
-            clips = data.normalize(clips.to(rt.device, non_blocking=True), rt.mean, rt.std)
+            clips = clips.to(rt.device, non_blocking=True)
             if clips.dim() == 5:  # one view per video: (B, 3, T, H, W) -> (B, 1, 3, T, H, W)
                 clips = clips.unsqueeze(1)
             B, V = clips.shape[:2]
-            clips = clips.flatten(0, 1).contiguous(memory_format=rt.memory_format)  # (B*V, 3, T, H, W)
+            clips = clips.flatten(0, 1).contiguous(memory_format=rt.memory_format)  # (B*V, 3, T, H, W), uint8
+            clips = data.normalize(clips, rt.mean, rt.std)
             with rt.autocast:
                 logits = net.eval(clips)
             scores.append(logits.float().softmax(-1).view(B, V, -1).mean(1).cpu())  # average views per video
