@@ -33,6 +33,7 @@ TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_si
         "-ef", "1", "--device", "cpu"]
 W, H = 48, 40      # synth's frame size; short side 40
 NUM_FRAMES = 10    # frames per synth video
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
 def pytest_addoption(parser):

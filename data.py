@@ -11,9 +11,8 @@ frame a plain decode gives, read exactly by `open_video` (TorchCodec, else PyAV;
     x = crop_resize(normalize(clips.to("cuda")), info["box"].to("cuda"))   # a collated train batch
 
 prepare.py makes frame folders, lists and classes files. Frames are decoded by TorchCodec (Pillow
-without it); with `encoded=True` + `collate_encoded` the loader only reads files and `decode_batch`
-decodes batches on the GPU (train.py --decode_device cuda). Speed (`python bench.py data`): a clip is its
-decodes, one crop, at most one resize; float conversion and normalisation run on the device.
+without it); with `encoded=True` + `collate_encoded` the loader only reads files and `decode_batch` decodes
+batches on the GPU (--decode_device cuda). A clip is its decodes, one crop, at most one resize.
 
 References
 - L. Wang et al., "Temporal Segment Networks", ECCV 2016: the frame-folder list format.
@@ -710,8 +709,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     def load_frames(self, video, numbers):
         """Decode frames `numbers` of `video` (decode_frame) -> list of uint8 (H, W, 3) tensors.
         Any failure is a BadVideo naming the frame, the reason, the video and its list line."""
-        if is_video_file(video.path):
-            return self.read_video(video, numbers)
+        if is_video_file(video.path):  # its bytes, read as frames are (a stalled read ends at read_timeout)
+            blob = read_files(video, [video.path], self.read_timeout)[0]
+            return self.read_video(video, numbers, None if isinstance(blob, OSError) else blob)
         frames, paths = [], [self.frame_path(video, int(i)) for i in numbers]
         for path, blob in zip(paths, read_files(video, paths, self.read_timeout)):
             try:

@@ -19,6 +19,19 @@ def first_host(nodelist):
     return re.sub(r"\[([^\]\-,]*)[^\]]*\]", r"\1", head)  # each [a-b,c] -> a, zero padding kept
 
 
+def tasks_on_this_node(names, env):
+    """Processes of the job on this node: torchrun's LOCAL_WORLD_SIZE, or this node's entry of srun's
+    SLURM_STEP_TASKS_PER_NODE ('2(x3),1': 2 on each of the first 3 nodes, then 1); 0 if not said."""
+    if names is TORCHRUN:
+        return int(env.get("LOCAL_WORLD_SIZE", "0") or 0)
+    counts = []
+    for part in env.get("SLURM_STEP_TASKS_PER_NODE", env.get("SLURM_TASKS_PER_NODE", "")).split(","):
+        if m := re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part):
+            counts += [int(m[1])] * int(m[2] or 1)
+    node = int(env.get("SLURM_NODEID", "0") or 0)
+    return counts[node] if node < len(counts) else 0
+
+
 def ranks(ddp, device):
     """(rank, world size, local rank). torchrun's variables win (torchrun started by srun, one task per
     node, keeps working); else srun's, with the rendezvous on the first node of the step (where task 0 runs
@@ -39,11 +52,14 @@ def ranks(ddp, device):
         raise ValueError("--ddp needs one process per GPU, started by torchrun or srun: "
                          + ", ".join(f"{k}={v or 'unset'}" for k, v in zip(names, got))
                          + (shell if "SLURM_JOB_ID" in env and not step else ""))
-    if device.startswith("cuda") and int(got[2]) >= torch.cuda.device_count():
+    # every process of the node checks the node's count, so none is left waiting for the others
+    local = max(int(got[2]) + 1, tasks_on_this_node(names, env))
+    if device.startswith("cuda") and local > torch.cuda.device_count():
         gpus = torch.cuda.device_count()
         visible = f"{gpus} GPU(s) (CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES', 'unset')})"
-        raise ValueError(f"--device cuda: {names[2]}={got[2]} but this process sees {visible}: one task per "
-                         "GPU, i.e. --ntasks-per-node = --gpus-per-node, no --gpus-per-task / --gpu-bind")
+        raise ValueError(f"--device cuda: {local} processes on this node ({names[2]}={got[2]}) but this "
+                         f"process sees {visible}: one task per GPU, i.e. --ntasks-per-node = "
+                         "--gpus-per-node, no --gpus-per-task / --gpu-bind")
     if names is SRUN:
         nodes = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or "localhost"
         env.setdefault("MASTER_ADDR", first_host(nodes))

@@ -1,6 +1,6 @@
 """The I3D ResNet-3D family, torchvision's video models, and exact ImageNet -> 3D inflation.
 
-    model = build_model("resnet50_3d", num_classes=400, dropout=0.5, pretrained="imagenet")
+    model = build_model("resnet50_3d", num_classes=400, dropout=0.5)  # zoo.build_model: with weights
     logits = model(x)  # x: float (B, 3, T, H, W), normalised; logits: (B, num_classes)
 
 resnet50_3d is the I3D-R50 of the Non-local / PySlowFast / mmaction2 (i3d_r50) model zoos:
@@ -272,17 +272,12 @@ def strip_prefixes(state_dict):
     return out
 
 
-def build_model(arch, num_classes, dropout=0.0, pretrained=None, inflate="mean"):
-    """An arch from ARCHS with a `num_classes` head. pretrained: None | "imagenet" | "imagenet_v2" |
-    "kinetics400" | path to a 2D torchvision ResNet state dict | path to a 3D checkpoint (ours,
-    "state_dict", bare, pytorchvideo, PySlowFast .pyth / Caffe2 .pkl, mmaction2). The model's
-    `pretrained_info` is None without weights, else {"format", "mean", "std"} (see zoo.load_pretrained)."""
+def build_model(arch, num_classes, dropout=0.0):
+    """An arch from ARCHS with a `num_classes` head, randomly initialised (zoo.build_model adds weights:
+    it sets `pretrained_info`, None here, to the normalisation they expect)."""
     if arch in ARCH_SPECS:
         model = ResNet3D(arch, num_classes, dropout)
     elif arch in TV_VIDEO:
-        if pretrained in ("imagenet", "imagenet_v2"):
-            raise ValueError(f"--pretrained {pretrained} is for the resnet*_3d archs; "
-                             f"{arch} takes none or a 3D checkpoint file")
         if arch.startswith(("s3d", "mvit")):  # their `dropout` argument is the head dropout
             model = torchvision.models.get_model(arch, num_classes=num_classes, dropout=dropout)
         else:  # no head dropout: add one after the (weightless) avgpool, so names stay torchvision's
@@ -291,10 +286,5 @@ def build_model(arch, num_classes, dropout=0.0, pretrained=None, inflate="mean")
         model.arch = arch
     else:
         raise ValueError(f"unknown arch {arch!r}; choose one of: {', '.join(ARCHS)}")
-    if inflate not in ("mean", "center"):
-        raise ValueError(f"inflate must be 'mean' or 'center', got {inflate!r}")
     model.pretrained_info = None
-    if pretrained not in (None, "", "none"):
-        import zoo  # checkpoint conversion is a tool beside the core: loaded only when weights are asked for
-        zoo.load_pretrained(model, pretrained, inflate)
     return model

@@ -3,10 +3,10 @@
     python train.py predict --resume model_best.pth clip.mp4 frames/v_Biking_g01_c01/
     python predict.py --resume model_best.pth clip.avi --test_clips 10 --test_crops 3 --json
 
-An INPUT is a video file (decoded with PyAV) or a folder of frames named by the checkpoint's
---image_tmpl. The model and its clips are rebuilt from the checkpoint's own flags by train.py itself
-(checkpoint_args, make_dataset, make_model), exactly as --evaluate rebuilds them: arch, clip length and
-stride, sizes, test sampling, normalisation, and any flag added there later. The views (test_clips x
+An INPUT is a video file or a folder of frames named by the checkpoint's --image_tmpl. The model and its
+clips are rebuilt from the checkpoint's own flags by train.py itself (checkpoint_args, make_dataset,
+make_model), exactly as --evaluate rebuilds them: arch, clip length and stride, sizes, test sampling,
+normalisation, the video decoding, and any flag added there later. The views (test_clips x
 test_crops, softmax averaged) are data.py's test-mode sampling of a one-video dataset.
 
 Like the demo scripts of PySlowFast (tools/demo_net.py) and mmaction2 (demo/demo.py), which label a
@@ -27,45 +27,6 @@ import train
 
 class PredictError(Exception):
     """A user error: one line, exit status 2."""
-
-
-class _DecodedVideo(data.VideoFrameDataset):
-    """A dataset whose one video is already decoded (a video file): load_frames returns its frames from
-    memory instead of reading files. Everything else -- which frames, which crops, the resize and the
-    layout -- is VideoFrameDataset's own."""
-    decoded = None  # list of uint8 (H, W, 3); frame number i is decoded[i - start_index]
-
-    def load_frames(self, video, numbers):
-        return [self.decoded[int(i) - self.start_index] for i in numbers]
-
-
-def decode_video(path, short_side=None):
-    """A video file -> list of uint8 (H, W, 3) RGB tensors, every frame of its first video stream.
-
-    short_side: frames larger than that are scaled (bilinear, by FFmpeg's swscale) to that short side as
-    they are decoded, as `data.py extract --short-side` makes training frames. predict passes the
-    checkpoint's new_size: the crops are then the ones evaluation takes, and a long HD video does not
-    hold every full-size frame in memory (a 10 s 1080p clip would be 1.9 GB; at short side 256, 80 MB)."""
-    def rgb(frame):
-        w, h = frame.width, frame.height
-        if short_side and min(w, h) > short_side:
-            s = short_side / min(w, h)  # the rounding of data.py extract
-            return frame.to_ndarray(width=max(1, round(w * s)), height=max(1, round(h * s)), format="rgb24",
-                                    interpolation="BILINEAR")
-        return frame.to_ndarray(format="rgb24")
-
-    try:
-        import av  # optional dependency (pip install av), imported where it is needed
-        with av.open(path) as container:
-            frames = [torch.from_numpy(rgb(f)) for f in container.decode(video=0)]
-    except ImportError:
-        raise PredictError(f"{path}: decoding a video file needs PyAV: pip install av") from None
-    except Exception as e:  # PyAV raises many kinds (InvalidDataError, ValueError for no video stream, ...)
-        why = f"{type(e).__name__}: {e}".replace("\n", " ")
-        raise PredictError(f"cannot decode video {path}: {why}") from None
-    if not frames:
-        raise PredictError(f"cannot decode video {path}: no video frames in it")
-    return frames
 
 
 def load_checkpoint(path, device, test_clips, test_crops):
@@ -96,26 +57,28 @@ def load_checkpoint(path, device, test_clips, test_crops):
 
 
 def one_video_dataset(source, args):
-    """A frame folder (str) or decoded frames (list) -> (test-mode dataset of that one video, its frame
-    count), built by train.make_dataset from a one-line list file like any other video."""
-    if isinstance(source, str):
-        folder, frames = os.path.abspath(source), None
-        num_frames = prepare.count_frames(folder, args.image_tmpl)
-        if num_frames == 0:
+    """A frame folder or a video file -> (test-mode dataset of that one video, its frame count), built by
+    train.make_dataset from a one-line list file like any other video: the frames, decoder, crops and
+    resize of --evaluate, whatever a fork changes there."""
+    path = os.path.abspath(source)
+    if os.path.isdir(path):
+        line = f"{path} {prepare.count_frames(path, args.image_tmpl)} 0"
+        if line.endswith(" 0 0"):
             raise PredictError(f"no frames named {args.image_tmpl.format(1)} ({args.image_tmpl}) in {source}")
+    elif data.is_video_file(path):
+        line = f"{path} 0"  # mmaction2's `<video> <label>`: the dataset counts its frames
     else:
-        folder, frames, num_frames = "decoded_video", source, len(source)
+        kinds = " ".join(data.VIDEO_FILES)
+        raise PredictError(f"{source}: neither a frame folder nor a video file ({kinds})")
     with tempfile.TemporaryDirectory() as tmp:
         list_file = os.path.join(tmp, "predict.txt")
         with open(list_file, "w", encoding="utf-8") as f:
-            f.write(f"{folder} {num_frames} 0\n")
+            f.write(line + "\n")
         try:
-            cls = data.VideoFrameDataset if frames is None else _DecodedVideo
-            ds = train.make_dataset(args, list_file, "test", cls)
+            ds = train.make_dataset(args, list_file, "test")
         except ValueError as e:  # settings data.py refuses (say a checkpoint's image_tmpl without a number)
             raise PredictError(f"checkpoint settings: {e}") from None
-    ds.decoded = frames
-    return ds, num_frames
+    return ds, ds.videos[0].num_frames
 
 
 @torch.no_grad()
@@ -124,8 +87,9 @@ def predict_one(model, source, args, batch=8):
     ds, num_frames = one_video_dataset(source, args)
     try:
         views = ds[0][0]  # uint8 (V, 3, T, crop, crop); ds[0] is (clip, label, info)
-    except (OSError, RuntimeError, data.BadVideo) as e:
-        raise PredictError(str(e).splitlines()[0]) from None
+    except data.BadVideo as e:
+        what = "cannot decode video" if data.is_video_file(source) else "cannot read"
+        raise PredictError(f"{what} {source}: {e.reason or e}") from None
     assert views.shape[0] == args.test_clips * args.test_crops, views.shape
     mean, std = tuple(args.mean or data.MEAN), tuple(args.std or data.STD)
     probs = []
@@ -137,7 +101,7 @@ def predict_one(model, source, args, batch=8):
 
 def get_parser():
     p = train.Parser(prog="train.py predict", description="Top-5 classes of videos or frame folders.")
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="video file (PyAV decodes it) or frame folder")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="video file or frame folder")
     p.add_argument("--resume", required=True, metavar="CKPT", help="train.py checkpoint: model_best.pth...")
     p.add_argument("--test_clips", type=train.positive, default=1, help="clips per input, spread over it")
     p.add_argument("--test_crops", type=int, default=1, choices=[1, 3, 10], help="crops per clip")
@@ -171,8 +135,7 @@ def main(argv=None):
         try:
             if not os.path.exists(path):
                 raise PredictError(f"no such file or folder: {path}")
-            source = path if os.path.isdir(path) else decode_video(path, args.new_size)
-            probs, n = predict_one(model, source, args)
+            probs, n = predict_one(model, path, args)
         except PredictError as e:
             print(f"train.py predict: error: {e}", file=sys.stderr)
             failed = True

@@ -530,7 +530,7 @@ def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report
 
     def problem(v):
         if data.is_video_file(v.path):
-            return None if os.path.isfile(v.path) else f"{v.list_file}:{v.line}: missing file {v.path}"
+            return None if os.path.exists(v.path) else f"{v.list_file}:{v.line}: missing file {v.path}"
         for i in sorted({start_index, start_index + v.num_frames - 1}):
             path = os.path.join(v.path, image_tmpl.format(i))
             if not os.path.exists(path):

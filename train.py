@@ -53,6 +53,7 @@ import launch
 import model as models
 import prepare  # the start-up folder check and the demo's synthetic data
 import report
+import zoo  # --pretrained: the model zoos' weights
 from checkpoint import fail, warn
 
 # Datasets whose labels name a direction (a flipped "moving left" is "moving right"): no horizontal flips.
@@ -311,17 +312,18 @@ class Data:
     class_names: list
 
 
-def make_dataset(args, list_file, mode, cls=data.VideoFrameDataset):
+def make_dataset(args, list_file, mode):
     """The dataset of `list_file` as the flags say. Training, validation, --evaluate and predict (with a
     checkpoint's flags: checkpoint_args) all build theirs here: an option added here reaches all four."""
     test = mode == "test"
-    return cls(list_file, mode=mode, root=args.data_root, image_tmpl=args.image_tmpl, t_length=args.t_length,
-               t_stride=args.t_stride, new_size=args.new_size, crop_size=args.crop_size,
-               num_clips=args.test_clips if test else 1, num_crops=args.test_crops if test else 1,
-               test_sampling=args.test_sampling, num_classes=args.num_classes, seed=args.seed,
-               flip=not (args.no_flip or args.dataset in NO_FLIP), encoded=args.decode_device == "cuda",
-               video_decoder=getattr(args, "video_decoder", "auto"), read_timeout=args.read_timeout or None,
-               finish_crop=not args.device.startswith("cuda"))  # a CPU model: the loader finishes the crop
+    return data.VideoFrameDataset(
+        list_file, mode=mode, root=args.data_root, image_tmpl=args.image_tmpl, t_length=args.t_length,
+        t_stride=args.t_stride, new_size=args.new_size, crop_size=args.crop_size,
+        num_clips=args.test_clips if test else 1, num_crops=args.test_crops if test else 1,
+        test_sampling=args.test_sampling, num_classes=args.num_classes, seed=args.seed,
+        flip=not (args.no_flip or args.dataset in NO_FLIP), encoded=args.decode_device == "cuda",
+        video_decoder=getattr(args, "video_decoder", "auto"), read_timeout=args.read_timeout or None,
+        finish_crop=not args.device.startswith("cuda"))  # a CPU model: the loader finishes the crop
 
 
 def worker_init_fn(worker_id):
@@ -441,8 +443,8 @@ class Net:
 def make_model(args):
     """The bare model the flags describe, --pretrained weights loaded; ValueError / OSError: one line.
     Training, --evaluate and predict (with a checkpoint's flags: checkpoint_args) all build theirs here."""
-    model = models.build_model(args.arch, args.num_classes, dropout=args.dropout,
-                               pretrained=args.pretrained_model or args.pretrained, inflate=args.inflate)
+    model = zoo.build_model(args.arch, args.num_classes, dropout=args.dropout,
+                            pretrained=args.pretrained_model or args.pretrained, inflate=args.inflate)
     if args.t_length < getattr(model, "min_t", 1):
         raise ValueError(f"--t_length {args.t_length} is too short for --arch {args.arch} "
                          f"(needs >= {model.min_t})")

@@ -1,6 +1,6 @@
 """Pretrained weights for model.py's networks, read from the model zoos' own files.
 
-    net = model.build_model("resnet50_3d", 400, pretrained="kinetics400")  # calls load_pretrained below
+    net = zoo.build_model("resnet50_3d", 400, pretrained="kinetics400")  # model.build_model + load_pretrained
     net.pretrained_info  # {"format": "pytorchvideo", "mean": (0.45, ...), "std": (0.225, ...)}
 
 Sources: torchvision's ImageNet ResNets (2D, inflated by model.copy_weights), our checkpoints, and the
@@ -26,6 +26,7 @@ import torch
 import torchvision
 
 import checkpoint
+import model as models
 from model import ARCH_SPECS, HEAD, copy_weights, strip_prefixes
 
 
@@ -274,6 +275,21 @@ def _few(names, n=4):
 
 
 @torch.no_grad()
+def build_model(arch, num_classes, dropout=0.0, pretrained=None, inflate="mean"):
+    """model.build_model, then `pretrained`: None | "imagenet" | "imagenet_v2" | "kinetics400" | a 2D
+    torchvision ResNet state dict | a 3D checkpoint (ours, "state_dict", bare, pytorchvideo, PySlowFast
+    .pyth / Caffe2 .pkl, mmaction2). `pretrained_info`: None without weights, else {format, mean, std}."""
+    if inflate not in ("mean", "center"):
+        raise ValueError(f"inflate must be 'mean' or 'center', got {inflate!r}")
+    if arch in models.TV_VIDEO and pretrained in ("imagenet", "imagenet_v2"):
+        raise ValueError(f"--pretrained {pretrained} is for the resnet*_3d archs; "
+                         f"{arch} takes none or a 3D checkpoint file")
+    model = models.build_model(arch, num_classes, dropout)
+    if pretrained not in (None, "", "none"):
+        load_pretrained(model, pretrained, inflate)
+    return model
+
+
 def load_pretrained(model, src, inflate="mean"):
     """Fill `model` from ImageNet ("imagenet"/"imagenet_v2"), Kinetics-400 ("kinetics400"), or a file:
     a 2D torchvision ResNet, ours, or a pytorchvideo / PySlowFast (PyTorch or Caffe2) / mmaction2

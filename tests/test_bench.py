@@ -211,7 +211,7 @@ def bench_macs_by_hooks(arch, num_classes, t_length, crop_size):
 
 
 def test_bench_model_params_and_gmacs_cli(tmp_path):
-    """The issue's command, params + GMACs only (--iters 0), as a user runs it."""
+    """The README's command, params + GMACs only (--iters 0), as a user runs it."""
     path = tmp_path / "model.json"
     rc, out, err = bench_cli(["model", "--arch", "resnet18_3d", "--t_length", "8", "--crop_size", "112",
                               "-b", "2", "--iters", "0", "--device", "cpu", "--json", str(path)], tmp_path)
@@ -227,7 +227,7 @@ def test_bench_model_params_and_gmacs_cli(tmp_path):
 
 
 def test_bench_count_published_sizes(tmp_path, capsys):
-    """I3D-R50 of the model zoos: 28.04M params, 56.8 GMACs at 16x224x224 (issue targets)."""
+    """I3D-R50 of the model zoos: 28.04M params, 56.8 GMACs at 16x224x224 (what the zoos report)."""
     params, gmacs = bench.count("resnet50_3d", 400, 16, 224)
     assert abs(params / 28.04e6 - 1) < 1e-3, params
     assert abs(gmacs / 56.8 - 1) < 0.02, gmacs

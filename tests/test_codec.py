@@ -17,8 +17,8 @@ from PIL import Image
 import bench
 import data
 import prepare
+from conftest import REPO
 
-HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
 needs_codec = pytest.mark.skipif(data.codec_decode_image is None, reason="TorchCodec is not installed")
 needs_tv = pytest.mark.skipif(data.decode_image is None, reason="torchvision has no image decoders here")
 # torchvision 0.29, as data.py
@@ -104,7 +104,7 @@ def test_pillow_is_the_fallback_only_without_torchcodec(blocked, expected, tmp_p
     code = (f"import sys; sys.modules.update({{m: None for m in {[blocked] if blocked else []}}})\n"
             f"import data; x = data.decode_frame({str(img)!r})\n"
             "print(data.DECODER, tuple(x.shape), x.dtype, data.available_decoders())")
-    p = subprocess.run([sys.executable, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split()[:4] == [expected, "(32,", "48,", "3)"], p.stdout
     assert ("'torchcodec'" in p.stdout) == (expected == "torchcodec")
@@ -181,7 +181,7 @@ def test_check_cli_reports_a_garbage_frame_in_one_line(tmp_path):
     """`data.py check --full` on a frame without image magic (TorchCodec raises ValueError for it):
     one line naming the frame, exit 1, in a subprocess with a timeout."""
     ds, path = bad_frames_dataset(tmp_path, "garbage")
-    p = subprocess.run([sys.executable, os.path.join(HERE, "prepare.py"), "check", ds.list_file, "--full"],
+    p = subprocess.run([sys.executable, str(REPO / "prepare.py"), "check", ds.list_file, "--full"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1, (p.stdout, p.stderr)
     lines = [line for line in p.stdout.splitlines() if path in line]
@@ -371,7 +371,7 @@ def test_bench_data_rows_per_decoder_and_share_of_limit(tiny_frames, tmp_path, c
 def test_bench_train_decode_device_cuda_without_cuda_is_one_line(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("CUDA is present")
-    p = subprocess.run([sys.executable, os.path.join(HERE, "bench.py"), "train", "--decode_device", "cuda",
+    p = subprocess.run([sys.executable, str(REPO / "bench.py"), "train", "--decode_device", "cuda",
                         "--device", "cpu"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and p.stderr.strip().count("\n") == 0, p.stderr

@@ -114,7 +114,8 @@ def test_evaluate_checks_it_can_write_before_it_evaluates(trained, tmp_path, mon
 
 
 @pytest.mark.parametrize("flags", [["--no_flip"], ["--dataset_sthv2"]])
-def test_ten_crops_without_flips_is_one_line_in_evaluate_and_predict(trained, tmp_path, capsys, flags):
+def test_ten_crops_without_flips_is_one_line_in_evaluate_and_predict(trained, lists, tmp_path, capsys,
+                                                                     flags):
     args, ckpt = trained
     argv = [*args[:-2], "--output_root", str(tmp_path), "--evaluate", "--resume", str(ckpt),
             "--test_crops", "10"]
@@ -134,7 +135,7 @@ def test_ten_crops_without_flips_is_one_line_in_evaluate_and_predict(trained, tm
     torch.save(saved, tmp_path / "noflip.pth")
     with pytest.raises(predict.PredictError, match="--test_crops 10"):
         model, a, _ = predict.load_checkpoint(str(tmp_path / "noflip.pth"), "cpu", 1, 10)
-        predict.one_video_dataset([torch.zeros(36, 40, 3, dtype=torch.uint8)] * 10, a)
+        predict.one_video_dataset(str(Path(lists[1]).parent / open(lists[1]).read().split()[0]), a)
 
 
 def test_weight_decay_never_reaches_bn_or_biases(lists, tmp_path):

@@ -1,4 +1,4 @@
-"""Faults in data.py (issue 8, and issue 10's classes file and progress bars): bad list/split files, bad
+"""Faults in data.py (and the classes file and progress bars): bad list/split files, bad
 templates, nothing to list or extract, stale partial extractions, unreadable videos (train mode replaces
 them deterministically, val/test raise), the fail-early folder check. CLI cases run in a subprocess with
 a timeout: a hang fails the test instead of hanging CI.
@@ -17,7 +17,6 @@ import termios
 import threading
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,10 +25,8 @@ from PIL import Image
 
 import data
 import prepare
-from conftest import UCF101_LISTS, fake_hmdb51, fake_ucf101, write_frames, write_list
+from conftest import H, REPO, UCF101_LISTS, W, fake_hmdb51, fake_ucf101, write_frames, write_list
 
-HERE = Path(__file__).resolve().parents[1]  # the repository
-W, H = 48, 40
 CLIP = dict(t_length=4, t_stride=1, new_size=40, crop_size=32)  # tiny clips: (3, 4, 32, 32)
 
 
@@ -37,7 +34,7 @@ CLIP = dict(t_length=4, t_stride=1, new_size=40, crop_size=32)  # tiny clips: (3
 def run_data(*commands, timeout=120):
     """`python prepare.py ARGS` for each ARGS tuple, all at once (each pays the torch import); a command
     still running after `timeout` s is killed and fails the test: nothing may loop forever."""
-    procs = [subprocess.Popen([sys.executable, "prepare.py", *map(str, args)], cwd=HERE, text=True,
+    procs = [subprocess.Popen([sys.executable, "prepare.py", *map(str, args)], cwd=REPO, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for args in commands]
     results = []
     for args, proc in zip(commands, procs):
@@ -70,12 +67,12 @@ print(json.dumps(results))
 """
 
 
-def run_main(*commands, timeout=120):
+def run_commands(*commands, timeout=120):
     """prepare.main(ARGS) for each ARGS tuple, in ONE subprocess (one torch import: CI has 2 cores) with a
     timeout; what `python prepare.py ARGS` would exit with and print, as (rc, stdout, stderr) each."""
     argvs = [[str(a) for a in args] for args in commands]
     try:
-        proc = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(argvs)], cwd=HERE, text=True,
+        proc = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(argvs)], cwd=REPO, text=True,
                               capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         pytest.fail(f"prepare.main still running after {timeout} s on one of {argvs}")
@@ -154,7 +151,7 @@ def test_extra_column_is_one_line_naming_list_line_and_form(tmp_path):
     with pytest.raises(ValueError, match=re.escape(expected)) as e:
         data.VideoFrameDataset(path, mode="val")
     assert "\n" not in str(e.value)
-    p = subprocess.run([sys.executable, "data.py", "check", path], cwd=HERE, text=True, capture_output=True,
+    p = subprocess.run([sys.executable, "data.py", "check", path], cwd=REPO, text=True, capture_output=True,
                        timeout=120)
     assert p.returncode == 1 and p.stdout.startswith(expected), (p.stdout, p.stderr)
     assert "missing folder" not in p.stdout and "2 videos" in p.stdout.splitlines()[-1]
@@ -168,7 +165,7 @@ def test_cli_undecodable_list_and_bad_flags_one_line(tmp_path):
                                ("check", ok, "--image_tmpl", "img_00001.jpg"))  # used to loop forever
     assert_one_line_error(named, "--image_tmpl", "img_{idx:05d}.jpg")
     assert_one_line_error(no_field, "--image_tmpl", "img_00001.jpg")
-    latin_rc, no_list, bogus, nowhere = run_main(("check", latin), ("check",), ("check", ok, "--bogus"),
+    latin_rc, no_list, bogus, nowhere = run_commands(("check", latin), ("check",), ("check", ok, "--bogus"),
                                                  ("check", tmp_path / "nowhere.txt"))
     assert_one_line_error(latin_rc, f"{latin}:2:", "UTF-8")
     assert_one_line_error(no_list, "list")
@@ -196,7 +193,7 @@ def test_lists_reads_bom_split_files_and_writes_classes_in_classind_order(tmp_pa
     for name in ("trainlist01.txt", "testlist01.txt"):
         (splits / name).write_bytes(b"\xef\xbb\xbf" + (splits / name).read_bytes())
     hmdb_frames, hmdb_splits = fake_hmdb51(tmp_path)
-    ucf, hmdb = run_main(("lists", frames, "--ucf101", splits),
+    ucf, hmdb = run_commands(("lists", frames, "--ucf101", splits),
                          ("lists", hmdb_frames, "--hmdb51", hmdb_splits))
     assert ucf[0] == 0 and "Traceback" not in ucf[2], ucf
     names = prepare.read_class_names(tmp_path / "ucf" / "ucf101_classes.txt")
@@ -232,7 +229,7 @@ def test_lists_errors_one_line_and_nothing_written(tmp_path):
     write_frames(empty / "unrelated_video", 3)
     out = tmp_path / "out"
     out.mkdir()
-    results = run_main(("lists", tmp_path / "no_such_dir", "--ucf101", splits, "--out", out),
+    results = run_commands(("lists", tmp_path / "no_such_dir", "--ucf101", splits, "--out", out),
                        ("lists", empty, "--ucf101", splits, "--out", out),
                        ("lists", frames, "--ucf101", splits, "--out", out, "--image_tmpl", "frame.jpg"),
                        ("lists", frames, "--ucf101", bad_ind, "--out", out),
@@ -265,7 +262,7 @@ def test_extract_errors_one_line(tmp_path):
     pytest.importorskip("av")
     (tmp_path / "videos").mkdir()
     (tmp_path / "videos" / "notes.txt").write_text("not a video")
-    missing, empty = run_main(("extract", tmp_path / "no_videos_here", tmp_path / "f1"),
+    missing, empty = run_commands(("extract", tmp_path / "no_videos_here", tmp_path / "f1"),
                               ("extract", tmp_path / "videos", tmp_path / "f2"))
     assert_one_line_error(missing, "no_videos_here")
     assert_one_line_error(empty, str(tmp_path / "videos"), "no video")
@@ -292,7 +289,7 @@ def run_with_tty_stderr(args, timeout=120):
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ,
                 struct.pack("HHHH", 24, 120, 0, 0))  # a fresh pty is 0 columns wide
-    proc = subprocess.Popen([sys.executable, "prepare.py", *map(str, args)], cwd=HERE,
+    proc = subprocess.Popen([sys.executable, "prepare.py", *map(str, args)], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=slave, stdin=subprocess.DEVNULL)
     os.close(slave)
     chunks, t0 = [], time.time()

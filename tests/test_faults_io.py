@@ -34,6 +34,21 @@ def test_a_frame_read_that_never_returns_ends_the_run_naming_the_file(lists, tmp
     assert "--read_timeout 3" in err and str(folder / video) in err and "img_" in err, err
 
 
+def test_a_video_file_read_that_never_returns_ends_the_run_naming_it(lists, tmp_path):
+    """The same for a listed video file (a three-column line: nothing opens it before training)."""
+    folder = tmp_path / "data"
+    shutil.copytree(Path(lists[0]).parent, folder)
+    os.mkfifo(folder / "stalled.mp4")
+    with open(folder / "train.txt", "a") as f:
+        f.write("stalled.mp4 10 0\n")
+    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "-j", "2", "-b", "9",
+            "--read_timeout", "3", "--epochs", "1", "--output_root", str(tmp_path / "out")]
+    r = run_cli(args, timeout=200)  # a hang would be subprocess.TimeoutExpired
+    err = r.stderr.strip()
+    assert r.returncode == 2 and "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert "--read_timeout 3" in err and str(folder / "stalled.mp4") in err, err
+
+
 class FullDisk(io.FileIO):
     """A file on a disk with `room` bytes left: the write that would pass it raises ENOSPC."""
     room = 0

@@ -11,9 +11,8 @@ import checkpoint
 import data
 import prepare
 import train
-from conftest import ENV, REPO, TINY, run_dir, run_main, weights
+from conftest import ENV, REPO, TINY, cuda, run_dir, run_main, weights
 
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
 GPU = [*TINY[:-1], "cuda"]  # TINY ends with --device cpu
 

@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
-from model import ARCH_SPECS, ARCHS, TV_VIDEO, build_model
+from model import ARCH_SPECS, ARCHS, TV_VIDEO
+from zoo import build_model
 
 
 def random_2d_resnet(name, seed=0):

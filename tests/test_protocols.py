@@ -1,4 +1,4 @@
-"""Evaluation and training protocols (issue 9): the training crop distribution, one resample at full
+"""Evaluation and training protocols: the training crop distribution, one resample at full
 detail, the zoos' test-clip placements and the original project's 10-crop test.
 
 Every reference here is written from the zoo's own source, independently of data.py:
@@ -81,7 +81,7 @@ def test_train_box_distribution_matches_reference_monte_carlo():
         p_col, q_col = cover_ours(k, 1), cover_ref(k, x, rw / W)
         assert abs(p_row - q_row) < tol(q_row), (k, p_row, q_row)
         assert abs(p_col - q_col) < tol(q_col), (k, p_col, q_col)
-    assert 0.17 < cover_ours(10, 0) < 0.23 and 0.05 < cover_ours(10, 1) < 0.10  # the issue's ~19.5% and ~7.5%
+    assert 0.17 < cover_ours(10, 0) < 0.23 and 0.05 < cover_ours(10, 1) < 0.10  # ~19.5% and ~7.5%
     # scale: the box side h = crop * H / S; two-sample Kolmogorov-Smirnov distance, alpha ~ 0.001
     ref_h = np.sort(crop * H / S)
     grid = np.linspace(crop * 0.8 - 1, crop + 1, 400)

@@ -15,8 +15,9 @@ import prepare
 import model as models
 import predict
 import report
+import train
+from conftest import REPO
 
-HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
 NAMES = ["moving right", "moving down", "moving left", "moving up"]
 
 
@@ -144,19 +145,19 @@ def save_checkpoint(path, class_names=NAMES, **override):
 
 
 @pytest.fixture(scope="module")
-def synth(tmp_path_factory):
+def one_folder(tmp_path_factory):
     """A synthetic frame folder: 12 JPEG frames of 64x48 (prepare.make_synth)."""
-    root = tmp_path_factory.mktemp("synth")
+    root = tmp_path_factory.mktemp("one_folder")
     prepare.make_synth(str(root), classes=4, videos=1, frames=12, size=(64, 48))
     return {"root": root, "folder": str(root / "train" / "video_0000")}
 
 
 @pytest.fixture(scope="module")
-def media(synth):
+def media(one_folder):
     """The synthetic frame folder, the same frames as an .avi (PyAV, mpeg4), and a lossless PNG folder of
     the video's decoded frames."""
     av = pytest.importorskip("av")
-    root, folder = synth["root"], synth["root"] / "train" / "video_0000"
+    root, folder = one_folder["root"], one_folder["root"] / "train" / "video_0000"
     video = root / "clip.avi"
     with av.open(str(video), "w") as out:
         stream = out.add_stream("mpeg4", rate=25)
@@ -168,7 +169,8 @@ def media(synth):
                 out.mux(packet)
         for packet in stream.encode():
             out.mux(packet)
-    decoded = predict.decode_video(str(video))
+    n, read = data.open_video(str(video))
+    decoded = read(list(range(n)))  # every frame, as the dataset decodes them
     png = root / "decoded_png"
     png.mkdir()
     for t, f in enumerate(decoded, 1):
@@ -201,27 +203,27 @@ def test_predict_video_equals_its_frames(media, tmp_path, capsys):
     assert video["probs"] == pytest.approx(folder["probs"], abs=1e-6)
 
 
-def test_predict_text_output_names_and_labels(synth, tmp_path, capsys):
+def test_predict_text_output_names_and_labels(one_folder, tmp_path, capsys):
     ckpt = save_checkpoint(tmp_path / "ck.pth")
-    assert predict.main(["--resume", ckpt, synth["folder"], "--device", "cpu"]) == 0
+    assert predict.main(["--resume", ckpt, one_folder["folder"], "--device", "cpu"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith(synth["folder"] + ": 12 frames, 1 views")
+    assert out[0].startswith(one_folder["folder"] + ": 12 frames, 1 views")
     ranks = out[1:]
     assert len(ranks) == 4 and all(any(n in line for n in NAMES) for line in ranks)
     probs = [float(line.split()[-1]) for line in ranks]
     assert probs == sorted(probs, reverse=True) and sum(probs) == pytest.approx(1.0, abs=1e-3)
     # no class names in the checkpoint: label numbers, and a note saying so
     bare = save_checkpoint(tmp_path / "bare.pth", class_names=None)
-    assert predict.main(["--resume", bare, synth["folder"], "--device", "cpu"]) == 0
+    assert predict.main(["--resume", bare, one_folder["folder"], "--device", "cpu"]) == 0
     captured = capsys.readouterr()
     assert "no class names" in captured.err
     assert sorted(line.split()[1] for line in captured.out.splitlines()[1:]) == ["0", "1", "2", "3"]
 
 
 def run_predict(*argv):
-    return subprocess.run([sys.executable, os.path.join(HERE, "train.py"), "predict", *argv,
+    return subprocess.run([sys.executable, str(REPO / "train.py"), "predict", *argv,
                            "--device", "cpu"],
-                          capture_output=True, text=True, timeout=120, cwd=HERE)
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
 
 
 def error_lines(r):
@@ -251,22 +253,27 @@ def test_predict_errors_one_line_exit_2(media, tmp_path, capsys):
         assert len(err.splitlines()) == 1 and name in err and "error:" in err
 
 
-def test_predict_folder_without_frames_and_wrong_weights(synth, tmp_path, capsys):
+def test_predict_folder_without_frames_and_wrong_weights(one_folder, tmp_path, capsys):
     ckpt = save_checkpoint(tmp_path / "ck.pth", image_tmpl="frame{:04d}.jpg")
-    assert predict.main(["--resume", ckpt, synth["folder"], "--device", "cpu"]) == 2
+    assert predict.main(["--resume", ckpt, one_folder["folder"], "--device", "cpu"]) == 2
     assert "no frames named frame0001.jpg" in capsys.readouterr().err
     wrong = save_checkpoint(tmp_path / "wrong.pth")
     ck = torch.load(wrong, weights_only=False)
     ck["args"]["num_classes"], ck["class_names"] = 5, None
     torch.save(ck, wrong)
-    assert predict.main(["--resume", wrong, synth["folder"], "--device", "cpu"]) == 2
+    assert predict.main(["--resume", wrong, one_folder["folder"], "--device", "cpu"]) == 2
     err = capsys.readouterr().err.strip()
     assert "do not load" in err and len(err.splitlines()) == 1
 
 
-def test_decode_video_scales_large_frames_to_new_size(media):
-    full = predict.decode_video(media["video"])
-    small = predict.decode_video(media["video"], short_side=24)  # the checkpoint's new_size in predict
-    assert len(full) == len(small) == 12
-    assert full[0].shape == (48, 64, 3) and small[0].shape == (24, 32, 3) and small[0].dtype == torch.uint8
-    assert predict.decode_video(media["video"], short_side=100)[0].shape == (48, 64, 3)  # never enlarged
+def test_predict_reads_a_video_as_evaluate_does(media, tmp_path):
+    """predict's views of a video file are --evaluate's (train.make_dataset on a list naming the file),
+    larger frames resized by the dataset's own crops: no decoder or resize of its own to drift."""
+    ckpt = save_checkpoint(tmp_path / "ck.pth", new_size=24, crop_size=20)
+    model, a, _ = predict.load_checkpoint(ckpt, "cpu", 2, 3)
+    ds, n = predict.one_video_dataset(media["video"], a)
+    (tmp_path / "val.txt").write_text(f"{media['video']} 12 0\n")
+    want = train.make_dataset(a, str(tmp_path / "val.txt"), "test")[0][0]
+    assert n == 12 and want.shape == (6, 3, 4, 20, 20) and torch.equal(ds[0][0], want)
+    with pytest.raises(predict.PredictError, match="neither a frame folder nor a video file"):
+        predict.one_video_dataset(ckpt, a)

@@ -142,6 +142,19 @@ def test_more_tasks_on_a_node_than_gpus_is_one_line(monkeypatch):
     with pytest.raises(ValueError) as e:
         launch.ranks(True, "cuda")
     one_line_error(str(e.value), "SLURM_LOCALID=1", "sees 1 GPU", "CUDA_VISIBLE_DEVICES=3")
+    # task 0 fits its GPU, but it must not wait for the task that cannot start: the node's count says so
+    for tasks, node, fails in (("2(x2),1", "1", True), ("2,1", "1", False), ("1(x3)", "2", False)):
+        monkeypatch.setattr(os, "environ", srun_env(0, 5, 77, SLURM_STEP_TASKS_PER_NODE=tasks,
+                                                    SLURM_NODEID=node))
+        if fails:
+            with pytest.raises(ValueError, match="2 processes on this node"):
+                launch.ranks(True, "cuda")
+        else:
+            assert launch.ranks(True, "cuda") == (0, 5, 0)
+    monkeypatch.setattr(os, "environ", {**clean_env(), "RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0",
+                                        "LOCAL_WORLD_SIZE": "2"})  # torchrun --nproc_per_node=2, one GPU
+    with pytest.raises(ValueError, match="2 processes on this node .LOCAL_RANK=0."):
+        launch.ranks(True, "cuda")
 
 
 def test_torchrun_inside_a_slurm_job_wins_and_srun_derives_the_rendezvous(monkeypatch):

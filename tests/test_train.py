@@ -20,7 +20,7 @@ import torch
 import checkpoint
 import data
 import train
-from conftest import ENV, REPO, TINY, logs, one_line_error, run_cli, run_dir, run_main, weights
+from conftest import ENV, REPO, TINY, cuda, logs, one_line_error, run_cli, run_dir, run_main, weights
 
 
 # ---- the lr schedule: a function of (flags, step) --------------------------------------------------
@@ -516,7 +516,6 @@ def test_tensorboard_writes_events(lists, tmp_path):
 
 
 # ---- GPU: run where CUDA is present (skipped on CPU CI) --------------------------------------------
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
 @cuda

@@ -264,7 +264,7 @@ def test_decode_device_cuda_decodes_videos_on_the_gpu(made, tmp_path, mode):
 
 
 # ---- train.py ----------------------------------------------------------------------------------
-TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_size", "64",
+VIDEO_TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_size", "64",
         "--crop_size", "48",
         "-b", "2", "--lr", "0.01", "--dro", "0", "-j", "2", "-p", "1", "--device", "cpu", "--epochs", "1"]
 
@@ -283,8 +283,8 @@ def test_train_and_evaluate_from_video_files(made, bad, tmp_path, decoder, capsy
              f"{made['vfr.mkv'][0]} 75 1", f"{bad['truncated.mp4']} 75 0", f"{made['start_offset.mp4'][0]} 1"]
     (tmp_path / "train.txt").write_text("\n".join(lines) + "\n")
     (tmp_path / "val.txt").write_text("\n".join(lines[:4]) + "\n")
-    args = ["ucf101", str(tmp_path / "train.txt"), str(tmp_path / "val.txt"), *TINY, "--num_classes", "2",
-            "--video_decoder", decoder, "--output_root", str(tmp_path / "out")]
+    args = ["ucf101", str(tmp_path / "train.txt"), str(tmp_path / "val.txt"), *VIDEO_TINY,
+            "--num_classes", "2", "--video_decoder", decoder, "--output_root", str(tmp_path / "out")]
     train.main(train.parse_args(args))
     out = capsys.readouterr()
     assert f"video files: decoded with {decoder} (AVI files: pyav; --video_decoder)" in out.out

@@ -16,7 +16,8 @@ import torch.nn as nn
 
 import model as models
 import zoo
-from model import ARCH_SPECS, ArchSpec, Bottleneck3D, build_model
+from model import ARCH_SPECS, ArchSpec, Bottleneck3D
+from zoo import build_model
 
 KINETICS = {"mean": (0.45, 0.45, 0.45), "std": (0.225, 0.225, 0.225)}
 IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
@@ -274,7 +275,7 @@ def test_kinetics400_offline_says_where_to_put_the_file(tmp_path, monkeypatch, n
     assert calls == [url] and m.pretrained_info == {"format": "pytorchvideo", **KINETICS}
 
 
-# ---- issue 11: named specs, init a block can rely on ---------------------------------------------------
+# ---- named specs, init a block can rely on ---------------------------------------------------------------
 
 class ZeroInitBottleneck(Bottleneck3D):
     """A forked block with its own init: last BN zeroed (Goyal et al.), conv2 a constant."""
