@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -102,6 +103,20 @@ def one_line_error(capsys_or_text, *needles, code=2, exc=None):
 
 
 # ---- data on disk ----------------------------------------------------------------------------------
+def copy_lists(lists, tmp_path):
+    """A copy of the `lists` fixture's data to spoil, in tmp_path/data: (folder, its first train video)."""
+    folder = tmp_path / "data"
+    shutil.copytree(Path(lists[0]).parent, folder)
+    return folder, (folder / "train.txt").read_text().split()[0]
+
+
+def spoil_frames(folder, video):
+    """Frames 2..9 of `video` undecodable; 1 and 10 stay fine: the early folder check passes, the clip
+    does not."""
+    for k in range(2, 10):
+        (folder / video / f"img_{k:05d}.jpg").write_bytes(b"garbage")
+
+
 def write_list(path, lines):
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path

@@ -1,10 +1,8 @@
 # ruff: noqa: F811 -- the `lists` fixture is imported from test_train, then taken as an argument
 """I/O faults: a read that never returns, a disk that fills mid-save, bad videos across a resume and ranks."""
-from pathlib import Path
 import errno
 import io
 import os
-import shutil
 import tempfile
 
 import pytest
@@ -14,14 +12,12 @@ import torch.multiprocessing as mp
 
 import checkpoint
 import train
-from conftest import TINY, run_cli, run_dir, run_main
+from conftest import TINY, copy_lists, run_cli, run_dir, run_main, spoil_frames
 
 
 @pytest.mark.parametrize("workers", ["0", "2"])
 def test_a_frame_read_that_never_returns_ends_the_run_naming_the_file(lists, tmp_path, workers):
-    folder = tmp_path / "data"
-    shutil.copytree(Path(lists[0]).parent, folder)
-    video = (folder / "train.txt").read_text().split()[0]
+    folder, video = copy_lists(lists, tmp_path)
     for k in range(1, 11):  # every frame a FIFO with no writer: open() blocks forever
         frame = folder / video / f"img_{k:05d}.jpg"
         frame.unlink()
@@ -36,8 +32,7 @@ def test_a_frame_read_that_never_returns_ends_the_run_naming_the_file(lists, tmp
 
 def test_a_video_file_read_that_never_returns_ends_the_run_naming_it(lists, tmp_path):
     """The same for a listed video file (a three-column line: nothing opens it before training)."""
-    folder = tmp_path / "data"
-    shutil.copytree(Path(lists[0]).parent, folder)
+    folder, _ = copy_lists(lists, tmp_path)
     os.mkfifo(folder / "stalled.mp4")
     with open(folder / "train.txt", "a") as f:
         f.write("stalled.mp4 10 0\n")
@@ -88,11 +83,8 @@ def test_disk_filling_at_any_point_of_a_save_is_one_line_and_resume_auto_works(l
 
 
 def test_bad_videos_seen_survive_a_resume_and_are_not_reported_again(lists, tmp_path, capsys):
-    folder = tmp_path / "data"
-    shutil.copytree(Path(lists[0]).parent, folder)
-    bad_video = (folder / "train.txt").read_text().split()[0]
-    for k in range(2, 10):  # frames 1 and 10 stay fine: the early folder check passes, the clip does not
-        (folder / bad_video / f"img_{k:05d}.jpg").write_bytes(b"garbage")
+    folder, bad_video = copy_lists(lists, tmp_path)
+    spoil_frames(folder, bad_video)
     args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY,
             "--output_root", str(tmp_path)]
     run_main([*args, "--epochs", "1"])

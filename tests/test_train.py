@@ -20,7 +20,8 @@ import torch
 import checkpoint
 import data
 import train
-from conftest import ENV, REPO, TINY, cuda, logs, one_line_error, run_cli, run_dir, run_main, weights
+from conftest import (ENV, REPO, TINY, copy_lists, cuda, logs, one_line_error, run_cli, run_dir, run_main,
+                      spoil_frames, weights)
 
 
 # ---- the lr schedule: a function of (flags, step) --------------------------------------------------
@@ -189,11 +190,8 @@ def test_bad_resume_files_are_one_line(lists, tmp_path, capsys, kind):
 
 
 def test_bad_training_video_is_replaced_reported_once_and_limited(lists, tmp_path, capsys):
-    folder = tmp_path / "data"
-    shutil.copytree(Path(lists[0]).parent, folder)
-    bad_video = (folder / "train.txt").read_text().split()[0]
-    for k in range(2, 10):  # frames 1 and 10 stay fine: the early folder check passes, the clip does not
-        (folder / bad_video / f"img_{k:05d}.jpg").write_bytes(b"garbage")
+    folder, bad_video = copy_lists(lists, tmp_path)
+    spoil_frames(folder, bad_video)
     args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "-b", "2",
             "--iter_size", "2"]
     run_main([*args, "--epochs", "2", "--output_root", str(tmp_path / "a")])
@@ -445,8 +443,7 @@ def test_process_group_sigterm_with_workers_saves(lists, tmp_path):
 
 def test_ddp_rank_failure_ends_every_rank(lists, tmp_path):
     # 2 ranks evaluate; the bad video is in rank 1's shard only. Both must end, non-zero, with the message.
-    folder = tmp_path / "copy"
-    shutil.copytree(Path(lists[0]).parent, folder)
+    folder, _ = copy_lists(lists, tmp_path)
     args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "--epochs", "1",
             "--output_root", str(tmp_path)]
     assert run_cli(args).returncode == 0
@@ -463,8 +460,7 @@ def test_ddp_rank_failure_ends_every_rank(lists, tmp_path):
 # ---- results people can read: names, per-class report, pictures; exact under DDP -------------------
 def test_ddp_validation_and_per_class_report_are_exact(lists, tmp_path):
     from PIL import Image
-    folder = tmp_path / "data"
-    shutil.copytree(Path(lists[0]).parent, folder)
+    folder, _ = copy_lists(lists, tmp_path)
     names = [f"class_{i}" for i in range(101)]
     (folder / "ucf101_classes.txt").write_text("\n".join(names) + "\n")  # found beside the train list
     args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "--epochs", "1", "-b", "2"]
