@@ -449,9 +449,9 @@ def collate(batch):
 
 
 # ---- decoding: files -> uint8 frames -------------------------------------------------------------
-def read_encoded(path):
-    """A file's bytes as a 1-D uint8 tensor: what the decoders take (OSError if missing)."""
-    return torch.from_numpy(np.fromfile(path, dtype=np.uint8))
+def read_encoded(path, count=-1):
+    """A file's bytes (the first `count`; -1: all) as a 1-D uint8 tensor, what decoders take; OSError."""
+    return torch.from_numpy(np.fromfile(path, dtype=np.uint8, count=count))
 
 
 def is_jpeg(data):
@@ -628,7 +628,7 @@ class ReadTimeout(BadVideo):
         return ReadTimeout, ((self.video, self.path, self.reason) if self.path is not None else (str(self),))
 
 
-def read_files(video, paths, timeout=None):
+def read_files(video, paths, timeout=None, count=-1):
     """Each path's bytes (read_encoded), or the OSError its read raised. timeout (s): the reads run in a
     daemon thread; one still blocked after `timeout` raises ReadTimeout naming its file (an open() or
     read() cannot be interrupted, and a hang would stop every worker of the run silently)."""
@@ -637,7 +637,7 @@ def read_files(video, paths, timeout=None):
     def work():
         for path in paths:
             try:
-                out.append(read_encoded(path))
+                out.append(read_encoded(path, count))
             except OSError as e:
                 out.append(e)
     if not timeout:
@@ -709,9 +709,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     def load_frames(self, video, numbers):
         """Decode frames `numbers` of `video` (decode_frame) -> list of uint8 (H, W, 3) tensors.
         Any failure is a BadVideo naming the frame, the reason, the video and its list line."""
-        if is_video_file(video.path):  # its bytes, read as frames are (a stalled read ends at read_timeout)
-            blob = read_files(video, [video.path], self.read_timeout)[0]
-            return self.read_video(video, numbers, None if isinstance(blob, OSError) else blob)
+        if is_video_file(video.path):  # a first read as frames get (a FIFO, a dead mount: read_timeout)
+            read_files(video, [video.path], self.read_timeout, count=12)  # then the decoder reads the file
+            return self.read_video(video, numbers)
         frames, paths = [], [self.frame_path(video, int(i)) for i in numbers]
         for path, blob in zip(paths, read_files(video, paths, self.read_timeout)):
             try:

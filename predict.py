@@ -62,8 +62,9 @@ def one_video_dataset(source, args):
     resize of --evaluate, whatever a fork changes there."""
     path = os.path.abspath(source)
     if os.path.isdir(path):
-        line = f"{path} {prepare.count_frames(path, args.image_tmpl)} 0"
-        if line.endswith(" 0 0"):
+        num_frames = prepare.count_frames(path, args.image_tmpl)
+        line = f"{path} {num_frames} 0"
+        if num_frames == 0:
             raise PredictError(f"no frames named {args.image_tmpl.format(1)} ({args.image_tmpl}) in {source}")
     elif data.is_video_file(path):
         line = f"{path} 0"  # mmaction2's `<video> <label>`: the dataset counts its frames
@@ -87,9 +88,10 @@ def predict_one(model, source, args, batch=8):
     ds, num_frames = one_video_dataset(source, args)
     try:
         views = ds[0][0]  # uint8 (V, 3, T, crop, crop); ds[0] is (clip, label, info)
-    except data.BadVideo as e:
+    except (OSError, RuntimeError, data.BadVideo) as e:
         what = "cannot decode video" if data.is_video_file(source) else "cannot read"
-        raise PredictError(f"{what} {source}: {e.reason or e}") from None
+        why = getattr(e, "reason", None) or str(e).splitlines()[0]  # BadVideo's reason: no temp list in it
+        raise PredictError(f"{what} {source}: {why}") from None
     assert views.shape[0] == args.test_clips * args.test_crops, views.shape
     mean, std = tuple(args.mean or data.MEAN), tuple(args.std or data.STD)
     probs = []

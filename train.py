@@ -159,7 +159,7 @@ def get_args_parser():
     p.add_argument("--run_name", help="run folder (default: from dataset, arch, clip, dropout)")
     p.add_argument("--image_tmpl", default="img_{:05d}.jpg", help="frame file name, .format(number)")
     p.add_argument("--data_root", help="folder frame_dirs are relative to (default: each list's folder)")
-    p.add_argument("--read_timeout", default=600, type=nonnegative, help="s a frame read may take, 0: any")
+    p.add_argument("--read_timeout", default=600, type=nonnegative, help="s a file read may take, 0: any")
     p.add_argument("--max_bad_videos", default=100, type=natural, help="bad videos replaced before a stop")
     p.add_argument("--decode_device", default="cpu", choices=["cpu", "cuda"], help="JPEGs: loader or nvJPEG")
     p.add_argument("--video_decoder", default="auto", choices=data.VIDEO_DECODERS, help="video files: auto = "

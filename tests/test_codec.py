@@ -298,7 +298,7 @@ def decoded_paths(monkeypatch, fn):
     """The frame files read for decoding (data.read_encoded: the loader's reads and decode_frame's own)
     while fn() runs."""
     seen, real = [], data.read_encoded
-    monkeypatch.setattr(data, "read_encoded", lambda path: seen.append(path) or real(path))
+    monkeypatch.setattr(data, "read_encoded", lambda path, count=-1: seen.append(path) or real(path, count))
     fn()
     monkeypatch.setattr(data, "read_encoded", real)
     return seen
