@@ -49,6 +49,25 @@ def index_sets(n, rng):
 
 
 @pytest.mark.parametrize("decoder", DECODERS)
+def test_webm_and_mov_named_relative_to_data_root(decoder, tmp_path):
+    """The other listed containers, .webm (VP9) and .mov (h264 starting at 2.5 s), in a list whose paths
+    are relative to --data_root, not to the list's folder: val and test clips are the sequential decode's."""
+    root, lists = tmp_path / "videos", tmp_path / "lists"
+    root.mkdir(), lists.mkdir()
+    paths = {name: make(str(root / name)) for name, make in (("a.webm", videos.vp9_webm),
+                                                             ("b.mov", videos.start_offset))}
+    seqs = [videos.sequential(paths[name]) for name in ("a.webm", "b.mov")]
+    (lists / "l.txt").write_text(f"a.webm 1\nb.mov {len(seqs[1])} 0\n")  # two- and three-column lines
+    for mode, views in (("val", {}), ("test", dict(num_clips=2, num_crops=3))):
+        kw = dict(root=str(root), mode=mode, video_decoder=decoder, **SIZES, **views)
+        ds, ref = data.VideoFrameDataset(lists / "l.txt", **kw), data.VideoFrameDataset(lists / "l.txt", **kw)
+        assert [v.num_frames for v in ds.videos] == [len(s) for s in seqs]
+        for i, seq in enumerate(seqs):
+            ref.load_frames = sequential_reader(seq)
+            assert torch.equal(ds[i][0], ref[i][0]), (mode, i)
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
 @pytest.mark.parametrize("name", sorted(videos.TRAPS))
 def test_every_frame_is_the_sequential_decodes(name, decoder, made):
     path, seq = made[name]

@@ -118,6 +118,12 @@ def edit_list(path):
     return _encode(path, "libx264", range(-3, FRAMES - 3), {"bf": "2", "g": "20", "crf": "18"})
 
 
+def vp9_webm(path):
+    """VP9 in WebM, as Something-Something v2 ships its videos."""
+    return _encode(path, "libvpx-vp9", range(FRAMES), {"g": "20", "crf": "30", "b": "0",
+                                                       "deadline": "realtime"})
+
+
 def h264_avi(path):
     """h264 with B-frames in AVI: AVI stores no presentation timestamps, FFmpeg's guesses are wrong."""
     return _encode(path, "libx264", range(FRAMES), {"bf": "2", "g": "12", "crf": "18"})
