@@ -159,7 +159,8 @@ def append_log(rt, log):
 
 # Flags that change what an evaluation scores (besides clips, crops and --test_sampling, named in full).
 RESULT_FLAGS = ("arch", "num_classes", "val_list", "data_root", "image_tmpl", "t_length", "t_stride",
-                "new_size", "crop_size", "amp", "channels_last", "decode_device")
+                "new_size", "crop_size", "amp", "channels_last", "decode_device", "mode",
+                "num_segments", "shift")
 
 
 def evaluation_files(args, rt):
@@ -259,7 +260,8 @@ def auto_checkpoint(run_dir):
 
 def check_resume_flags(args, path, saved, mid_epoch):
     """Flags a run cannot change. --epochs, --lr_steps, --warmup, --lr can: the schedule follows them."""
-    fixed = ["arch", "num_classes"] + ([] if args.evaluate else ["t_length", "t_stride", "crop_size"])
+    fixed = ["arch", "num_classes", "mode", "shift"] + (
+        [] if args.evaluate else ["t_length", "t_stride", "crop_size", "num_segments"])
     for key in fixed:
         if key in saved and saved[key] != getattr(args, key):
             fail(f"--resume {path} was trained with --{key} {saved[key]}, not {getattr(args, key)}")

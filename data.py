@@ -180,7 +180,7 @@ PLACEMENTS = ("ours", "pyslowfast", "mmaction2")  # where test clips go: see sam
 
 
 def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, start_index=1,
-                   placement="ours"):
+                   placement="ours", num_segments=1):
     """Frame numbers of the clip(s) to read: int64 array (num_clips, t_length).
     A clip is t_length frames, t_stride apart, spanning (t_length - 1) * t_stride + 1 frames.
     - train: a uniformly random start (from `rng`, a numpy Generator); num_clips independent clips.
@@ -191,21 +191,23 @@ def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, 
     is too long, the clip is every frame followed by repeats of the last. Frame numbers never leave
     [start_index, start_index + num_frames - 1].
     `placement` picks another zoo's val/test clips instead (train clips are always ours): "pyslowfast"
-    (`_pyslowfast_clips`) or "mmaction2" (`_mmaction2_clips`); their short-video rules are theirs."""
+    (`_pyslowfast_clips`) or "mmaction2" (`_mmaction2_clips`); their short-video rules are theirs.
+    num_segments > 1 (TSN / TSM): one snippet of t_length frames per segment, see `segment_indices`;
+    then a clip is (num_segments * t_length) frames, the snippets one after the other."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if placement not in PLACEMENTS:
         raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
     if mode == "val" and num_clips != 1:
         raise ValueError("val mode samples one clip; use mode='test' for num_clips > 1")
+    if num_segments > 1:
+        return segment_indices(num_frames, t_length, t_stride, mode, num_clips, rng, placement,
+                               num_segments) + start_index
     if mode != "train" and placement != "ours":
         clips = (_pyslowfast_clips if placement == "pyslowfast" else _mmaction2_clips)(
             num_frames, t_length, t_stride, num_clips)
         return clips.astype(np.int64) + start_index
-    stride = t_stride
-    if (t_length - 1) * stride + 1 > num_frames:
-        stride = max(1, (num_frames - 1) // max(1, t_length - 1))
-    offsets = np.arange(t_length) * stride
+    offsets = _offsets(num_frames, t_length, t_stride)
     room = max(0, num_frames - offsets[-1] - 1)  # possible starts: 0 .. room
     if mode == "train":
         if rng is None:
@@ -217,6 +219,47 @@ def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, 
         starts = np.round(np.linspace(0, room, num_clips)) if num_clips > 1 else np.array([room // 2])
     idx = np.minimum(starts.astype(np.int64)[:, None] + offsets[None, :], num_frames - 1)
     return idx + start_index
+
+
+def _offsets(num_frames, t_length, t_stride):
+    """A clip's frame offsets; short videos: the largest stride <= t_stride whose span fits, at least 1."""
+    stride = t_stride
+    if (t_length - 1) * stride + 1 > num_frames:
+        stride = max(1, (num_frames - 1) // max(1, t_length - 1))
+    return np.arange(t_length) * stride
+
+
+def segment_indices(num_frames, t_length, t_stride, mode, num_clips, rng, placement, num_segments):
+    """TSN's sparse sampling (Wang et al. 2016, Sec. 3.1): the snippets' possible starts (0 .. room - 1,
+    room = frames left for a snippet's start; its stride shrinks on short videos as a clip's does) split
+    into N = num_segments equal segments, segment k = starts [floor(k * room / N), floor((k + 1) * room /
+    N)), at least one start each (a video shorter than N snippets repeats frames). 0-based
+    (num_clips, N * t_length), snippet-major.
+    - train: a uniformly random start inside each segment (N independent draws).
+    - val / test: view j of num_clips at fraction (j + 1/2) / num_clips of every segment: one view is
+      the segment centres, int(room / N * (k + 1/2)): TSN's test sampling (tsn-pytorch dataset.py,
+      _get_test_indices), so its 25-snippet test is --num_segments 25 with one view.
+    - placement "mmaction2" / "pyslowfast": that zoo's num_clips * N test clips of t_length frames
+      (mmaction2's 2D test is SampleFrames(clip_len=1, frame_interval=1, num_clips=N, test_mode=True)),
+      view j taking clips j, j + num_clips, ...: every view spans the video."""
+    if mode != "train" and placement != "ours":
+        clips = (_pyslowfast_clips if placement == "pyslowfast" else _mmaction2_clips)(
+            num_frames, t_length, t_stride, num_clips * num_segments)
+        return clips.reshape(num_segments, num_clips, t_length).transpose(1, 0, 2).reshape(num_clips, -1)
+    offsets = _offsets(num_frames, t_length, t_stride)
+    room = max(1, num_frames - int(offsets[-1]))  # starts 0 .. room - 1
+    k = np.arange(num_segments)
+    lo = k * room // num_segments
+    if mode == "train":
+        if rng is None:
+            raise ValueError("train sampling needs rng (a numpy Generator)")
+        hi = np.maximum((k + 1) * room // num_segments, lo + 1)
+        starts = rng.integers(lo, hi)[None, :]  # (1, N); train draws one view
+    else:
+        views = (np.arange(num_clips)[:, None] + 0.5) / num_clips  # (V, 1)
+        starts = np.minimum((room / num_segments * (k[None, :] + views)).astype(np.int64), room - 1)
+    idx = np.minimum(starts[..., None] + offsets, num_frames - 1)  # (V, N, t_length)
+    return idx.reshape(idx.shape[0], -1).astype(np.int64)
 
 
 def _pyslowfast_clips(num_frames, t_length, t_stride, num_clips):
@@ -299,6 +342,25 @@ def train_box(height, width, new_size, crop_size, rng):
     y, x = int(rng.integers(0, rh - crop_size + 1)), int(rng.integers(0, rw - crop_size + 1))
     sy, sx = height / rh, width / rw  # rescaled -> original pixels
     return (y * sy, x * sx, crop_size * sy, crop_size * sx)
+
+
+MULTISCALE = (1, 0.875, 0.75, 0.66)  # TSN's GroupMultiScaleCrop scales of the short side
+TRAIN_CROPS = ("jitter", "multiscale")  # train_box, multiscale_box
+
+
+def multiscale_box(height, width, new_size, crop_size, rng):
+    """TSN's training crop (tsn-pytorch transforms.py GroupMultiScaleCrop, fix_crop with the 5 corner /
+    centre offsets; mmaction2 MultiScaleCrop(scales=(1, .875, .75, .66), max_wh_scale_gap=1,
+    random_crop=False)) as a `train_box` box in ORIGINAL pixels: crop height and width each a scale of
+    the short side, at most one step apart in the list, at one of 5 places (corners, centre), then
+    resized to crop_size x crop_size (aspect not kept). Scale-free: the box is the same fraction of the
+    frame whatever its size, so new_size plays no part."""
+    sizes = [int(min(height, width) * s) for s in MULTISCALE]
+    pairs = [(h, w) for i, h in enumerate(sizes) for j, w in enumerate(sizes) if abs(i - j) <= 1]
+    h, w = pairs[int(rng.integers(len(pairs)))]
+    dy, dx = (height - h) // 4, (width - w) // 4
+    y, x = ((0, 0), (0, 4), (4, 0), (4, 4), (2, 2))[int(rng.integers(5))]
+    return (float(y * dy), float(x * dx), float(h), float(w))
 
 
 IDENTITY_BOX = (0.0, 0.0, 1.0, 1.0)  # box (y0, x0, h, w) in fractions of the shipped window: all of it
@@ -669,7 +731,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     def __init__(self, list_file, root=None, image_tmpl="img_{:05d}.jpg", t_length=16, t_stride=4,
                  mode="train", new_size=256, crop_size=224, num_clips=1, num_crops=1, flip=True,
                  start_index=1, num_classes=None, seed=0, test_sampling="ours", encoded=False,
-                 video_decoder="auto", read_timeout=None, finish_crop=False):
+                 video_decoder="auto", read_timeout=None, finish_crop=False, num_segments=1,
+                 train_crop="jitter"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode != "test" and (num_clips, num_crops) != (1, 1):
@@ -679,6 +742,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         if num_crops == 10 and not flip:  # half its views are mirror images: a label naming a direction lies
             raise ValueError("--test_crops 10 mirrors half of its views, but flips are off here (--no_flip, "
                              "or a dataset whose labels name a direction): use --test_crops 3 or 1")
+        if train_crop not in TRAIN_CROPS or num_segments < 1:
+            raise ValueError(f"need train_crop in {TRAIN_CROPS} and num_segments >= 1, got {train_crop!r}, "
+                             f"{num_segments}")
         if test_sampling not in PLACEMENTS:
             raise ValueError(f"test_sampling must be one of {PLACEMENTS}, got {test_sampling!r}")
         if t_length < 1 or t_stride < 1:
@@ -690,6 +756,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         self.t_length, self.t_stride, self.new_size, self.crop_size = t_length, t_stride, new_size, crop_size
         self.num_clips, self.num_crops, self.flip, self.start_index = num_clips, num_crops, flip, start_index
         self.seed, self.epoch, self.test_sampling = seed, 0, test_sampling
+        self.num_segments, self.train_crop = num_segments, train_crop  # TSN: a snippet per segment
         self.read_timeout = read_timeout  # s; None: no limit (see read_files)
         self.encoded = encoded  # --decode_device: items are EncodedClips, decode_batch decodes them
         self.finish_crop = finish_crop  # a CPU model: finish_box here, uint8 (crop_resize: ~20x the time)
@@ -821,13 +888,14 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             self.read_video(video, [])
         clips = sample_indices(video.num_frames, self.t_length, self.t_stride, self.mode,
                                self.num_clips if self.mode == "test" else 1, rng, self.start_index,
-                               self.test_sampling)
+                               self.test_sampling, self.num_segments)
         numbers, inverse = np.unique(clips, return_inverse=True)  # decode each frame once
         frames = (read or self.load_frames)(video, numbers)
         H, W, _ = frames[0].shape
         info = {}
         if self.mode == "train":  # draws: frames, box, flip -- in this order
-            box = train_box(H, W, self.new_size, self.crop_size, rng)
+            box = (multiscale_box if self.train_crop == "multiscale" else train_box)(
+                H, W, self.new_size, self.crop_size, rng)  # one box for every frame (snippet) of the clip
             crop, box = ((finish_box(frames, box, self.crop_size), IDENTITY_BOX) if self.finish_crop
                          else train_crop(frames, box, self.crop_size))
             if self.flip and rng.random() < 0.5:  # mirror W, and the box
@@ -842,7 +910,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         for x in views:  # (N, c, c, 3)
             if not np.array_equal(numbers, clips.reshape(-1)):  # back to clip order: test clips interleave
                 x = x[torch.from_numpy(inverse.reshape(-1))]  # or overlap, short videos repeat frames
-            out.append(x.reshape(clips.shape[0], self.t_length, *x.shape[1:]))  # (clips, T, c, c, 3)
+            out.append(x.reshape(*clips.shape, *x.shape[1:]))  # (clips, T, c, c, 3); TSN: T = N x t_length
         x = out[0].unsqueeze(1) if len(out) == 1 else torch.stack(out, 1)  # (clips, crops, T, c, c, 3)
         # (V, 3, T, c, c) as a VIEW of the decoder's interleaved memory: no de-interleaving copy here
         # (`collate` keeps it that way; .contiguous() if you need planar memory).

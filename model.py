@@ -140,7 +140,14 @@ ARCH_SPECS = {
 # clips work, small ones fail inside torch). We do not re-check these limits.
 TV_VIDEO = ("r3d_18", "mc3_18", "r2plus1d_18", "s3d", "mvit_v1_b", "mvit_v2_s",
             "swin3d_t", "swin3d_s", "swin3d_b")
-ARCHS = tuple(ARCH_SPECS) + TV_VIDEO
+# torchvision's 2D ImageNet networks, under torchvision's own names and parameter names (so --pretrained
+# imagenet loads its files as they are): ResNet (block, blocks per stage) as torchvision.models.resnetNN.
+RESNET_2D = {"resnet18": (torchvision.models.resnet.BasicBlock, (2, 2, 2, 2)),
+             "resnet34": (torchvision.models.resnet.BasicBlock, (3, 4, 6, 3)),
+             "resnet50": (torchvision.models.resnet.Bottleneck, (3, 4, 6, 3)),
+             "resnet101": (torchvision.models.resnet.Bottleneck, (3, 4, 23, 3))}
+ARCHS_2D = tuple(RESNET_2D) + ("mobilenet_v2",)
+ARCHS = tuple(ARCH_SPECS) + TV_VIDEO + ARCHS_2D
 
 
 def min_frames(spec):
@@ -259,6 +266,88 @@ def copy_weights(model, state, inflate):
     return inflated, copied, skipped
 
 
+# ---- TSN and TSM: 2D networks over sparse segments ---------------------------------------------------
+
+
+class Consensus:
+    """TSN's average consensus (Wang et al. 2016, "segmental consensus" with g = average): a clip batch
+    (B, C, N * L, H, W) of N snippets of L frames each is run snippet by snippet through the network,
+    as a batch of B * N snippets, and the N snippets' logits are averaged (before any softmax). A mixin
+    before the network's class: it reshapes, the network's own forward computes. `snippet` = L for a 3D
+    network; 1 for a 2D one (every frame is an image, a 2D snippet of L frames is L segments)."""
+    snippet = 1
+    frames = None  # TSM: the frames per clip its shift expects (set by add_shift); None: any
+
+    def forward(self, x):
+        B, C, T, H, W = x.shape
+        L = self.snippet
+        if T % L or (self.frames is not None and T != self.frames):
+            raise ValueError(f"{self.arch}: got {T} frames per clip; this model takes "
+                             f"{self.frames or f'a multiple of {L}'} (--num_segments x --t_length)")
+        N = T // L
+        x = x.reshape(B, C, N, L, H, W).transpose(1, 2).reshape(B * N, C, L, H, W)  # (B*N, C, L, H, W)
+        logits = super().forward(x if isinstance(self, ResNet3D) else x[:, :, 0])  # 2D: (B*N, C, H, W)
+        return logits.view(B, N, -1).mean(1)  # (B, num_classes)
+
+
+class SegmentResNet2D(Consensus, torchvision.models.ResNet):
+    """torchvision's ResNet, segment by segment; dropout before fc (TSN's), in the weightless avgpool."""
+
+    def __init__(self, arch, num_classes, dropout=0.0):
+        block, layers = RESNET_2D[arch]
+        super().__init__(block, list(layers), num_classes=num_classes)
+        self.avgpool = nn.Sequential(self.avgpool, nn.Dropout(dropout))
+
+
+class SegmentMobileNetV2(Consensus, torchvision.models.MobileNetV2):
+    """torchvision's MobileNetV2 (its `dropout` is the head's), segment by segment."""
+
+
+class SegmentResNet3D(Consensus, ResNet3D):
+    """A ResNet-3D clip by clip: TSN mode with a 3D arch (the original's dense segments)."""
+
+
+def temporal_shift(x, frames, div):
+    """TSM's shift (Lin, Gan, Han. TSM: Temporal Shift Module for Efficient Video Understanding, ICCV
+    2019; mit-han-lab/temporal-shift-module ops/temporal_shift.py): x (B * T, C, H, W), T = frames per
+    clip; channels [0, C/div) take the next frame's values, [C/div, 2C/div) the previous frame's, the
+    rest stay; zeros enter at the ends. No parameters, no multiplies."""
+    BT, C, H, W = x.shape
+    x = x.view(BT // frames, frames, C, H, W)
+    fold = C // div
+    pad = x.new_zeros(x.shape[0], 1, fold, H, W)
+    back = torch.cat((x[:, 1:, :fold], pad), 1)  # frame t sees t + 1
+    forward = torch.cat((pad, x[:, :-1, fold:2 * fold]), 1)  # frame t sees t - 1
+    return torch.cat((back, forward, x[:, :, 2 * fold:]), 2).view(BT, C, H, W)
+
+
+class ShiftConv2d(nn.Conv2d):
+    """A residual block's conv1 with TSM's shift on its input ("residual shift": the block's identity
+    path is taken before conv1, so only the residual branch sees shifted channels). Subclassing the conv
+    keeps its parameter names (layerS.I.conv1.weight): torchvision's ImageNet files load as they are."""
+
+    def __init__(self, conv, frames, div):
+        super().__init__(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
+                         conv.dilation, conv.groups, conv.bias is not None)
+        self.load_state_dict(conv.state_dict())
+        self.frames, self.div = frames, div
+
+    def forward(self, x):
+        return super().forward(temporal_shift(x, self.frames, self.div))
+
+
+def add_shift(model, frames, div):
+    """TSM on a 2D ResNet: every residual block's conv1 shifts 1/div of its channels each way over the
+    `frames` frames of a clip (mmaction2 ResNetTSM shift_place='blockres', shift_div=8)."""
+    if not isinstance(model, SegmentResNet2D):
+        raise ValueError(f"--shift needs a 2D ResNet arch ({', '.join(RESNET_2D)}), not {model.arch}")
+    for block in model.modules():
+        if isinstance(block, (torchvision.models.resnet.BasicBlock, torchvision.models.resnet.Bottleneck)):
+            block.conv1 = ShiftConv2d(block.conv1, frames, div)
+    model.frames = frames
+    return model
+
+
 HEAD = ("fc.", "head.", "classifier.")  # classifiers: ours and torchvision's r3d..., swin3d/mvit, s3d
 
 
@@ -272,10 +361,24 @@ def strip_prefixes(state_dict):
     return out
 
 
-def build_model(arch, num_classes, dropout=0.0):
+def build_model(arch, num_classes, dropout=0.0, mode="3D", t_length=1, num_segments=1, shift=0):
     """An arch from ARCHS with a `num_classes` head, randomly initialised (zoo.build_model adds weights:
-    it sets `pretrained_info`, None here, to the normalisation they expect)."""
-    if arch in ARCH_SPECS:
+    it sets `pretrained_info`, None here, to the normalisation they expect). mode "TSN" / "2D": the
+    arch segment by segment (Consensus), snippets of t_length frames; shift > 0: TSM with 1/shift of
+    the channels shifted each way over the num_segments * t_length frames of a clip."""
+    if (mode == "3D" and arch in ARCHS_2D) or (mode != "3D" and arch in TV_VIDEO) or (
+            mode == "2D" and arch not in ARCHS_2D):
+        takes = {"3D": "a 3D arch", "2D": f"a 2D arch ({', '.join(ARCHS_2D)})",
+                 "TSN": "a 2D arch or a resnet*_3d one"}.get(mode, mode)
+        raise ValueError(f"--mode {mode} takes {takes}, not --arch {arch}")
+    if mode != "3D" and arch in ARCH_SPECS:
+        model = SegmentResNet3D(arch, num_classes, dropout)
+        model.snippet = t_length
+    elif arch in RESNET_2D:
+        model = SegmentResNet2D(arch, num_classes, dropout)
+    elif arch == "mobilenet_v2":
+        model = SegmentMobileNetV2(num_classes=num_classes, dropout=dropout)
+    elif arch in ARCH_SPECS:
         model = ResNet3D(arch, num_classes, dropout)
     elif arch in TV_VIDEO:
         if arch.startswith(("s3d", "mvit")):  # their `dropout` argument is the head dropout
@@ -286,5 +389,8 @@ def build_model(arch, num_classes, dropout=0.0):
         model.arch = arch
     else:
         raise ValueError(f"unknown arch {arch!r}; choose one of: {', '.join(ARCHS)}")
+    model.arch = arch
+    if shift:
+        add_shift(model, num_segments * t_length, shift)
     model.pretrained_info = None
     return model

@@ -116,8 +116,10 @@ def get_args_parser():
     # model and clips (the original project's flags)
     p.add_argument("-a", "--arch", default="resnet50_3d", help=f"one of: {', '.join(models.ARCHS)}")
     p.add_argument("--dro", "--dropout", dest="dropout", default=0.2, type=fraction, help="dropout before fc")
-    p.add_argument("--mode", default="3D", choices=["3D"], help="3D clips (names the run folder)")
-    p.add_argument("--t_length", default=16, type=positive, help="frames per clip")
+    p.add_argument("--mode", default="3D", choices=["3D", "TSN", "2D"], help="3D clips | TSN segments | 2D")
+    p.add_argument("--num_segments", default=1, type=positive, help="TSN/2D: a snippet per segment")
+    p.add_argument("--shift", default=0, type=natural, help="TSM: shift 1/N of channels each way, 0: off")
+    p.add_argument("--t_length", type=positive, help="frames per clip/snippet; 16, TSN/2D: 1")
     p.add_argument("--t_stride", default=4, type=positive, help="frames between sampled frames")
     p.add_argument("--new_size", default=256, type=positive, help="short side in px before cropping")
     p.add_argument("--crop_size", default=224, type=positive, help="square crop in px")
@@ -126,6 +128,8 @@ def get_args_parser():
     p.add_argument("--inflate", default="mean", choices=["mean", "center"], help="2D kernels over time")
     p.add_argument("--num_classes", type=positive, help="override the number of classes")
     p.add_argument("--class_names", help="one name per line (default: <dataset>_classes.txt by train_list)")
+    p.add_argument("--train_crop", default="jitter", choices=data.TRAIN_CROPS, help="scale jitter | TSN's "
+                   "multiscale corner crops")
     p.add_argument("--no_flip", action="store_true", help=f"no train flips (always: {sorted(NO_FLIP)})")
     p.add_argument("--mean", type=float, nargs=3, help="input mean, RGB in [0, 1] (default: the weights')")
     p.add_argument("--std", type=float, nargs=3, help="input std, RGB in [0, 1] (default: the weights')")
@@ -212,6 +216,7 @@ def check_args(args):
     """What can be told from the flags alone, before anything is read or built."""
     if args.arch not in models.ARCHS:
         fail(f"--arch {args.arch}: unknown; choose one of: {', '.join(models.ARCHS)}")
+    check_mode(args)
     if args.dataset == "demo":
         args.train_list = args.train_list or os.path.join(args.output_root, "demo_data", "train.txt")
         args.val_list = args.val_list or os.path.join(args.output_root, "demo_data", "val.txt")
@@ -235,9 +240,27 @@ def check_args(args):
     args.run_name = args.run_name or run_dir_name(args)
 
 
+def check_mode(args):
+    """--mode, --num_segments, --shift, --t_length together (--t_length's default: 16, TSN/2D 1)."""
+    args.t_length = args.t_length or (16 if args.mode == "3D" else 1)
+    if args.mode == "3D" and (args.num_segments > 1 or args.shift):
+        fail(f"--num_segments {args.num_segments} --shift {args.shift}: segments are for --mode TSN or 2D")
+    if args.mode == "3D" and args.arch in models.ARCHS_2D:
+        fail(f"--arch {args.arch} is a 2D network: use --mode TSN or --mode 2D")
+    if args.mode != "3D" and args.arch in models.TV_VIDEO:
+        fail(f"--mode {args.mode} takes a 2D arch ({', '.join(models.ARCHS_2D)}) or a resnet*_3d one")
+    if args.mode == "2D" and args.arch not in models.ARCHS_2D:
+        fail(f"--mode 2D takes a 2D arch ({', '.join(models.ARCHS_2D)}), not --arch {args.arch}")
+    if args.shift and args.arch not in models.RESNET_2D:
+        fail(f"--shift {args.shift} needs a 2D ResNet arch ({', '.join(models.RESNET_2D)})")
+
+
 def run_dir_name(args):
-    # The original project's experiment id, so old and new runs sort side by side.
-    return (f"{args.dataset}_{args.arch}_{args.mode}_length{args.t_length}_stride{args.t_stride}"
+    # The original project's experiment id, so old and new runs sort side by side; segments when > 1.
+    t_length = args.t_length or (16 if args.mode == "3D" else 1)
+    segments = (f"_segments{args.num_segments}" if args.num_segments > 1 else "") + (
+        f"_shift{args.shift}" if args.shift else "")
+    return (f"{args.dataset}_{args.arch}_{args.mode}{segments}_length{t_length}_stride{args.t_stride}"
             f"_dropout{args.dropout}")
 
 
@@ -323,7 +346,8 @@ def make_dataset(args, list_file, mode):
         test_sampling=args.test_sampling, num_classes=args.num_classes, seed=args.seed,
         flip=not (args.no_flip or args.dataset in NO_FLIP), encoded=args.decode_device == "cuda",
         video_decoder=getattr(args, "video_decoder", "auto"), read_timeout=args.read_timeout or None,
-        finish_crop=not args.device.startswith("cuda"))  # a CPU model: the loader finishes the crop
+        finish_crop=not args.device.startswith("cuda"),  # a CPU model: the loader finishes the crop
+        num_segments=args.num_segments, train_crop=args.train_crop)
 
 
 def worker_init_fn(worker_id):
@@ -444,7 +468,9 @@ def make_model(args):
     """The bare model the flags describe, --pretrained weights loaded; ValueError / OSError: one line.
     Training, --evaluate and predict (with a checkpoint's flags: checkpoint_args) all build theirs here."""
     model = zoo.build_model(args.arch, args.num_classes, dropout=args.dropout,
-                            pretrained=args.pretrained_model or args.pretrained, inflate=args.inflate)
+                            pretrained=args.pretrained_model or args.pretrained, inflate=args.inflate,
+                            mode=args.mode, t_length=args.t_length, num_segments=args.num_segments,
+                            shift=args.shift)
     if args.t_length < getattr(model, "min_t", 1):
         raise ValueError(f"--t_length {args.t_length} is too short for --arch {args.arch} "
                          f"(needs >= {model.min_t})")

@@ -16,7 +16,8 @@ Layouts followed (each rule table cites its files)
 - facebookresearch/SlowFast (PySlowFast): models/video_model_builder.py, stem_helper.py,
   resnet_helper.py, head_helper.py; utils/c2_model_loading.py and utils/checkpoint.py (Caffe2 .pkl).
 - open-mmlab/mmaction2: models/backbones/resnet3d.py, models/heads/i3d_head.py,
-  configs/_base_/models/i3d_r50.py and configs/recognition/i3d (the Kinetics-400 file).
+  configs/_base_/models/i3d_r50.py and configs/recognition/i3d (the Kinetics-400 file); for TSN / TSM
+  models/backbones/resnet.py, resnet_tsm.py, heads/tsn_head.py, tsm_head.py (cls_head.fc_cls).
 """
 import os
 import re
@@ -96,6 +97,9 @@ MMACTION2_RULES = (
     (r"backbone\.conv1\.conv\.(\w+)", lambda m: f"conv1.{m[1]}"),
     (r"backbone\.conv1\.bn\.(\w+)", lambda m: f"bn1.{m[1]}"),
     (r"backbone\.(layer\d\.\d+)\.conv(\d)\.conv\.(\w+)", lambda m: f"{m[1]}.conv{m[2]}.{m[3]}"),
+    # mmaction2's 2D ResNet (backbones/resnet.py, same ConvModule names) for TSN; for TSM
+    # (backbones/resnet_tsm.py) TemporalShift wraps conv1's conv as `.net`: conv1.conv.net.weight.
+    (r"backbone\.(layer\d\.\d+)\.conv1\.conv\.net\.(\w+)", lambda m: f"{m[1]}.conv1.{m[2]}"),
     (r"backbone\.(layer\d\.\d+)\.conv(\d)\.bn\.(\w+)", lambda m: f"{m[1]}.bn{m[2]}.{m[3]}"),
     (r"backbone\.(layer\d\.\d+)\.downsample\.conv\.(\w+)", lambda m: f"{m[1]}.downsample.0.{m[2]}"),
     (r"backbone\.(layer\d\.\d+)\.downsample\.bn\.(\w+)", lambda m: f"{m[1]}.downsample.1.{m[2]}"),
@@ -236,7 +240,7 @@ def convert_state_dict(state, rules):
 
 
 def imagenet_state_dict(arch, version):
-    twin = ARCH_SPECS[arch].twin2d if arch in ARCH_SPECS else None
+    twin = ARCH_SPECS[arch].twin2d if arch in ARCH_SPECS else arch if arch in models.ARCHS_2D else None
     if twin is None:
         raise ValueError(f"{arch} has no ImageNet 2D counterpart in torchvision; "
                          "use --pretrained none or a checkpoint file")
@@ -275,7 +279,7 @@ def _few(names, n=4):
 
 
 @torch.no_grad()
-def build_model(arch, num_classes, dropout=0.0, pretrained=None, inflate="mean"):
+def build_model(arch, num_classes, dropout=0.0, pretrained=None, inflate="mean", **segments):
     """model.build_model, then `pretrained`: None | "imagenet" | "imagenet_v2" | "kinetics400" | a 2D
     torchvision ResNet state dict | a 3D checkpoint (ours, "state_dict", bare, pytorchvideo, PySlowFast
     .pyth / Caffe2 .pkl, mmaction2). `pretrained_info`: None without weights, else {format, mean, std}."""
@@ -284,7 +288,7 @@ def build_model(arch, num_classes, dropout=0.0, pretrained=None, inflate="mean")
     if arch in models.TV_VIDEO and pretrained in ("imagenet", "imagenet_v2"):
         raise ValueError(f"--pretrained {pretrained} is for the resnet*_3d archs; "
                          f"{arch} takes none or a 3D checkpoint file")
-    model = models.build_model(arch, num_classes, dropout)
+    model = models.build_model(arch, num_classes, dropout, **segments)  # segments: mode, t_length, ...
     if pretrained not in (None, "", "none"):
         load_pretrained(model, pretrained, inflate)
     return model
@@ -304,6 +308,9 @@ def load_pretrained(model, src, inflate="mean"):
         name = f"kinetics400 ({path})" if src == "kinetics400" else src
         state, zoo = read_checkpoint(path)
     _check_stem(model, zoo, name)
+    if any(".conv1.conv.net." in k for k in state) and not getattr(model, "frames", None):
+        raise ValueError(f"--pretrained {name}: a TSM checkpoint (mmaction2 layout, shifted convs); "
+                         f"this model has no shift: add --shift 8")
     state, unexpected = convert_state_dict(state, zoo.rules)
     # 2D or 3D source: by conv1's kernel, (O, I, h, w) vs (O, I, t, h, w).
     is_2d = getattr(state.get("conv1.weight"), "ndim", 0) == 4
