@@ -341,7 +341,8 @@ def rate_device_part(ds, K, mode, batch=8, rounds=3):
 def make_step(args, device, amp=None, channels_last=False, compile=False):
     """A fresh model and its training step on a uint8 clip batch: forward, backward, SGD, as in train.py."""
     torch.manual_seed(args.seed)
-    model = models.build_model(args.arch, args.num_classes).to(device).train()
+    model = models.build_model(args.arch, args.num_classes, t_length=args.t_length, **segments(args))
+    model = model.to(device).train()
     if channels_last:
         model.to(memory_format=torch.channels_last_3d)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, weight_decay=5e-4)
@@ -372,7 +373,7 @@ def make_step(args, device, amp=None, channels_last=False, compile=False):
 def synthetic_batches(args, n=2):
     """Pre-made uint8 batches like the loader's: same shape, channels_last_3d memory, pinned on CUDA."""
     g = torch.Generator().manual_seed(args.seed)
-    shape = (args.batch_size, 3, args.t_length, args.crop_size, args.crop_size)
+    shape = (args.batch_size, 3, clip_frames(args), args.crop_size, args.crop_size)
     out = [(torch.randint(0, 256, shape, dtype=torch.uint8, generator=g)
             .contiguous(memory_format=torch.channels_last_3d),
             torch.randint(0, args.num_classes, (args.batch_size,), generator=g)) for _ in range(n)]
@@ -410,19 +411,55 @@ def peak_mem_gib(device):
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30  # Linux: KiB
 
 
-def count(arch, num_classes, t_length, crop_size):
+def segments(args):
+    """model.build_model's mode flags from bench's (TSN / 2D / TSM rows)."""
+    return dict(mode=getattr(args, "mode", "3D"), num_segments=getattr(args, "num_segments", 1),
+                shift=getattr(args, "shift", 0))
+
+
+def clip_frames(args):  # frames per clip (TSN: num_segments snippets of t_length)
+    return getattr(args, "num_segments", 1) * args.t_length
+
+
+def count(arch, num_classes, t_length, crop_size, **seg):
     """Parameters and forward GMACs of one clip, on the meta device: shapes only, instant at any size."""
     with torch.device("meta"):
-        m = models.build_model(arch, num_classes)
+        m = models.build_model(arch, num_classes, t_length=t_length, **seg)
         with FlopCounterMode(display=False) as fc:
-            m(torch.empty(1, 3, t_length, crop_size, crop_size))
+            m(torch.empty(1, 3, t_length * seg.get("num_segments", 1), crop_size, crop_size))
     return sum(p.numel() for p in m.parameters()), fc.get_total_flops() / 2 / 1e9  # a MAC = 2 flops
+
+
+# The three families side by side (`bench.py model --families`): the zoos' usual clips per video.
+FAMILIES = (("I3D-R50 16x4", dict(arch="resnet50_3d", mode="3D", t_length=16, num_segments=1, shift=0)),
+            ("TSN-R50 8 segments", dict(arch="resnet50", mode="TSN", t_length=1, num_segments=8, shift=0)),
+            ("TSM-R50 8 segments", dict(arch="resnet50", mode="TSN", t_length=1, num_segments=8, shift=8)))
+
+
+def bench_families(args):
+    """Params, GMACs per video (one clip) and a CPU/GPU training step per family, at --crop_size, -b."""
+    out = {}
+    print(f"\n{'family':20s} {'params':>8s} {'GMACs/video':>12s} {'ms/step':>9s}  (batch {args.batch_size}, "
+          f"{args.crop_size} px, {args.device})")
+    for name, fam in FAMILIES:
+        a = argparse.Namespace(**{**vars(args), **fam})
+        params, gmacs = count(a.arch, a.num_classes, a.t_length, a.crop_size, **segments(a))
+        ms = None
+        if args.iters > 0:
+            clips_s, _ = run_steps(make_step(a, torch.device(args.device)), synthetic_batches(a), args.warmup,
+                                   args.iters, torch.device(args.device))
+            ms = 1000 * args.batch_size / clips_s
+        out[name] = {"params": params, "gmacs_per_video": gmacs, "ms_per_step": ms}
+        print(f"{name:20s} {params / 1e6:7.2f}M {gmacs:12.2f} {ms or float('nan'):9.1f}")
+    return out
 
 
 def bench_model(args):
     device = torch.device(args.device)
     torch.backends.cudnn.benchmark = True  # fixed shapes: let cuDNN pick the fastest 3D conv algorithms
-    params, gmacs = count(args.arch, args.num_classes, args.t_length, args.crop_size)
+    if args.families:
+        return bench_families(args)
+    params, gmacs = count(args.arch, args.num_classes, args.t_length, args.crop_size, **segments(args))
     rows = [("fp32", {})]  # each option on top of the row above
     if args.amp != "off":
         rows.append((args.amp, {"amp": args.amp}))
@@ -781,6 +818,10 @@ def get_args_parser():
         q.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
         q.add_argument("--warmup", default=3, type=int, help="untimed steps first")
     m.add_argument("--iters", default=10, type=int, help="timed steps (0: only params and GMACs)")
+    m.add_argument("--mode", default="3D", choices=["3D", "TSN", "2D"], help="as train.py's")
+    m.add_argument("--num_segments", default=1, type=int, help="TSN/2D: snippets of --t_length per video")
+    m.add_argument("--shift", default=0, type=int, help="TSM: 1/N of the channels shifted each way")
+    m.add_argument("--families", action="store_true", help="I3D-R50 / TSN-R50 / TSM-R50 side by side")
     t.add_argument("--decode_device", default="cpu", choices=["cpu", "cuda"],
                    help="cpu: the workers decode; cuda: they ship bytes, nvJPEG decodes batches "
                         "(data.decode_batch)")

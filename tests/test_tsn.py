@@ -221,3 +221,13 @@ def test_tsm_resume_is_exact(lists, tmp_path):
     name = train.run_dir_name(train.parse_args([*flags, "--epochs", "2"]))
     assert_same_weights(weights(tmp_path / "a" / name / "checkpoint.pth"),
                         weights(tmp_path / "b" / name / "checkpoint.pth"))
+
+
+def test_bench_families_rows():
+    import bench
+    out = bench.main(["model", "--families", "--iters", "0"])
+    tsn, tsm, i3d = out["TSN-R50 8 segments"], out["TSM-R50 8 segments"], out["I3D-R50 16x4"]
+    resnet50 = torchvision.models.resnet50(num_classes=400)
+    assert tsn["params"] == tsm["params"] == sum(p.numel() for p in resnet50.parameters())  # no shift params
+    per_frame = bench.count("resnet50", 400, 1, 224, mode="2D")[1]
+    assert abs(tsn["gmacs_per_video"] - 8 * per_frame) < 1e-6 and abs(i3d["gmacs_per_video"] - 56.8) < 0.1
