@@ -231,3 +231,33 @@ def test_bench_families_rows():
     assert tsn["params"] == tsm["params"] == sum(p.numel() for p in resnet50.parameters())  # no shift params
     per_frame = bench.count("resnet50", 400, 1, 224, mode="2D")[1]
     assert abs(tsn["gmacs_per_video"] - 8 * per_frame) < 1e-6 and abs(i3d["gmacs_per_video"] - 56.8) < 0.1
+
+
+def test_tsn_snippets_from_a_video_file_are_the_indexed_frames(tmp_path):
+    import videos  # tests/videos.py: frames that carry their index in their pixels
+    videos.mpeg4_avi(str(tmp_path / "v.avi"))
+    (tmp_path / "list.txt").write_text(f"v.avi {videos.FRAMES} 0\n")
+    ds = data.VideoFrameDataset(tmp_path / "list.txt", mode="test", t_length=2, t_stride=3, num_segments=5,
+                                num_clips=2, new_size=64, crop_size=64, video_decoder="pyav")
+    got = {}
+
+    def read(video, numbers):  # the real decode, watched
+        frames = ds.load_frames(video, numbers)
+        got.update(numbers=list(numbers), index=[videos.frame_index(f) for f in frames])
+        return frames
+
+    clip, _ = ds.load_clip(ds.videos[0], np.random.default_rng(0), read=read)
+    assert clip.shape == (2, 3, 10, 64, 64)  # 2 views of 5 snippets x 2 frames
+    want = data.sample_indices(videos.FRAMES, 2, 3, "test", num_clips=2, num_segments=5)
+    assert got["numbers"] == sorted(set(want.ravel().tolist()))
+    assert got["index"] == [n - 1 for n in got["numbers"]]  # frame n of the list is the file's frame n - 1
+
+
+def test_readme_tsn_command_parses_as_the_original(tmp_path):
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = text[text.index("--mode TSN \\") - 80:]
+    cmd = block[block.index("python train.py"):block.index("```")].replace("\\\n", " ").split()[2:]
+    args = train.parse_args([*cmd, "--output_root", str(tmp_path)])
+    train.check_args(args)
+    assert (args.mode, args.arch, args.num_segments, args.t_length, args.pretrained) == (
+        "TSN", "resnet50", 3, 1, "imagenet")
