@@ -14,7 +14,8 @@ import model as models
 import predict
 import train
 import zoo
-from conftest import assert_same_weights, one_line_error, run_dir, run_main, weights
+from conftest import (assert_same_weights, copy_lists, one_line_error, run_dir, run_main, spoil_frames,
+                      weights)
 
 SMALL = ["--new_size", "36", "--crop_size", "32", "-b", "4", "--lr", "0.01", "--dro", "0", "-j", "0",
          "-p", "1", "-ef", "1", "--device", "cpu"]
@@ -261,3 +262,14 @@ def test_readme_tsn_command_parses_as_the_original(tmp_path):
     train.check_args(args)
     assert (args.mode, args.arch, args.num_segments, args.t_length, args.pretrained) == (
         "TSN", "resnet50", 3, 1, "imagenet")
+
+
+def test_bad_video_is_replaced_in_tsn_mode(lists, tmp_path, capsys):
+    folder, bad_video = copy_lists(lists, tmp_path)
+    spoil_frames(folder, bad_video)  # frames 2..9 of 10: every segment's snippet hits one
+    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TSN, *SMALL, "--epochs", "1",
+            "--output_root", str(tmp_path)]
+    run_main(args)
+    (line,) = (run_dir(tmp_path, args) / "bad_videos.txt").read_text().splitlines()
+    assert "train.txt:1:" in line and bad_video in line
+    assert capsys.readouterr().err.count("bad video replaced") == 1
