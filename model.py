@@ -361,11 +361,13 @@ def strip_prefixes(state_dict):
     return out
 
 
-def build_model(arch, num_classes, dropout=0.0, mode="3D", t_length=1, num_segments=1, shift=0):
+def build_model(arch, num_classes, dropout=0.0, mode=None, t_length=1, num_segments=1, shift=0):
     """An arch from ARCHS with a `num_classes` head, randomly initialised (zoo.build_model adds weights:
     it sets `pretrained_info`, None here, to the normalisation they expect). mode "TSN" / "2D": the
     arch segment by segment (Consensus), snippets of t_length frames; shift > 0: TSM with 1/shift of
-    the channels shifted each way over the num_segments * t_length frames of a clip."""
+    the channels shifted each way over the num_segments * t_length frames of a clip. mode None: 2D for a
+    2D arch, else 3D."""
+    mode = mode or ("2D" if arch in ARCHS_2D else "3D")
     if (mode == "3D" and arch in ARCHS_2D) or (mode != "3D" and arch in TV_VIDEO) or (
             mode == "2D" and arch not in ARCHS_2D):
         takes = {"3D": "a 3D arch", "2D": f"a 2D arch ({', '.join(ARCHS_2D)})",
