@@ -31,7 +31,6 @@ import io
 import math
 import os
 import re
-import sys
 import threading
 import warnings
 
@@ -994,7 +993,3 @@ def _decode_on(device, blobs, where):
         out[k] = _decode_on(torch.device("cpu"), [blobs[k]], [where[k]])[0].to(device)
     return out
 
-
-if __name__ == "__main__":  # the dataset commands live in prepare.py; `python data.py check ...` still works
-    import prepare
-    sys.exit(prepare.main())

@@ -11,6 +11,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 import checkpoint
+import rundir
 import train
 from conftest import TINY, copy_lists, run_cli, run_dir, run_main, spoil_frames
 
@@ -100,7 +101,7 @@ def _rank(rank, init, run_dir):
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
     rt = train.Runtime(rank, 2, rank, torch.device("cpu"), run_dir, None, torch.contiguous_format)
     lines = [f"list:{rank + 1}: frame: garbage", "list:9: frame: garbage"]  # list:9 on both ranks
-    checkpoint.record_bad_videos(lines, rt, checkpoint.Progress())
+    rundir.record_bad_videos(lines, rt, checkpoint.Progress())
     dist.destroy_process_group()
 
 
