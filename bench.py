@@ -574,7 +574,8 @@ def rate_cpu(ds, K, iters, repeats):
 def bench_video(args):
     root = args.videos_dir or DEFAULT_VIDEOS
     lists, prep = ensure_video_sets(root, args.new_size)
-    decoders = ["torchcodec", "pyav"] if data.pick_video_decoder() == "torchcodec" else ["pyav"]
+    libs = video_decoders()
+    decoders = [d for d in ("torchcodec", "pyav") if not libs[d].startswith("not available")]
     rows = {"(a) JPEG frames": ("frames", None)}
     rows.update({f"(b) re-encoded, {d}": ("reencoded", d) for d in decoders})
     rows.update({f"(c) original, {d}": ("original", d) for d in decoders})
@@ -599,10 +600,25 @@ def bench_video(args):
     out["videos"] = K
     out["prep_cpu_s_per_video"] = prep
     out["startup"] = startup_times(lists["reencoded"])
+    out["decoders"] = libs
     print_video(out, rows)
     if args.sweep:
         out["sweep"] = sweep_encodings(args, root, lists)
     return out
+
+
+def video_decoders():
+    """Each video decoder -> the FFmpeg it runs on, or why it cannot run here (both are always named)."""
+    import av
+    libs = {"pyav": f"PyAV {av.__version__}, its wheel's FFmpeg {av.ffmpeg_version_info}"}
+    try:
+        data.pick_video_decoder("torchcodec")
+        from torchcodec._core import ops  # the FFmpeg major version whose libraries it loaded
+        libs["torchcodec"] = f"TorchCodec, FFmpeg {ops.ffmpeg_major_version} shared libraries"
+    except (ValueError, ImportError, AttributeError) as e:
+        why = f"{data._NO_VIDEO_CODEC or e}"[:150]
+        libs["torchcodec"] = f"not available ({why}; docs/video.md: Decoders)"
+    return libs
 
 
 def startup_times(reencoded_list, lines=240_000):
@@ -636,6 +652,8 @@ def print_video(out, rows):
                                for k, v in disk.items()))
     print("preparation, CPU seconds per video: "
           + ", ".join(f"{k} {v:.2f}" for k, v in out["prep_cpu_s_per_video"].items()))
+    for name, what in out["decoders"].items():
+        print(f"{name}: {what}")
     s = out["startup"]
     print(f"start-up: a 240k-line three-column list reads in {s['list_240k_s']:.2f} s (no file opened); "
           f"a two-column line counts its video's frames in {1000 * s['count_s_per_video']:.1f} ms")
