@@ -1,7 +1,8 @@
 """How the trainer says something went wrong: one line on stderr, never a traceback. fail (a user error:
 exit 2, or 1 for a fault of the machine), warn, and disk_errors, which turns a failed write (a full disk, a
 read-only folder, torch's own write failure) into one line that names the cause first, the file, the folder
-and its free space. Every module reports through these: errors.py imports no other module of the project.
+and its free space. train.py and the modules it calls report through these; errors.py imports none of the
+project's modules.
 """
 import contextlib
 import errno

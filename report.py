@@ -236,7 +236,6 @@ def write_evaluation(run_dir, scores, labels, class_names, clips, crops, videos=
 
 
 # ---- one epoch's numbers (train.train_one_epoch) -------------------------------------------------
-# ---- one epoch's numbers (train.train_one_epoch) -------------------------------------------------
 @dataclass
 class Meter:
     """One epoch's running numbers on this rank, and the timing behind the progress line."""

@@ -34,7 +34,6 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 
 
 # ---- the run folder --------------------------------------------------------------------------------
-# ---- the run folder --------------------------------------------------------------------------------
 def prepare_run_dir(args, rt, parser):
     """Fail before any work if the run folder cannot be written or holds another run; drop stale temp
     files; write args.txt (not under --evaluate: it may evaluate in a training run's folder)."""
@@ -128,7 +127,6 @@ def evaluation_files(args, rt):
     return tag
 
 
-# ---- stopping at a step boundary: signals and bad videos ------------------------------------------
 # ---- stopping at a step boundary: signals and bad videos ------------------------------------------
 @contextlib.contextmanager
 def stop_on_signals():
