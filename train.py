@@ -717,9 +717,9 @@ def main(args):
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["predict"]:
-        import predict
-        sys.exit(predict.main(sys.argv[2:]))
+    if sys.argv[1:2] in (["predict"], ["features"], ["export"]):  # the commands beside train.py
+        import importlib
+        sys.exit(importlib.import_module(sys.argv[1]).main(sys.argv[2:]))
     try:
         main(parse_args())
     except data.BadVideo as e:  # e.g. a training video whose replacements were all unreadable too
