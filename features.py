@@ -142,8 +142,8 @@ class Extractor:
                 raise ValueError(f"--layer {layer}: no such module in --arch {getattr(model, 'arch', '?')} "
                                  f"(e.g. {', '.join(stages) or 'a name from model.named_modules()'})")
             if getattr(model, "arch", "").startswith(("swin3d", "mvit")):  # tokens, channels-last stages
-                raise ValueError(f"--layer: not for --arch {model.arch} (its stages are not (B, C, T, H, W)); "
-                                 "leave it out for the classifier's input")
+                raise ValueError(f"--layer: not for --arch {model.arch} (its stages are not (B, C, T, H, "
+                                 "W)); leave it out for the classifier's input")
             modules[layer].register_forward_hook(lambda m, i, o: self.kept.append(o))
         else:
             heads = sorted((n for n in modules if n.split(".")[-1] in HEADS), key=lambda n: n.count("."))
@@ -301,6 +301,9 @@ def check_out(a, s, rank):
     elif rank == 0:
         os.makedirs(a.out, exist_ok=True)
         save_atomic(path, lambda f: f.write(json.dumps(s, indent=1).encode()))
+    for name in os.listdir(a.out) if rank == 0 else []:  # a killed run's temp files (no process writes yet)
+        if name.startswith(".") and name.endswith(".tmp"):
+            os.remove(os.path.join(a.out, name))
 
 
 def write_reports(a, ds, ids, bad):
