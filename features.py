@@ -65,6 +65,8 @@ def get_parser():
     p.add_argument("-a", "--arch", help="without --resume: this arch (random or --pretrained weights)")
     p.add_argument("--pretrained", help="with --arch: imagenet, kinetics400 or PATH (see train.py)")
     p.add_argument("--num_classes", type=train.positive, default=400, help="with --arch: classifier size")
+    p.add_argument("--new_size", type=train.positive, help="with --arch: short side before the crop (256)")
+    p.add_argument("--crop_size", type=train.positive, help="with --arch: crop side in px (224)")
     p.add_argument("--window", type=train.positive, default=16, help="frames per window (the clip length)")
     p.add_argument("--stride", type=train.positive, default=16, help="frames between window starts")
     p.add_argument("--t_stride", type=train.positive, default=1, help="frames between a window's frames")
@@ -85,8 +87,8 @@ def check(a):
     """What the flags alone tell, before anything is read."""
     if bool(a.resume) == bool(a.arch):
         fail("give --resume CKPT (a train.py checkpoint) or --arch ARCH (with --pretrained for weights)")
-    if a.pretrained and a.resume:
-        fail("--pretrained goes with --arch; a --resume checkpoint has its own weights")
+    if a.resume and (a.pretrained or a.new_size or a.crop_size):
+        fail("--pretrained, --new_size, --crop_size go with --arch; a --resume checkpoint has its own")
     if a.device.startswith("cuda") and not torch.cuda.is_available():
         fail(f"--device {a.device} but no CUDA GPU is visible; use --device cpu")
     if os.path.exists(a.out) and not os.path.isdir(a.out):
@@ -104,7 +106,8 @@ def load_model(a):
             fail(str(e))
     else:
         argv = ["features", "--arch", a.arch, "--num_classes", str(a.num_classes), "--dro", "0"]
-        argv += ["--pretrained", a.pretrained] if a.pretrained else []
+        argv += [x for flag in ("pretrained", "new_size", "crop_size") if getattr(a, flag)
+                 for x in (f"--{flag}", str(getattr(a, flag)))]
         args = train.get_args_parser().parse_args(argv)
         if args.arch not in train.models.ARCHS:
             fail(f"--arch {args.arch}: unknown; choose one of: {', '.join(train.models.ARCHS)}")
