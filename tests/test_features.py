@@ -23,7 +23,7 @@ import export
 import features
 import predict
 import prepare
-from conftest import ENV, REPO, one_line_error, run_cli, tiny_checkpoint
+from conftest import ENV, REPO, one_line_error, tiny_checkpoint
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import videos  # noqa: E402  (tests/videos.py, beside this file)
@@ -117,6 +117,18 @@ def test_features_equal_the_direct_forward_for_folders_and_video_files(inputs, t
     one_line_error(capsys, "--out", "window 4 -> 8", exc=e)
 
 
+class Segments(nn.Module):
+    """A TSN-style model: a 2D torchvision backbone on every frame, the segments' logits averaged."""
+
+    def __init__(self):
+        super().__init__()
+        self.base = torchvision.models.resnet18(num_classes=3)
+
+    def forward(self, x):
+        B, C, T, H, W = x.shape
+        return self.base(x.transpose(1, 2).flatten(0, 1)).view(B, T, -1).mean(1)
+
+
 def test_torchvision_and_segment_models_pool_the_classifier_input():
     torch.manual_seed(0)
     r3d = torchvision.models.get_model("r3d_18", num_classes=3).eval()
@@ -125,14 +137,6 @@ def test_torchvision_and_segment_models_pool_the_classifier_input():
     s = r3d.layer4(r3d.layer3(r3d.layer2(r3d.layer1(r3d.stem(x)))))
     assert torch.allclose(f, r3d.avgpool(s).flatten(1), atol=1e-6) and torch.equal(y, r3d(x))
 
-    class Segments(nn.Module):  # a TSN-style wrapper: 2D backbone per frame, segment logits averaged
-        def __init__(self):
-            super().__init__()
-            self.base = torchvision.models.resnet18(num_classes=3)
-
-        def forward(self, x):
-            B, C, T, H, W = x.shape
-            return self.base(x.transpose(1, 2).flatten(0, 1)).view(B, T, -1).mean(1)
     tsn = Segments().eval()
     f, y = features.Extractor(tsn)(x)
     b = tsn.base
@@ -229,9 +233,37 @@ def test_export_matches_the_model(fmt, tmp_path):
     assert meta["normalisation"]["mean"] == list(data.MEAN) and meta["output"]["classes"] == 4
 
 
-def test_export_refuses_an_arch_it_cannot_trace_in_one_line(tmp_path):
+def test_a_segment_model_exports_with_nothing_special(tmp_path):
+    ort = pytest.importorskip("onnxruntime", reason="no onnxruntime (pip install onnxruntime)")
+    pytest.importorskip("onnxscript", reason="torch's ONNX exporter needs onnxscript")
+    torch.manual_seed(0)
+    tsn, out = Segments().eval(), str(tmp_path / "tsn.onnx")
+    export.export(tsn, torch.randn(2, 3, 3, 32, 32), out, "onnx", dynamic=True)
+    x = torch.randn(3, 3, 3, 32, 32)
+    y = ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"clips": x.numpy()})[0]
+    with torch.no_grad():
+        assert np.abs(y - tsn(x).numpy()).max() < 1e-4
+
+
+def test_bad_flags_are_one_line_before_anything_is_read(inputs, tmp_path, capsys):
+    out = ["--out", str(tmp_path / "o")]
+    for argv, needle in ((["--resume", inputs["ckpt"], "--arch", "r3d_18"], "--resume CKPT"),
+                         (["--resume", inputs["ckpt"], "--crop_size", "64"], "--crop_size"),
+                         (["--arch", "nope"], "--arch nope"),
+                         (["--resume", inputs["ckpt"], "--layer", "layer9"], "--layer layer9"),
+                         (["--resume", inputs["ckpt"], "--window", "1"], "--window 1")):
+        with pytest.raises(SystemExit) as e:
+            features.main([inputs["list"], *out, *argv])
+        one_line_error(capsys, needle, exc=e)
+    assert not os.path.exists(tmp_path / "o")
+    with pytest.raises(SystemExit) as e:
+        export.main(["--resume", inputs["ckpt"], str(tmp_path)])
+    one_line_error(capsys, "is a folder", exc=e)
+
+
+def test_export_refuses_an_arch_it_cannot_trace_in_one_line(tmp_path, capsys):
     ckpt = tiny_checkpoint(tmp_path / "ck.pth", arch="s3d", new_size=32, crop_size=32)
-    r = run_cli(["export", "--resume", ckpt, "--format", "pt2", str(tmp_path / "s3d.pt2")], timeout=120)
-    assert r.returncode == 2
-    one_line_error(r.stderr, "--arch s3d", "--format pt2")
+    with pytest.raises(SystemExit) as e:
+        export.main(["--resume", ckpt, "--format", "pt2", str(tmp_path / "s3d.pt2")])
+    one_line_error(capsys, "--arch s3d", "--format pt2", exc=e)
     assert not os.path.exists(tmp_path / "s3d.pt2")
