@@ -717,7 +717,8 @@ def bench_features(args):
         with tempfile.TemporaryDirectory() as out:
             t0 = time.perf_counter()
             features.main([val, "--arch", args.arch, "--out", out, "--crop_size", str(args.crop_size),
-                           "--new_size", str(args.new_size), "-b", str(args.batch_size), "--device", "cpu"])
+                           "--new_size", str(args.new_size), "-b", str(args.batch_size), "--device", "cpu",
+                           "-j", "0"])
             took = time.perf_counter() - t0
             windows = sum(len(np.load(os.path.join(out, f))) for f in os.listdir(out)
                           if f.endswith(".npy") and f.count(".") == 1)

@@ -16,8 +16,8 @@ segment average, as its logits average. --layer NAME pools that module's output 
 Frames are decoded by data.py (the dataset's load_frames for frame folders; data.open_video, opened once
 per video, for video files) and cropped as the checkpoint's --evaluate crops them: the centre square of
 the short side scaled crop_size/new_size, resized to crop_size (--crop center), or the whole frame with its
-short side resized to crop_size (--crop resize); normalised with the checkpoint's mean/std. A video is
-read --batch windows at a time, so memory does not grow with its length.
+short side resized to crop_size (--crop resize); normalised with the checkpoint's mean/std. -j loader
+workers decode (one video each), --batch windows at a time, so memory does not grow with a video's length.
 
 Written to --out, per video id (the frame folder's name, or the video file's name without extension):
     <id>.npy           float32 (windows, channels) features (float64 with --dtype float64)
@@ -74,6 +74,7 @@ def get_parser():
     p.add_argument("--layer", help="pool this module's output (e.g. layer3) instead of the fc input")
     p.add_argument("--logits", action="store_true", help="also save the classifier's logits")
     p.add_argument("-b", "--batch", type=train.positive, default=8, help="windows per forward (memory)")
+    p.add_argument("-j", "--workers", type=train.natural, default=4, help="loader processes decoding windows")
     p.add_argument("--dtype", default="float32", choices=DTYPES, help="model and features precision")
     p.add_argument("--data_root", help="folder a list file's paths are relative to (default: the list's)")
     p.add_argument("--image_tmpl", help="frame file name (default: the checkpoint's)")
@@ -238,22 +239,34 @@ def to_clips(frames, inverse, shape, args, crop):
     return x.permute(0, 4, 1, 2, 3)
 
 
-def extract_video(ext, ds, video, a, args):
-    """One video -> {"features", "starts", "logits", "frames"}, --batch windows decoded at a time."""
-    n, read = frame_reader(ds, video)
-    if n < 1:
-        raise RuntimeError("no frames")
-    idx = window_frames(n, a.window, a.stride, a.t_stride)
-    feats, logits = [], []
-    for chunk in np.array_split(idx, -(-len(idx) // a.batch)):
-        numbers, inverse = np.unique(chunk, return_inverse=True)  # each frame decoded once per chunk
-        clips = to_clips(read(numbers.tolist()), inverse.reshape(-1), chunk.shape, args, a.crop)
-        x = data.normalize(clips.to(a.device).contiguous(), args.mean, args.std, DTYPES[a.dtype])
-        f, y = ext(x)
-        feats.append(f.cpu())
-        logits.append(y.cpu())
-    return {"features": torch.cat(feats).numpy(), "starts": idx[:, 0], "logits": torch.cat(logits).numpy(),
-            "frames": n, "windows": len(idx)}
+class Chunks(torch.utils.data.IterableDataset):
+    """The uint8 clips of videos `todo` (dataset indices), --batch windows per item, in window order; a
+    video that cannot be read is one {"error"} item. Loader workers take every num_workers-th video."""
+
+    def __init__(self, ds, todo, a, args):
+        self.ds, self.todo, self.a, self.args = ds, todo, a, args
+
+    def __iter__(self):
+        worker = torch.utils.data.get_worker_info()
+        for k in self.todo[worker.id::worker.num_workers] if worker else self.todo:
+            yield from self.video(k)
+
+    def video(self, k):
+        a = self.a
+        try:
+            n, read = frame_reader(self.ds, self.ds.videos[k])
+            if n < 1:
+                raise RuntimeError("no frames")
+            idx = window_frames(n, a.window, a.stride, a.t_stride)
+            parts = np.array_split(idx, -(-len(idx) // a.batch))
+            for j, chunk in enumerate(parts):
+                numbers, inverse = np.unique(chunk, return_inverse=True)  # each frame decoded once per chunk
+                clips = to_clips(read(numbers.tolist()), inverse.reshape(-1), chunk.shape, self.args, a.crop)
+                yield {"k": k, "part": j, "parts": len(parts), "clips": clips, "starts": chunk[:, 0],
+                       "frames": n}
+        except (data.BadVideo, RuntimeError, OSError, ValueError) as e:
+            why = getattr(e, "reason", None) or (str(e).splitlines() or [type(e).__name__])[0]
+            yield {"k": k, "error": why}
 
 
 # ---- files -----------------------------------------------------------------------------------------
@@ -341,25 +354,38 @@ def setup(a, args):
 
 
 def extract_all(a, args, ext, ds, ids, rt):
-    """This process's share of the videos; -> (report lines of videos that failed, windows written)."""
+    """This process's share of the videos; -> (report lines of videos that failed, windows written).
+    Loader workers decode; this process runs the model and writes each video once its last chunk is in."""
     mine = [k for k in range(len(ids)) if k % rt.world_size == rt.rank]
     todo = [k for k in mine if not os.path.isfile(os.path.join(a.out, f"{ids[k]}.npy"))]
     if len(todo) < len(mine):
         print(f"{len(mine) - len(todo)} of {len(mine)} videos already in {a.out}: skipped")
-    bad, windows, t0 = [], 0, time.time()
-    bar = tqdm(todo, unit="video", disable=rt.rank != 0, dynamic_ncols=True, desc="features")
-    for k in bar:
-        video = ds.videos[k]
-        try:
-            result = extract_video(ext, ds, video, a, args)
-        except (data.BadVideo, RuntimeError, OSError, ValueError) as e:
-            why = getattr(e, "reason", None) or (str(e).splitlines() or [type(e).__name__])[0]
-            bad.append(f"{video.path}: {why}")
+    loader = torch.utils.data.DataLoader(Chunks(ds, todo, a, args), batch_size=None, num_workers=a.workers,
+                                         worker_init_fn=train.worker_init_fn)
+    bad, windows, pending, t0 = [], 0, {}, time.time()
+    bar = tqdm(total=len(todo), unit="video", disable=rt.rank != 0, dynamic_ncols=True, desc="features")
+    for item in loader:
+        k = item["k"]
+        if "error" in item:
+            pending.pop(k, None)  # a video that broke midway: its chunks so far are dropped
+            bad.append(f"{ds.videos[k].path}: {item['error']}")
             tqdm.write(f"train.py features: error: {bad[-1]}", file=sys.stderr)
+            bar.update(1)
             continue
-        save_video(a.out, ids[k], video.path, result, a)
-        windows += result["windows"]
+        x = data.normalize(item["clips"].to(a.device).contiguous(), args.mean, args.std, DTYPES[a.dtype])
+        parts = pending.setdefault(k, [])
+        parts.append((*(t.cpu() for t in ext(x)), item["starts"]))
+        if len(parts) < item["parts"]:
+            continue
+        done = pending.pop(k)
+        feats, logits, starts = (np.concatenate([np.asarray(p[i]) for p in done]) for i in range(3))
+        result = {"features": feats, "logits": logits, "starts": starts, "frames": item["frames"],
+                  "windows": len(starts)}
+        save_video(a.out, ids[k], ds.videos[k].path, result, a)
+        windows += len(starts)
+        bar.update(1)
         bar.set_postfix_str(f"{windows / max(time.time() - t0, 1e-9):.1f} windows/s", refresh=False)
+    bar.close()
     return bad, windows
 
 
