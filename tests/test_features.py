@@ -17,6 +17,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torchvision
+import torchvision.transforms.v2.functional as TF
 
 import data
 import export
@@ -51,16 +52,20 @@ def direct(model, clip, layer=None):
     return (stages[layer].mean((2, 3, 4)) if layer else pooled), model.fc(pooled)
 
 
-def expected(ckpt, frames, idx, layer=None):
+def expected(ckpt, frames, idx, layer=None, crop="center"):
     """The features and logits of windows `idx` of `frames` (uint8 arrays), computed directly in float64
-    with the checkpoint's val crop and normalisation."""
+    with the checkpoint's val crop (or torchvision's resize of the whole frame) and normalisation."""
     model, args, _ = predict.load_checkpoint(ckpt, "cpu", 1, 1)
     model.double()
     feats, logits = [], []
     for window in idx:
         f = [torch.from_numpy(np.asarray(frames[i])) for i in window]
-        box = data.crop_boxes(*f[0].shape[:2], "val", args.new_size, args.crop_size)[0]
-        clip = data.resized_crop(f, box, args.crop_size).permute(3, 0, 1, 2)[None].contiguous()
+        if crop == "center":
+            box = data.crop_boxes(*f[0].shape[:2], "val", args.new_size, args.crop_size)[0]
+            clip = data.resized_crop(f, box, args.crop_size).permute(3, 0, 1, 2)[None].contiguous()
+        else:  # short side to crop_size
+            clip = TF.resize(torch.stack(f).permute(0, 3, 1, 2), [args.crop_size], antialias=True)
+            clip = clip.permute(1, 0, 2, 3)[None].contiguous()
         with torch.no_grad():
             y = direct(model, data.normalize(clip, args.mean, args.std, torch.float64), layer)
         feats.append(y[0][0])
@@ -110,6 +115,11 @@ def test_features_equal_the_direct_forward_for_folders_and_video_files(inputs, t
     assert features.main([folder, *flags[:3], str(tmp_path / "l3"), *flags[4:], "--layer", "layer3"]) == 0
     want, _ = expected(inputs["ckpt"], folder_frames(folder), features.window_frames(13, 4, 3, 2), "layer3")
     assert rel_err(np.load(tmp_path / "l3" / "video_0001.npy"), want) < 1e-6
+    # --crop resize: the whole frame, short side to crop_size
+    assert features.main([folder, *flags[:3], str(tmp_path / "rs"), *flags[4:], "--crop", "resize"]) == 0
+    idx = features.window_frames(13, 4, 3, 2)
+    want, _ = expected(inputs["ckpt"], folder_frames(folder), idx, crop="resize")
+    assert rel_err(np.load(tmp_path / "rs" / "video_0001.npy"), want) < 1e-6
     # other settings into the same folder: refused, nothing mixed
     capsys.readouterr()
     with pytest.raises(SystemExit) as e:
@@ -180,8 +190,8 @@ def torchrun(*argv, nproc=2, timeout=240):
 
 def test_killed_run_restarted_on_two_processes_writes_every_video_once(inputs, tmp_path):
     out = tmp_path / "out"
-    flags = [inputs["list"], "--resume", inputs["ckpt"], "--out", str(out), "--window", "4", "--stride", "2",
-             "-b", "2", "--dtype", "float64", "--device", "cpu", "-j", "0"]
+    flags = [inputs["list"], inputs["video"], "--resume", inputs["ckpt"], "--out", str(out), "--window", "4",
+             "--stride", "2", "-b", "2", "--dtype", "float64", "--device", "cpu", "-j", "0"]
     p = subprocess.Popen([sys.executable, str(REPO / "train.py"), "features", *flags], env=ENV, cwd=REPO,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
@@ -190,22 +200,23 @@ def test_killed_run_restarted_on_two_processes_writes_every_video_once(inputs, t
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=30)
     first = {f.name: f.stat().st_mtime_ns for f in out.glob("video_????.npy")}
-    assert 1 <= len(first) < 6, first  # killed midway
+    assert 1 <= len(first) and not (out / "h264_long_gop.npy").exists(), first  # killed midway
     (out / ".video_0005.npy.99999.tmp").write_bytes(b"half a file")  # as a kill during a write leaves it
     r = torchrun(*flags, "--ddp")
     assert r.returncode == 0, r.stderr[-2000:]
     done = sorted(f.name for f in out.glob("video_????.npy"))
-    assert done == [f"video_{k:04d}.npy" for k in range(6)]
+    assert done == [f"video_{k:04d}.npy" for k in range(6)] and (out / "h264_long_gop.npy").is_file()
     assert all((out / name).stat().st_mtime_ns == t for name, t in first.items())  # skipped, not rewritten
     assert not [f for f in os.listdir(out) if f.endswith(".tmp")]
-    windows = len(features.window_frames(13, 4, 2, 1))
-    assert f"({windows * (6 - len(first))} windows written" in r.stdout  # each remaining video once
-    assert len((out / "index.csv").read_text().splitlines()) == 7
+    windows = (len(features.window_frames(13, 4, 2, 1)) * (6 - len(first))
+               + len(features.window_frames(75, 4, 2, 1)))
+    assert f"({windows} windows written" in r.stdout  # each remaining video once
+    assert len((out / "index.csv").read_text().splitlines()) == 8
     # the same features as one process computes with 2 loader workers, and as the direct forward
     one = tmp_path / "one"
-    assert features.main([*flags[:4], str(one), *flags[5:], "-j", "2"]) == 0
-    for k in range(6):
-        assert np.array_equal(np.load(out / f"video_{k:04d}.npy"), np.load(one / f"video_{k:04d}.npy"))
+    assert features.main([*flags[:5], str(one), *flags[6:], "-j", "2"]) == 0
+    for vid in [f"video_{k:04d}" for k in range(6)] + ["h264_long_gop"]:
+        assert np.array_equal(np.load(out / f"{vid}.npy"), np.load(one / f"{vid}.npy"))
     folder = str(inputs["root"] / "val" / "video_0005")
     want, _ = expected(inputs["ckpt"], folder_frames(folder), features.window_frames(13, 4, 2, 1))
     assert rel_err(np.load(out / "video_0005.npy"), want) < 1e-6
