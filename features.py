@@ -123,7 +123,7 @@ def load_model(a):
     args.data_root, args.video_decoder = a.data_root, a.video_decoder
     if a.window < getattr(model, "min_t", 1):
         fail(f"--window {a.window} is too short for --arch {args.arch} (needs >= {model.min_t})")
-    return model.to(a.device, DTYPES[a.dtype]), args, names
+    return model.to(DTYPES[a.dtype]), args, names  # to the device once this process knows its GPU (setup)
 
 
 def pool(x, batch):

@@ -24,7 +24,7 @@ import export
 import features
 import predict
 import prepare
-from conftest import ENV, REPO, one_line_error, tiny_checkpoint
+from conftest import ENV, REPO, cuda, one_line_error, tiny_checkpoint
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import videos  # noqa: E402  (tests/videos.py, beside this file)
@@ -137,6 +137,16 @@ class Segments(nn.Module):
     def forward(self, x):
         B, C, T, H, W = x.shape
         return self.base(x.transpose(1, 2).flatten(0, 1)).view(B, T, -1).mean(1)
+
+
+@cuda
+def test_features_on_a_gpu_match_the_cpu(inputs, tmp_path):
+    flags = [inputs["list"], "--resume", inputs["ckpt"], "--window", "4", "-j", "2"]
+    assert features.main([*flags, "--out", str(tmp_path / "gpu"), "--device", "cuda"]) == 0
+    assert features.main([*flags, "--out", str(tmp_path / "cpu"), "--device", "cpu"]) == 0
+    for k in range(6):
+        gpu, cpu = (np.load(tmp_path / d / f"video_{k:04d}.npy") for d in ("gpu", "cpu"))
+        assert rel_err(gpu, cpu) < 1e-3
 
 
 def test_torchvision_and_segment_models_pool_the_classifier_input():
