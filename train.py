@@ -1,4 +1,4 @@
-"""Train and evaluate 3D ConvNets (I3D ResNet-3D) for video action recognition.
+"""Train and evaluate 3D ConvNets (I3D ResNet-3D), TSN / TSM and 2D networks for video action recognition.
 
     python train.py demo                     # CPU, ~1 minute: recipes/demo.txt on synthetic motion videos
     python train.py ucf101 train.txt val.txt @recipes/ucf101_i3d.txt     # a recipe; later flags override it
@@ -112,7 +112,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def get_args_parser():
-    p = Parser(prog="train.py", description="Train / evaluate 3D ConvNets on video frame folders.")
+    p = Parser(prog="train.py", description="Train / evaluate 3D, TSN/TSM and 2D video networks.")
     p.add_argument("dataset", help=f"{', '.join(NUM_CLASSES)} (sets the classes), demo, or any name")
     p.add_argument("train_list", nargs="?", help="list file: '<frame_dir> <num_frames> <label>' per line")
     p.add_argument("val_list", nargs="?", help="validation list file, same format (demo: both optional)")
