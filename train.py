@@ -259,6 +259,8 @@ def check_mode(args):
         fail(f"--mode {args.mode} takes a 2D arch ({', '.join(models.ARCHS_2D)}) or a resnet*_3d one")
     if args.mode == "2D" and args.arch not in models.ARCHS_2D:
         fail(f"--mode 2D takes a 2D arch ({', '.join(models.ARCHS_2D)}), not --arch {args.arch}")
+    if args.shift == 1 or args.shift > 64:  # 2/shift of the channels move; 64: the fewest a block has
+        fail(f"--shift {args.shift}: must be 0 (off) or 2..64 (TSM: 8, a quarter of the channels move)")
     if args.shift and args.arch not in models.RESNET_2D:
         fail(f"--shift {args.shift} needs a 2D ResNet arch ({', '.join(models.RESNET_2D)})")
 

@@ -133,7 +133,8 @@ def test_wrong_mode_and_arch_are_one_line(lists, tmp_path, capsys):
     for flags, needle in [(["--mode", "3D", "--num_segments", "3"], "--num_segments 3"),
                           (["--mode", "2D", "--arch", "resnet10_3d"], "--mode 2D takes a 2D arch"),
                           (["--arch", "resnet18"], "--arch resnet18 is a 2D network"),
-                          (["--mode", "TSN", "--arch", "mobilenet_v2", "--shift", "8"], "--shift 8 needs")]:
+                          (["--mode", "TSN", "--arch", "mobilenet_v2", "--shift", "8"], "--shift 8 needs"),
+                          (["--mode", "TSN", "--arch", "resnet18", "--shift", "1"], "--shift 1: must be")]:
         with pytest.raises(SystemExit) as exc:
             run_main(["ucf101", *lists, *SMALL, "--output_root", str(tmp_path), *flags])
         one_line_error(capsys, needle, exc=exc)
