@@ -243,7 +243,7 @@ class TrainerInput(Collated):
                                         memory_format=torch.contiguous_format)
 
     def step(self, clips, labels, info):
-        return train.to_model_input(clips, info, self.rt)
+        return train.to_model_input(clips, labels, info, self.rt)[0]
 
     def __getitem__(self, i):
         return self.step(*super().__getitem__(i))
