@@ -146,37 +146,9 @@ def get_args_parser():
     p.add_argument("--momentum", default=0.9, type=nonnegative, help="SGD momentum")
     p.add_argument("--wd", "--weight-decay", dest="weight_decay", default=5e-4, type=nonnegative, help="L2")
     p.add_argument("--bn_bias_wd", action="store_true", help="--wd on BN and biases too (the original)")
-    p.add_argument("--opt", default="sgd", choices=["sgd", "adamw"], help="optimizer (adamw: no --momentum)")
-    p.add_argument("--norm-weight-decay", dest="norm_weight_decay", default=0.0, type=nonnegative,
-                   help="wd of norms, biases, position embeddings, class tokens (--bn_bias_wd: --wd)")
-    p.add_argument("--lr-min", dest="lr_min", default=0.0, type=nonnegative, help="cosine: lr at --epochs")
-    p.add_argument("--lr-warmup-start", dest="lr_warmup_start", default=0.0, type=nonnegative,
-                   help="--warmup starts from this lr (else 0)")
-    p.add_argument("--layer-decay", dest="layer_decay", default=1.0, type=probability,
-                   help="layer i of L's lr x this^(L + 1 - i) (BEiT; stem 0, head L + 1); 1: off")
     p.add_argument("--clip-grad", dest="clip_grad", default=0.0, type=nonnegative, help="max norm, 0: off")
     p.add_argument("--label-smoothing", dest="label_smoothing", default=0.0, type=fraction, help="in [0, 1)")
-    p.add_argument("--mixup-alpha", dest="mixup_alpha", default=0.0, type=nonnegative, help="0: off")
-    p.add_argument("--cutmix-alpha", dest="cutmix_alpha", default=0.0, type=nonnegative, help="0: off")
-    p.add_argument("--mix-prob", dest="mix_prob", default=1.0, type=probability, help="P(a batch is mixed)")
-    p.add_argument("--mix-switch-prob", dest="mix_switch_prob", default=0.5, type=probability,
-                   help="P(CutMix rather than MixUp) when both are on")
-    p.add_argument("--auto-augment", dest="auto_augment", choices=["ra"], help="ra: RandAugment per clip")
-    p.add_argument("--ra-magnitude", dest="ra_magnitude", default=9, type=number(int, 0, 31), help="0-30")
-    p.add_argument("--ra-num-ops", dest="ra_num_ops", default=2, type=positive, help="ops per clip")
-    p.add_argument("--random-erase", dest="random_erase", default=0.0, type=probability, help="P per clip")
-    p.add_argument("--color-jitter", dest="color_jitter", default=0.0, type=nonnegative,
-                   help="brightness, contrast, saturation strength per clip")
-    p.add_argument("--ra-reps", dest="ra_reps", default=1, type=positive,
-                   help="repeated augmentation: clips per video per step (-b counts videos)")
-    p.add_argument("--drop-path", dest="drop_path", type=fraction, help="stochastic depth (default: arch's)")
-    p.add_argument("--model-ema", dest="model_ema", action="store_true", help="EMA of weights and buffers")
-    p.add_argument("--model-ema-decay", dest="model_ema_decay", default=0.9998, type=fraction,
-                   help="EMA decay per update")
-    p.add_argument("--model-ema-steps", dest="model_ema_steps", default=1, type=positive,
-                   help="optimizer steps per EMA update")
-    p.add_argument("--use-ema", dest="use_ema", action="store_true",
-                   help="--evaluate / predict: the EMA weights; training: the EMA top-1 picks model_best")
+    add_recipe_args(p)  # AdamW, layer decay, mixing, clip augmentation, drop path, EMA
     p.add_argument("--freeze_bn", action="store_true", help="fine-tuning: BN statistics and affine fixed")
     p.add_argument("--fc_only", action="store_true", help="fine-tuning: train the classifier only")
     # monitoring
@@ -210,6 +182,39 @@ def get_args_parser():
     p.add_argument("--test_sampling", default="ours", choices=data.PLACEMENTS, help="where val/test clips go")
     p.add_argument("--save_scores", action="store_true", help="also write the per-video scores (.npz)")
     return p
+
+
+def add_recipe_args(p):
+    """The transformers' recipe (PySlowFast's MViT, Video Swin, VideoMAE), usable with any arch."""
+    p.add_argument("--opt", default="sgd", choices=["sgd", "adamw"], help="optimizer (adamw: no --momentum)")
+    p.add_argument("--norm-weight-decay", dest="norm_weight_decay", default=0.0, type=nonnegative,
+                   help="wd of norms, biases, position embeddings, class tokens (--bn_bias_wd: --wd)")
+    p.add_argument("--lr-min", dest="lr_min", default=0.0, type=nonnegative, help="cosine: lr at --epochs")
+    p.add_argument("--lr-warmup-start", dest="lr_warmup_start", default=0.0, type=nonnegative,
+                   help="--warmup starts from this lr (else 0)")
+    p.add_argument("--layer-decay", dest="layer_decay", default=1.0, type=probability,
+                   help="layer i of L's lr x this^(L + 1 - i) (BEiT; stem 0, head L + 1); 1: off")
+    p.add_argument("--mixup-alpha", dest="mixup_alpha", default=0.0, type=nonnegative, help="0: off")
+    p.add_argument("--cutmix-alpha", dest="cutmix_alpha", default=0.0, type=nonnegative, help="0: off")
+    p.add_argument("--mix-prob", dest="mix_prob", default=1.0, type=probability, help="P(a batch is mixed)")
+    p.add_argument("--mix-switch-prob", dest="mix_switch_prob", default=0.5, type=probability,
+                   help="P(CutMix rather than MixUp) when both are on")
+    p.add_argument("--auto-augment", dest="auto_augment", choices=["ra"], help="ra: RandAugment per clip")
+    p.add_argument("--ra-magnitude", dest="ra_magnitude", default=9, type=number(int, 0, 31), help="0-30")
+    p.add_argument("--ra-num-ops", dest="ra_num_ops", default=2, type=positive, help="ops per clip")
+    p.add_argument("--random-erase", dest="random_erase", default=0.0, type=probability, help="P per clip")
+    p.add_argument("--color-jitter", dest="color_jitter", default=0.0, type=nonnegative,
+                   help="brightness, contrast, saturation strength per clip")
+    p.add_argument("--ra-reps", dest="ra_reps", default=1, type=positive,
+                   help="repeated augmentation: clips per video per step (-b counts videos)")
+    p.add_argument("--drop-path", dest="drop_path", type=fraction, help="stochastic depth (default: arch's)")
+    p.add_argument("--model-ema", dest="model_ema", action="store_true", help="EMA of weights and buffers")
+    p.add_argument("--model-ema-decay", dest="model_ema_decay", default=0.9998, type=fraction,
+                   help="EMA decay per update")
+    p.add_argument("--model-ema-steps", dest="model_ema_steps", default=1, type=positive,
+                   help="optimizer steps per EMA update")
+    p.add_argument("--use-ema", dest="use_ema", action="store_true",
+                   help="--evaluate / predict: the EMA weights; training: the EMA top-1 picks model_best")
 
 
 def parse_args(argv=None):
