@@ -454,9 +454,9 @@ def mixing(args):
     Mixup). CutMix cuts the same box from every frame: a (B, C, T, H, W) batch passes as a Video, whose
     last two dims are H and W. Targets come back soft (B, classes), unmixed ones as the labels. Draws from
     torch's global generator, which a resume restores (as dropout's)."""
-    ops = [(v2.MixUp(alpha=args.mixup_alpha, num_classes=args.num_classes), 1 - args.mix_switch_prob),
-           (v2.CutMix(alpha=args.cutmix_alpha, num_classes=args.num_classes), args.mix_switch_prob)]
-    ops = [(op, p) for op, p in ops if op.alpha > 0]
+    ops = [(kind(alpha=alpha, num_classes=args.num_classes), p) for kind, alpha, p in (
+        (v2.MixUp, args.mixup_alpha, 1 - args.mix_switch_prob), (v2.CutMix, args.cutmix_alpha,
+                                                                   args.mix_switch_prob)) if alpha > 0]
     if not ops:
         return lambda x, labels: (x, labels)
     one = v2.RandomApply([v2.RandomChoice([op for op, _ in ops], p=[p for _, p in ops] if len(ops) > 1
