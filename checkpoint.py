@@ -328,7 +328,7 @@ def load_training_state(args, rt, net, progress, ckpt, saved):
     net.optimizer.load_state_dict(ckpt["optimizer"])
     for g, h in zip(net.optimizer.param_groups, hyper):
         g.update(h)
-    if getattr(net, "ema", None) is not None and ckpt.get("model_ema"):  # else (--model-ema added) it starts from the weights
+    if getattr(net, "ema", None) is not None and ckpt.get("model_ema"):  # none saved: starts from the weights
         net.ema.module.load_state_dict(ckpt["model_ema"])
         net.ema.n_averaged.fill_(ckpt["model_ema_updates"])
     if ckpt["scaler"]:  # empty: saved with --amp off; a run turning fp16 on starts from a fresh scale
