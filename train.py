@@ -578,7 +578,8 @@ def build_net(args, rt):
     groups, fused = param_groups(model, args), rt.device.type == "cuda" or None
     net.optimizer = (torch.optim.AdamW(groups, lr=args.lr, fused=fused) if args.opt == "adamw" else
                      torch.optim.SGD(groups, lr=args.lr, momentum=args.momentum, fused=fused))
-    # --model-ema: torchvision references' EMA (AveragedModel + get_ema_multi_avg_fn), buffers averaged too
+    # --model-ema: torchvision references' EMA (AveragedModel + get_ema_multi_avg_fn), buffers averaged too.
+    # GPU trap: each update reads n_averaged on the host (one sync); --model-ema-steps N spaces them.
     net.ema = swa_utils.AveragedModel(model, multi_avg_fn=swa_utils.get_ema_multi_avg_fn(
         args.model_ema_decay), use_buffers=True) if args.model_ema else None
     net.scaler = torch.amp.GradScaler(rt.device.type, enabled=args.amp == "fp16")
