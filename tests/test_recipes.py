@@ -276,6 +276,11 @@ def test_evaluate_and_predict_use_the_ema_weights_when_asked(lists, tmp_path, ca
     assert raw[0] == pytest.approx(log["val_top1"]) and ema[0] == pytest.approx(log["val_top1_ema"])
     model, _, _ = predict.load_checkpoint(str(ckpt), "cpu", 1, 1, use_ema=True)
     assert_same_weights(model.state_dict(), saved["model_ema"])
+    capsys.readouterr()
+    for flags, needle in ((["--opt", "adamw"], "--opt"), (["--layer-decay", "0.5"], "--layer-decay")):
+        with pytest.raises(SystemExit) as e:  # they shape the optimizer's state and groups
+            run_main([*common, "--epochs", "2", "--resume", "auto", "--model-ema", *flags])
+        one_line_error(capsys, needle, "cannot change", exc=e)
     plain = ["ucf101", *lists, *TINY, "--output_root", str(tmp_path / "plain"), "--epochs", "1"]
     run_main(plain)
     capsys.readouterr()
