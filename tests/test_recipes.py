@@ -318,3 +318,17 @@ def test_a_small_arch_with_every_option_on_learns_the_demo_motions(tmp_path):
     log = logs(run_dir(tmp_path / "o", common))
     assert log[-1]["train_loss"] < log[0]["train_loss"]
     assert max(r["val_top1"] for r in log) >= 60 and max(r["val_top1_ema"] for r in log) >= 60
+
+
+def test_reps_reach_the_step_as_b_times_k_clips_with_their_own_boxes(lists):
+    # A GPU model's path (the crop finished in the step from each rep's box): the batch of b videos x K
+    # reps is b*K clips, video-major, labels repeated; rep 0 of each video is the clip a plain run draws.
+    kw = dict(t_length=4, t_stride=2, new_size=36, crop_size=32)
+    plain, reps = (data.VideoFrameDataset(lists[0], reps=k, **kw) for k in (1, 3))
+    rt = SimpleNamespace(device=torch.device("cpu"), memory_format=torch.contiguous_format, mean=data.MEAN,
+                         std=data.STD)
+    x1, y1 = train.to_model_input(*data.collate([plain[0], plain[1]]), rt)
+    x3, y3 = train.to_model_input(*data.collate([reps[0], reps[1]]), rt)
+    assert x3.shape == (6, 3, 4, 32, 32) and y3.tolist() == [y for y in y1.tolist() for _ in range(3)]
+    assert torch.equal(x3[0], x1[0]) and torch.equal(x3[3], x1[1])
+    assert not torch.equal(x3[0], x3[1])
