@@ -608,8 +608,7 @@ def param_groups(model, args):
     only hurts (Goyal et al. 2017; torchvision references); --bn_bias_wd: the original's --wd on all."""
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     ids, L = models.layer_ids(args.arch, [n for n, _ in named]) if args.layer_decay < 1 else ({}, 0)
-    norm_wd = args.weight_decay if args.bn_bias_wd else args.norm_weight_decay
-    groups = {}
+    norm_wd, groups = args.norm_weight_decay, {}  # --bn_bias_wd: no parameter is one_d below
     for name, p in named:
         one_d = not args.bn_bias_wd and (p.ndim <= 1 or any(k in name for k in EMBEDDINGS))
         i = ids.get(name, L + 1)
