@@ -159,7 +159,7 @@ def append_log(rt, log):
 
 # Flags that change what an evaluation scores (besides clips, crops and --test_sampling, named in full).
 RESULT_FLAGS = ("arch", "num_classes", "val_list", "data_root", "image_tmpl", "t_length", "t_stride",
-                "new_size", "crop_size", "amp", "channels_last", "decode_device")
+                "new_size", "crop_size", "amp", "channels_last", "decode_device", "use_ema")
 
 
 def evaluation_files(args, rt):

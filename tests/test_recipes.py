@@ -274,6 +274,7 @@ def test_evaluate_and_predict_use_the_ema_weights_when_asked(lists, tmp_path, ca
     raw = run_main([*common, "--evaluate", "--resume", str(ckpt)])
     ema = run_main([*common, "--evaluate", "--resume", str(ckpt), "--use-ema"])
     assert raw[0] == pytest.approx(log["val_top1"]) and ema[0] == pytest.approx(log["val_top1_ema"])
+    assert len(list(run_dir(tmp_path, common).glob("per_class_1x1_ours_*.csv"))) == 2  # one file each
     model, _, _ = predict.load_checkpoint(str(ckpt), "cpu", 1, 1, use_ema=True)
     assert_same_weights(model.state_dict(), saved["model_ema"])
     capsys.readouterr()
