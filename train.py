@@ -581,7 +581,7 @@ def build_net(args, rt):
     # --model-ema: torchvision references' EMA (AveragedModel + get_ema_multi_avg_fn), buffers averaged too.
     # GPU trap: each update reads n_averaged on the host (one sync); --model-ema-steps N spaces them.
     net.ema = swa_utils.AveragedModel(model, multi_avg_fn=swa_utils.get_ema_multi_avg_fn(
-        args.model_ema_decay), use_buffers=True) if args.model_ema else None
+        args.model_ema_decay), use_buffers=True) if args.model_ema and not args.evaluate else None
     net.scaler = torch.amp.GradScaler(rt.device.type, enabled=args.amp == "fp16")
     torch.manual_seed(args.seed + rt.rank)  # a different dropout stream on each rank (resume restores it)
     # Trap: under DDP, evaluate the bare module. DDP's forward broadcasts buffers (a collective), which hangs
