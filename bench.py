@@ -10,6 +10,7 @@ size, FLOPs and training speed, and end-to-end training with the real loader aga
         --iters 200
     python bench.py train ... --device cuda --decode_device cuda    # the loader ships bytes, nvJPEG decodes
     python bench.py video [--videos_dir DIR] [--sweep]      # JPEG frames vs re-encoded vs original videos
+    python bench.py features                               # whole-video features vs decode-only, 1 core
     python bench.py gpu     # everything GPU-only: CUDA tests + amp/compile/loader/nvJPEG rows -> markdown
 Every command takes --json OUT to write its numbers as well.
 
@@ -63,6 +64,7 @@ import os
 import platform
 import resource
 import subprocess
+import tempfile
 import sys
 import time
 import types
@@ -604,7 +606,8 @@ def rate_cpu(ds, K, iters, repeats):
 def bench_video(args):
     root = args.videos_dir or DEFAULT_VIDEOS
     lists, prep = ensure_video_sets(root, args.new_size)
-    decoders = ["torchcodec", "pyav"] if data.pick_video_decoder() == "torchcodec" else ["pyav"]
+    libs = video_decoders()
+    decoders = [d for d in ("torchcodec", "pyav") if not libs[d].startswith("not available")]
     rows = {"(a) JPEG frames": ("frames", None)}
     rows.update({f"(b) re-encoded, {d}": ("reencoded", d) for d in decoders})
     rows.update({f"(c) original, {d}": ("original", d) for d in decoders})
@@ -629,10 +632,25 @@ def bench_video(args):
     out["videos"] = K
     out["prep_cpu_s_per_video"] = prep
     out["startup"] = startup_times(lists["reencoded"])
+    out["decoders"] = libs
     print_video(out, rows)
     if args.sweep:
         out["sweep"] = sweep_encodings(args, root, lists)
     return out
+
+
+def video_decoders():
+    """Each video decoder -> the FFmpeg it runs on, or why it cannot run here (both are always named)."""
+    import av
+    libs = {"pyav": f"PyAV {av.__version__}, its wheel's FFmpeg {av.ffmpeg_version_info}"}
+    try:
+        data.pick_video_decoder("torchcodec")
+        from torchcodec._core import ops  # the FFmpeg major version whose libraries it loaded
+        libs["torchcodec"] = f"TorchCodec, FFmpeg {ops.ffmpeg_major_version} shared libraries"
+    except (ValueError, ImportError, AttributeError) as e:
+        why = f"{data._NO_VIDEO_CODEC or e}"[:150]
+        libs["torchcodec"] = f"not available ({why}; docs/video.md: Decoders)"
+    return libs
 
 
 def startup_times(reencoded_list, lines=240_000):
@@ -666,6 +684,8 @@ def print_video(out, rows):
                                for k, v in disk.items()))
     print("preparation, CPU seconds per video: "
           + ", ".join(f"{k} {v:.2f}" for k, v in out["prep_cpu_s_per_video"].items()))
+    for name, what in out["decoders"].items():
+        print(f"{name}: {what}")
     s = out["startup"]
     print(f"start-up: a 240k-line three-column list reads in {s['list_240k_s']:.2f} s (no file opened); "
           f"a two-column line counts its video's frames in {1000 * s['count_s_per_video']:.1f} ms")
@@ -724,6 +744,44 @@ def sweep_encodings(args, root, lists):
 
 
 # ---- gpu: everything GPU-only, one command, a markdown table -----------------------------------------
+def bench_features(args):
+    """videos/s and windows/s of `train.py features` (--arch, random weights, --window 16 every 16 frames)
+    over synthetic frame folders, and frames/s against decoding the same frames only, on one core."""
+    import features
+    root = args.folder or DEFAULT_FRAMES + "_features"
+    if not os.path.isfile(os.path.join(root, "val.txt")):
+        prepare.make_synth(root, classes=2, videos=args.videos, frames=args.num_frames, size=(320, 240))
+    val = os.path.join(root, "val.txt")
+    folders = [line.split()[0] for line in open(val).read().splitlines()]
+    frames = args.videos * args.num_frames
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        t0 = time.perf_counter()
+        for folder in folders:
+            for k in range(1, args.num_frames + 1):
+                data.decode_frame(data.read_encoded(os.path.join(root, folder, f"img_{k:05d}.jpg")))
+        decode = time.perf_counter() - t0
+        with tempfile.TemporaryDirectory() as out:
+            t0 = time.perf_counter()
+            features.main([val, "--arch", args.arch, "--out", out, "--crop_size", str(args.crop_size),
+                           "--new_size", str(args.new_size), "-b", str(args.batch_size), "--device", "cpu",
+                           "-j", "0"])
+            took = time.perf_counter() - t0
+            windows = sum(len(np.load(os.path.join(out, f))) for f in os.listdir(out)
+                          if f.endswith(".npy") and f.count(".") == 1)
+    finally:
+        torch.set_num_threads(threads)
+    res = {"videos_per_s": args.videos / took, "windows_per_s": windows / took, "frames_per_s": frames / took,
+           "decode_only_frames_per_s": frames / decode, "ratio_to_decode_only": decode / took}
+    print(f"features ({args.arch}, {args.crop_size} px, 16-frame windows every 16, 1 core): "
+          f"{res['videos_per_s']:.2f} videos/s, {res['windows_per_s']:.1f} windows/s, "
+          f"{res['frames_per_s']:.0f} frames/s; decode only {res['decode_only_frames_per_s']:.0f} frames/s; "
+          f"features / decode-only = {res['ratio_to_decode_only']:.2f}x "
+          f"({args.videos} videos of {args.num_frames} 320x240 JPEG frames)")
+    return res
+
+
 def bench_gpu(args):
     """The CUDA-only tests (pytest -k cuda), then model rows (fp32, bf16, fp16, channels-last, compile),
     real loader vs in-memory batches, and --decode_device cuda: one markdown table for docs/performance.md."""
@@ -775,6 +833,15 @@ def get_args_parser():
     v.add_argument("--t_stride", default=4, type=int, help="frames between sampled frames")
     v.add_argument("--new_size", default=256, type=int, help="short side of the frames and re-encoded "
                    "videos, and before cropping")
+    f = sub.add_parser("features", help="videos/s, windows/s of train.py features vs decode-only (CPU)")
+    f.add_argument("-a", "--arch", default="resnet18_3d", choices=models.ARCHS)
+    f.add_argument("-b", "--batch-size", dest="batch_size", default=8, type=int, help="windows per forward")
+    f.add_argument("--videos", default=4, type=int, help="synthetic videos")
+    f.add_argument("--num_frames", default=160, type=int, help="frames per video")
+    f.add_argument("--new_size", default=128, type=int, help="short side before the centre crop")
+    f.add_argument("--crop_size", default=112, type=int, help="square crop in px")
+    f.add_argument("--folder", default=None, help="folder for the synthetic frames (made once)")
+    f.add_argument("--json", default=None, help="also write the numbers to this file")
     g = sub.add_parser("gpu", help="everything GPU-only (CUDA tests, amp/channels-last/compile, loaders, "
                        "nvJPEG): a markdown table")
     g.add_argument("-a", "--arch", default="resnet50_3d", choices=models.ARCHS)
@@ -842,7 +909,7 @@ def main(argv=None):
         fail("--iters must be >= 1 for data (0 = params/GMACs only, for model) and --videos >= 0")
     try:
         commands = {"data": bench_data, "model": bench_model, "train": bench_train, "video": bench_video,
-                    "gpu": bench_gpu}
+                    "gpu": bench_gpu, "features": bench_features}
         out = commands[args.cmd](args)
     except (ValueError, FileNotFoundError, data.BadVideo) as e:
         fail(str(e))  # bad sizes, a bad list or frame: data.py / model.py say which

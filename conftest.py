@@ -21,6 +21,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
+import data  # noqa: E402
+import model  # noqa: E402
 import prepare  # noqa: E402
 import train  # noqa: E402
 
@@ -100,6 +102,20 @@ def one_line_error(capsys_or_text, *needles, code=2, exc=None):
     for needle in needles:
         assert needle in err, err
     return err
+
+
+CKPT_ARGS = dict(arch="resnet10_3d", num_classes=4, t_length=4, t_stride=2, new_size=48, crop_size=40,
+            image_tmpl="img_{:05d}.jpg", mean=data.MEAN, std=data.STD, test_clips=1, test_crops=1)
+
+
+def tiny_checkpoint(path, class_names=None, **override):
+    """A checkpoint as train.py writes it (what predict, features and export read): a random tiny arch."""
+    torch.manual_seed(0)
+    args = dict(CKPT_ARGS, **override)
+    net = model.build_model(args["arch"], args["num_classes"])
+    torch.save({"model": net.state_dict(), "args": args, "class_names": class_names, "epoch": 1, "iter": 0,
+                "optimizer": {}, "scaler": {}, "rng": [], "best_acc1": 0.0, "best_epoch": 0}, path)
+    return str(path)
 
 
 # ---- data on disk ----------------------------------------------------------------------------------

@@ -31,7 +31,6 @@ import io
 import math
 import os
 import re
-import sys
 import threading
 import warnings
 
@@ -589,6 +588,13 @@ def _pyav_open(source, avi):
     (AVI, missing or repeated ones), or if a frame is not where they say, it counts frames from the
     start of the file, opened afresh."""
     box = [_av_open(source)]
+    # One converter for the file's frames, one thread: frame.to_ndarray(format="rgb24") builds a new
+    # swscale context for every frame (and may start threads), 4x the cost of the conversion itself.
+    reformatter = av.video.reformatter.VideoReformatter()
+
+    def rgb(frame):
+        return reformatter.reformat(frame, format="rgb24", threads=1).to_ndarray()
+
     packets = [(p.pts, p.is_keyframe) for p in box[0].demux(video=0) if p.size and not p.is_discard]
     pts, keys = [t for t, _ in packets], [t for t, key in packets if key]
     timed = not avi and None not in pts and len(set(pts)) == len(pts)
@@ -601,14 +607,14 @@ def _pyav_open(source, avi):
             box[0].seek(start, backward=True, stream=box[0].streams.video[0])
             for frame in box[0].decode(video=0):
                 if frame.pts in wanted:
-                    got[wanted[frame.pts]] = frame.to_ndarray(format="rgb24")
+                    got[wanted[frame.pts]] = rgb(frame)
                 if len(got) == len(need) or (frame.pts or 0) > pts[need[-1]]:
                     break  # frames come out in timestamp order: one not out by now never will be
         if len(got) < len(need):
             box[0].close()
             box[0] = _av_open(source)
             decoded = zip(range(need[-1] + 1), box[0].decode(video=0))  # stops after need[-1]
-            got = {k: f.to_ndarray(format="rgb24") for k, f in decoded if k in need}
+            got = {k: rgb(f) for k, f in decoded if k in need}
         if len(got) < len(need):
             raise RuntimeError(f"frame {need[-1] + 1} asked for, a decode gives fewer")
         return got
@@ -1025,7 +1031,3 @@ def _decode_on(device, blobs, where):
         out[k] = _decode_on(torch.device("cpu"), [blobs[k]], [where[k]])[0].to(device)
     return out
 
-
-if __name__ == "__main__":  # the dataset commands live in prepare.py; `python data.py check ...` still works
-    import prepare
-    sys.exit(prepare.main())

@@ -12,7 +12,7 @@ JPEG frame folders (PyAV); reencode re-encodes video files for random access (sh
 keyframes: docs/video.md); lists writes the train/val list files and the classes file of an official
 split or of Kinetics' CSV files, naming frame folders or video files with their frame counts; check
 reads a list and its frames or videos and prints every problem, one line each. The list format, and how
-a list is read and loaded, are data.py's. `python data.py COMMAND ...` runs the same commands.
+a list is read and loaded, are data.py's.
 
 References
 - K. Soomro, A. R. Zamir, M. Shah, "UCF101: A Dataset of 101 Human Actions Classes From Videos in The

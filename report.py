@@ -12,17 +12,25 @@ as `mean_class_accuracy` (mmaction/evaluation/functional/accuracy.py); the confu
 (rows = true class, columns = predicted) follows sklearn.metrics.confusion_matrix.
 
 Pictures are drawn by matplotlib with its Agg backend (no display needed: training nodes have none).
+Training's own reporting is here too: Meter, one epoch's running numbers and the progress line printed
+every --print-freq steps (`epoch E [i/n] loss .. lr .. clips/s data .. eta .. mem ..`).
 The demo scripts that label one video are in predict.py.
 """
 import csv
 import json
 import os
+import resource
+import time
+from dataclasses import dataclass, field
 
 import matplotlib
 
 matplotlib.use("Agg")  # headless: a training node has no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from errors import fail  # noqa: E402
 
 CURVES_FIGSIZE = (13.5, 3.6)  # inches; curves.png is CURVES_FIGSIZE * DPI pixels
 DPI = 100
@@ -227,3 +235,49 @@ def write_evaluation(run_dir, scores, labels, class_names, clips, crops, videos=
     save_confusion_png(metrics["confusion"], class_names, paths["confusion"],
                        f"confusion matrix, {clips}x{crops} views, rows normalised")
     return metrics, paths
+
+
+# ---- one epoch's numbers (train.train_one_epoch) -------------------------------------------------
+@dataclass
+class Meter:
+    """One epoch's running numbers on this rank, and the timing behind the progress line."""
+    start: int  # first batch of this (maybe resumed) epoch
+    # GPU trap: a host read (.item(), .tolist(), `if loss`) per step stalls the GPU's queue. The sums and the
+    # first non-finite loss stay on the device; `totals` reads them at print time and at the epoch's end.
+    sums: object = 0.0  # (loss sum, correct) on the device
+    bad: tuple = (-1, 0.0)  # (iteration, loss) of the first non-finite loss, on the device; -1: none
+    clips: int = 0
+    n_log: int = 0  # clips since the last line
+    t_wait: float = 0.0  # seconds spent waiting for the loader
+    t_epoch: float = field(default_factory=time.time)
+    t_log: float = field(default_factory=time.time)
+
+    def update(self, loss, logits, labels, it):
+        n, loss = len(labels), loss.detach().float()
+        self.sums = self.sums + torch.stack([loss * n, (logits.argmax(1) == labels).sum().float()])
+        first = ~loss.isfinite() & (self.bad[0] < 0)
+        self.bad = (torch.where(first, it, self.bad[0]), torch.where(first, loss, self.bad[1]))
+        self.clips, self.n_log = self.clips + n, self.n_log + n
+
+    def totals(self, epoch):
+        """[loss sum, correct, clips] on the host (one sync); a non-finite loss so far stops."""
+        if int(self.bad[0]) >= 0:
+            fail(f"loss is {float(self.bad[1])} at epoch {epoch} iteration {int(self.bad[0])}; stopping "
+                 "(lower --lr, or --clip-grad)", code=1)
+        return (self.sums.tolist() if torch.is_tensor(self.sums) else [0.0, 0.0]) + [self.clips]
+
+    def line(self, args, rt, progress, loss, lr, it, batches):
+        loss_sum, _, clips = self.totals(progress.epoch)  # the step's one host sync
+        now = time.time()
+        left = (args.epochs - progress.epoch) * batches - it - 1  # batches
+        eta = (now - self.t_epoch) / (it + 1 - self.start) * left
+        h, s = divmod(int(eta), 3600)  # hours unbounded: a 30 h run shows 30:00:00
+        mem = (torch.cuda.max_memory_allocated(rt.device) if rt.device.type == "cuda"
+               else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) / 2**30
+        text = (f"epoch {progress.epoch} [{it + 1}/{batches}] loss {loss.item():.4f} "
+                f"({loss_sum / clips:.4f}) lr {lr:.2e} "
+                f"{self.n_log * rt.world_size / (now - self.t_log):.1f} clips/s "
+                f"data {self.t_wait / (now - self.t_epoch):.0%} eta {h}:{s // 60:02d}:{s % 60:02d} "
+                f"mem {mem:.2f}GiB")
+        self.t_log, self.n_log = now, 0
+        return text

@@ -20,8 +20,9 @@ flags not given are the checkpoint's own.
 
 main() is the table of contents: flags -> runtime -> data -> model -> optimizer -> resume -> epochs.
 Everything a step needs about where it runs (rank, device, autocast, memory format, run folder) is in
-one `Runtime`. What a run leaves on disk and how it is continued (run folder, checkpoints, signals, bad
-videos) is checkpoint.py.
+one `Runtime`. Checkpoints and resuming are checkpoint.py; the rest of the run folder and the signals that
+stop a run, rundir.py; the progress line, report.Meter; one-line errors, errors.py. `python train.py
+predict|...` runs predict.py (train.py never imports it: predict.py imports train.py).
 
 References: pytorch/examples imagenet/main.py (flags, top-k), torchvision references/video_classification
 (distributed setup, warmup per iteration, no-WD for norm layers), PySlowFast / mmaction2 (I3D recipe,
@@ -57,8 +58,9 @@ import launch
 import model as models
 import prepare  # the start-up folder check and the demo's synthetic data
 import report
+import rundir
 import zoo  # --pretrained: the model zoos' weights
-from checkpoint import fail, warn
+from errors import fail, warn
 
 # Datasets whose labels name a direction (a flipped "moving left" is "moving right"): no horizontal flips.
 NO_FLIP = {"sthv1", "sthv2", "demo"}
@@ -67,6 +69,7 @@ NUM_CLASSES = {"ucf101": 101, "hmdb51": 51, "kinetics400": 400, "kinetics200": 2
 # `python train.py demo`: recipes/demo.txt learns data.py's synthetic motion classes on a CPU in ~1 minute.
 DEMO_RECIPE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recipes", "demo.txt")
 DEMO_DATA = dict(videos=128, frames=24, size=(64, 48))  # per split; small frames keep it CPU-fast
+SUBCOMMANDS = ("predict", "features", "export")  # `python train.py predict ...` runs predict.py (__main__)
 # Flags about this process, not about the model or its clips: --evaluate and predict never take these
 # from a checkpoint. Every other saved flag they do (so a flag you add reaches them with no edit there).
 PROCESS_FLAGS = {"train_list", "val_list", "pretrained", "pretrained_model", "class_names", "batch_size",
@@ -478,7 +481,7 @@ def check_frame_folders(args, *video_lists):
 
 
 def read_class_names(args):
-    """--class_names, or <dataset>_classes.txt beside the train list (`data.py lists` writes it); or None."""
+    """--class_names, or <dataset>_classes.txt beside the train list (from `prepare.py lists`); or None."""
     path = args.class_names or os.path.join(os.path.dirname(os.path.abspath(args.train_list)),
                                             f"{args.dataset}_classes.txt")
     if not os.path.isfile(path):
@@ -633,6 +636,25 @@ def lr_at(args, step, steps_per_epoch):
 
 
 # ---- one epoch of training -------------------------------------------------------------------------
+def decode_on_device(batch, args, rt, net, progress, d, it):
+    """--decode_device cuda: data.decode_batch. A frame that fails only on the GPU cannot be replaced (its
+    loader has moved on). One process saves at the last step boundary first; under DDP the other ranks stop
+    with it."""
+    try:
+        return data.decode_batch(batch, rt.device, d.train_ds)
+    except Exception as e:  # nvJPEG / TorchCodec raise RuntimeError, ValueError, their own kinds; OOM too
+        if rt.world_size == 1:
+            progress.iter = it - it % args.iter_size
+            checkpoint.save(args, rt, net, progress, d)
+        if isinstance(e, data.BadVideo):
+            fail(f"{e} -- found decoding on the GPU in training; run `python prepare.py check LIST --full` "
+                 "and fix it, then --resume auto")
+        why = (f"out of GPU memory decoding batch {it} (lower -b or data.DECODE_CHUNK)" if isinstance(
+            e, torch.OutOfMemoryError) else f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}")
+        fail(f"GPU decoding failed in training: {why}; {'saved checkpoint.pth; ' * (rt.world_size == 1)}"
+             "--resume auto continues")
+
+
 def to_model_input(clips, labels, info, rt):
     """uint8 batch from the loader -> normalised float on the device, the train crop finished there, and
     the labels there. --ra-reps K: (B, K, 3, T, H, W) -> B x K clips, each video's K clips together."""
@@ -647,14 +669,14 @@ def to_model_input(clips, labels, info, rt):
 
 def train_one_epoch(args, rt, d, net, criterion, progress):
     """Train from progress.iter to the end of progress.epoch; returns this rank's Meter. After each
-    optimizer step, checkpoint.end_of_step saves and exits if a signal came or too many videos were bad."""
-    epoch, meter = progress.epoch, checkpoint.Meter(start=progress.iter)
+    optimizer step, rundir.end_of_step saves and exits if a signal came or too many videos were bad."""
+    epoch, meter = progress.epoch, report.Meter(start=progress.iter)
     set_train_mode(net, args)
     batches, bad = d.steps_per_epoch * args.iter_size, []  # bad: this step's replaced videos, this rank
     t_end = time.time()
     for it, batch in enumerate(train_loader(args, d, epoch, progress.iter), start=progress.iter):
         if d.train_ds.encoded:  # --decode_device cuda: nvJPEG, here
-            batch = checkpoint.decode_on_device(batch, args, rt, net, progress, d, it)
+            batch = decode_on_device(batch, args, rt, net, progress, d, it)
         clips, labels, info = batch
         meter.t_wait += time.time() - t_end  # GPU decoding counts as waiting for data
         bad += [line for text in info.get("bad", []) for line in text.splitlines()]
@@ -685,7 +707,7 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
             at_line = (step + 1) % args.print_freq == 0 or it + 1 == batches
             print(meter.line(args, rt, progress, loss, lr, it, batches)) if at_line else None
             if rt.world_size == 1 or at_line:  # DDP: a collective, so only where the host syncs anyway
-                checkpoint.end_of_step(args, rt, net, progress, d, bad, it + 1)
+                rundir.end_of_step(args, rt, net, progress, d, bad, it + 1)
                 bad = []
         t_end = time.time()
     return meter
@@ -751,7 +773,7 @@ def report_evaluation(args, rt, d, res, clips, crops, tag=None):
 
 def evaluate_checkpoint(args, rt, net, d):
     """--evaluate: the metrics, the per-class report and its files; the last line is the one scripts parse."""
-    tag = checkpoint.evaluation_files(args, rt)
+    tag = rundir.evaluation_files(args, rt)
     try:
         res = evaluate(net, d, args, rt)
     except data.BadVideo as e:
@@ -795,40 +817,41 @@ def validate_and_log(args, rt, net, d, progress, meter):
         progress.best_acc1, progress.best_epoch = score, epoch
     log["epoch_time"] = time.time() - meter.t_epoch
     checkpoint.save(args, rt, net, progress, d, best=is_best)
-    checkpoint.append_log(rt, log)
+    rundir.append_log(rt, log)
     return log
 
 
 def main(args):
     check_args(args)
     rt = setup_runtime(args)
-    checkpoint.prepare_run_dir(args, rt, get_args_parser())
+    rundir.prepare_run_dir(args, rt, get_args_parser())
     d = build_data(args, rt)
     net = build_net(args, rt)
     criterion = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
     progress = checkpoint.Progress()
     args.world_size = rt.world_size  # saved with the args: a mid-epoch resume needs the same global batch
     ckpt = checkpoint.resume(args, rt, net, progress)
+    rundir.resumed(args, rt, ckpt)
     d.class_names = d.class_names or (ckpt or {}).get("class_names")  # no classes file: the checkpoint's
     if args.evaluate:
         res = evaluate_checkpoint(args, rt, net, d)
         dist.destroy_process_group() if rt.world_size > 1 else None
         return res["top1"], res["top5"]
 
-    checkpoint.open_tensorboard(args, rt)
+    rundir.open_tensorboard(args, rt)
     print(f"run folder {rt.run_dir}: {len(d.train_ds)} train / {len(d.val_ds)} val videos, {args.num_classes}"
           f" classes, {rt.world_size} process(es) x batch {args.batch_size} x iter_size {args.iter_size}, "
           f"{d.steps_per_epoch} steps/epoch, device {rt.device}, input mean {rt.mean} std {rt.std}")
     t_run = time.time()
-    with checkpoint.stop_on_signals():  # SIGTERM / SIGINT / SIGUSR1: finish the step, save, exit
+    with rundir.stop_on_signals():  # SIGTERM / SIGINT / SIGUSR1: finish the step, save, exit
         while progress.epoch < args.epochs:
             meter = train_one_epoch(args, rt, d, net, criterion, progress)
             validate_and_log(args, rt, net, d, progress, meter)
-            checkpoint.exit_if_signalled(rt, progress)  # a signal during validation: already saved
+            rundir.exit_if_signalled(rt, progress)  # a signal during validation: already saved
 
-    best = os.path.join(rt.run_dir, "model_best.pth")
-    print(f"done in {time.time() - t_run:.0f}s: best Acc@1 {progress.best_acc1:.3f} at epoch "
-          f"{progress.best_epoch}, saved to {best}; the last epoch's validation by class:")
+    best = (f"best Acc@1 {progress.best_acc1:.3f} at epoch {progress.best_epoch}, saved to "
+            f"{os.path.join(rt.run_dir, 'model_best.pth')}" if progress.best_epoch >= 0 else "no best epoch")
+    print(f"done in {time.time() - t_run:.0f}s: {best}; the last epoch's validation by class:")
     if progress.last_val is not None:
         report_evaluation(args, rt, d, progress.last_val, 1, 1)
     dist.destroy_process_group() if rt.world_size > 1 else None
@@ -836,9 +859,11 @@ def main(args):
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["predict"]:
-        import predict
-        sys.exit(predict.main(sys.argv[2:]))
+    # `train.py predict ARGS` runs `predict.py ARGS` (also features, export: a sibling script of that name).
+    # Handed over with exec, not imported: those import train.py, and train.py imports none of them.
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{sys.argv[1:2] and sys.argv[1]}.py")
+    if sys.argv[1:2] and sys.argv[1] in SUBCOMMANDS and os.path.isfile(script):
+        os.execv(sys.executable, [sys.executable, script, *sys.argv[2:]])
     try:
         main(parse_args())
     except data.BadVideo as e:  # e.g. a training video whose replacements were all unreadable too

@@ -178,7 +178,7 @@ def test_bytes_mode_truncated_frame_fails_in_decode_batch_naming_it(tmp_path):
 
 
 def test_check_cli_reports_a_garbage_frame_in_one_line(tmp_path):
-    """`data.py check --full` on a frame without image magic (TorchCodec raises ValueError for it):
+    """`prepare.py check --full` on a frame without image magic (TorchCodec raises ValueError for it):
     one line naming the frame, exit 1, in a subprocess with a timeout."""
     ds, path = bad_frames_dataset(tmp_path, "garbage")
     p = subprocess.run([sys.executable, str(REPO / "prepare.py"), "check", ds.list_file, "--full"],

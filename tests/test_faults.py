@@ -142,7 +142,7 @@ def test_undecodable_list_names_file_and_line(tmp_path, content, line):
 def test_extra_column_is_one_line_naming_list_line_and_form(tmp_path):
     """A line with a column too many ('<dir> <start> <num_frames> <label>') fails as it is read, naming the
     list, the line and the expected form -- not read into the folder name, to fail later as a missing
-    folder. A folder name with spaces still reads. `python data.py check` runs prepare.py's check."""
+    folder. A folder name with spaces still reads. `python prepare.py check` reports it the same."""
     write_frames(tmp_path / "vid", 3)
     write_frames(tmp_path / "my vid", 3)
     path = write_list(tmp_path / "list.txt", ["vid 3 0", "vid 1 3 0", "my vid 3 1"])
@@ -151,8 +151,8 @@ def test_extra_column_is_one_line_naming_list_line_and_form(tmp_path):
     with pytest.raises(ValueError, match=re.escape(expected)) as e:
         data.VideoFrameDataset(path, mode="val")
     assert "\n" not in str(e.value)
-    p = subprocess.run([sys.executable, "data.py", "check", path], cwd=REPO, text=True, capture_output=True,
-                       timeout=120)
+    p = subprocess.run([sys.executable, "prepare.py", "check", path], cwd=REPO, text=True,
+                       capture_output=True, timeout=120)
     assert p.returncode == 1 and p.stdout.startswith(expected), (p.stdout, p.stderr)
     assert "missing folder" not in p.stdout and "2 videos" in p.stdout.splitlines()[-1]
 

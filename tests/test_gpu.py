@@ -10,6 +10,7 @@ import torch
 import checkpoint
 import data
 import prepare
+import report
 import train
 from conftest import ENV, REPO, TINY, cuda, run_dir, run_main, weights
 
@@ -41,7 +42,7 @@ def test_gpu_decode_error_of_any_type_saves_and_is_one_line(monkeypatch, capsys,
     rt, progress = type("RT", (), {"world_size": 1, "device": None})(), checkpoint.Progress()
     args = type("A", (), {"iter_size": 2})()
     with pytest.raises(SystemExit) as e:
-        checkpoint.decode_on_device(None, args, rt, None, progress, type("D", (), {"train_ds": None})(), 5)
+        train.decode_on_device(None, args, rt, None, progress, type("D", (), {"train_ds": None})(), 5)
     err = capsys.readouterr().err.strip()
     assert e.value.code == 2 and saved == [4] and len(err.splitlines()) == 1, err  # the step's boundary
     assert ("out of GPU memory" in err) == isinstance(error, torch.OutOfMemoryError)
@@ -107,7 +108,7 @@ def test_bench_gpu_without_cuda_is_one_line_exit_2():
 def test_cuda_steps_never_sync_the_host_between_prints(lists, tmp_path, monkeypatch, extra):  # noqa: F811
     # Every step but the first (cuDNN autotuning) runs under sync debug mode "error": an .item(), .tolist(),
     # a blocking copy or a stream sync raises. The progress line (print time) is the one place allowed.
-    real_loader, real_line = train.train_loader, checkpoint.Meter.line
+    real_loader, real_line = train.train_loader, report.Meter.line
 
     def loader(*a, **k):
         batches = iter(real_loader(*a, **k))
@@ -126,7 +127,7 @@ def test_cuda_steps_never_sync_the_host_between_prints(lists, tmp_path, monkeypa
             torch.cuda.set_sync_debug_mode("error")
 
     monkeypatch.setattr(train, "train_loader", loader)
-    monkeypatch.setattr(checkpoint.Meter, "line", line)
+    monkeypatch.setattr(report.Meter, "line", line)
     # 16 videos: 4 steps of 4 (or 8 of 2), one line per epoch (-p 100)
     train_list, val_list = prepare.make_synth(tmp_path / "d", classes=4, videos=16, frames=10, size=(48, 40))
     run_main(["ucf101", str(train_list), str(val_list), *GPU, "-p", "100", "--epochs", "1",

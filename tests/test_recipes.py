@@ -333,3 +333,13 @@ def test_reps_reach_the_step_as_b_times_k_clips_with_their_own_boxes(lists):
     assert x3.shape == (6, 3, 4, 32, 32) and y3.tolist() == [y for y in y1.tolist() for _ in range(3)]
     assert torch.equal(x3[0], x1[0]) and torch.equal(x3[3], x1[1])
     assert not torch.equal(x3[0], x3[1])
+
+
+def test_features_and_export_take_use_ema(tmp_path, capsys):
+    import export
+    import features
+    a = export.get_parser().parse_args(["--resume", "c.pth", "--use-ema", "--format", "onnx", "m.onnx"])
+    assert a.use_ema
+    with pytest.raises(SystemExit) as e:  # features: the EMA of what? refused before anything is read
+        features.main(["/no/v.txt", "--arch", "resnet10_3d", "--use-ema", "--out", str(tmp_path / "f")])
+    one_line_error(capsys, "--use-ema", exc=e)

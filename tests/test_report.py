@@ -16,7 +16,7 @@ import model as models
 import predict
 import report
 import train
-from conftest import REPO
+from conftest import REPO, tiny_checkpoint
 
 NAMES = ["moving right", "moving down", "moving left", "moving up"]
 
@@ -130,18 +130,8 @@ def test_write_evaluation_files(tmp_path):
 
 
 # ---- predict.py -----------------------------------------------------------------------------------
-ARGS = dict(arch="resnet10_3d", num_classes=4, t_length=4, t_stride=2, new_size=48, crop_size=40,
-            image_tmpl="img_{:05d}.jpg", mean=data.MEAN, std=data.STD, test_clips=1, test_crops=1)
-
-
 def save_checkpoint(path, class_names=NAMES, **override):
-    """A checkpoint as train.py writes it (common.md contract), with a tiny random resnet10_3d."""
-    torch.manual_seed(0)
-    args = dict(ARGS, **override)
-    net = models.build_model(args["arch"], args["num_classes"])
-    torch.save({"model": net.state_dict(), "args": args, "class_names": class_names, "epoch": 1, "iter": 0,
-                "optimizer": {}, "scaler": {}, "rng": [], "best_acc1": 0.0, "best_epoch": 0}, path)
-    return str(path)
+    return tiny_checkpoint(path, class_names, **override)
 
 
 @pytest.fixture(scope="module")

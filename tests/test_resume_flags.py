@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import checkpoint
+import rundir
 import train
 from conftest import TINY, run_dir, run_main, weights
 
@@ -31,7 +32,7 @@ def stop_after_first_step(monkeypatch, steps):
         if step == 1:  # the first batch of step 1 is loaded: step 0 is complete and saved at its end
             raise AssertionError("the signal should have stopped the run after step 0")
         if steps.count(0) == args.iter_size:
-            checkpoint.STOP["signal"] = signal.SIGTERM
+            rundir.STOP["signal"] = signal.SIGTERM
         return original(args, step, steps_per_epoch)
 
     monkeypatch.setattr(train, "lr_at", lr_at)
@@ -51,7 +52,7 @@ def test_mid_epoch_resume_with_the_batch_split_otherwise_is_exact(lists, tmp_pat
     out = ["--output_root", str(tmp_path / "split")]
     with pytest.raises(SystemExit) as e:
         run_main([*common, *before, *out])
-    checkpoint.STOP["signal"] = 0
+    rundir.STOP["signal"] = 0
     assert e.value.code == 128 + signal.SIGTERM
     ckpt = torch.load(run_dir(tmp_path / "split", common) / "checkpoint.pth", weights_only=False)
     assert (ckpt["epoch"], ckpt["step"]) == (0, 1)

@@ -43,3 +43,49 @@ def test_functions_are_at_most_80_lines(path):
 def test_lines_are_at_most_110_characters():
     too_long = [msg for path in ALL_PY for msg in long_lines(path, MAX_LINE)]
     assert not too_long, "\n".join(too_long)
+
+
+def local_imports(path, names):
+    """The project's modules `path` imports anywhere in it (functions and `__main__` blocks included)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found & names - {path.stem}
+
+
+def import_circles(paths):
+    """Every chain a -> b -> ... -> a of imports among `paths` (depth-first search, one chain per circle)."""
+    names = {p.stem for p in paths}
+    graph = {p.stem: sorted(local_imports(p, names)) for p in paths}
+    circles, done = [], set()
+
+    def visit(name, chain):
+        if name in chain:
+            circles.append(" -> ".join(chain[chain.index(name):] + [name]))
+            return
+        if name in done:
+            return
+        for other in graph[name]:
+            visit(other, chain + [name])
+        done.add(name)
+    for name in sorted(graph):
+        visit(name, [])
+    return circles
+
+
+def test_no_import_circle_among_the_modules():
+    """A forker reads the modules bottom-up: no module imports one that imports it back, not even inside a
+    function or a `__main__` block."""
+    assert {"train", "checkpoint", "rundir", "errors"} <= {p.stem for p in MODULES}
+    assert not import_circles(MODULES), import_circles(MODULES)
+
+
+def test_an_import_circle_is_found(tmp_path):
+    (tmp_path / "a.py").write_text("import b\n")
+    (tmp_path / "b.py").write_text("def f():\n    from c import g\n")
+    (tmp_path / "c.py").write_text("if __name__ == '__main__':\n    import a\n")
+    (tmp_path / "d.py").write_text("import a\nimport os\n")
+    assert import_circles(sorted(tmp_path.glob("*.py"))) == ["a -> b -> c -> a"]

@@ -17,8 +17,8 @@ import pytest
 import numpy as np
 import torch
 
-import checkpoint
 import data
+import rundir
 import train
 from conftest import (ENV, REPO, TINY, copy_lists, cuda, logs, one_line_error, run_cli, run_dir, run_main,
                       spoil_frames, weights)
@@ -73,7 +73,7 @@ def test_iter_size_2_b_2_equals_b_4_and_resumes_exactly_mid_epoch(lists, tmp_pat
     def lr_and_signal(args, step, steps_per_epoch):
         seen.append(step)
         if step == 0 and seen.count(0) == 2:  # both batches of step 0 ran: the stop is checked after it
-            checkpoint.STOP["signal"] = signal.SIGTERM
+            rundir.STOP["signal"] = signal.SIGTERM
         return original(args, step, steps_per_epoch)
 
     original = train.lr_at
@@ -81,7 +81,7 @@ def test_iter_size_2_b_2_equals_b_4_and_resumes_exactly_mid_epoch(lists, tmp_pat
     stopped = ["-b", "2", "--iter_size", "2", "--output_root", str(tmp_path / "stop")]
     with pytest.raises(SystemExit) as e:
         run_main([*common, *stopped])
-    checkpoint.STOP["signal"] = 0
+    rundir.STOP["signal"] = 0
     assert e.value.code == 128 + signal.SIGTERM
     ckpt = torch.load(run_dir(tmp_path / "stop", common) / "checkpoint.pth", weights_only=False)
     assert (ckpt["epoch"], ckpt["iter"]) == (0, 2)  # mid-epoch: 2 of its 4 batches done
@@ -97,13 +97,13 @@ def test_mid_epoch_resume_needs_the_same_global_batch(lists, tmp_path, monkeypat
     original = train.lr_at
 
     def stop_at_step_0(a, step, n):
-        checkpoint.STOP["signal"] = signal.SIGTERM
+        rundir.STOP["signal"] = signal.SIGTERM
         return original(a, step, n)
 
     monkeypatch.setattr(train, "lr_at", stop_at_step_0)
     with pytest.raises(SystemExit):
         run_main(args)
-    checkpoint.STOP["signal"] = 0
+    rundir.STOP["signal"] = 0
     monkeypatch.setattr(train, "lr_at", original)
     capsys.readouterr()
     with pytest.raises(SystemExit) as e:

@@ -206,6 +206,6 @@ def make_all(folder, which=None):
 
 
 def sequential(path):
-    """Every frame of a plain decode from the start (PyAV, as `data.py extract`) -> list of RGB arrays."""
+    """Every frame of a plain decode from the start (PyAV, as `prepare.py extract`) -> list of RGB arrays."""
     with av.open(path) as c:
         return [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]

@@ -1,0 +1,291 @@
+"""features.py and export.py: every window's feature is the model's own pooled output on that clip (float64),
+for frame folders and video files, one process or two (torchrun, gloo), after a killed run restarted; long
+videos stream in bounded memory; ONNX and .pt2 exports compute what the PyTorch model computes.
+
+python -m pytest -q tests/test_features.py
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+import torchvision
+import torchvision.transforms.v2.functional as TF
+
+import data
+import export
+import features
+import predict
+import prepare
+from conftest import ENV, REPO, cuda, one_line_error, tiny_checkpoint
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import videos  # noqa: E402  (tests/videos.py, beside this file)
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """A checkpoint (resnet10_3d, 48 -> 40 px), 6 frame folders of 13 frames 64x48 and their list, a video
+    file of 75 frames (h264, B-frames, one keyframe) and a truncated one."""
+    root = tmp_path_factory.mktemp("features")
+    _, val = prepare.make_synth(str(root), classes=2, videos=6, frames=13, size=(64, 48))
+    made = videos.make_all(root / "videos", ["h264_long_gop.mp4", "truncated.mp4"])
+    return {"ckpt": tiny_checkpoint(root / "ck.pth"), "list": val, "root": root,
+            "video": made["h264_long_gop.mp4"], "bad": made["truncated.mp4"]}
+
+
+def direct(model, clip, layer=None):
+    """ResNet3D's pooled output (or a stage's, averaged over T, H, W) and logits, written out by hand."""
+    x = model.maxpool(model.relu(model.bn1(model.conv1(clip))))
+    stages = {}
+    for name in ("layer1", "layer2", "layer3", "layer4"):
+        x = stages[name] = getattr(model, name)(x)
+        x = model.pool2(x) if name == "layer1" else x
+    pooled = model.avgpool(x).flatten(1)
+    return (stages[layer].mean((2, 3, 4)) if layer else pooled), model.fc(pooled)
+
+
+def expected(ckpt, frames, idx, layer=None, crop="center"):
+    """The features and logits of windows `idx` of `frames` (uint8 arrays), computed directly in float64
+    with the checkpoint's val crop (or torchvision's resize of the whole frame) and normalisation."""
+    model, args, _ = predict.load_checkpoint(ckpt, "cpu", 1, 1)
+    model.double()
+    feats, logits = [], []
+    for window in idx:
+        f = [torch.from_numpy(np.asarray(frames[i])) for i in window]
+        if crop == "center":
+            box = data.crop_boxes(*f[0].shape[:2], "val", args.new_size, args.crop_size)[0]
+            clip = data.resized_crop(f, box, args.crop_size).permute(3, 0, 1, 2)[None].contiguous()
+        else:  # short side to crop_size
+            clip = TF.resize(torch.stack(f).permute(0, 3, 1, 2), [args.crop_size], antialias=True)
+            clip = clip.permute(1, 0, 2, 3)[None].contiguous()
+        with torch.no_grad():
+            y = direct(model, data.normalize(clip, args.mean, args.std, torch.float64), layer)
+        feats.append(y[0][0])
+        logits.append(y[1][0])
+    return torch.stack(feats).numpy(), torch.stack(logits).numpy()
+
+
+def rel_err(a, b):
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+def folder_frames(folder):
+    return [data.decode_frame(data.read_encoded(os.path.join(folder, f"img_{k:05d}.jpg")))
+            for k in range(1, prepare.count_frames(folder) + 1)]
+
+
+def test_window_frames_cover_the_video_and_pad_with_the_last_frame():
+    w = features.window_frames(40, 16, 16, 1)
+    assert w[:, 0].tolist() == [0, 16, 32] and w[-1].tolist() == list(range(32, 40)) + [39] * 8
+    assert features.window_frames(32, 16, 16, 1)[:, 0].tolist() == [0, 16]  # nothing left: no padded one
+    assert features.window_frames(5, 4, 2, 2).tolist() == [[0, 2, 4, 4]]  # shorter than a window
+    assert features.window_frames(30, 4, 32, 1)[:, 0].tolist() == [0]  # never a window past the end
+    assert features.window_frames(13, 4, 3, 1)[:, 0].tolist() == [0, 3, 6, 9]
+
+
+def test_features_equal_the_direct_forward_for_folders_and_video_files(inputs, tmp_path, capsys):
+    out = tmp_path / "out"
+    flags = ["--resume", inputs["ckpt"], "--out", str(out), "--window", "4", "--stride", "3",
+             "--t_stride", "2", "-b", "3", "--dtype", "float64", "--logits", "--device", "cpu", "-j", "0",
+             "--video_decoder", "pyav"]
+    folder = str(inputs["root"] / "val" / "video_0001")
+    code = features.main([folder, inputs["video"], inputs["bad"], *flags])
+    assert code == 2  # the truncated video: reported, the others written
+    failed = (out / "failed.txt").read_text().splitlines()
+    assert len(failed) == 1 and "truncated.mp4" in failed[0], failed
+    for vid, frames in (("video_0001", folder_frames(folder)),
+                        ("h264_long_gop", videos.sequential(inputs["video"]))):
+        got, starts = np.load(out / f"{vid}.npy"), np.load(out / f"{vid}.starts.npy")
+        idx = features.window_frames(len(frames), 4, 3, 2)
+        assert starts.tolist() == idx[:, 0].tolist() and got.shape == (len(idx), 512)
+        want, logits = expected(inputs["ckpt"], frames, idx)
+        assert rel_err(got, want) < 1e-6 and rel_err(np.load(out / f"{vid}.logits.npy"), logits) < 1e-6
+        assert json.loads((out / f"{vid}.json").read_text())["frames"] == len(frames)
+    index = (out / "index.csv").read_text().splitlines()
+    assert index[0] == "video,input,frames,windows" and len(index) == 3
+    # --layer: another stage's output, averaged over (T, H, W)
+    assert features.main([folder, *flags[:3], str(tmp_path / "l3"), *flags[4:], "--layer", "layer3"]) == 0
+    want, _ = expected(inputs["ckpt"], folder_frames(folder), features.window_frames(13, 4, 3, 2), "layer3")
+    assert rel_err(np.load(tmp_path / "l3" / "video_0001.npy"), want) < 1e-6
+    # --crop resize: the whole frame, short side to crop_size
+    assert features.main([folder, *flags[:3], str(tmp_path / "rs"), *flags[4:], "--crop", "resize"]) == 0
+    idx = features.window_frames(13, 4, 3, 2)
+    want, _ = expected(inputs["ckpt"], folder_frames(folder), idx, crop="resize")
+    assert rel_err(np.load(tmp_path / "rs" / "video_0001.npy"), want) < 1e-6
+    # other settings into the same folder: refused, nothing mixed
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        features.main([folder, *flags[:3], str(out), "--window", "8"])
+    one_line_error(capsys, "--out", "window 4 -> 8", exc=e)
+
+
+class Segments(nn.Module):
+    """A TSN-style model: a 2D torchvision backbone on every frame, the segments' logits averaged."""
+
+    def __init__(self):
+        super().__init__()
+        self.base = torchvision.models.resnet18(num_classes=3)
+
+    def forward(self, x):
+        B, C, T, H, W = x.shape
+        return self.base(x.transpose(1, 2).flatten(0, 1)).view(B, T, -1).mean(1)
+
+
+@cuda
+def test_features_on_a_gpu_match_the_cpu(inputs, tmp_path):
+    flags = [inputs["list"], "--resume", inputs["ckpt"], "--window", "4", "-j", "2"]
+    assert features.main([*flags, "--out", str(tmp_path / "gpu"), "--device", "cuda"]) == 0
+    assert features.main([*flags, "--out", str(tmp_path / "cpu"), "--device", "cpu"]) == 0
+    for k in range(6):
+        gpu, cpu = (np.load(tmp_path / d / f"video_{k:04d}.npy") for d in ("gpu", "cpu"))
+        assert rel_err(gpu, cpu) < 1e-3
+
+
+def test_torchvision_and_segment_models_pool_the_classifier_input():
+    torch.manual_seed(0)
+    r3d = torchvision.models.get_model("r3d_18", num_classes=3).eval()
+    x = torch.randn(2, 3, 4, 32, 32)
+    f, y = features.Extractor(r3d)(x)
+    s = r3d.layer4(r3d.layer3(r3d.layer2(r3d.layer1(r3d.stem(x)))))
+    assert torch.allclose(f, r3d.avgpool(s).flatten(1), atol=1e-6) and torch.equal(y, r3d(x))
+
+    tsn = Segments().eval()
+    f, y = features.Extractor(tsn)(x)
+    b = tsn.base
+    frames = x.transpose(1, 2).flatten(0, 1)
+    per_frame = b.avgpool(b.layer4(b.layer3(b.layer2(b.layer1(b.maxpool(b.relu(b.bn1(b.conv1(frames)))))))))
+    assert torch.allclose(f, per_frame.flatten(1).view(2, 4, -1).mean(1), atol=1e-6)
+    assert torch.allclose(b.fc(f), y, atol=1e-5)
+
+
+def test_a_long_video_streams_in_memory_independent_of_its_length(tmp_path, monkeypatch):
+    """A 300- and a 3,000-frame video: at most --batch windows of frames decoded at a time, and a peak of
+    traced memory (numpy: PyAV's frames) that grows by far less than a frame per frame: only the demuxer's
+    index of timestamps (~100 bytes a frame) grows with the video."""
+    ckpt = tiny_checkpoint(tmp_path / "ck.pth", new_size=32, crop_size=32, t_length=2)
+    peaks, most = {}, []
+    real = features.frame_reader
+
+    def counting(ds, video):
+        n, read = real(ds, video)
+        return n, lambda idx: most.append(len(idx)) or read(idx)
+    monkeypatch.setattr(features, "frame_reader", counting)
+    for n in (300, 3000):
+        path = videos._encode(str(tmp_path / f"v{n}.mp4"), "mpeg4", range(n), {"g": "12", "qscale": "3"})
+        tracemalloc.start()
+        assert features.main([path, "--resume", ckpt, "--out", str(tmp_path / f"o{n}"), "--window", "2",
+                              "--stride", "16", "-b", "8", "--video_decoder", "pyav", "--device", "cpu",
+                              "-j", "0"]) == 0
+        peaks[n] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert np.load(tmp_path / f"o{n}" / f"v{n}.npy").shape == (-(-n // 16), 512)
+    assert max(most) <= 8 * 2  # frames alive: one batch of windows
+    frame_bytes = videos.W * videos.H * 3
+    assert (peaks[3000] - peaks[300]) / 2700 < 0.02 * frame_bytes, peaks  # holding them: 2700 x frame_bytes
+
+
+def torchrun(*argv, nproc=2, timeout=240):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
+           str(REPO / "features.py"), *argv]
+    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=REPO, timeout=timeout)
+
+
+def test_killed_run_restarted_on_two_processes_writes_every_video_once(inputs, tmp_path):
+    out = tmp_path / "out"
+    flags = [inputs["list"], inputs["video"], "--resume", inputs["ckpt"], "--out", str(out), "--window", "4",
+             "--stride", "2", "-b", "2", "--dtype", "float64", "--device", "cpu", "-j", "0"]
+    p = subprocess.Popen([sys.executable, str(REPO / "train.py"), "features", *flags], env=ENV, cwd=REPO,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not list(out.glob("video_????.npy")) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.02)
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+    first = {f.name: f.stat().st_mtime_ns for f in out.glob("video_????.npy")}
+    assert 1 <= len(first) and not (out / "h264_long_gop.npy").exists(), first  # killed midway
+    (out / ".video_0005.npy.99999.tmp").write_bytes(b"half a file")  # as a kill during a write leaves it
+    r = torchrun(*flags, "--ddp")
+    assert r.returncode == 0, r.stderr[-2000:]
+    done = sorted(f.name for f in out.glob("video_????.npy"))
+    assert done == [f"video_{k:04d}.npy" for k in range(6)] and (out / "h264_long_gop.npy").is_file()
+    assert all((out / name).stat().st_mtime_ns == t for name, t in first.items())  # skipped, not rewritten
+    assert not [f for f in os.listdir(out) if f.endswith(".tmp")]
+    windows = (len(features.window_frames(13, 4, 2, 1)) * (6 - len(first))
+               + len(features.window_frames(75, 4, 2, 1)))
+    assert f"({windows} windows written" in r.stdout  # each remaining video once
+    assert len((out / "index.csv").read_text().splitlines()) == 8
+    # the same features as one process computes with 2 loader workers, and as the direct forward
+    one = tmp_path / "one"
+    assert features.main([*flags[:5], str(one), *flags[6:], "-j", "2"]) == 0
+    for vid in [f"video_{k:04d}" for k in range(6)] + ["h264_long_gop"]:
+        assert np.array_equal(np.load(out / f"{vid}.npy"), np.load(one / f"{vid}.npy"))
+    folder = str(inputs["root"] / "val" / "video_0005")
+    want, _ = expected(inputs["ckpt"], folder_frames(folder), features.window_frames(13, 4, 2, 1))
+    assert rel_err(np.load(out / "video_0005.npy"), want) < 1e-6
+
+
+# ---- export ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["onnx", "pt2"])
+def test_export_matches_the_model(fmt, tmp_path):
+    if fmt == "onnx":
+        ort = pytest.importorskip("onnxruntime", reason="no onnxruntime (pip install onnxruntime)")
+        pytest.importorskip("onnxscript", reason="torch's ONNX exporter needs onnxscript")
+    ckpt = tiny_checkpoint(tmp_path / "ck.pth", arch="resnet50_3d", new_size=32, crop_size=32)
+    out = str(tmp_path / f"model.{fmt}")
+    assert export.main(["--resume", ckpt, "--format", fmt, out, "--dynamic-batch"]) == 0
+    model, _, _ = predict.load_checkpoint(ckpt, "cpu", 1, 1)
+    x = torch.randn(3, 3, 4, 32, 32)
+    if fmt == "onnx":
+        session = ort.InferenceSession(out, providers=["CPUExecutionProvider"])
+        y = session.run(None, {"clips": x.numpy()})[0]
+    else:
+        y = torch.export.load(out).module()(x).detach().numpy()
+    with torch.no_grad():
+        assert np.abs(y - model(x).numpy()).max() < 1e-4
+    meta = json.loads(open(out + ".json").read())
+    assert meta["input"]["layout"] == "B, 3, T, H, W" and meta["input"]["batch"] == "any"
+    assert meta["normalisation"]["mean"] == list(data.MEAN) and meta["output"]["classes"] == 4
+
+
+def test_a_segment_model_exports_with_nothing_special(tmp_path):
+    ort = pytest.importorskip("onnxruntime", reason="no onnxruntime (pip install onnxruntime)")
+    pytest.importorskip("onnxscript", reason="torch's ONNX exporter needs onnxscript")
+    torch.manual_seed(0)
+    tsn, out = Segments().eval(), str(tmp_path / "tsn.onnx")
+    export.export(tsn, torch.randn(2, 3, 3, 32, 32), out, "onnx", dynamic=True)
+    x = torch.randn(3, 3, 3, 32, 32)
+    y = ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"clips": x.numpy()})[0]
+    with torch.no_grad():
+        assert np.abs(y - tsn(x).numpy()).max() < 1e-4
+
+
+def test_bad_flags_are_one_line_before_anything_is_read(inputs, tmp_path, capsys):
+    out = ["--out", str(tmp_path / "o")]
+    for argv, needle in ((["--resume", inputs["ckpt"], "--arch", "r3d_18"], "--resume CKPT"),
+                         (["--resume", inputs["ckpt"], "--crop_size", "64"], "--crop_size"),
+                         (["--arch", "nope"], "--arch nope"),
+                         (["--resume", inputs["ckpt"], "--layer", "layer9"], "--layer layer9"),
+                         (["--resume", inputs["ckpt"], "--window", "1"], "--window 1")):
+        with pytest.raises(SystemExit) as e:
+            features.main([inputs["list"], *out, *argv])
+        one_line_error(capsys, needle, exc=e)
+    assert not os.path.exists(tmp_path / "o")
+    with pytest.raises(SystemExit) as e:
+        export.main(["--resume", inputs["ckpt"], str(tmp_path)])
+    one_line_error(capsys, "is a folder", exc=e)
+
+
+def test_export_refuses_an_arch_it_cannot_trace_in_one_line(tmp_path, capsys):
+    ckpt = tiny_checkpoint(tmp_path / "ck.pth", arch="s3d", new_size=32, crop_size=32)
+    with pytest.raises(SystemExit) as e:
+        export.main(["--resume", ckpt, "--format", "pt2", str(tmp_path / "s3d.pt2")])
+    one_line_error(capsys, "--arch s3d", "--format pt2", exc=e)
+    assert not os.path.exists(tmp_path / "s3d.pt2")
