@@ -12,11 +12,11 @@ import torch
 import torch.nn as nn
 from torchvision.transforms import v2
 
-import checkpoint
 import data
 import model as models
 import predict
 import prepare
+import rundir
 import train
 from conftest import REPO, TINY, assert_same_weights, logs, one_line_error, run_dir, run_main, write_list
 
@@ -243,12 +243,12 @@ def test_everything_on_resumes_mid_epoch_exactly_ema_included(lists, tmp_path, m
 
     def stop_at(a, step, n):
         if step == 2:  # epoch 1's first step: it saves after it, mid-epoch
-            checkpoint.STOP["signal"] = signal.SIGTERM
+            rundir.STOP["signal"] = signal.SIGTERM
         return original(a, step, n)
     monkeypatch.setattr(train, "lr_at", stop_at)
     with pytest.raises(SystemExit) as e:
         run_main([*common, "--output_root", str(tmp_path / "cut")])
-    checkpoint.STOP["signal"] = 0
+    rundir.STOP["signal"] = 0
     monkeypatch.undo()
     assert e.value.code == 128 + signal.SIGTERM
     cut = run_dir(tmp_path / "cut", common)
