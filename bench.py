@@ -112,6 +112,8 @@ OURS = PIPELINE.format(data.DECODER)   # data.py as shipped (TorchCodec where in
 BYTES = "(d) data.py, bytes only (--decode_device)"
 CPU_BEFORE = "(e) CPU trainer's input, crop_resize in step"  # before: the crop finished in float in the step
 CPU_NOW = "(e) CPU trainer's input, uint8 in loader"       # now: data.finish_box in the loader
+FINISHED = "(f) data.py, crop finished in the loader"        # what clip augmentation starts from
+AUGMENTED = "(f) + --auto-augment ra --random-erase 0.25"    # RandAugment + erasing on the uint8 clip
 
 
 class DecodeOnly(Dataset):
@@ -230,6 +232,9 @@ def data_methods(ds, K, mode, args):
     if mode == "train":  # (e): all a CPU trainer does before its model: the loader, then train.to_model_input
         for name, finish in ((CPU_BEFORE, False), (CPU_NOW, True)):
             methods[name] = TrainerInput(copy.copy(ds), finish)
+        for name, augment in ((FINISHED, None), (AUGMENTED, data.clip_augment(True, random_erase=0.25))):
+            methods[name] = Collated(copy.copy(ds), data.collate)
+            methods[name].ds.finish_crop, methods[name].ds.augment = True, augment
     return methods, files
 
 
@@ -245,7 +250,7 @@ class TrainerInput(Collated):
                                         memory_format=torch.contiguous_format)
 
     def step(self, clips, labels, info):
-        return train.to_model_input(clips, info, self.rt)
+        return train.to_model_input(clips, labels, info, self.rt)[0]
 
     def __getitem__(self, i):
         return self.step(*super().__getitem__(i))
@@ -324,6 +329,9 @@ def print_data(res, mode, list_file, methods, args):
     if CPU_NOW in one:  # goal: the whole CPU input path >= 0.6x decode-only, one core
         print(f"CPU trainer's whole input path / best (a), 1 core: {one[CPU_BEFORE] / best_a:.2f}x before, "
               f"{one[CPU_NOW] / best_a:.2f}x now (goal >= 0.6)")
+    if AUGMENTED in one:
+        print(f"clip augmentation (RandAugment n2 m9 + random erasing 0.25, uint8) / the same loader "
+              f"without, 1 core: {one[AUGMENTED] / one[FINISHED]:.2f}x (goal >= 0.8)")
 
 
 def rate_device_part(ds, K, mode, batch=8, rounds=3):
@@ -453,10 +461,31 @@ def bench_families(args):
             ms = 1000 * args.batch_size / clips_s
         out[name] = {"params": params, "gmacs_per_video": gmacs, "ms_per_step": ms}
         print(f"{name:20s} {params / 1e6:7.2f}M {gmacs:12.2f} {ms or float('nan'):9.1f}")
+
+
+# `bench.py model --compare`: the I3D-R50 beside the transformers --arch offers (16x224x224 clips)
+COMPARE = ("resnet50_3d", "mvit_v2_s", "swin3d_t")
+
+
+def compare_archs(args):
+    """Params, GMACs of a 16x224x224 clip and the CPU time of one training step (batch 1, fp32) of each
+    COMPARE arch."""
+    print(f"\n{'arch':14s} {'params':>8s} {'GMACs':>8s} {'CPU s/step (b=1)':>17s}")
+    out = {}
+    for arch in COMPARE:
+        params, gmacs = count(arch, args.num_classes, 16, 224)
+        a = argparse.Namespace(**{**vars(args), "arch": arch, "batch_size": 1, "t_length": 16,
+                                  "crop_size": 224, "device": "cpu", "warmup": 1})
+        clips_s = run_steps(make_step(a, torch.device("cpu")), synthetic_batches(a), 1, args.iters,
+                            torch.device("cpu"))[0] if args.iters else float("nan")
+        out[arch] = {"params": params, "gmacs_per_clip": gmacs, "cpu_s_per_step": 1 / clips_s}
+        print(f"{arch:14s} {params / 1e6:7.2f}M {gmacs:8.1f} {1 / clips_s:17.2f}")
     return out
 
 
 def bench_model(args):
+    if args.compare:
+        return {"settings": vars(args), "compare": compare_archs(args)}
     device = torch.device(args.device)
     torch.backends.cudnn.benchmark = True  # fixed shapes: let cuDNN pick the fastest 3D conv algorithms
     if args.families:
@@ -889,6 +918,8 @@ def get_args_parser():
     m.add_argument("--num_segments", default=1, type=int, help="TSN/2D: snippets of --t_length per video")
     m.add_argument("--shift", default=0, type=int, help="TSM: 1/N of the channels shifted each way")
     m.add_argument("--families", action="store_true", help="I3D-R50 / TSN-R50 / TSM-R50 side by side")
+    m.add_argument("--compare", action="store_true", help=f"rows for {', '.join(COMPARE)} at 16x224x224, "
+                   "CPU, batch 1 (--iters steps each)")
     t.add_argument("--decode_device", default="cpu", choices=["cpu", "cuda"],
                    help="cpu: the workers decode; cuda: they ship bytes, nvJPEG decodes batches "
                         "(data.decode_batch)")

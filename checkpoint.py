@@ -60,6 +60,9 @@ def save(args, rt, net, progress, d, best=False):
                  "step": progress.iter // args.iter_size,  # the position a resume uses (load_training_state)
                  "best_acc1": progress.best_acc1, "best_epoch": progress.best_epoch,
                  "bad_seen": sorted(progress.bad_seen), "class_names": d.class_names, "rng": rng,
+                 # --model-ema: the averaged model's state_dict (the same keys as "model") and its updates
+                 "model_ema": net.ema.module.state_dict() if net.ema else None,
+                 "model_ema_updates": int(net.ema.n_averaged) if net.ema else 0,
                  "args": {**vars(args), "mean": rt.mean, "std": rt.std}}, path)
     if best:
         copy_best(path, rt.run_dir)
@@ -133,9 +136,12 @@ def _caffe2_pickle(path):  # PySlowFast's Caffe2 zoo: a Python 2 pickle (slowfas
         return pickle.load(f, encoding="latin1")
 
 
-def load_weights(model, ckpt, path, args):
-    """A checkpoint's weights ('model', 'state_dict' or the dict itself) into `model`; ValueError: 1 line."""
-    weights = ckpt.get("model", ckpt.get("state_dict", ckpt))
+def load_weights(model, ckpt, path, args, ema=False):
+    """A checkpoint's weights ('model', 'state_dict' or the dict itself; `ema`: 'model_ema') into `model`;
+    ValueError: 1 line."""
+    if ema and not isinstance(ckpt.get("model_ema"), dict):
+        raise ValueError(f"--use-ema: {path} holds no EMA weights (trained without --model-ema)")
+    weights = ckpt["model_ema"] if ema else ckpt.get("model", ckpt.get("state_dict", ckpt))
     if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
         raise ValueError(f"--resume {path}: no weights in it (no 'model', no 'state_dict', not a state dict)")
     try:
@@ -159,6 +165,10 @@ def check_resume_flags(args, path, saved, mid_epoch):
     for key in fixed:
         if key in saved and saved[key] != getattr(args, key):
             fail(f"--resume {path} was trained with --{key} {saved[key]}, not {getattr(args, key)}")
+    for key in [] if args.evaluate else ["opt", "layer_decay"]:  # the optimizer's state and groups
+        if key in saved and saved[key] != getattr(args, key):
+            fail(f"--resume {path} was trained with --{key.replace('_', '-')} {saved[key]}, not "
+                 f"{getattr(args, key)}: a run cannot change it")
     for key in [] if args.evaluate else ["bn_bias_wd", "fc_only", "freeze_bn"]:  # they shape the optimizer
         if bool(saved.get(key)) != bool(getattr(args, key)):
             fail(f"--resume {path} was trained {'with' if saved.get(key) else 'without'} --{key}: a run "
@@ -188,7 +198,7 @@ def resume(args, rt, net, progress):
                  "--pretrained PATH")
         saved = ckpt.get("args") if isinstance(ckpt.get("args"), dict) else {}
         check_resume_flags(args, args.resume, saved, ckpt.get("iter", 0) > 0)
-        load_weights(net.bare, ckpt, args.resume, args)
+        load_weights(net.bare, ckpt, args.resume, args, ema=args.evaluate and args.use_ema)
     except ValueError as e:
         fail(str(e))
     rt.mean = tuple(args.mean or saved.get("mean") or data.MEAN)  # the run keeps its normalisation
@@ -202,10 +212,14 @@ def resume(args, rt, net, progress):
 def load_training_state(args, rt, net, progress, ckpt, saved):
     """The optimizer, GradScaler, Progress and this rank's RNG state, with the flags of this run winning."""
     # The optimizer state holds wd and momentum too: keep this run's --wd / --momentum (lr is set per step).
-    hyper = [{k: g[k] for k in ("weight_decay", "momentum")} for g in net.optimizer.param_groups]
+    hyper = [{k: g[k] for k in ("weight_decay", "momentum", "lr_scale") if k in g}
+             for g in net.optimizer.param_groups]
     net.optimizer.load_state_dict(ckpt["optimizer"])
     for g, h in zip(net.optimizer.param_groups, hyper):
         g.update(h)
+    if getattr(net, "ema", None) is not None and ckpt.get("model_ema"):  # none saved: starts from the weights
+        net.ema.module.load_state_dict(ckpt["model_ema"])
+        net.ema.n_averaged.fill_(ckpt["model_ema_updates"])
     if ckpt["scaler"]:  # empty: saved with --amp off; a run turning fp16 on starts from a fresh scale
         net.scaler.load_state_dict(ckpt["scaler"])
     # The position in optimizer steps, not batches: resuming with the same global batch split otherwise

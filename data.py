@@ -38,6 +38,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from PIL import Image
+from torchvision import tv_tensors
+from torchvision.transforms import v2
 
 try:  # TorchCodec (>= 0.16): libjpeg-turbo on the CPU, nvJPEG on CUDA; no FFmpeg needed for images
     from torchcodec.decoders import decode_image as codec_decode_image, decode_jpeg as codec_decode_jpeg
@@ -363,6 +365,28 @@ def multiscale_box(height, width, new_size, crop_size, rng):
 
 
 IDENTITY_BOX = (0.0, 0.0, 1.0, 1.0)  # box (y0, x0, h, w) in fractions of the shipped window: all of it
+
+
+def clip_augment(rand_augment=False, num_ops=2, magnitude=9, color_jitter=0.0, random_erase=0.0):
+    """The train clips' augmentation after crop and flip (PySlowFast's AUG for MViT; torchvision's
+    transforms, which take (T, C, H, W) videos): colour jitter (brightness, contrast, saturation),
+    RandAugment, random erasing with probability `random_erase`, in this order; None when all are off.
+    Erased boxes take the ImageNet mean colour (~0 once normalised, torchvision references' value)."""
+    ops = ([v2.ColorJitter(color_jitter, color_jitter, color_jitter)] if color_jitter else []) + (
+        [v2.RandAugment(num_ops, magnitude)] if rand_augment else []) + (
+        [v2.RandomErasing(random_erase, value=[round(255 * m) for m in MEAN])] if random_erase else [])
+    return v2.Compose(ops) if ops else None
+
+
+def augment_clip(crop, augment, rng):
+    """uint8 (N, H, W, 3) frames -> the same, `augment` applied once to the whole clip: one draw for every
+    frame. torchvision's transforms draw from torch's global generator: seeded here from the sample's
+    `rng`, inside fork_rng (the caller's stream is left as it was), so (seed, epoch, index) fixes them."""
+    seed = int(rng.integers(2**63))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        video = augment(tv_tensors.Video(crop.permute(0, 3, 1, 2)))  # (T, C, H, W): torchvision's layout
+    return video.as_subclass(torch.Tensor).permute(0, 2, 3, 1)
 
 
 def train_crop(frames, box, size):
@@ -738,7 +762,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                  mode="train", new_size=256, crop_size=224, num_clips=1, num_crops=1, flip=True,
                  start_index=1, num_classes=None, seed=0, test_sampling="ours", encoded=False,
                  video_decoder="auto", read_timeout=None, finish_crop=False, num_segments=1,
-                 train_crop="jitter"):
+                 train_crop="jitter", augment=None, reps=1):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode != "test" and (num_clips, num_crops) != (1, 1):
@@ -765,7 +789,10 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         self.num_segments, self.train_crop = num_segments, train_crop  # TSN: a snippet per segment
         self.read_timeout = read_timeout  # s; None: no limit (see read_files)
         self.encoded = encoded  # --decode_device: items are EncodedClips, decode_batch decodes them
-        self.finish_crop = finish_crop  # a CPU model: finish_box here, uint8 (crop_resize: ~20x the time)
+        # a CPU model, or `augment` (clip_augment: the final pixels): finish_box here, uint8 (crop_resize
+        # would take ~20x the time)
+        self.finish_crop = finish_crop or augment is not None
+        self.augment, self.reps = augment, reps if mode == "train" else 1  # reps: clips per video
         self.video_decoder = pick_video_decoder(video_decoder)  # for the list's video files, if any
         self.videos = read_list(list_file, root, num_classes, decoder=self.video_decoder)
         self.num_classes = num_classes or max(v.label for v in self.videos) + 1
@@ -899,14 +926,18 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         frames = (read or self.load_frames)(video, numbers)
         H, W, _ = frames[0].shape
         info = {}
-        if self.mode == "train":  # draws: frames, box, flip -- in this order
-            box = (multiscale_box if self.train_crop == "multiscale" else train_box)(
-                H, W, self.new_size, self.crop_size, rng)  # one box for every frame (snippet) of the clip
-            crop, box = ((finish_box(frames, box, self.crop_size), IDENTITY_BOX) if self.finish_crop
-                         else train_crop(frames, box, self.crop_size))
-            if self.flip and rng.random() < 0.5:  # mirror W, and the box
-                crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])
-            views, info["box"] = [crop], torch.tensor(box, dtype=torch.float32)
+        if self.mode == "train":  # draws: frames, then per clip box, flip, augment -- in this order
+            views, boxes = [], []
+            for _ in range(self.reps):  # repeated augmentation: `reps` clips of the same frames
+                box = (multiscale_box if self.train_crop == "multiscale" else train_box)(
+                    H, W, self.new_size, self.crop_size, rng)  # one box for every frame (snippet)
+                crop, box = ((finish_box(frames, box, self.crop_size), IDENTITY_BOX) if self.finish_crop
+                             else train_crop(frames, box, self.crop_size))
+                if self.flip and rng.random() < 0.5:  # mirror W, and the box
+                    crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])
+                views.append(augment_clip(crop, self.augment, rng) if self.augment else crop)
+                boxes.append(box)
+            info["box"] = torch.tensor(boxes if self.reps > 1 else boxes[0], dtype=torch.float32)
         else:
             views = [resized_crop(frames, b, self.crop_size)
                      for b in crop_boxes(H, W, self.mode, self.new_size, self.crop_size, self.num_crops)]
@@ -921,7 +952,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         # (V, 3, T, c, c) as a VIEW of the decoder's interleaved memory: no de-interleaving copy here
         # (`collate` keeps it that way; .contiguous() if you need planar memory).
         x = x.flatten(0, 1).permute(0, 4, 1, 2, 3)
-        return (x if self.mode == "test" else x[0]), info
+        return (x if self.mode == "test" or self.reps > 1 else x[0]), info
 
 
 # ---- bytes mode: decoding on the device (--decode_device cuda) ------------------------------------

@@ -32,6 +32,7 @@ def get_parser():
     p = train.Parser(prog="train.py export", description="A checkpoint's model as ONNX or .pt2.")
     p.add_argument("out", metavar="OUT", help="file to write (model.onnx, model.pt2); OUT.json beside it")
     p.add_argument("--resume", required=True, metavar="CKPT", help="train.py checkpoint: model_best.pth...")
+    p.add_argument("--use-ema", dest="use_ema", action="store_true", help="the checkpoint's EMA weights")
     p.add_argument("--format", default="onnx", choices=FORMATS, help="onnx (ONNX Runtime...) or pt2")
     p.add_argument("--dynamic-batch", dest="dynamic_batch", action="store_true", help="any batch size")
     p.add_argument("--opset", type=train.positive, default=18, help="ONNX opset version")
@@ -80,7 +81,7 @@ def main(argv=None):
     if os.path.isdir(a.out):
         fail(f"OUT {a.out}: is a folder; give a file name (model.{a.format})")
     try:
-        model, args, names = predict.load_checkpoint(a.resume, "cpu", 1, 1)
+        model, args, names = predict.load_checkpoint(a.resume, "cpu", 1, 1, a.use_ema)
     except predict.PredictError as e:
         fail(str(e))
     args.mean, args.std = tuple(args.mean or data.MEAN), tuple(args.std or data.STD)

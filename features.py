@@ -62,6 +62,7 @@ def get_parser():
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="list file, video file or frame folder")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for <video id>.npy, index.csv ...")
     p.add_argument("--resume", metavar="CKPT", help="train.py checkpoint: model, clips, normalisation")
+    p.add_argument("--use-ema", dest="use_ema", action="store_true", help="the checkpoint's EMA weights")
     p.add_argument("-a", "--arch", help="without --resume: this arch (random or --pretrained weights)")
     p.add_argument("--pretrained", help="with --arch: imagenet, kinetics400 or PATH (see train.py)")
     p.add_argument("--num_classes", type=train.positive, default=400, help="with --arch: classifier size")
@@ -90,6 +91,8 @@ def check(a):
         fail("give --resume CKPT (a train.py checkpoint) or --arch ARCH (with --pretrained for weights)")
     if a.resume and (a.pretrained or a.new_size or a.crop_size):
         fail("--pretrained, --new_size, --crop_size go with --arch; a --resume checkpoint has its own")
+    if a.use_ema and not a.resume:
+        fail("--use-ema reads a --resume checkpoint's EMA weights: give --resume CKPT")
     if a.device.startswith("cuda") and not torch.cuda.is_available():
         fail(f"--device {a.device} but no CUDA GPU is visible; use --device cpu")
     if os.path.exists(a.out) and not os.path.isdir(a.out):
@@ -102,7 +105,7 @@ def load_model(a):
     if a.resume:
         import predict  # the checkpoint reader of predict and --evaluate (train.checkpoint_args, make_model)
         try:
-            model, args, names = predict.load_checkpoint(a.resume, "cpu", 1, 1)
+            model, args, names = predict.load_checkpoint(a.resume, "cpu", 1, 1, a.use_ema)
         except predict.PredictError as e:
             fail(str(e))
     else:

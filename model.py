@@ -23,6 +23,7 @@ References
 - torchvision/models/resnet.py (layout and names), facebookresearch/SlowFast (PySlowFast),
   facebookresearch/pytorchvideo (models/resnet.py, hub), open-mmlab/mmaction2 (ResNet3d, i3d_r50 configs).
 """
+import re
 from typing import NamedTuple, Optional
 
 import torch
@@ -148,6 +149,17 @@ RESNET_2D = {"resnet18": (torchvision.models.resnet.BasicBlock, (2, 2, 2, 2)),
              "resnet101": (torchvision.models.resnet.Bottleneck, (3, 4, 23, 3))}
 ARCHS_2D = tuple(RESNET_2D) + ("mobilenet_v2",)
 ARCHS = tuple(ARCH_SPECS) + TV_VIDEO + ARCHS_2D
+# Archs with stochastic depth (--drop-path): torchvision's `stochastic_depth_prob`, whose default each
+# builder keeps when --drop-path is not given (mvit 0.2, swin3d_t 0.1, swin3d_s/b 0.3).
+DROP_PATH = ("mvit_v1_b", "mvit_v2_s", "swin3d_t", "swin3d_s", "swin3d_b")
+# --layer-decay's layers: the parameter names that open a block, per arch (module registration order is
+# the forward order in all of them). BEiT (Bao et al. 2022, Sec. 2.6) and VideoMAE number the patch
+# embedding 0, the blocks 1..L and the head L + 1; the ResNets' blocks here are their four stages.
+# Names between blocks (Swin's patch merging) take the block before them, as mmpretrain's Swin rule does.
+_STAGES, _MVIT, _SWIN = r"layer\d+\.", r"blocks\.\d+\.", r"features\.\d+\.\d+\."
+LAYERS = {**{a: _STAGES for a in (*ARCH_SPECS, *RESNET_2D, "r3d_18", "mc3_18", "r2plus1d_18")},
+          "mvit_v1_b": _MVIT, "mvit_v2_s": _MVIT, "swin3d_t": _SWIN, "swin3d_s": _SWIN, "swin3d_b": _SWIN}
+HEAD_NORM = ("norm.",)  # the transformers' final norm sits with the head (layer L + 1)
 
 
 def min_frames(spec):
@@ -351,6 +363,17 @@ def add_shift(model, frames, div):
 HEAD = ("fc.", "head.", "classifier.")  # classifiers: ours and torchvision's r3d..., swin3d/mvit, s3d
 
 
+def layer_ids(arch, names):
+    """Parameter names (in registration order) -> ({name: layer i}, L) for --layer-decay (LAYERS)."""
+    ids, blocks = {}, []
+    for name in names:
+        block = re.match(LAYERS[arch], name)
+        if block and block.group(0) not in blocks:
+            blocks.append(block.group(0))
+        ids[name] = None if name.startswith(HEAD + HEAD_NORM) else len(blocks)  # 0: stem, before any block
+    return {k: len(blocks) + 1 if i is None else i for k, i in ids.items()}, len(blocks)
+
+
 def strip_prefixes(state_dict):
     """DataParallel/DDP save "module.", torch.compile "_orig_mod.": strip them wherever they lead."""
     out = {}
@@ -361,12 +384,24 @@ def strip_prefixes(state_dict):
     return out
 
 
-def build_model(arch, num_classes, dropout=0.0, mode=None, t_length=1, num_segments=1, shift=0):
+def set_drop_path(model, top):
+    """Stochastic depth rising linearly over the blocks to `top` (None: as built). The swin3d builders fix
+    their own stochastic_depth_prob (no argument reaches it), so rescale the built schedule instead."""
+    layers = [m for m in model.modules() if isinstance(m, torchvision.ops.StochasticDepth)]
+    built = max((m.p for m in layers), default=0.0)
+    for m in layers if top is not None else ():
+        m.p = m.p / built * top
+
+
+def build_model(arch, num_classes, dropout=0.0, mode=None, t_length=1, num_segments=1, shift=0,
+                drop_path=None):
     """An arch from ARCHS with a `num_classes` head, randomly initialised (zoo.build_model adds weights:
     it sets `pretrained_info`, None here, to the normalisation they expect). mode "TSN" / "2D": the
     arch segment by segment (Consensus), snippets of t_length frames; shift > 0: TSM with 1/shift of
     the channels shifted each way over the num_segments * t_length frames of a clip. mode None: 2D for a
-    2D arch, else 3D."""
+    2D arch, else 3D. drop_path: DROP_PATH's stochastic depth (None: the builder's default)."""
+    if drop_path is not None and arch not in DROP_PATH:
+        raise ValueError(f"--drop-path: {arch} has no stochastic depth (these have: {', '.join(DROP_PATH)})")
     mode = mode or ("2D" if arch in ARCHS_2D else "3D")
     if (mode == "3D" and arch in ARCHS_2D) or (mode != "3D" and arch in TV_VIDEO) or (
             mode == "2D" and arch not in ARCHS_2D):
@@ -388,7 +423,7 @@ def build_model(arch, num_classes, dropout=0.0, mode=None, t_length=1, num_segme
         else:  # no head dropout: add one after the (weightless) avgpool, so names stay torchvision's
             model = torchvision.models.get_model(arch, num_classes=num_classes)
             model.avgpool = nn.Sequential(model.avgpool, nn.Dropout(dropout))
-        model.arch = arch
+        set_drop_path(model, drop_path)
     else:
         raise ValueError(f"unknown arch {arch!r}; choose one of: {', '.join(ARCHS)}")
     model.arch = arch

@@ -29,8 +29,9 @@ class PredictError(Exception):
     """A user error: one line, exit status 2."""
 
 
-def load_checkpoint(path, device, test_clips, test_crops):
-    """CKPT -> (model in eval mode on device, train.py args rebuilt from it, class names or None)."""
+def load_checkpoint(path, device, test_clips, test_crops, use_ema=False):
+    """CKPT -> (model in eval mode on device, train.py args rebuilt from it, class names or None);
+    use_ema: its --model-ema weights."""
     try:
         ckpt = checkpoint.load(path)
     except ValueError as e:
@@ -50,7 +51,7 @@ def load_checkpoint(path, device, test_clips, test_crops):
                                         "--test_clips", str(test_clips), "--test_crops", str(test_crops)])
     try:
         model = train.make_model(args)  # no --pretrained: a process flag, never taken from a checkpoint
-        checkpoint.load_weights(model, ckpt, path, args)
+        checkpoint.load_weights(model, ckpt, path, args, ema=use_ema)
     except (ValueError, OSError) as e:
         raise PredictError(str(e)) from None
     return model.to(device).eval(), args, names
@@ -108,6 +109,7 @@ def get_parser():
     p.add_argument("--test_clips", type=train.positive, default=1, help="clips per input, spread over it")
     p.add_argument("--test_crops", type=int, default=1, choices=[1, 3, 10], help="crops per clip")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    p.add_argument("--use-ema", dest="use_ema", action="store_true", help="the checkpoint's EMA weights")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu")
     p.add_argument("-k", "--top", type=train.positive, default=5, help="classes to show per input")
     return p
@@ -126,7 +128,7 @@ def main(argv=None):
     try:
         if a.device.startswith("cuda") and not torch.cuda.is_available():
             raise PredictError(f"--device {a.device} but no CUDA GPU is visible; use --device cpu")
-        model, args, names = load_checkpoint(a.resume, a.device, a.test_clips, a.test_crops)
+        model, args, names = load_checkpoint(a.resume, a.device, a.test_clips, a.test_crops, a.use_ema)
     except PredictError as e:
         print(f"train.py predict: error: {e}", file=sys.stderr)
         return 2

@@ -189,8 +189,10 @@ def save_curves_png(log_jsonl_path, png_path):
 
     fig, axes = plt.subplots(1, 3, figsize=CURVES_FIGSIZE, dpi=DPI, layout="constrained")
     try:
-        panels = ((axes[0], "loss", (("train_loss", "train"), ("val_loss", "val"))),
-                  (axes[1], "top-1 (%)", (("train_top1", "train"), ("val_top1", "val"))),
+        train = "train, dominant label" if any(r.get("mixed") for r in rows) else "train"  # MixUp/CutMix
+        panels = ((axes[0], "loss", (("train_loss", "train"), ("val_loss", "val"), ("val_loss_ema", "EMA"))),
+                  (axes[1], "top-1 (%)", (("train_top1", train), ("val_top1", "val"),
+                                          ("val_top1_ema", "EMA"))),
                   (axes[2], "learning rate", (("lr", None),)))
         for ax, ylabel, keys in panels:
             for key, label in keys:

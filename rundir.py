@@ -106,7 +106,7 @@ def append_log(rt, log):
 # Flags that change what an evaluation scores (besides clips, crops and --test_sampling, named in full).
 RESULT_FLAGS = ("arch", "num_classes", "val_list", "data_root", "image_tmpl", "t_length", "t_stride",
                 "new_size", "crop_size", "amp", "channels_last", "decode_device", "mode",
-                "num_segments", "shift")
+                "num_segments", "shift", "use_ema")
 
 
 def evaluation_files(args, rt):

@@ -32,6 +32,7 @@ name kept here; its fine-tuning scripts: --freeze_bn, --fc_only).
 import argparse
 import builtins
 import contextlib
+import dataclasses
 import math
 import os
 import random
@@ -44,7 +45,10 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn as nn
+from torch.optim import swa_utils
 from torch.utils.data import DataLoader, DistributedSampler, Subset
+from torchvision import tv_tensors
+from torchvision.transforms import v2
 
 from tqdm import tqdm
 
@@ -71,28 +75,28 @@ SUBCOMMANDS = ("predict", "features", "export")  # `python train.py predict ...`
 PROCESS_FLAGS = {"train_list", "val_list", "pretrained", "pretrained_model", "class_names", "batch_size",
                  "tensorboard", "workers", "resume", "evaluate", "start_epoch", "output_root", "run_name",
                  "data_root", "decode_device", "ddp", "device", "amp", "sync_bn", "channels_last", "compile",
-                 "test_clips", "test_crops", "save_scores", "video_decoder", "read_timeout"}
+                 "test_clips", "test_crops", "save_scores", "video_decoder", "read_timeout", "use_ema"}
 
 
 # ---- flags -----------------------------------------------------------------------------------------
-def number(cast, low, below=math.inf):
-    """An argparse type: a `cast` number in [low, below). Counts and sizes are >= 1: a 0 would only fail
-    later, as a division by zero."""
+def number(cast, low, below=math.inf, top=math.inf):
+    """An argparse type: a `cast` number in [low, below) and <= top. Counts and sizes are >= 1: a 0 would
+    only fail later, as a division by zero."""
     def parse(text):
         try:
             x = cast(text)
         except ValueError:
             x = None
-        if x is None or not low <= x < below or not math.isfinite(x):
-            want = (f"an integer >= {low}" if cast is int else f"a number >= {low}" if below == math.inf
-                    else f"in [{low}, {below})")
+        if x is None or not low <= x < below or x > top or not math.isfinite(x):
+            want = (f"in [{low}, {top}]" if top < math.inf else f"an integer >= {low}" if cast is int
+                    else f"a number >= {low}" if below == math.inf else f"in [{low}, {below})")
             raise argparse.ArgumentTypeError(f"must be {want}, got {text!r}")
         return x
     return parse
 
 
 positive, natural = number(int, 1), number(int, 0)
-nonnegative, fraction = number(float, 0), number(float, 0, 1)
+nonnegative, fraction, probability = number(float, 0), number(float, 0, 1), number(float, 0, top=1)
 
 
 class Parser(argparse.ArgumentParser):
@@ -151,6 +155,7 @@ def get_args_parser():
     p.add_argument("--bn_bias_wd", action="store_true", help="--wd on BN and biases too (the original)")
     p.add_argument("--clip-grad", dest="clip_grad", default=0.0, type=nonnegative, help="max norm, 0: off")
     p.add_argument("--label-smoothing", dest="label_smoothing", default=0.0, type=fraction, help="in [0, 1)")
+    add_recipe_args(p)  # AdamW, layer decay, mixing, clip augmentation, drop path, EMA
     p.add_argument("--freeze_bn", action="store_true", help="fine-tuning: BN statistics and affine fixed")
     p.add_argument("--fc_only", action="store_true", help="fine-tuning: train the classifier only")
     # monitoring
@@ -184,6 +189,39 @@ def get_args_parser():
     p.add_argument("--test_sampling", default="ours", choices=data.PLACEMENTS, help="where val/test clips go")
     p.add_argument("--save_scores", action="store_true", help="also write the per-video scores (.npz)")
     return p
+
+
+def add_recipe_args(p):
+    """The transformers' recipe (PySlowFast's MViT, Video Swin, VideoMAE), usable with any arch."""
+    p.add_argument("--opt", default="sgd", choices=["sgd", "adamw"], help="optimizer (adamw: no --momentum)")
+    p.add_argument("--norm-weight-decay", dest="norm_weight_decay", default=0.0, type=nonnegative,
+                   help="wd of norms, biases, position embeddings, class tokens (--bn_bias_wd: --wd)")
+    p.add_argument("--lr-min", dest="lr_min", default=0.0, type=nonnegative, help="cosine: lr at --epochs")
+    p.add_argument("--lr-warmup-start", dest="lr_warmup_start", default=0.0, type=nonnegative,
+                   help="--warmup starts from this lr (else 0)")
+    p.add_argument("--layer-decay", dest="layer_decay", default=1.0, type=probability,
+                   help="layer i of L's lr x this^(L + 1 - i) (BEiT; stem 0, head L + 1); 1: off")
+    p.add_argument("--mixup-alpha", dest="mixup_alpha", default=0.0, type=nonnegative, help="0: off")
+    p.add_argument("--cutmix-alpha", dest="cutmix_alpha", default=0.0, type=nonnegative, help="0: off")
+    p.add_argument("--mix-prob", dest="mix_prob", default=1.0, type=probability, help="P(a batch is mixed)")
+    p.add_argument("--mix-switch-prob", dest="mix_switch_prob", default=0.5, type=probability,
+                   help="P(CutMix rather than MixUp) when both are on")
+    p.add_argument("--auto-augment", dest="auto_augment", choices=["ra"], help="ra: RandAugment per clip")
+    p.add_argument("--ra-magnitude", dest="ra_magnitude", default=9, type=number(int, 0, 31), help="0-30")
+    p.add_argument("--ra-num-ops", dest="ra_num_ops", default=2, type=positive, help="ops per clip")
+    p.add_argument("--random-erase", dest="random_erase", default=0.0, type=probability, help="P per clip")
+    p.add_argument("--color-jitter", dest="color_jitter", default=0.0, type=nonnegative,
+                   help="brightness, contrast, saturation strength per clip")
+    p.add_argument("--ra-reps", dest="ra_reps", default=1, type=positive,
+                   help="repeated augmentation: clips per video per step (-b counts videos)")
+    p.add_argument("--drop-path", dest="drop_path", type=fraction, help="stochastic depth (default: arch's)")
+    p.add_argument("--model-ema", dest="model_ema", action="store_true", help="EMA of weights and buffers")
+    p.add_argument("--model-ema-decay", dest="model_ema_decay", default=0.9998, type=fraction,
+                   help="EMA decay per update")
+    p.add_argument("--model-ema-steps", dest="model_ema_steps", default=1, type=positive,
+                   help="optimizer steps per EMA update")
+    p.add_argument("--use-ema", dest="use_ema", action="store_true",
+                   help="--evaluate / predict: the EMA weights; training: the EMA top-1 picks model_best")
 
 
 def parse_args(argv=None):
@@ -239,6 +277,7 @@ def check_args(args):
         fail("--decode_device cuda needs --device cuda")
     if any(s <= 0 for s in args.std or [1]):
         fail(f"--std {args.std}: must be > 0")
+    check_recipe_args(args)
     args.freeze_bn = args.freeze_bn or args.fc_only
     args.run_name = args.run_name or run_dir_name(args)
 
@@ -263,6 +302,28 @@ def check_mode(args):
         fail(f"--shift {args.shift}: must be 0 (off) or 2..64 (TSM: 8, a quarter of the channels move)")
     if args.shift and args.arch not in models.RESNET_2D:
         fail(f"--shift {args.shift} needs a 2D ResNet arch ({', '.join(models.RESNET_2D)})")
+
+
+def check_recipe_args(args):
+    """The optimizer, schedule, mixing, clip augmentation, drop path and EMA flags, alone."""
+    if args.norm_weight_decay and args.bn_bias_wd:
+        fail("--norm-weight-decay and --bn_bias_wd both set the decay of 1-D parameters: give one")
+    if args.lr_min > args.lr or (args.lr_min and args.lr_policy != "cosine"):
+        fail(f"--lr-min {args.lr_min}: the floor of --lr_policy cosine, at most --lr {args.lr}")
+    if args.lr_warmup_start and not args.warmup:
+        fail(f"--lr-warmup-start {args.lr_warmup_start} needs --warmup EPOCHS")
+    if args.layer_decay <= 0 or (args.layer_decay < 1 and args.arch not in models.LAYERS):
+        fail(f"--layer-decay {args.layer_decay}: needs a value in (0, 1] and an arch with layers to number "
+             f"({', '.join(a for a in models.ARCHS if a in models.LAYERS)}), not --arch {args.arch}")
+    if args.drop_path is not None and args.arch not in models.DROP_PATH:
+        fail(f"--drop-path {args.drop_path}: --arch {args.arch} has no stochastic depth "
+             f"(these have: {', '.join(models.DROP_PATH)})")
+    if args.use_ema and not args.model_ema and not args.evaluate:
+        fail("--use-ema needs --model-ema (there is no EMA to use)")
+    if args.decode_device == "cuda" and (args.auto_augment or args.random_erase or args.color_jitter
+                                         or args.ra_reps > 1):
+        fail("--auto-augment / --random-erase / --color-jitter / --ra-reps work on the loader's clips: "
+             "use --decode_device cpu")
 
 
 def run_dir_name(args):
@@ -341,8 +402,9 @@ class Data:
     train_sampler: DistributedSampler
     val_loader: DataLoader
     val_indices: list
-    steps_per_epoch: int  # optimizer steps; each takes iter_size batches of batch_size clips
+    steps_per_epoch: int  # optimizer steps; each takes iter_size batches of batch_size videos
     class_names: list
+    mix: object = None  # (x, labels) -> (x, targets): MixUp / CutMix (`mixing`), or as they came
 
 
 def make_dataset(args, list_file, mode):
@@ -357,7 +419,10 @@ def make_dataset(args, list_file, mode):
         flip=not (args.no_flip or args.dataset in NO_FLIP), encoded=args.decode_device == "cuda",
         video_decoder=getattr(args, "video_decoder", "auto"), read_timeout=args.read_timeout or None,
         finish_crop=not args.device.startswith("cuda"),  # a CPU model: the loader finishes the crop
-        num_segments=args.num_segments, train_crop=args.train_crop)
+        num_segments=args.num_segments, train_crop=args.train_crop,
+        augment=data.clip_augment(args.auto_augment == "ra", args.ra_num_ops, args.ra_magnitude,
+                                  args.color_jitter, args.random_erase) if mode == "train" else None,
+        reps=args.ra_reps)
 
 
 def worker_init_fn(worker_id):
@@ -414,7 +479,27 @@ def build_data(args, rt):
         fail(f"{args.train_list} has {len(train_sampler)} videos per process, fewer than --batch-size x "
              f"--iter_size = {step_clips}")
     return Data(train_ds, val_ds, train_sampler, val_loader, val_indices, len(train_sampler) // step_clips,
-                read_class_names(args))
+                read_class_names(args), mixing(args))
+
+
+def mixing(args):
+    """--mixup-alpha / --cutmix-alpha: torchvision's v2.MixUp / CutMix on the normalised float batch, one
+    of them (CutMix with --mix-switch-prob) on a batch with --mix-prob, as PySlowFast's MixUp (timm's
+    Mixup). CutMix cuts the same box from every frame: a (B, C, T, H, W) batch passes as a Video, whose
+    last two dims are H and W. Targets come back soft (B, classes), unmixed ones as the labels. Draws from
+    torch's global generator, which a resume restores (as dropout's)."""
+    ops = [(kind(alpha=alpha, num_classes=args.num_classes), p) for kind, alpha, p in (
+        (v2.MixUp, args.mixup_alpha, 1 - args.mix_switch_prob), (v2.CutMix, args.cutmix_alpha,
+                                                                   args.mix_switch_prob)) if alpha > 0]
+    if not ops:
+        return lambda x, labels: (x, labels)
+    one = v2.RandomApply([v2.RandomChoice([op for op, _ in ops], p=[p for _, p in ops] if len(ops) > 1
+                                          else None)], p=args.mix_prob)
+
+    def mix(x, labels):
+        x, targets = one(tv_tensors.Video(x), labels)
+        return x.as_subclass(torch.Tensor), targets
+    return mix
 
 
 def check_frame_folders(args, *video_lists):
@@ -472,6 +557,7 @@ class Net:
     ddp: nn.Module = None  # for no_sync() during gradient accumulation
     optimizer: torch.optim.Optimizer = None
     scaler: torch.amp.GradScaler = None
+    ema: swa_utils.AveragedModel = None  # --model-ema: ema.module is the averaged model
 
 
 def make_model(args):
@@ -481,7 +567,7 @@ def make_model(args):
     model = zoo.build_model(args.arch, args.num_classes, dropout=args.dropout,
                             pretrained=args.pretrained_model or args.pretrained, inflate=args.inflate,
                             mode=args.mode, t_length=args.t_length, num_segments=args.num_segments,
-                            shift=args.shift)
+                            shift=args.shift, drop_path=args.drop_path)
     if args.t_length < getattr(model, "min_t", 1):
         raise ValueError(f"--t_length {args.t_length} is too short for --arch {args.arch} "
                          f"(needs >= {model.min_t})")
@@ -526,8 +612,13 @@ def build_net(args, rt):
     net.train = torch.compile(net.train, dynamic=False) if args.compile else net.train
     # The optimizer is built after wrapping: SyncBN conversion makes new parameters. Fused on CUDA: its step
     # takes GradScaler's found-inf flag on the device (the unfused one syncs to skip a step: fp16).
-    net.optimizer = torch.optim.SGD(param_groups(model, args.weight_decay, args.bn_bias_wd), lr=args.lr,
-                                    momentum=args.momentum, fused=rt.device.type == "cuda" or None)
+    groups, fused = param_groups(model, args), rt.device.type == "cuda" or None
+    net.optimizer = (torch.optim.AdamW(groups, lr=args.lr, fused=fused) if args.opt == "adamw" else
+                     torch.optim.SGD(groups, lr=args.lr, momentum=args.momentum, fused=fused))
+    # --model-ema: torchvision references' EMA (AveragedModel + get_ema_multi_avg_fn), buffers averaged too.
+    # GPU trap: each update reads n_averaged on the host (one sync); --model-ema-steps N spaces them.
+    net.ema = swa_utils.AveragedModel(model, multi_avg_fn=swa_utils.get_ema_multi_avg_fn(
+        args.model_ema_decay), use_buffers=True) if args.model_ema and not args.evaluate else None
     net.scaler = torch.amp.GradScaler(rt.device.type, enabled=args.amp == "fp16")
     torch.manual_seed(args.seed + rt.rank)  # a different dropout stream on each rank (resume restores it)
     # Trap: under DDP, evaluate the bare module. DDP's forward broadcasts buffers (a collective), which hangs
@@ -543,25 +634,39 @@ def set_train_mode(net, args):
                 m.eval()
 
 
-def param_groups(model, weight_decay, decay_all):
-    # Weight decay on BN scales/shifts and biases only hurts (Goyal et al. 2017; torchvision references).
-    decay, no_decay = [], []
-    for p in model.parameters():
-        if p.requires_grad:
-            (decay if decay_all or p.ndim > 1 else no_decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+# Decayed by --norm-weight-decay, with the 1-D parameters: absolute position embeddings and class tokens
+# (mvit's pos_encoding.*), Swin's relative position bias tables (Video Swin / mmaction2: decay_mult 0).
+EMBEDDINGS = ("pos_encoding.", "relative_position_bias_table")
+
+
+def param_groups(model, args):
+    """Optimizer groups: per layer (--layer-decay: "lr_scale" = decay^(L + 1 - i), model.layer_ids), each
+    split into --wd and --norm-weight-decay parameters. Weight decay on norms' scales/shifts and biases
+    only hurts (Goyal et al. 2017; torchvision references); --bn_bias_wd: the original's --wd on all."""
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    ids, L = models.layer_ids(args.arch, [n for n, _ in named]) if args.layer_decay < 1 else ({}, 0)
+    norm_wd, groups = args.norm_weight_decay, {}  # --bn_bias_wd: no parameter is one_d below
+    for name, p in named:
+        one_d = not args.bn_bias_wd and (p.ndim <= 1 or any(k in name for k in EMBEDDINGS))
+        i = ids.get(name, L + 1)
+        key = (L + 1 - i, one_d)  # scale exponent; without --layer-decay: (0, False), (0, True)
+        groups.setdefault(key, {"params": [], "weight_decay": norm_wd if one_d else args.weight_decay,
+                                "lr_scale": args.layer_decay ** (L + 1 - i)})["params"].append(p)
+    groups.setdefault((0, True), {"params": [], "weight_decay": norm_wd, "lr_scale": 1.0})
+    return [groups[k] for k in sorted(groups)]
 
 
 def lr_at(args, step, steps_per_epoch):
     """The lr of optimizer step `step` (0-based, global): a pure function of the flags, so a resumed run with
     other --epochs / --lr_steps / --warmup follows the new flags. Warmup ramps linearly to the schedule."""
     epoch = step / steps_per_epoch
-    if args.lr_policy == "cosine":  # PySlowFast's lr_policy "cosine", end lr 0
-        lr = args.lr * 0.5 * (1 + math.cos(math.pi * min(1.0, epoch / args.epochs)))
+    if args.lr_policy == "cosine":  # PySlowFast's lr_policy "cosine", end lr --lr-min (COSINE_END_LR)
+        cos = 0.5 * (1 + math.cos(math.pi * min(1.0, epoch / args.epochs)))
+        lr = args.lr_min + (args.lr - args.lr_min) * cos
     else:
         lr = args.lr * 0.1 ** sum(step >= round(m * steps_per_epoch) for m in args.lr_steps)
-    warmup_steps = round(args.warmup * steps_per_epoch)
-    return lr * min(1.0, (step + 1) / warmup_steps) if warmup_steps else lr
+    warmup_steps, start = round(args.warmup * steps_per_epoch), args.lr_warmup_start
+    return start + (lr - start) * min(1.0, (step + 1) / warmup_steps) if warmup_steps else lr
 
 
 # ---- one epoch of training -------------------------------------------------------------------------
@@ -584,13 +689,16 @@ def decode_on_device(batch, args, rt, net, progress, d, it):
              "--resume auto continues")
 
 
-def to_model_input(clips, info, rt):
-    """uint8 batch from the loader -> normalised float on the device, the train crop finished there."""
+def to_model_input(clips, labels, info, rt):
+    """uint8 batch from the loader -> normalised float on the device, the train crop finished there, and
+    the labels there. --ra-reps K: (B, K, 3, T, H, W) -> B x K clips, each video's K clips together."""
+    K = clips.shape[1] if clips.dim() == 6 else 1
+    clips, labels = (clips.flatten(0, 1), labels.repeat_interleave(K)) if K > 1 else (clips, labels)
     x = clips.to(rt.device, non_blocking=True).contiguous(memory_format=rt.memory_format)  # uint8: cheap
     x = data.normalize(x, rt.mean, rt.std)
     if "box" in info:  # training: the scale jitter's resize, batched on the device (boxes: still on the host)
-        x = data.crop_resize(x, info["box"])
-    return x.contiguous(memory_format=rt.memory_format)
+        x = data.crop_resize(x, info["box"].view(-1, 4))
+    return x.contiguous(memory_format=rt.memory_format), labels.to(rt.device, non_blocking=True)
 
 
 def train_one_epoch(args, rt, d, net, criterion, progress):
@@ -606,19 +714,21 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
         clips, labels, info = batch
         meter.t_wait += time.time() - t_end  # GPU decoding counts as waiting for data
         bad += [line for text in info.get("bad", []) for line in text.splitlines()]
-        x, labels = to_model_input(clips, info, rt), labels.to(rt.device, non_blocking=True)
+        x, labels = to_model_input(clips, labels, info, rt)
+        x, targets = d.mix(x, labels)  # --mixup-alpha / --cutmix-alpha: soft targets; else the labels
         last = (it + 1) % args.iter_size == 0  # the batch that completes an optimizer step
         step = epoch * d.steps_per_epoch + it // args.iter_size
         lr = lr_at(args, step, d.steps_per_epoch)
         for g in net.optimizer.param_groups:
-            g["lr"] = lr
+            g["lr"] = lr * g["lr_scale"]  # --layer-decay; else 1
         # DDP averages gradients in every backward; accumulating, only the step's last batch needs that.
         with net.ddp.no_sync() if net.ddp is not None and not last else contextlib.nullcontext():
             with rt.autocast:
                 logits = net.train(x)
-                loss = criterion(logits, labels)
+                loss = criterion(logits, targets)  # soft or hard targets, --label-smoothing on either
             net.scaler.scale(loss / args.iter_size).backward()  # mean over the step's iter_size x b clips
-        meter.update(loss, logits, labels, it)  # a non-finite loss stops at the next line printed
+        # top-1 against the labels, or the dominant (largest-weight) label of mixed targets
+        meter.update(loss, logits, labels if targets.dim() == 1 else targets.argmax(1), it)
         if last:
             if args.clip_grad > 0:
                 net.scaler.unscale_(net.optimizer)
@@ -626,6 +736,8 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
             net.scaler.step(net.optimizer)
             net.scaler.update()
             net.optimizer.zero_grad(set_to_none=True)
+            if net.ema and (step + 1) % args.model_ema_steps == 0:  # --model-ema: one update, every N steps
+                net.ema.update_parameters(net.bare)
             at_line = (step + 1) % args.print_freq == 0 or it + 1 == batches
             print(meter.line(args, rt, progress, loss, lr, it, batches)) if at_line else None
             if rt.world_size == 1 or at_line:  # DDP: a collective, so only where the host syncs anyway
@@ -714,22 +826,29 @@ def validate_and_log(args, rt, net, d, progress, meter):
            "train_loss": loss_sum / seen if seen else None,  # seen = 0: resumed at the epoch's end
            "train_top1": 100 * correct / seen if seen else None,
            "val_top1": None, "val_top5": None, "val_loss": None}
+    if args.mixup_alpha or args.cutmix_alpha:  # train_top1 is against the dominant label of mixed targets
+        log["mixed"] = True
     if rt.world_size > 1:  # BN statistics differ per rank (own batches): score with rank 0's, the saved ones
-        for b in net.bare.buffers():
+        for b in [*net.bare.buffers(), *(net.ema.buffers() if net.ema else ())]:
             dist.broadcast(b, 0)
     progress.epoch, progress.iter = epoch + 1, 0
     if (epoch + 1) % args.eval_freq == 0 or epoch + 1 == args.epochs:
         try:
             res = evaluate(net, d, args, rt)
+            ema = evaluate(dataclasses.replace(net, eval=net.ema.module), d, args, rt) if net.ema else None
         except data.BadVideo as e:  # the training state is saved first: nothing is lost
             checkpoint.save(args, rt, net, progress, d)
             fail(f"validation stopped (checkpoint.pth saved): {e}")
         log.update(val_top1=res["top1"], val_top5=res["top5"], val_loss=res["loss"])
         progress.last_val = res
         print(f"epoch {epoch} * Acc@1 {res['top1']:.3f} Acc@5 {res['top5']:.3f}")
-    is_best = log["val_top1"] is not None and log["val_top1"] > progress.best_acc1
+        if ema:
+            log.update(val_top1_ema=ema["top1"], val_top5_ema=ema["top5"], val_loss_ema=ema["loss"])
+            print(f"epoch {epoch} * EMA Acc@1 {ema['top1']:.3f} Acc@5 {ema['top5']:.3f}")
+    score = log.get("val_top1_ema" if args.use_ema else "val_top1")  # --use-ema: the EMA picks the best
+    is_best = score is not None and score > progress.best_acc1
     if is_best:
-        progress.best_acc1, progress.best_epoch = log["val_top1"], epoch
+        progress.best_acc1, progress.best_epoch = score, epoch
     log["epoch_time"] = time.time() - meter.t_epoch
     checkpoint.save(args, rt, net, progress, d, best=is_best)
     rundir.append_log(rt, log)

@@ -279,7 +279,8 @@ def _few(names, n=4):
 
 
 @torch.no_grad()
-def build_model(arch, num_classes, dropout=0.0, pretrained=None, inflate="mean", **segments):
+def build_model(arch, num_classes, dropout=0.0, pretrained=None, inflate="mean", drop_path=None,
+                **segments):
     """model.build_model, then `pretrained`: None | "imagenet" | "imagenet_v2" | "kinetics400" | a 2D
     torchvision ResNet state dict | a 3D checkpoint (ours, "state_dict", bare, pytorchvideo, PySlowFast
     .pyth / Caffe2 .pkl, mmaction2). `pretrained_info`: None without weights, else {format, mean, std}."""
@@ -288,7 +289,7 @@ def build_model(arch, num_classes, dropout=0.0, pretrained=None, inflate="mean",
     if arch in models.TV_VIDEO and pretrained in ("imagenet", "imagenet_v2"):
         raise ValueError(f"--pretrained {pretrained} is for the resnet*_3d archs; "
                          f"{arch} takes none or a 3D checkpoint file")
-    model = models.build_model(arch, num_classes, dropout, **segments)  # segments: mode, t_length, ...
+    model = models.build_model(arch, num_classes, dropout, drop_path=drop_path, **segments)  # mode, shift...
     if pretrained not in (None, "", "none"):
         load_pretrained(model, pretrained, inflate)
     return model

@@ -88,7 +88,9 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
     assert set(res["modes"]) == {"train", "val"}
     for mode, r in res["modes"].items():
         one = r["per_core"]
-        cpu_rows = [bench.CPU_BEFORE, bench.CPU_NOW] if mode == "train" else []  # a CPU trainer's input path
+        # a CPU trainer's input path; the loader with and without clip augmentation
+        cpu_rows = ([bench.CPU_BEFORE, bench.CPU_NOW, bench.FINISHED, bench.AUGMENTED] if mode == "train"
+                    else [])
         assert list(one) == names + cpu_rows, mode
         assert all(v > 0 and math.isfinite(v) for v in one.values()), (mode, one)
         best_a = max(v for k, v in one.items() if k.startswith("(a)"))
@@ -127,6 +129,10 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
         assert float(cb) == pytest.approx(res["modes"][mode]["c_over_b"], abs=0.006)
         assert float(ca) == pytest.approx(res["modes"][mode]["c_over_best_a"], abs=0.006)
     assert out.count("(c) device part") == 2
+    one = res["modes"]["train"]["per_core"]
+    ratio = re.findall(r"random erasing 0.25, uint8\) / the same loader without, 1 core: ([\d.]+)x", out)
+    assert len(ratio) == 1 and float(ratio[0]) == pytest.approx(one[bench.AUGMENTED] / one[bench.FINISHED],
+                                                                abs=0.006)
 
 
 def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch, capsys):
@@ -149,9 +155,10 @@ def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch
     expected += [(data.VideoFrameDataset, None, data.collate_encoded)]
     # train only, (e): the CPU trainer's input path, the loader then train.to_model_input in this process
     cpu_rows = [(data.VideoFrameDataset, None, data.collate)] * 2
-    assert len(seen) == 2 * len(expected) + len(cpu_rows)  # train and val
+    aug_rows = [(data.VideoFrameDataset, None, data.collate)] * 2  # (f): without / with clip augmentation
+    assert len(seen) == 2 * len(expected) + len(cpu_rows) + len(aug_rows)  # train and val
     for k, ((dataset, batch, collate, step), (cls, dec, coll)) in enumerate(
-            zip(seen, expected + cpu_rows + expected)):
+            zip(seen, expected + cpu_rows + aug_rows + expected)):
         assert batch == 8, f"rate_loader got batch={batch!r}"
         assert type(dataset) is cls and getattr(dataset, "decoder", None) == dec and collate is coll, \
             (dataset, dec, collate)
@@ -159,6 +166,8 @@ def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch
         assert (step is not None) == cpu_row, k
     finish = [seen[len(expected) + j][0].finish_crop for j in range(2)]
     assert finish == [False, True]  # before: crop_resize in the step; now: finished in the loader
+    f = [seen[len(expected) + len(cpu_rows) + j][0] for j in range(2)]
+    assert [d.finish_crop for d in f] == [True, True] and f[0].augment is None and f[1].augment is not None
 
 
 @pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")  # torchvision 0.29, as data.py
@@ -293,3 +302,16 @@ def test_bench_bad_frames_one_line_exit_2(cmd, present, missing, tmp_path, capsy
     assert cap.err.splitlines() == [f"bench.py: error: --frames {folder} has no {missing} "
                                     f"(make one: python prepare.py synth DIR)"]
     assert cap.out == ""
+
+
+def test_bench_model_compare_rows_are_the_published_sizes(tmp_path, capsys):
+    """--compare: I3D-R50 beside torchvision's mvit_v2_s (34.5M, 64.2 GFLOPS in its docs, torchvision's
+    "GFLOPS" being MACs) and swin3d_t (28.2M, 43.9) at 16x224x224 (--iters 0: no timing)."""
+    res, out = bench_main(["model", "--compare", "--iters", "0"], tmp_path, capsys)
+    rows = res["compare"]
+    assert list(rows) == list(bench.COMPARE)
+    for arch, params, gmacs in (("resnet50_3d", 28.04, 56.8), ("mvit_v2_s", 34.54, 64.2),
+                                ("swin3d_t", 28.16, 43.9)):
+        assert rows[arch]["params"] / 1e6 == pytest.approx(params, abs=0.01), arch
+        assert rows[arch]["gmacs_per_clip"] == pytest.approx(gmacs, rel=0.01), arch
+        assert f"{arch:14s} {params:7.2f}M {rows[arch]['gmacs_per_clip']:8.1f}" in out

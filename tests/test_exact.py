@@ -5,6 +5,8 @@ A fork checks that its new option keeps these properties with one command; the f
 trainer command here (after the tests' own, so they win where both set a flag):
 
     python -m pytest -q tests/test_exact.py --trainer-flags="--your_flag 3"
+
+Checkpoints compare the weights and, with --model-ema, the EMA weights.
 """
 import signal
 import subprocess
@@ -15,7 +17,17 @@ import pytest
 import torch
 
 import train
-from conftest import ENV, REPO, TINY, acc_line, assert_same_weights, run_cli, run_main, weights
+from conftest import ENV, REPO, TINY, acc_line, assert_same_weights, run_cli, run_main
+
+
+def assert_same_run(a, b):
+    """Two checkpoint files hold the same weights bit for bit, and the same EMA weights (--model-ema)."""
+    a, b = (torch.load(p, map_location="cpu", weights_only=False) for p in (a, b))
+    assert_same_weights(a["model"], b["model"])
+    assert (a.get("model_ema") is None) == (b.get("model_ema") is None)
+    if a.get("model_ema") is not None:
+        assert_same_weights(a["model_ema"], b["model_ema"])
+        assert a["model_ema_updates"] == b["model_ema_updates"]
 
 
 def torchrun(*argv):
@@ -34,8 +46,7 @@ def test_resume_is_exact(tiny_data, tmp_path, workers, schedule, trainer_flags):
     name = train.run_dir_name(train.parse_args([*args, *trainer_flags]))
     run_main([*args, "--epochs", "3", "--output_root", str(tmp_path / "b"), "--resume", "auto",
               *trainer_flags])
-    a, b = (weights(tmp_path / r / name / "checkpoint.pth") for r in "ab")
-    assert_same_weights(a, b)
+    assert_same_run(*(tmp_path / r / name / "checkpoint.pth" for r in "ab"))
     assert torch.load(tmp_path / "b" / name / "checkpoint.pth", weights_only=False)["epoch"] == 3
 
 
@@ -82,5 +93,4 @@ def test_sigterm_saves_and_resumes_exactly(tiny_data, tmp_path, trainer_flags):
     r = run_cli([*args, "--output_root", str(tmp_path / "x"), "--resume", "auto", *trainer_flags],
                 timeout=600)
     assert r.returncode == 0 and "resumed from" in r.stdout, r.stderr[-2000:]
-    assert_same_weights(weights(tmp_path / "ref" / name / "checkpoint.pth"),
-                        weights(tmp_path / "x" / name / "checkpoint.pth"))
+    assert_same_run(*(tmp_path / r / name / "checkpoint.pth" for r in ("ref", "x")))

@@ -108,7 +108,7 @@ def test_amp_off_to_fp16_resume_starts_a_fresh_scale(lists, tmp_path):
     train.check_args(a)
     a.num_classes = ckpt["args"]["num_classes"]  # build_data sets it in a run
     model = train.make_model(a)
-    groups = train.param_groups(model, a.weight_decay, a.bn_bias_wd)
+    groups = train.param_groups(model, a)
     opt = torch.optim.SGD(groups, lr=a.lr, momentum=a.momentum)
     net = SimpleNamespace(optimizer=opt, scaler=torch.amp.GradScaler("cpu", enabled=True))
     progress = checkpoint.Progress()
