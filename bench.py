@@ -461,6 +461,7 @@ def bench_families(args):
             ms = 1000 * args.batch_size / clips_s
         out[name] = {"params": params, "gmacs_per_video": gmacs, "ms_per_step": ms}
         print(f"{name:20s} {params / 1e6:7.2f}M {gmacs:12.2f} {ms or float('nan'):9.1f}")
+    return out
 
 
 # `bench.py model --compare`: the I3D-R50 beside the transformers --arch offers (16x224x224 clips)
