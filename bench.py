@@ -440,47 +440,29 @@ def count(arch, num_classes, t_length, crop_size, **seg):
     return sum(p.numel() for p in m.parameters()), fc.get_total_flops() / 2 / 1e9  # a MAC = 2 flops
 
 
-# The three families side by side (`bench.py model --families`): the zoos' usual clips per video.
-FAMILIES = (("I3D-R50 16x4", dict(arch="resnet50_3d", mode="3D", t_length=16, num_segments=1, shift=0)),
-            ("TSN-R50 8 segments", dict(arch="resnet50", mode="TSN", t_length=1, num_segments=8, shift=0)),
-            ("TSM-R50 8 segments", dict(arch="resnet50", mode="TSN", t_length=1, num_segments=8, shift=8)))
-
-
-def bench_families(args):
-    """Params, GMACs per video (one clip) and a CPU/GPU training step per family, at --crop_size, -b."""
-    out = {}
-    print(f"\n{'family':20s} {'params':>8s} {'GMACs/video':>12s} {'ms/step':>9s}  (batch {args.batch_size}, "
-          f"{args.crop_size} px, {args.device})")
-    for name, fam in FAMILIES:
-        a = argparse.Namespace(**{**vars(args), **fam})
-        params, gmacs = count(a.arch, a.num_classes, a.t_length, a.crop_size, **segments(a))
-        ms = None
-        if args.iters > 0:
-            clips_s, _ = run_steps(make_step(a, torch.device(args.device)), synthetic_batches(a), args.warmup,
-                                   args.iters, torch.device(args.device))
-            ms = 1000 * args.batch_size / clips_s
-        out[name] = {"params": params, "gmacs_per_video": gmacs, "ms_per_step": ms}
-        print(f"{name:20s} {params / 1e6:7.2f}M {gmacs:12.2f} {ms or float('nan'):9.1f}")
-    return out
-
-
-# `bench.py model --compare`: the I3D-R50 beside the transformers --arch offers (16x224x224 clips)
-COMPARE = ("resnet50_3d", "mvit_v2_s", "swin3d_t")
+# `bench.py model --compare`: the families --arch / --mode offer, side by side, per video at 224 px and 400
+# classes: I3D's 16x4 clip, TSN / TSM-R50's 8 one-frame segments (mmaction2's tsn/tsm_r50 1x1x8), and the
+# transformers' 16x224x224 clip. CPU step: batch 1, fp32 (--iters steps; 0: sizes only).
+ONE_CLIP = dict(mode="3D", t_length=16, num_segments=1, shift=0)
+COMPARE = {"I3D-R50 16x4": dict(ONE_CLIP, arch="resnet50_3d"),
+           "TSN-R50 8 segments": dict(arch="resnet50", mode="TSN", t_length=1, num_segments=8, shift=0),
+           "TSM-R50 8 segments": dict(arch="resnet50", mode="TSN", t_length=1, num_segments=8, shift=8),
+           "mvit_v2_s 16x224": dict(ONE_CLIP, arch="mvit_v2_s"),
+           "swin3d_t 16x224": dict(ONE_CLIP, arch="swin3d_t")}
 
 
 def compare_archs(args):
-    """Params, GMACs of a 16x224x224 clip and the CPU time of one training step (batch 1, fp32) of each
-    COMPARE arch."""
-    print(f"\n{'arch':14s} {'params':>8s} {'GMACs':>8s} {'CPU s/step (b=1)':>17s}")
+    """Params, GMACs per video and the CPU time of one training step (batch 1, fp32) of each COMPARE row."""
+    print(f"\n{'model':20s} {'params':>8s} {'GMACs/video':>12s} {'CPU s/step (b=1)':>17s}")
     out = {}
-    for arch in COMPARE:
-        params, gmacs = count(arch, args.num_classes, 16, 224)
-        a = argparse.Namespace(**{**vars(args), "arch": arch, "batch_size": 1, "t_length": 16,
-                                  "crop_size": 224, "device": "cpu", "warmup": 1})
+    for name, row in COMPARE.items():
+        a = argparse.Namespace(**{**vars(args), **row, "batch_size": 1, "crop_size": 224, "device": "cpu",
+                                  "warmup": 1})
+        params, gmacs = count(a.arch, args.num_classes, a.t_length, 224, **segments(a))
         clips_s = run_steps(make_step(a, torch.device("cpu")), synthetic_batches(a), 1, args.iters,
                             torch.device("cpu"))[0] if args.iters else float("nan")
-        out[arch] = {"params": params, "gmacs_per_clip": gmacs, "cpu_s_per_step": 1 / clips_s}
-        print(f"{arch:14s} {params / 1e6:7.2f}M {gmacs:8.1f} {1 / clips_s:17.2f}")
+        out[name] = {"params": params, "gmacs_per_video": gmacs, "cpu_s_per_step": 1 / clips_s}
+        print(f"{name:20s} {params / 1e6:7.2f}M {gmacs:12.2f} {1 / clips_s:17.2f}")
     return out
 
 
@@ -489,8 +471,6 @@ def bench_model(args):
         return {"settings": vars(args), "compare": compare_archs(args)}
     device = torch.device(args.device)
     torch.backends.cudnn.benchmark = True  # fixed shapes: let cuDNN pick the fastest 3D conv algorithms
-    if args.families:
-        return bench_families(args)
     params, gmacs = count(args.arch, args.num_classes, args.t_length, args.crop_size, **segments(args))
     rows = [("fp32", {})]  # each option on top of the row above
     if args.amp != "off":
@@ -918,9 +898,8 @@ def get_args_parser():
     m.add_argument("--mode", default="3D", choices=["3D", "TSN", "2D"], help="as train.py's")
     m.add_argument("--num_segments", default=1, type=int, help="TSN/2D: snippets of --t_length per video")
     m.add_argument("--shift", default=0, type=int, help="TSM: 1/N of the channels shifted each way")
-    m.add_argument("--families", action="store_true", help="I3D-R50 / TSN-R50 / TSM-R50 side by side")
-    m.add_argument("--compare", action="store_true", help=f"rows for {', '.join(COMPARE)} at 16x224x224, "
-                   "CPU, batch 1 (--iters steps each)")
+    m.add_argument("--compare", action="store_true", help=f"rows for {', '.join(COMPARE)}: per video at "
+                   "224 px, CPU, batch 1 (--iters steps each)")
     t.add_argument("--decode_device", default="cpu", choices=["cpu", "cuda"],
                    help="cpu: the workers decode; cuda: they ship bytes, nvJPEG decodes batches "
                         "(data.decode_batch)")

@@ -306,12 +306,13 @@ def test_bench_bad_frames_one_line_exit_2(cmd, present, missing, tmp_path, capsy
 
 def test_bench_model_compare_rows_are_the_published_sizes(tmp_path, capsys):
     """--compare: I3D-R50 beside torchvision's mvit_v2_s (34.5M, 64.2 GFLOPS in its docs, torchvision's
-    "GFLOPS" being MACs) and swin3d_t (28.2M, 43.9) at 16x224x224 (--iters 0: no timing)."""
+    "GFLOPS" being MACs) and swin3d_t (28.2M, 43.9) at 16x224x224 (--iters 0: no timing); TSN and TSM-R50
+    rows: test_tsn.py."""
     res, out = bench_main(["model", "--compare", "--iters", "0"], tmp_path, capsys)
     rows = res["compare"]
     assert list(rows) == list(bench.COMPARE)
-    for arch, params, gmacs in (("resnet50_3d", 28.04, 56.8), ("mvit_v2_s", 34.54, 64.2),
-                                ("swin3d_t", 28.16, 43.9)):
-        assert rows[arch]["params"] / 1e6 == pytest.approx(params, abs=0.01), arch
-        assert rows[arch]["gmacs_per_clip"] == pytest.approx(gmacs, rel=0.01), arch
-        assert f"{arch:14s} {params:7.2f}M {rows[arch]['gmacs_per_clip']:8.1f}" in out
+    for name, params, gmacs in (("I3D-R50 16x4", 28.04, 56.8), ("mvit_v2_s 16x224", 34.54, 64.2),
+                                ("swin3d_t 16x224", 28.16, 43.9)):
+        assert rows[name]["params"] / 1e6 == pytest.approx(params, abs=0.01), name
+        assert rows[name]["gmacs_per_video"] == pytest.approx(gmacs, rel=0.01), name
+        assert f"{name:20s} {params:7.2f}M {rows[name]['gmacs_per_video']:12.2f}" in out

@@ -228,7 +228,7 @@ def test_tsm_resume_is_exact(lists, tmp_path):
 
 def test_bench_families_rows():
     import bench
-    out = bench.main(["model", "--families", "--iters", "0"])
+    out = bench.main(["model", "--compare", "--iters", "0"])["compare"]
     tsn, tsm, i3d = out["TSN-R50 8 segments"], out["TSM-R50 8 segments"], out["I3D-R50 16x4"]
     resnet50 = torchvision.models.resnet50(num_classes=400)
     assert tsn["params"] == tsm["params"] == sum(p.numel() for p in resnet50.parameters())  # no shift params
