@@ -355,7 +355,8 @@ def test_bench_data_rows_per_decoder_and_share_of_limit(tiny_frames, tmp_path, c
         r, one = res["modes"][mode], res["modes"][mode]["per_core"]
         rows = ([bench.DECODE.format(d) for d in decoders] + [bench.NAIVE]
                 + [bench.PIPELINE.format(d) for d in decoders])
-        assert list(one) == rows + [bench.BYTES] + [bench.CPU_BEFORE, bench.CPU_NOW] * (mode == "train")
+        extra = [bench.CPU_BEFORE, bench.CPU_NOW, bench.FINISHED, bench.AUGMENTED] * (mode == "train")
+        assert list(one) == rows + [bench.BYTES] + extra
         a_rows = [bench.DECODE.format(d) for d in decoders]
         assert r["limit"] == limit == max(a_rows, key=one.get)
         share = {bench.PIPELINE.format(d): one[bench.PIPELINE.format(d)] / one[limit] for d in decoders}
