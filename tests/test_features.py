@@ -233,16 +233,24 @@ def test_killed_run_restarted_on_two_processes_writes_every_video_once(inputs, t
 
 
 # ---- export ----------------------------------------------------------------------------------------
+# a 3D arch, and TSM (a 2D ResNet over 3 segments with the temporal shift: the TSN family's hardest case)
+EXPORTED = {"resnet50_3d": dict(arch="resnet50_3d"),
+            "tsm_resnet18": dict(arch="resnet18", mode="TSN", num_segments=3, shift=8, t_length=1)}
+
+
 @pytest.mark.parametrize("fmt", ["onnx", "pt2"])
-def test_export_matches_the_model(fmt, tmp_path):
+@pytest.mark.parametrize("name", list(EXPORTED))
+def test_export_matches_the_model(name, fmt, tmp_path):
     if fmt == "onnx":
         ort = pytest.importorskip("onnxruntime", reason="no onnxruntime (pip install onnxruntime)")
         pytest.importorskip("onnxscript", reason="torch's ONNX exporter needs onnxscript")
-    ckpt = tiny_checkpoint(tmp_path / "ck.pth", arch="resnet50_3d", new_size=32, crop_size=32)
+    ckpt = tiny_checkpoint(tmp_path / "ck.pth", new_size=32, crop_size=32, **EXPORTED[name])
     out = str(tmp_path / f"model.{fmt}")
     assert export.main(["--resume", ckpt, "--format", fmt, out, "--dynamic-batch"]) == 0
     model, _, _ = predict.load_checkpoint(ckpt, "cpu", 1, 1)
-    x = torch.randn(3, 3, 4, 32, 32)
+    frames = json.loads(open(out + ".json").read())["input"]["frames"]  # TSN: all segments' frames
+    assert frames == (3 if "mode" in EXPORTED[name] else 4)
+    x = torch.randn(3, 3, frames, 32, 32)
     if fmt == "onnx":
         session = ort.InferenceSession(out, providers=["CPUExecutionProvider"])
         y = session.run(None, {"clips": x.numpy()})[0]
@@ -253,18 +261,6 @@ def test_export_matches_the_model(fmt, tmp_path):
     meta = json.loads(open(out + ".json").read())
     assert meta["input"]["layout"] == "B, 3, T, H, W" and meta["input"]["batch"] == "any"
     assert meta["normalisation"]["mean"] == list(data.MEAN) and meta["output"]["classes"] == 4
-
-
-def test_a_segment_model_exports_with_nothing_special(tmp_path):
-    ort = pytest.importorskip("onnxruntime", reason="no onnxruntime (pip install onnxruntime)")
-    pytest.importorskip("onnxscript", reason="torch's ONNX exporter needs onnxscript")
-    torch.manual_seed(0)
-    tsn, out = Segments().eval(), str(tmp_path / "tsn.onnx")
-    export.export(tsn, torch.randn(2, 3, 3, 32, 32), out, "onnx", dynamic=True)
-    x = torch.randn(3, 3, 3, 32, 32)
-    y = ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"clips": x.numpy()})[0]
-    with torch.no_grad():
-        assert np.abs(y - tsn(x).numpy()).max() < 1e-4
 
 
 def test_bad_flags_are_one_line_before_anything_is_read(inputs, tmp_path, capsys):

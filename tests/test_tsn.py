@@ -1,7 +1,6 @@
 """TSN, 2D and TSM (--mode TSN / 2D, --num_segments, --shift): the networks against torchvision's own
 ResNet run frame by frame and an independent temporal shift, mmaction2's TSN / TSM key layout, the
 segment sampling rules (TSN's test indices, mmaction2's SampleFrames) and the original's commands."""
-import json
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +15,7 @@ import predict
 import train
 import zoo
 from conftest import (assert_same_weights, copy_lists, one_line_error, run_dir, run_main, spoil_frames,
-                      tiny_checkpoint, weights)
+                      weights)
 
 SMALL = ["--new_size", "36", "--crop_size", "32", "-b", "4", "--lr", "0.01", "--dro", "0", "-j", "0",
          "-p", "1", "-ef", "1", "--device", "cpu"]
@@ -275,20 +274,3 @@ def test_bad_video_is_replaced_in_tsn_mode(lists, tmp_path, capsys):
     (line,) = (run_dir(tmp_path, args) / "bad_videos.txt").read_text().splitlines()
     assert "train.txt:1:" in line and bad_video in line
     assert capsys.readouterr().err.count("bad video replaced") == 1
-
-
-def test_a_tsm_checkpoint_exports_to_onnx(tmp_path):
-    ort = pytest.importorskip("onnxruntime", reason="no onnxruntime (pip install onnxruntime)")
-    pytest.importorskip("onnxscript", reason="torch's ONNX exporter needs onnxscript")
-    import export
-    ckpt = tiny_checkpoint(tmp_path / "ck.pth", arch="resnet18", mode="TSN", num_segments=3, shift=8,
-                           t_length=1, new_size=32, crop_size=32)
-    out = str(tmp_path / "tsm.onnx")
-    assert export.main(["--resume", ckpt, "--format", "onnx", out, "--dynamic-batch"]) == 0
-    model, _, _ = predict.load_checkpoint(ckpt, "cpu", 1, 1)
-    assert isinstance(model.layer1[0].conv1, models.ShiftConv2d)
-    x = torch.randn(2, 3, 3, 32, 32)
-    y = ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"clips": x.numpy()})[0]
-    with torch.no_grad():
-        assert np.abs(y - model(x).numpy()).max() < 1e-4
-    assert json.loads(open(out + ".json").read())["input"]["frames"] == 3
