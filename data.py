@@ -931,7 +931,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             for _ in range(self.reps):  # repeated augmentation: `reps` clips of the same frames
                 box = (multiscale_box if self.train_crop == "multiscale" else train_box)(
                     H, W, self.new_size, self.crop_size, rng)  # one box for every frame (snippet)
-                crop, box = ((finish_box(frames, box, self.crop_size), IDENTITY_BOX) if self.finish_crop
+                # finish_box follows train_box's rescaled pixel grid; a multi-scale box is off that grid
+                finish = finish_box if self.train_crop == "jitter" else resample_box
+                crop, box = ((finish(frames, box, self.crop_size), IDENTITY_BOX) if self.finish_crop
                              else train_crop(frames, box, self.crop_size))
                 if self.flip and rng.random() < 0.5:  # mirror W, and the box
                     crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])

@@ -8,7 +8,8 @@ import prepare
 import train
 from conftest import TINY
 
-TRAIN_BOX = data.train_box
+BOXES = {"jitter": "train_box", "multiscale": "multiscale_box"}  # --train_crop -> the box it draws
+DRAWS = {name: getattr(data, name) for name in BOXES.values()}  # the real ones, before any spy
 
 
 @pytest.fixture(scope="module")
@@ -18,16 +19,16 @@ def frames_list(tmp_path_factory):
     return str(prepare.make_synth(out, classes=2, videos=4, frames=12, size=(97, 71))[0])
 
 
-def clips_and_boxes(monkeypatch, list_file, finish, new_size):
-    drawn = []
+def clips_and_boxes(monkeypatch, list_file, finish, new_size, train_crop="jitter"):
+    drawn, draw = [], DRAWS[BOXES[train_crop]]
 
     def spy(*a, **k):
-        drawn.append(TRAIN_BOX(*a, **k))
+        drawn.append(draw(*a, **k))
         return drawn[-1]
 
-    monkeypatch.setattr(data, "train_box", spy)
+    monkeypatch.setattr(data, BOXES[train_crop], spy)
     ds = data.VideoFrameDataset(list_file, t_length=4, t_stride=2, new_size=new_size, crop_size=48, seed=3,
-                                finish_crop=finish)
+                                finish_crop=finish, train_crop=train_crop)
     out = []
     for epoch in range(3):
         ds.set_epoch(epoch)
@@ -35,10 +36,11 @@ def clips_and_boxes(monkeypatch, list_file, finish, new_size):
     return out, drawn
 
 
-@pytest.mark.parametrize("new_size", [48, 64, 80])  # 80: downscale (frames' short side 71)
-def test_cpu_finish_uses_the_device_paths_boxes_and_pixels(monkeypatch, frames_list, new_size):
-    dev, dev_boxes = clips_and_boxes(monkeypatch, frames_list, False, new_size)
-    cpu, cpu_boxes = clips_and_boxes(monkeypatch, frames_list, True, new_size)
+@pytest.mark.parametrize("new_size, train_crop", [(48, "jitter"), (64, "jitter"), (80, "jitter"),
+                                                 (64, "multiscale")])  # 80: downscale (short side 71)
+def test_cpu_finish_uses_the_device_paths_boxes_and_pixels(monkeypatch, frames_list, new_size, train_crop):
+    dev, dev_boxes = clips_and_boxes(monkeypatch, frames_list, False, new_size, train_crop)
+    cpu, cpu_boxes = clips_and_boxes(monkeypatch, frames_list, True, new_size, train_crop)
     assert cpu_boxes == dev_boxes and len(dev_boxes) == 12  # the same draws (flips come after: same too)
     worst = 0.0
     for (c_dev, y_dev, i_dev), (c_cpu, y_cpu, i_cpu) in zip(dev, cpu):
