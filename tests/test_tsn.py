@@ -225,7 +225,7 @@ def test_tsm_resume_is_exact(lists, tmp_path):
                         weights(tmp_path / "b" / name / "checkpoint.pth"))
 
 
-def test_bench_families_rows():
+def test_bench_compare_rows_for_tsn_and_tsm():
     import bench
     out = bench.main(["model", "--compare", "--iters", "0"])["compare"]
     tsn, tsm, i3d = out["TSN-R50 8 segments"], out["TSM-R50 8 segments"], out["I3D-R50 16x4"]
