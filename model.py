@@ -393,6 +393,17 @@ def set_drop_path(model, top):
         m.p = m.p / built * top
 
 
+def mode_error(arch, mode):
+    """Why `arch` cannot run in --mode `mode`, in one line; None if it can (train.check_args asks first)."""
+    if mode == "3D" and arch in ARCHS_2D:
+        return f"--arch {arch} is a 2D network: use --mode TSN or --mode 2D"
+    if mode != "3D" and arch in TV_VIDEO:
+        return f"--mode {mode} takes a 2D arch ({', '.join(ARCHS_2D)}) or a resnet*_3d one, not --arch {arch}"
+    if mode == "2D" and arch not in ARCHS_2D:
+        return f"--mode 2D takes a 2D arch ({', '.join(ARCHS_2D)}), not --arch {arch}"
+    return None
+
+
 def build_model(arch, num_classes, dropout=0.0, mode=None, t_length=1, num_segments=1, shift=0,
                 drop_path=None):
     """An arch from ARCHS with a `num_classes` head, randomly initialised (zoo.build_model adds weights:
@@ -403,11 +414,8 @@ def build_model(arch, num_classes, dropout=0.0, mode=None, t_length=1, num_segme
     if drop_path is not None and arch not in DROP_PATH:
         raise ValueError(f"--drop-path: {arch} has no stochastic depth (these have: {', '.join(DROP_PATH)})")
     mode = mode or ("2D" if arch in ARCHS_2D else "3D")
-    if (mode == "3D" and arch in ARCHS_2D) or (mode != "3D" and arch in TV_VIDEO) or (
-            mode == "2D" and arch not in ARCHS_2D):
-        takes = {"3D": "a 3D arch", "2D": f"a 2D arch ({', '.join(ARCHS_2D)})",
-                 "TSN": "a 2D arch or a resnet*_3d one"}.get(mode, mode)
-        raise ValueError(f"--mode {mode} takes {takes}, not --arch {arch}")
+    if mode_error(arch, mode):
+        raise ValueError(mode_error(arch, mode))
     if mode != "3D" and arch in ARCH_SPECS:
         model = SegmentResNet3D(arch, num_classes, dropout)
         model.snippet = t_length

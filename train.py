@@ -292,12 +292,8 @@ def check_mode(args):
     args.t_length = default_t_length(args)
     if args.mode == "3D" and (args.num_segments > 1 or args.shift):
         fail(f"--num_segments {args.num_segments} --shift {args.shift}: segments are for --mode TSN or 2D")
-    if args.mode == "3D" and args.arch in models.ARCHS_2D:
-        fail(f"--arch {args.arch} is a 2D network: use --mode TSN or --mode 2D")
-    if args.mode != "3D" and args.arch in models.TV_VIDEO:
-        fail(f"--mode {args.mode} takes a 2D arch ({', '.join(models.ARCHS_2D)}) or a resnet*_3d one")
-    if args.mode == "2D" and args.arch not in models.ARCHS_2D:
-        fail(f"--mode 2D takes a 2D arch ({', '.join(models.ARCHS_2D)}), not --arch {args.arch}")
+    if models.mode_error(args.arch, args.mode):
+        fail(models.mode_error(args.arch, args.mode))
     if args.shift == 1 or args.shift > 64:  # 2/shift of the channels move; 64: the fewest a block has
         fail(f"--shift {args.shift}: must be 0 (off) or 2..64 (TSM: 8, a quarter of the channels move)")
     if args.shift and args.arch not in models.RESNET_2D:
