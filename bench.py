@@ -57,6 +57,7 @@ video: clips/s per core (CPU time of this process, one thread: less swayed by ot
 References: PyTorch Performance Tuning Guide and torch.utils.benchmark (warmup, synchronize, best-of
 timing); BannyStone/Video_Classification_PyTorch lib/transforms.py (the naive pipeline).
 """
+
 import argparse
 import copy
 import json
@@ -89,7 +90,10 @@ DEFAULT_WORKERS = min(os.cpu_count() or 1, 8)
 # ---- data: the three pipelines -------------------------------------------------------------------
 def ensure_frames(frames_dir):
     """The synthetic 340x256 q95 frame folders, made once and reused (delete the folder to remake)."""
-    train_list, val_list = os.path.join(frames_dir, "train.txt"), os.path.join(frames_dir, "val.txt")
+    train_list, val_list = (
+        os.path.join(frames_dir, "train.txt"),
+        os.path.join(frames_dir, "val.txt"),
+    )
     if not (os.path.exists(train_list) and os.path.exists(val_list)):
         print(f"making benchmark frames in {frames_dir} (once) ...", flush=True)
         prepare.make_synth(frames_dir, classes=4, videos=8, frames=72, size=(340, 256), quality=95)
@@ -105,15 +109,17 @@ def clip_files(ds, i):
     return list(enc[i][0].paths)
 
 
-DECODE = "(a) decode only, {}"         # data.decode_frame with each decoder data.py can use
+DECODE = "(a) decode only, {}"  # data.decode_frame with each decoder data.py can use
 NAIVE = "(b) naive (original project)"
-PIPELINE = "(c) data.py, {}"           # data.py's own pipeline with data.DECODER = each decoder
-OURS = PIPELINE.format(data.DECODER)   # data.py as shipped (TorchCodec where installed)
+PIPELINE = "(c) data.py, {}"  # data.py's own pipeline with data.DECODER = each decoder
+OURS = PIPELINE.format(data.DECODER)  # data.py as shipped (TorchCodec where installed)
 BYTES = "(d) data.py, bytes only (--decode_device)"
-CPU_BEFORE = "(e) CPU trainer's input, crop_resize in step"  # before: the crop finished in float in the step
-CPU_NOW = "(e) CPU trainer's input, uint8 in loader"       # now: data.finish_box in the loader
-FINISHED = "(f) data.py, crop finished in the loader"        # what clip augmentation starts from
-AUGMENTED = "(f) + --auto-augment ra --random-erase 0.25"    # RandAugment + erasing on the uint8 clip
+CPU_BEFORE = (
+    "(e) CPU trainer's input, crop_resize in step"  # before: the crop finished in float in the step
+)
+CPU_NOW = "(e) CPU trainer's input, uint8 in loader"  # now: data.finish_box in the loader
+FINISHED = "(f) data.py, crop finished in the loader"  # what clip augmentation starts from
+AUGMENTED = "(f) + --auto-augment ra --random-erase 0.25"  # RandAugment + erasing on the uint8 clip
 
 
 class DecodeOnly(Dataset):
@@ -206,8 +212,14 @@ def rate_main(dataset, indices, warmup=2):
 def rate_loader(dataset, indices, workers, batch=8, collate=None, step=None):
     """clips/s through a DataLoader (and `step` on each batch in this process, as a trainer would); the
     first max(1, workers) batches (start-up) are not timed."""
-    loader = DataLoader(dataset, batch_size=batch, sampler=indices, num_workers=workers, drop_last=True,
-                        collate_fn=collate)
+    loader = DataLoader(
+        dataset,
+        batch_size=batch,
+        sampler=indices,
+        num_workers=workers,
+        drop_last=True,
+        collate_fn=collate,
+    )
     skip, n = max(1, workers), 0
     for k, b in enumerate(loader):
         step(*b) if step else None
@@ -229,10 +241,15 @@ def data_methods(ds, K, mode, args):
     enc = copy.copy(ds)
     enc.encoded = True  # the loader's side of --decode_device: read the files, ship the bytes
     methods[BYTES] = Collated(enc, data.collate_encoded)
-    if mode == "train":  # (e): all a CPU trainer does before its model: the loader, then train.to_model_input
+    if (
+        mode == "train"
+    ):  # (e): all a CPU trainer does before its model: the loader, then train.to_model_input
         for name, finish in ((CPU_BEFORE, False), (CPU_NOW, True)):
             methods[name] = TrainerInput(copy.copy(ds), finish)
-        for name, augment in ((FINISHED, None), (AUGMENTED, data.clip_augment(True, random_erase=0.25))):
+        for name, augment in (
+            (FINISHED, None),
+            (AUGMENTED, data.clip_augment(True, random_erase=0.25)),
+        ):
             methods[name] = Collated(copy.copy(ds), data.collate)
             methods[name].ds.finish_crop, methods[name].ds.augment = True, augment
     return methods, files
@@ -246,8 +263,12 @@ class TrainerInput(Collated):
     def __init__(self, ds, finish):
         super().__init__(ds, data.collate)
         ds.finish_crop = finish
-        self.rt = types.SimpleNamespace(device=torch.device("cpu"), mean=data.MEAN, std=data.STD,
-                                        memory_format=torch.contiguous_format)
+        self.rt = types.SimpleNamespace(
+            device=torch.device("cpu"),
+            mean=data.MEAN,
+            std=data.STD,
+            memory_format=torch.contiguous_format,
+        )
 
     def step(self, clips, labels, info):
         return train.to_model_input(clips, labels, info, self.rt)[0]
@@ -257,31 +278,60 @@ class TrainerInput(Collated):
 
 
 def bench_data(args):
-    train_list, val_list = ((os.path.join(args.frames, "train.txt"), os.path.join(args.frames, "val.txt"))
-                            if args.frames else ensure_frames(DEFAULT_FRAMES))
-    out = {"settings": vars(args) | {"machine": platform.machine(), "cores": os.cpu_count(),
-                                     "torch": torch.__version__,
-                                     "decoders": data.available_decoders()}, "modes": {}}
+    train_list, val_list = (
+        (os.path.join(args.frames, "train.txt"), os.path.join(args.frames, "val.txt"))
+        if args.frames
+        else ensure_frames(DEFAULT_FRAMES)
+    )
+    out = {
+        "settings": vars(args)
+        | {
+            "machine": platform.machine(),
+            "cores": os.cpu_count(),
+            "torch": torch.__version__,
+            "decoders": data.available_decoders(),
+        },
+        "modes": {},
+    }
     threads, decoder = torch.get_num_threads(), data.DECODER
     torch.set_num_threads(1)  # "per core": one intra-op thread, no workers
     try:
         for mode, list_file in (("train", train_list), ("val", val_list)):
-            ds = data.VideoFrameDataset(list_file, mode=mode, t_length=args.t_length, t_stride=args.t_stride,
-                                        new_size=args.new_size, crop_size=args.crop_size, seed=args.seed)
+            ds = data.VideoFrameDataset(
+                list_file,
+                mode=mode,
+                t_length=args.t_length,
+                t_stride=args.t_stride,
+                new_size=args.new_size,
+                crop_size=args.crop_size,
+                seed=args.seed,
+            )
             K = min(args.videos or len(ds), len(ds))
             methods, files = data_methods(ds, K, mode, args)
-            for m in methods.values():  # one untimed pass: every file read once, into the page cache
+            for (
+                m
+            ) in methods.values():  # one untimed pass: every file read once, into the page cache
                 [m[i] for i in range(K)]
             one = dict.fromkeys(methods, 0.0)
             idx = [i % K for i in range(args.iters + 2)]
-            for _ in range(args.repeats):  # rounds in turn, so drift on a shared machine hits all alike
+            for _ in range(
+                args.repeats
+            ):  # rounds in turn, so drift on a shared machine hits all alike
                 for name, m in methods.items():
                     one[name] = max(one[name], rate_main(m, idx))
             idx = [i % K for i in range(64 * max(1, args.workers))]
-            many = {name: rate_loader(m.ds, idx, args.workers, collate=m.collate,
-                                      step=getattr(m, "step", None))
-                    if isinstance(m, Collated) else rate_loader(m, idx, args.workers)
-                    for name, m in methods.items()} if args.workers else {}
+            many = (
+                {
+                    name: rate_loader(
+                        m.ds, idx, args.workers, collate=m.collate, step=getattr(m, "step", None)
+                    )
+                    if isinstance(m, Collated)
+                    else rate_loader(m, idx, args.workers)
+                    for name, m in methods.items()
+                }
+                if args.workers
+                else {}
+            )
             data.DECODER = decoder
             res = summarize(one, many, files)
             res["device_part_cpu_clips_s"] = rate_device_part(ds, K, mode)
@@ -297,41 +347,70 @@ def summarize(one, many, files):
     """Ratios of the rows: (c) / (b), and each data.py row's share of the decode-only limit."""
     limit = max((k for k in one if k.startswith("(a)")), key=one.get)  # the fastest decoder's row
     share = {k: one[k] / one[limit] for k in one if k.startswith("(c)")}
-    share_many = ({k: many[k] / max(many[j] for j in many if j.startswith("(a)")) for k in share}
-                  if many else {})
+    share_many = (
+        {k: many[k] / max(many[j] for j in many if j.startswith("(a)")) for k in share}
+        if many
+        else {}
+    )
     W, H = Image.open(files[0][0]).size
-    return {"per_core": one, "workers": many, "c_over_b": one[OURS] / one[NAIVE],
-            "c_over_best_a": one[OURS] / one[limit],
-            "limit": limit, "share_of_limit": share, "share_of_limit_workers": share_many,
-            "videos": len(files), "frame_size": [W, H],
-            "jpeg_kb": float(np.mean([os.path.getsize(p) for f in files for p in f]) / 1024)}
+    return {
+        "per_core": one,
+        "workers": many,
+        "c_over_b": one[OURS] / one[NAIVE],
+        "c_over_best_a": one[OURS] / one[limit],
+        "limit": limit,
+        "share_of_limit": share,
+        "share_of_limit_workers": share_many,
+        "videos": len(files),
+        "frame_size": [W, H],
+        "jpeg_kb": float(np.mean([os.path.getsize(p) for f in files for p in f]) / 1024),
+    }
 
 
 def print_data(res, mode, list_file, methods, args):
     one, many, best_a = res["per_core"], res["workers"], res["per_core"][res["limit"]]
     W, H = res["frame_size"]
-    print(f"\ndata: {mode} clips 3x{args.t_length}x{args.crop_size}x{args.crop_size} "
-          f"(t_stride {args.t_stride}) "
-          f"from {list_file}: {res['videos']} videos, {W}x{H} JPEGs of {res['jpeg_kb']:.0f} KB; clips/s")
-    print(f"{'method':44s} {'1 core':>8s} {f'{args.workers} workers':>10s} "
-          f"{'vs (b)':>8s} {'vs best (a)':>12s}")
+    print(
+        f"\ndata: {mode} clips 3x{args.t_length}x{args.crop_size}x{args.crop_size} "
+        f"(t_stride {args.t_stride}) "
+        f"from {list_file}: {res['videos']} videos, {W}x{H} JPEGs of {res['jpeg_kb']:.0f} KB; clips/s"
+    )
+    print(
+        f"{'method':44s} {'1 core':>8s} {f'{args.workers} workers':>10s} "
+        f"{'vs (b)':>8s} {'vs best (a)':>12s}"
+    )
     for name in methods:
         w = f"{many[name]:10.1f}" if many else f"{'-':>10s}"
-        print(f"{name:44s} {one[name]:8.1f} {w} {one[name] / one[NAIVE]:7.2f}x {one[name] / best_a:11.2f}x")
-    print(f"(c) device part ({'normalize + crop_resize' if mode == 'train' else 'normalize'}), "
-          f"run here on 1 CPU core: "
-          f"{res['device_part_cpu_clips_s']:.1f} clips/s (on a GPU: a few batched kernels)")
-    print(f"loader's share of the limit ({res['limit']}), 1 core{' / workers' if many else ''}: " + ", ".join(
-        f"{k[len('(c) data.py, '):]} {v:.2f}" + (f" / {res['share_of_limit_workers'][k]:.2f}" if many else "")
-        for k, v in res["share_of_limit"].items()))
-    print(f"targets, 1 core: (c)/(b) = {res['c_over_b']:.2f}x (>= 5), "
-          f"(c)/best (a) = {res['c_over_best_a']:.2f}x (>= 0.8)")
+        print(
+            f"{name:44s} {one[name]:8.1f} {w} {one[name] / one[NAIVE]:7.2f}x {one[name] / best_a:11.2f}x"
+        )
+    print(
+        f"(c) device part ({'normalize + crop_resize' if mode == 'train' else 'normalize'}), "
+        f"run here on 1 CPU core: "
+        f"{res['device_part_cpu_clips_s']:.1f} clips/s (on a GPU: a few batched kernels)"
+    )
+    print(
+        f"loader's share of the limit ({res['limit']}), 1 core{' / workers' if many else ''}: "
+        + ", ".join(
+            f"{k[len('(c) data.py, ') :]} {v:.2f}"
+            + (f" / {res['share_of_limit_workers'][k]:.2f}" if many else "")
+            for k, v in res["share_of_limit"].items()
+        )
+    )
+    print(
+        f"targets, 1 core: (c)/(b) = {res['c_over_b']:.2f}x (>= 5), "
+        f"(c)/best (a) = {res['c_over_best_a']:.2f}x (>= 0.8)"
+    )
     if CPU_NOW in one:  # goal: the whole CPU input path >= 0.6x decode-only, one core
-        print(f"CPU trainer's whole input path / best (a), 1 core: {one[CPU_BEFORE] / best_a:.2f}x before, "
-              f"{one[CPU_NOW] / best_a:.2f}x now (goal >= 0.6)")
+        print(
+            f"CPU trainer's whole input path / best (a), 1 core: {one[CPU_BEFORE] / best_a:.2f}x before, "
+            f"{one[CPU_NOW] / best_a:.2f}x now (goal >= 0.6)"
+        )
     if AUGMENTED in one:
-        print(f"clip augmentation (RandAugment n2 m9 + random erasing 0.25, uint8) / the same loader "
-              f"without, 1 core: {one[AUGMENTED] / one[FINISHED]:.2f}x (goal >= 0.8)")
+        print(
+            f"clip augmentation (RandAugment n2 m9 + random erasing 0.25, uint8) / the same loader "
+            f"without, 1 core: {one[AUGMENTED] / one[FINISHED]:.2f}x (goal >= 0.8)"
+        )
 
 
 def rate_device_part(ds, K, mode, batch=8, rounds=3):
@@ -351,7 +430,9 @@ def rate_device_part(ds, K, mode, batch=8, rounds=3):
 def make_step(args, device, amp=None, channels_last=False, compile=False):
     """A fresh model and its training step on a uint8 clip batch: forward, backward, SGD, as in train.py."""
     torch.manual_seed(args.seed)
-    model = models.build_model(args.arch, args.num_classes, t_length=args.t_length, **segments(args))
+    model = models.build_model(
+        args.arch, args.num_classes, t_length=args.t_length, **segments(args)
+    )
     model = model.to(device).train()
     if channels_last:
         model.to(memory_format=torch.channels_last_3d)
@@ -375,7 +456,9 @@ def make_step(args, device, amp=None, channels_last=False, compile=False):
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
-        return loss  # no host sync per step, as in train.py (run_steps synchronizes around the timing)
+        return (
+            loss  # no host sync per step, as in train.py (run_steps synchronizes around the timing)
+        )
 
     return step
 
@@ -384,9 +467,15 @@ def synthetic_batches(args, n=2):
     """Pre-made uint8 batches like the loader's: same shape, channels_last_3d memory, pinned on CUDA."""
     g = torch.Generator().manual_seed(args.seed)
     shape = (args.batch_size, 3, clip_frames(args), args.crop_size, args.crop_size)
-    out = [(torch.randint(0, 256, shape, dtype=torch.uint8, generator=g)
-            .contiguous(memory_format=torch.channels_last_3d),
-            torch.randint(0, args.num_classes, (args.batch_size,), generator=g)) for _ in range(n)]
+    out = [
+        (
+            torch.randint(0, 256, shape, dtype=torch.uint8, generator=g).contiguous(
+                memory_format=torch.channels_last_3d
+            ),
+            torch.randint(0, args.num_classes, (args.batch_size,), generator=g),
+        )
+        for _ in range(n)
+    ]
     if args.device.startswith("cuda"):
         out = [(x.pin_memory(), y.pin_memory()) for x, y in out]
     # a typical upscale: crop_resize runs
@@ -423,8 +512,11 @@ def peak_mem_gib(device):
 
 def segments(args):
     """model.build_model's mode flags from bench's (TSN / 2D / TSM rows)."""
-    return dict(mode=getattr(args, "mode", "3D"), num_segments=getattr(args, "num_segments", 1),
-                shift=getattr(args, "shift", 0))
+    return dict(
+        mode=getattr(args, "mode", "3D"),
+        num_segments=getattr(args, "num_segments", 1),
+        shift=getattr(args, "shift", 0),
+    )
 
 
 def clip_frames(args):  # frames per clip (TSN: num_segments snippets of t_length)
@@ -444,11 +536,13 @@ def count(arch, num_classes, t_length, crop_size, **seg):
 # classes: I3D's 16x4 clip, TSN / TSM-R50's 8 one-frame segments (mmaction2's tsn/tsm_r50 1x1x8), and the
 # transformers' 16x224x224 clip. CPU step: batch 1, fp32 (--iters steps; 0: sizes only).
 ONE_CLIP = dict(mode="3D", t_length=16, num_segments=1, shift=0)
-COMPARE = {"I3D-R50 16x4": dict(ONE_CLIP, arch="resnet50_3d"),
-           "TSN-R50 8 segments": dict(arch="resnet50", mode="TSN", t_length=1, num_segments=8, shift=0),
-           "TSM-R50 8 segments": dict(arch="resnet50", mode="TSN", t_length=1, num_segments=8, shift=8),
-           "mvit_v2_s 16x224": dict(ONE_CLIP, arch="mvit_v2_s"),
-           "swin3d_t 16x224": dict(ONE_CLIP, arch="swin3d_t")}
+COMPARE = {
+    "I3D-R50 16x4": dict(ONE_CLIP, arch="resnet50_3d"),
+    "TSN-R50 8 segments": dict(arch="resnet50", mode="TSN", t_length=1, num_segments=8, shift=0),
+    "TSM-R50 8 segments": dict(arch="resnet50", mode="TSN", t_length=1, num_segments=8, shift=8),
+    "mvit_v2_s 16x224": dict(ONE_CLIP, arch="mvit_v2_s"),
+    "swin3d_t 16x224": dict(ONE_CLIP, arch="swin3d_t"),
+}
 
 
 def compare_archs(args):
@@ -456,11 +550,21 @@ def compare_archs(args):
     print(f"\n{'model':20s} {'params':>8s} {'GMACs/video':>12s} {'CPU s/step (b=1)':>17s}")
     out = {}
     for name, row in COMPARE.items():
-        a = argparse.Namespace(**{**vars(args), **row, "batch_size": 1, "crop_size": 224, "device": "cpu",
-                                  "warmup": 1})
+        a = argparse.Namespace(
+            **{**vars(args), **row, "batch_size": 1, "crop_size": 224, "device": "cpu", "warmup": 1}
+        )
         params, gmacs = count(a.arch, args.num_classes, a.t_length, 224, **segments(a))
-        clips_s = run_steps(make_step(a, torch.device("cpu")), synthetic_batches(a), 1, args.iters,
-                            torch.device("cpu"))[0] if args.iters else float("nan")
+        clips_s = (
+            run_steps(
+                make_step(a, torch.device("cpu")),
+                synthetic_batches(a),
+                1,
+                args.iters,
+                torch.device("cpu"),
+            )[0]
+            if args.iters
+            else float("nan")
+        )
         out[name] = {"params": params, "gmacs_per_video": gmacs, "cpu_s_per_step": 1 / clips_s}
         print(f"{name:20s} {params / 1e6:7.2f}M {gmacs:12.2f} {1 / clips_s:17.2f}")
     return out
@@ -470,8 +574,12 @@ def bench_model(args):
     if args.compare:
         return {"settings": vars(args), "compare": compare_archs(args)}
     device = torch.device(args.device)
-    torch.backends.cudnn.benchmark = True  # fixed shapes: let cuDNN pick the fastest 3D conv algorithms
-    params, gmacs = count(args.arch, args.num_classes, args.t_length, args.crop_size, **segments(args))
+    torch.backends.cudnn.benchmark = (
+        True  # fixed shapes: let cuDNN pick the fastest 3D conv algorithms
+    )
+    params, gmacs = count(
+        args.arch, args.num_classes, args.t_length, args.crop_size, **segments(args)
+    )
     rows = [("fp32", {})]  # each option on top of the row above
     if args.amp != "off":
         rows.append((args.amp, {"amp": args.amp}))
@@ -480,13 +588,17 @@ def bench_model(args):
     if args.compile:
         rows.append((rows[-1][0] + "+compile", rows[-1][1] | {"compile": True}))
     out = {"settings": vars(args), "params": params, "gmacs_per_clip": gmacs, "rows": {}}
-    print(f"\nmodel {args.arch}, {args.num_classes} classes, "
-          f"clip 3x{args.t_length}x{args.crop_size}x{args.crop_size}: "
-          f"{params / 1e6:.2f}M params, {gmacs:.2f} GMACs per clip (forward)")
+    print(
+        f"\nmodel {args.arch}, {args.num_classes} classes, "
+        f"clip 3x{args.t_length}x{args.crop_size}x{args.crop_size}: "
+        f"{params / 1e6:.2f}M params, {gmacs:.2f} GMACs per clip (forward)"
+    )
     if args.iters < 1:
         return out
-    print(f"batch {args.batch_size} on {device}, {args.warmup} warmup + {args.iters} "
-          f"timed steps of forward+backward+SGD")
+    print(
+        f"batch {args.batch_size} on {device}, {args.warmup} warmup + {args.iters} "
+        f"timed steps of forward+backward+SGD"
+    )
     print(f"{'config':32s} {'clips/s':>9s} {'ms/step':>9s} {'peak GiB':>9s} {'speedup':>8s}")
     for name, kw in rows:
         if device.type == "cuda":
@@ -495,8 +607,10 @@ def bench_model(args):
         step = make_step(args, device, **kw)
         clips_s, _ = run_steps(step, synthetic_batches(args), args.warmup, args.iters, device)
         r = out["rows"][name] = {"clips_s": clips_s, "peak_gib": peak_mem_gib(device)}
-        print(f"{name:32s} {clips_s:9.2f} {1000 * args.batch_size / clips_s:9.1f} {r['peak_gib']:9.2f} "
-              f"{clips_s / out['rows']['fp32']['clips_s']:7.2f}x")
+        print(
+            f"{name:32s} {clips_s:9.2f} {1000 * args.batch_size / clips_s:9.1f} {r['peak_gib']:9.2f} "
+            f"{clips_s / out['rows']['fp32']['clips_s']:7.2f}x"
+        )
         del step  # frees the model before the next row builds its own
     if device.type != "cuda":
         print("(on CPU, peak GiB is the process's peak RSS so far)")
@@ -506,34 +620,66 @@ def bench_model(args):
 def bench_train(args):
     device = torch.device(args.device)
     torch.backends.cudnn.benchmark = True
-    train_list = os.path.join(args.frames, "train.txt") if args.frames else ensure_frames(DEFAULT_FRAMES)[0]
-    ds = data.VideoFrameDataset(train_list, mode="train", t_length=args.t_length, t_stride=args.t_stride,
-                                new_size=args.new_size, crop_size=args.crop_size, seed=args.seed,
-                                encoded=args.decode_device == "cuda")  # then the loader ships bytes
+    train_list = (
+        os.path.join(args.frames, "train.txt") if args.frames else ensure_frames(DEFAULT_FRAMES)[0]
+    )
+    ds = data.VideoFrameDataset(
+        train_list,
+        mode="train",
+        t_length=args.t_length,
+        t_stride=args.t_stride,
+        new_size=args.new_size,
+        crop_size=args.crop_size,
+        seed=args.seed,
+        encoded=args.decode_device == "cuda",
+    )  # then the loader ships bytes
     step = make_step(args, device, args.amp, args.channels_last, args.compile)
-    sampler = torch.utils.data.RandomSampler(ds, replacement=True,
-                                             num_samples=(args.warmup + args.iters) * args.batch_size,
-                                             generator=torch.Generator().manual_seed(args.seed))
-    loader = DataLoader(ds, batch_size=args.batch_size, sampler=sampler, num_workers=args.workers,
-                        pin_memory=device.type == "cuda", drop_last=True,
-                        collate_fn=data.collate_encoded if ds.encoded else data.collate)
+    sampler = torch.utils.data.RandomSampler(
+        ds,
+        replacement=True,
+        num_samples=(args.warmup + args.iters) * args.batch_size,
+        generator=torch.Generator().manual_seed(args.seed),
+    )
+    loader = DataLoader(
+        ds,
+        batch_size=args.batch_size,
+        sampler=sampler,
+        num_workers=args.workers,
+        pin_memory=device.type == "cuda",
+        drop_last=True,
+        collate_fn=data.collate_encoded if ds.encoded else data.collate,
+    )
     # --decode_device cuda: nvJPEG decodes each batch in this process; that time counts as "data wait"
-    batches = (data.decode_batch(b, args.decode_device, ds) for b in loader) if ds.encoded else loader
+    batches = (
+        (data.decode_batch(b, args.decode_device, ds) for b in loader) if ds.encoded else loader
+    )
     # Synthetic first: it also warms up the model (cuDNN autotune, compile) before the real loader runs.
     synth, synth_wait = run_steps(step, synthetic_batches(args), args.warmup, args.iters, device)
     real, real_wait = run_steps(step, batches, args.warmup, args.iters, device)
-    out = {"settings": vars(args), "synthetic_clips_s": synth, "real_clips_s": real,
-           "real_over_synthetic": real / synth,
-           "real_data_wait": real_wait, "synthetic_data_wait": synth_wait}
-    amp = ([args.amp] * (args.amp != "off") + ["channels-last"] * args.channels_last
-           + ["compile"] * args.compile)
-    print(f"\ntrain {args.arch} 3x{args.t_length}x{args.crop_size}x{args.crop_size}, "
-          f"batch {args.batch_size}, {args.workers} workers, {device}, {'+'.join(amp) or 'fp32'}, "
-          f"JPEGs decoded on {args.decode_device}; "
-          f"{args.warmup} warmup + {args.iters} timed steps")
+    out = {
+        "settings": vars(args),
+        "synthetic_clips_s": synth,
+        "real_clips_s": real,
+        "real_over_synthetic": real / synth,
+        "real_data_wait": real_wait,
+        "synthetic_data_wait": synth_wait,
+    }
+    amp = (
+        [args.amp] * (args.amp != "off")
+        + ["channels-last"] * args.channels_last
+        + ["compile"] * args.compile
+    )
+    print(
+        f"\ntrain {args.arch} 3x{args.t_length}x{args.crop_size}x{args.crop_size}, "
+        f"batch {args.batch_size}, {args.workers} workers, {device}, {'+'.join(amp) or 'fp32'}, "
+        f"JPEGs decoded on {args.decode_device}; "
+        f"{args.warmup} warmup + {args.iters} timed steps"
+    )
     print(f"{'loader':34s} {'clips/s':>9s} {'ms/step':>9s} {'data wait':>10s}")
-    for name, r, w in (("synthetic (uint8 batches in memory)", synth, synth_wait),
-                       ("real (VideoFrameDataset)", real, real_wait)):
+    for name, r, w in (
+        ("synthetic (uint8 batches in memory)", synth, synth_wait),
+        ("real (VideoFrameDataset)", real, real_wait),
+    ):
         print(f"{name:34s} {r:9.2f} {1000 * args.batch_size / r:9.1f} {w:10.0%}")
     print(f"real / synthetic = {real / synth:.2f}x")
     return out
@@ -548,25 +694,30 @@ def make_originals(folder, count=8, seconds=10, fps=30, size=(640, 360)):
     moving on it and sensor noise, h264 with B-frames and one keyframe every 250 frames (x264's default,
     as in most web videos), made once. Real videos differ: the ratios, not the absolute numbers, carry."""
     import av
+
     os.makedirs(folder, exist_ok=True)
     rng = np.random.default_rng(0)
     W, H = size
     for i in range(count):
         scene = 110 + 35 * prepare._texture(rng, H + 200, W + 300, (64, 16, 4, 2))[..., None]
         scene = scene * rng.uniform(0.6, 1.4, 3)
-        patch = rng.uniform(60, 200, 3) + 45 * prepare._texture(rng, H // 3, H // 3, (16, 4))[..., None]
+        patch = (
+            rng.uniform(60, 200, 3) + 45 * prepare._texture(rng, H // 3, H // 3, (16, 4))[..., None]
+        )
         vy, vx = rng.uniform(-0.6, 0.6), rng.uniform(-1.0, 1.0)
         with av.open(os.path.join(folder, f"video_{i:03d}.mp4"), "w") as out:
             s = out.add_stream("libx264", rate=fps, options={"crf": "23", "preset": "fast"})
             s.width, s.height, s.pix_fmt = W, H, "yuv420p"
             for k in range(seconds * fps):
                 y, x = int(100 + vy * k) % 200, int(150 + vx * k) % 300
-                img = scene[y:y + H, x:x + W].copy()
+                img = scene[y : y + H, x : x + W].copy()
                 py = int(H / 3 * (1 + np.sin(k / 20 + i)))
                 px = int((W - H / 3) / 2 * (1 + np.cos(k / 31 + i)))
-                img[py:py + H // 3, px:px + H // 3] = patch
+                img[py : py + H // 3, px : px + H // 3] = patch
                 img += rng.standard_normal(img.shape) * 3
-                frame = av.VideoFrame.from_ndarray(np.clip(img, 0, 255).astype(np.uint8), format="rgb24")
+                frame = av.VideoFrame.from_ndarray(
+                    np.clip(img, 0, 255).astype(np.uint8), format="rgb24"
+                )
                 out.mux(s.encode(frame))
             out.mux(s.encode(None))
 
@@ -582,8 +733,10 @@ def ensure_video_sets(root, short_side):
     if os.path.exists(prep_file):
         with open(prep_file) as f:
             prep = json.load(f)
-    for name, run in (("frames", lambda out: prepare.extract(original, out, short_side, 95, 1)),
-                      ("reencoded", lambda out: prepare.reencode(original, out, short_side, 1))):
+    for name, run in (
+        ("frames", lambda out: prepare.extract(original, out, short_side, 95, 1)),
+        ("reencoded", lambda out: prepare.reencode(original, out, short_side, 1)),
+    ):
         if name not in prep:
             t0 = time.process_time()
             run(os.path.join(root, name))
@@ -604,7 +757,9 @@ def ensure_video_sets(root, short_side):
 
 
 def disk_bytes(folder):
-    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(folder) for f in files)
+    return sum(
+        os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(folder) for f in files
+    )
 
 
 def rate_cpu(ds, K, iters, repeats):
@@ -628,15 +783,27 @@ def bench_video(args):
     rows = {"(a) JPEG frames": ("frames", None)}
     rows.update({f"(b) re-encoded, {d}": ("reencoded", d) for d in decoders})
     rows.update({f"(c) original, {d}": ("original", d) for d in decoders})
-    out = {"settings": vars(args) | {"cores": os.cpu_count(), "torch": torch.__version__}, "modes": {}}
+    out = {
+        "settings": vars(args) | {"cores": os.cpu_count(), "torch": torch.__version__},
+        "modes": {},
+    }
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         for mode in ("train", "val"):
-            clip = dict(t_length=args.t_length, t_stride=args.t_stride, new_size=args.new_size,
-                        crop_size=args.crop_size, seed=args.seed)
-            sets = {name: data.VideoFrameDataset(lists[src], mode=mode, video_decoder=dec or "auto", **clip)
-                    for name, (src, dec) in rows.items()}
+            clip = dict(
+                t_length=args.t_length,
+                t_stride=args.t_stride,
+                new_size=args.new_size,
+                crop_size=args.crop_size,
+                seed=args.seed,
+            )
+            sets = {
+                name: data.VideoFrameDataset(
+                    lists[src], mode=mode, video_decoder=dec or "auto", **clip
+                )
+                for name, (src, dec) in rows.items()
+            }
             K = len(sets["(a) JPEG frames"])
             one = dict.fromkeys(rows, 0.0)
             for _ in range(args.repeats):  # rounds in turn: drift hits every row alike
@@ -645,7 +812,9 @@ def bench_video(args):
             out["modes"][mode] = one
     finally:
         torch.set_num_threads(threads)
-    out["disk"] = {name: disk_bytes(os.path.join(root, name)) for name in ("frames", "reencoded", "original")}
+    out["disk"] = {
+        name: disk_bytes(os.path.join(root, name)) for name in ("frames", "reencoded", "original")
+    }
     out["videos"] = K
     out["prep_cpu_s_per_video"] = prep
     out["startup"] = startup_times(lists["reencoded"])
@@ -659,10 +828,12 @@ def bench_video(args):
 def video_decoders():
     """Each video decoder -> the FFmpeg it runs on, or why it cannot run here (both are always named)."""
     import av
+
     libs = {"pyav": f"PyAV {av.__version__}, its wheel's FFmpeg {av.ffmpeg_version_info}"}
     try:
         data.pick_video_decoder("torchcodec")
         from torchcodec._core import ops  # the FFmpeg major version whose libraries it loaded
+
         libs["torchcodec"] = f"TorchCodec, FFmpeg {ops.ffmpeg_major_version} shared libraries"
     except (ValueError, ImportError, AttributeError) as e:
         why = f"{data._NO_VIDEO_CODEC or e}"[:150]
@@ -674,6 +845,7 @@ def startup_times(reencoded_list, lines=240_000):
     """Seconds to read a 240k-line three-column list (opens no video) and per video to count a
     two-column line's frames."""
     import tempfile
+
     videos = data.read_list(reencoded_list)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "big.txt")
@@ -690,47 +862,67 @@ def startup_times(reencoded_list, lines=240_000):
 
 def print_video(out, rows):
     disk, K = out["disk"], out["videos"]
-    print(f"\nvideo: clips/s per core (CPU time of one process, 1 thread), {K} videos, "
-          f"{out['settings']['t_length']}x{out['settings']['crop_size']}px clips")
+    print(
+        f"\nvideo: clips/s per core (CPU time of one process, 1 thread), {K} videos, "
+        f"{out['settings']['t_length']}x{out['settings']['crop_size']}px clips"
+    )
     print(f"{'source':32s} {'train':>8s} {'vs (a)':>7s} {'val':>8s} {'vs (a)':>7s}")
     tr, va = out["modes"]["train"], out["modes"]["val"]
     for name in rows:
-        print(f"{name:32s} {tr[name]:8.1f} {tr[name] / tr['(a) JPEG frames']:6.2f}x "
-              f"{va[name]:8.1f} {va[name] / va['(a) JPEG frames']:6.2f}x")
-    print("disk: " + ", ".join(f"{k} {v / 2**20:.1f} MiB ({v / disk['frames']:.3f}x frames)"
-                               for k, v in disk.items()))
-    print("preparation, CPU seconds per video: "
-          + ", ".join(f"{k} {v:.2f}" for k, v in out["prep_cpu_s_per_video"].items()))
+        print(
+            f"{name:32s} {tr[name]:8.1f} {tr[name] / tr['(a) JPEG frames']:6.2f}x "
+            f"{va[name]:8.1f} {va[name] / va['(a) JPEG frames']:6.2f}x"
+        )
+    print(
+        "disk: "
+        + ", ".join(
+            f"{k} {v / 2**20:.1f} MiB ({v / disk['frames']:.3f}x frames)" for k, v in disk.items()
+        )
+    )
+    print(
+        "preparation, CPU seconds per video: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in out["prep_cpu_s_per_video"].items())
+    )
     for name, what in out["decoders"].items():
         print(f"{name}: {what}")
     s = out["startup"]
-    print(f"start-up: a 240k-line three-column list reads in {s['list_240k_s']:.2f} s (no file opened); "
-          f"a two-column line counts its video's frames in {1000 * s['count_s_per_video']:.1f} ms")
+    print(
+        f"start-up: a 240k-line three-column list reads in {s['list_240k_s']:.2f} s (no file opened); "
+        f"a two-column line counts its video's frames in {1000 * s['count_s_per_video']:.1f} ms"
+    )
 
 
 SWEEP = [{"codec": "mpeg4", "gop": g, "q": q} for g, q in ((12, 2), (12, 3), (12, 4), (24, 3))] + [
     {"codec": "libx264", "gop": 12, "crf": 23, "tune": "fastdecode"},
-    {"codec": "libx264", "gop": 12, "crf": 23}]
+    {"codec": "libx264", "gop": 12, "crf": 23},
+]
 
 
 def psnr_vs_original(original, encoded):
     """PSNR (dB) of every 10th frame of `encoded` against the same frame of `original`, resized alike."""
     import av
+
     with av.open(encoded) as c:
         got = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)][::10]
     H, W, _ = got[0].shape
     with av.open(original) as c:
-        ref = [f.reformat(W, H, "yuv420p", interpolation="BILINEAR").to_ndarray(format="rgb24")
-               for f in c.decode(video=0)][::10]
+        ref = [
+            f.reformat(W, H, "yuv420p", interpolation="BILINEAR").to_ndarray(format="rgb24")
+            for f in c.decode(video=0)
+        ][::10]
     mse = np.mean([np.mean((a.astype(np.float32) - b) ** 2) for a, b in zip(got, ref)])
-    return float(10 * np.log10(255 ** 2 / mse))
+    return float(10 * np.log10(255**2 / mse))
 
 
 def sweep_encodings(args, root, lists):
     """The re-encoding choice (prepare.REENCODE), measured: per setting, train clips/s per core with the
     default decoder vs JPEG frames, disk vs JPEG frames, PSNR vs the original frames."""
-    clip = dict(t_length=args.t_length, t_stride=args.t_stride, new_size=args.new_size,
-                crop_size=args.crop_size)
+    clip = dict(
+        t_length=args.t_length,
+        t_stride=args.t_stride,
+        new_size=args.new_size,
+        crop_size=args.crop_size,
+    )
     jpeg = data.VideoFrameDataset(lists["frames"], mode="train", **clip)
     K, chosen, rows = len(jpeg), dict(prepare.REENCODE), {}
     first = sorted(os.listdir(os.path.join(root, "original")))[0]
@@ -742,18 +934,32 @@ def sweep_encodings(args, root, lists):
             prepare.REENCODE.update(setting)
             prepare.reencode(os.path.join(root, "original"), folder, args.new_size, 1)
             with open(folder + ".txt", "w") as f:
-                f.writelines(f"{name}/{v} {data.video_frames(os.path.join(folder, v))} 0\n"
-                             for v in sorted(os.listdir(folder)) if not v.endswith(".part.mp4"))
+                f.writelines(
+                    f"{name}/{v} {data.video_frames(os.path.join(folder, v))} 0\n"
+                    for v in sorted(os.listdir(folder))
+                    if not v.endswith(".part.mp4")
+                )
             ds = data.VideoFrameDataset(folder + ".txt", mode="train", **clip)
             a = b = 0.0
             for _ in range(args.repeats):
-                a, b = max(a, rate_cpu(jpeg, K, args.iters, 1)), max(b, rate_cpu(ds, K, args.iters, 1))
-            psnr = psnr_vs_original(os.path.join(root, "original", first),
-                                    os.path.join(folder, os.path.splitext(first)[0] + ".mp4"))
-            rows[name] = {"vs_jpeg": b / a, "psnr": psnr,
-                          "disk_vs_jpeg": disk_bytes(folder) / disk_bytes(os.path.join(root, "frames"))}
-            print(f"{name:40s} train clips/s {rows[name]['vs_jpeg']:.2f}x JPEG frames, disk "
-                  f"{rows[name]['disk_vs_jpeg']:.3f}x, PSNR {rows[name]['psnr']:.1f} dB", flush=True)
+                a, b = (
+                    max(a, rate_cpu(jpeg, K, args.iters, 1)),
+                    max(b, rate_cpu(ds, K, args.iters, 1)),
+                )
+            psnr = psnr_vs_original(
+                os.path.join(root, "original", first),
+                os.path.join(folder, os.path.splitext(first)[0] + ".mp4"),
+            )
+            rows[name] = {
+                "vs_jpeg": b / a,
+                "psnr": psnr,
+                "disk_vs_jpeg": disk_bytes(folder) / disk_bytes(os.path.join(root, "frames")),
+            }
+            print(
+                f"{name:40s} train clips/s {rows[name]['vs_jpeg']:.2f}x JPEG frames, disk "
+                f"{rows[name]['disk_vs_jpeg']:.3f}x, PSNR {rows[name]['psnr']:.1f} dB",
+                flush=True,
+            )
     finally:
         prepare.REENCODE.clear()
         prepare.REENCODE.update(chosen)
@@ -765,9 +971,12 @@ def bench_features(args):
     """videos/s and windows/s of `train.py features` (--arch, random weights, --window 16 every 16 frames)
     over synthetic frame folders, and frames/s against decoding the same frames only, on one core."""
     import features
+
     root = args.folder or DEFAULT_FRAMES + "_features"
     if not os.path.isfile(os.path.join(root, "val.txt")):
-        prepare.make_synth(root, classes=2, videos=args.videos, frames=args.num_frames, size=(320, 240))
+        prepare.make_synth(
+            root, classes=2, videos=args.videos, frames=args.num_frames, size=(320, 240)
+        )
     val = os.path.join(root, "val.txt")
     folders = [line.split()[0] for line in open(val).read().splitlines()]
     frames = args.videos * args.num_frames
@@ -781,21 +990,47 @@ def bench_features(args):
         decode = time.perf_counter() - t0
         with tempfile.TemporaryDirectory() as out:
             t0 = time.perf_counter()
-            features.main([val, "--arch", args.arch, "--out", out, "--crop_size", str(args.crop_size),
-                           "--new_size", str(args.new_size), "-b", str(args.batch_size), "--device", "cpu",
-                           "-j", "0"])
+            features.main(
+                [
+                    val,
+                    "--arch",
+                    args.arch,
+                    "--out",
+                    out,
+                    "--crop_size",
+                    str(args.crop_size),
+                    "--new_size",
+                    str(args.new_size),
+                    "-b",
+                    str(args.batch_size),
+                    "--device",
+                    "cpu",
+                    "-j",
+                    "0",
+                ]
+            )
             took = time.perf_counter() - t0
-            windows = sum(len(np.load(os.path.join(out, f))) for f in os.listdir(out)
-                          if f.endswith(".npy") and f.count(".") == 1)
+            windows = sum(
+                len(np.load(os.path.join(out, f)))
+                for f in os.listdir(out)
+                if f.endswith(".npy") and f.count(".") == 1
+            )
     finally:
         torch.set_num_threads(threads)
-    res = {"videos_per_s": args.videos / took, "windows_per_s": windows / took, "frames_per_s": frames / took,
-           "decode_only_frames_per_s": frames / decode, "ratio_to_decode_only": decode / took}
-    print(f"features ({args.arch}, {args.crop_size} px, 16-frame windows every 16, 1 core): "
-          f"{res['videos_per_s']:.2f} videos/s, {res['windows_per_s']:.1f} windows/s, "
-          f"{res['frames_per_s']:.0f} frames/s; decode only {res['decode_only_frames_per_s']:.0f} frames/s; "
-          f"features / decode-only = {res['ratio_to_decode_only']:.2f}x "
-          f"({args.videos} videos of {args.num_frames} 320x240 JPEG frames)")
+    res = {
+        "videos_per_s": args.videos / took,
+        "windows_per_s": windows / took,
+        "frames_per_s": frames / took,
+        "decode_only_frames_per_s": frames / decode,
+        "ratio_to_decode_only": decode / took,
+    }
+    print(
+        f"features ({args.arch}, {args.crop_size} px, 16-frame windows every 16, 1 core): "
+        f"{res['videos_per_s']:.2f} videos/s, {res['windows_per_s']:.1f} windows/s, "
+        f"{res['frames_per_s']:.0f} frames/s; decode only {res['decode_only_frames_per_s']:.0f} frames/s; "
+        f"features / decode-only = {res['ratio_to_decode_only']:.2f}x "
+        f"({args.videos} videos of {args.num_frames} 320x240 JPEG frames)"
+    )
     return res
 
 
@@ -806,32 +1041,153 @@ def bench_gpu(args):
         print("bench.py gpu: no CUDA GPU visible; nothing measured (run it on a machine with one)")
         sys.exit(2)
     here = os.path.dirname(os.path.abspath(__file__))
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-k", "cuda", "tests"], cwd=here,
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-k", "cuda", "tests"],
+        cwd=here,
+        capture_output=True,
+        text=True,
+    )
     tests = (r.stdout.strip().splitlines() or ["no output"])[-1]
-    clip = ["--arch", args.arch, "-b", str(args.batch_size), "--t_length", str(args.t_length),
-            "--crop_size", str(args.crop_size), "--device", "cuda"]
+    clip = [
+        "--arch",
+        args.arch,
+        "-b",
+        str(args.batch_size),
+        "--t_length",
+        str(args.t_length),
+        "--crop_size",
+        str(args.crop_size),
+        "--device",
+        "cuda",
+    ]
     rows = [(f"CUDA tests (pytest -k cuda, exit {r.returncode})", tests)]
-    for name, flags in (("fp32", []), ("bf16", ["--amp", "bf16"]), ("fp16", ["--amp", "fp16"]),
-                        ("bf16 + channels-last", ["--amp", "bf16", "--channels-last"]),
-                        ("bf16 + channels-last + compile",
-                         ["--amp", "bf16", "--channels-last", "--compile"])):
+    for name, flags in (
+        ("fp32", []),
+        ("bf16", ["--amp", "bf16"]),
+        ("fp16", ["--amp", "fp16"]),
+        ("bf16 + channels-last", ["--amp", "bf16", "--channels-last"]),
+        ("bf16 + channels-last + compile", ["--amp", "bf16", "--channels-last", "--compile"]),
+    ):
         argv = ["model", *clip, "--iters", str(args.iters), *flags]
         res = bench_model(get_args_parser().parse_args(argv))
         last = list(res["rows"].values())[-1]
-        rows.append((f"model step, {name}",
-                     f"{last['clips_s']:.1f} clips/s, peak {last['peak_gib']:.2f} GiB"))
-    for name, flags in (("JPEGs decoded by the loader", []), ("--decode_device cuda (nvJPEG)",
-                                                               ["--decode_device", "cuda"])):
-        res = bench_train(get_args_parser().parse_args(["train", *clip, "--amp", "bf16", "--channels-last",
-                                                        "--workers", str(args.workers), *flags]))
-        rows.append((f"train bf16 + channels-last, {name}", f"real {res['real_clips_s']:.1f} vs in-memory "
-                     f"{res['synthetic_clips_s']:.1f} clips/s ({res['real_over_synthetic']:.2f}x), data wait "
-                     f"{res['real_data_wait']:.0%}"))
-    print(f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}, {os.cpu_count()} CPUs, {args.arch} "
-          f"3x{args.t_length}x{args.crop_size}x{args.crop_size}, batch {args.batch_size}\n")
+        rows.append(
+            (
+                f"model step, {name}",
+                f"{last['clips_s']:.1f} clips/s, peak {last['peak_gib']:.2f} GiB",
+            )
+        )
+    for name, flags in (
+        ("JPEGs decoded by the loader", []),
+        ("--decode_device cuda (nvJPEG)", ["--decode_device", "cuda"]),
+    ):
+        res = bench_train(
+            get_args_parser().parse_args(
+                [
+                    "train",
+                    *clip,
+                    "--amp",
+                    "bf16",
+                    "--channels-last",
+                    "--workers",
+                    str(args.workers),
+                    *flags,
+                ]
+            )
+        )
+        rows.append(
+            (
+                f"train bf16 + channels-last, {name}",
+                f"real {res['real_clips_s']:.1f} vs in-memory "
+                f"{res['synthetic_clips_s']:.1f} clips/s ({res['real_over_synthetic']:.2f}x), data wait "
+                f"{res['real_data_wait']:.0%}",
+            )
+        )
+    print(
+        f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}, {os.cpu_count()} CPUs, {args.arch} "
+        f"3x{args.t_length}x{args.crop_size}x{args.crop_size}, batch {args.batch_size}\n"
+    )
     print("| what | result |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows))
     return {"rows": dict(rows), "tests_exit": r.returncode}
+
+
+def add_video_features_gpu(sub):
+    """The video, features and gpu subcommands and their own flags; returns video's parser."""
+    v = sub.add_parser(
+        "video", help="clips/s and disk: JPEG frames vs re-encoded vs original videos"
+    )
+    v.add_argument(
+        "--videos_dir",
+        default=None,
+        help=f"folder with original/ (your videos; default: "
+        f"synthetic ones made in {DEFAULT_VIDEOS}); frames/, reencoded/ are made beside it",
+    )
+    v.add_argument("--iters", default=24, type=int, help="timed clips per row and round")
+    v.add_argument(
+        "--sweep",
+        action="store_true",
+        help="also time other re-encodings (how prepare.REENCODE was chosen)",
+    )
+    v.add_argument("--repeats", default=3, type=int, help="rounds (the best counts)")
+    v.add_argument("--t_stride", default=4, type=int, help="frames between sampled frames")
+    v.add_argument(
+        "--new_size",
+        default=256,
+        type=int,
+        help="short side of the frames and re-encoded videos, and before cropping",
+    )
+    f = sub.add_parser(
+        "features", help="videos/s, windows/s of train.py features vs decode-only (CPU)"
+    )
+    f.add_argument("-a", "--arch", default="resnet18_3d", choices=models.ARCHS)
+    f.add_argument(
+        "-b", "--batch-size", dest="batch_size", default=8, type=int, help="windows per forward"
+    )
+    f.add_argument("--videos", default=4, type=int, help="synthetic videos")
+    f.add_argument("--num_frames", default=160, type=int, help="frames per video")
+    f.add_argument("--new_size", default=128, type=int, help="short side before the centre crop")
+    f.add_argument("--crop_size", default=112, type=int, help="square crop in px")
+    f.add_argument("--folder", default=None, help="folder for the synthetic frames (made once)")
+    f.add_argument("--json", default=None, help="also write the numbers to this file")
+    g = sub.add_parser(
+        "gpu",
+        help="everything GPU-only (CUDA tests, amp/channels-last/compile, loaders, "
+        "nvJPEG): a markdown table",
+    )
+    g.add_argument("-a", "--arch", default="resnet50_3d", choices=models.ARCHS)
+    g.add_argument(
+        "-b", "--batch-size", dest="batch_size", default=16, type=int, help="clips per step"
+    )
+    g.add_argument("--t_length", default=16, type=int, help="frames per clip")
+    g.add_argument("--crop_size", default=224, type=int, help="square crop in px")
+    g.add_argument("--iters", default=20, type=int, help="timed steps per model row")
+    g.add_argument(
+        "--workers", default=DEFAULT_WORKERS, type=int, help="DataLoader workers (train rows)"
+    )
+    g.add_argument("--json", default=None, help="also write the numbers to this file")
+    return v
+
+
+def add_model_train_flags(m, t):
+    """The flags bench.py model and bench.py train share (as train.py's)."""
+    for q in (m, t):
+        q.add_argument("-a", "--arch", default="resnet50_3d", choices=models.ARCHS)
+        q.add_argument(
+            "-b", "--batch-size", dest="batch_size", default=8, type=int, help="clips per step"
+        )
+        q.add_argument("--num_classes", default=400, type=int)
+        q.add_argument(
+            "--amp", default="off", choices=["off", "bf16", "fp16"], help="mixed precision"
+        )
+        q.add_argument(
+            "--channels-last",
+            dest="channels_last",
+            action="store_true",
+            help="channels_last_3d memory format",
+        )
+        q.add_argument("--compile", action="store_true", help="torch.compile the model")
+        q.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+        q.add_argument("--warmup", default=3, type=int, help="untimed steps first")
 
 
 def get_args_parser():
@@ -840,72 +1196,65 @@ def get_args_parser():
     d = sub.add_parser("data", help="clips/s: decode only vs the naive pipeline vs data.py")
     m = sub.add_parser("model", help="params, GMACs, forward+backward clips/s and memory")
     t = sub.add_parser("train", help="training clips/s: real loader vs in-memory batches")
-    v = sub.add_parser("video", help="clips/s and disk: JPEG frames vs re-encoded vs original videos")
-    v.add_argument("--videos_dir", default=None, help=f"folder with original/ (your videos; default: "
-                   f"synthetic ones made in {DEFAULT_VIDEOS}); frames/, reencoded/ are made beside it")
-    v.add_argument("--iters", default=24, type=int, help="timed clips per row and round")
-    v.add_argument("--sweep", action="store_true", help="also time other re-encodings (how "
-                   "prepare.REENCODE was chosen)")
-    v.add_argument("--repeats", default=3, type=int, help="rounds (the best counts)")
-    v.add_argument("--t_stride", default=4, type=int, help="frames between sampled frames")
-    v.add_argument("--new_size", default=256, type=int, help="short side of the frames and re-encoded "
-                   "videos, and before cropping")
-    f = sub.add_parser("features", help="videos/s, windows/s of train.py features vs decode-only (CPU)")
-    f.add_argument("-a", "--arch", default="resnet18_3d", choices=models.ARCHS)
-    f.add_argument("-b", "--batch-size", dest="batch_size", default=8, type=int, help="windows per forward")
-    f.add_argument("--videos", default=4, type=int, help="synthetic videos")
-    f.add_argument("--num_frames", default=160, type=int, help="frames per video")
-    f.add_argument("--new_size", default=128, type=int, help="short side before the centre crop")
-    f.add_argument("--crop_size", default=112, type=int, help="square crop in px")
-    f.add_argument("--folder", default=None, help="folder for the synthetic frames (made once)")
-    f.add_argument("--json", default=None, help="also write the numbers to this file")
-    g = sub.add_parser("gpu", help="everything GPU-only (CUDA tests, amp/channels-last/compile, loaders, "
-                       "nvJPEG): a markdown table")
-    g.add_argument("-a", "--arch", default="resnet50_3d", choices=models.ARCHS)
-    g.add_argument("-b", "--batch-size", dest="batch_size", default=16, type=int, help="clips per step")
-    g.add_argument("--t_length", default=16, type=int, help="frames per clip")
-    g.add_argument("--crop_size", default=224, type=int, help="square crop in px")
-    g.add_argument("--iters", default=20, type=int, help="timed steps per model row")
-    g.add_argument("--workers", default=DEFAULT_WORKERS, type=int, help="DataLoader workers (train rows)")
-    g.add_argument("--json", default=None, help="also write the numbers to this file")
+    v = add_video_features_gpu(sub)
     for q in (d, m, t, v):
         q.add_argument("--t_length", default=16, type=int, help="frames per clip")
         q.add_argument("--crop_size", default=224, type=int, help="square crop in px")
         q.add_argument("--seed", default=0, type=int)
         q.add_argument("--json", default=None, help="also write the numbers to this file")
     for q in (d, t):
-        q.add_argument("--frames", default=None,
-                       help=f"folder with train.txt/val.txt (default: synthetic frames in {DEFAULT_FRAMES})")
-        q.add_argument("--workers", default=DEFAULT_WORKERS, type=int, help="DataLoader worker processes")
+        q.add_argument(
+            "--frames",
+            default=None,
+            help=f"folder with train.txt/val.txt (default: synthetic frames in {DEFAULT_FRAMES})",
+        )
+        q.add_argument(
+            "--workers", default=DEFAULT_WORKERS, type=int, help="DataLoader worker processes"
+        )
         q.add_argument("--t_stride", default=4, type=int, help="frames between sampled frames")
-        q.add_argument("--new_size", default=256, type=int,
-                       help="short side before cropping (train jitters to 1.25x)")
-    d.add_argument("--videos", default=0, type=int,
-                   help="draw clips from the first K videos of each list (0: all)")
+        q.add_argument(
+            "--new_size",
+            default=256,
+            type=int,
+            help="short side before cropping (train jitters to 1.25x)",
+        )
+    d.add_argument(
+        "--videos",
+        default=0,
+        type=int,
+        help="draw clips from the first K videos of each list (0: all)",
+    )
     d.add_argument("--iters", default=64, type=int, help="timed clips per method and round")
-    d.add_argument("--repeats", default=3, type=int, help="rounds per method on 1 core (the best counts)")
-    for q in (m, t):
-        q.add_argument("-a", "--arch", default="resnet50_3d", choices=models.ARCHS)
-        q.add_argument("-b", "--batch-size", dest="batch_size", default=8, type=int, help="clips per step")
-        q.add_argument("--num_classes", default=400, type=int)
-        q.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"], help="mixed precision")
-        q.add_argument("--channels-last", dest="channels_last", action="store_true",
-                       help="channels_last_3d memory format")
-        q.add_argument("--compile", action="store_true", help="torch.compile the model")
-        q.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-        q.add_argument("--warmup", default=3, type=int, help="untimed steps first")
+    d.add_argument(
+        "--repeats", default=3, type=int, help="rounds per method on 1 core (the best counts)"
+    )
+    add_model_train_flags(m, t)
     m.add_argument("--iters", default=10, type=int, help="timed steps (0: only params and GMACs)")
     m.add_argument("--mode", default="3D", choices=["3D", "TSN", "2D"], help="as train.py's")
-    m.add_argument("--num_segments", default=1, type=int, help="TSN/2D: snippets of --t_length per video")
+    m.add_argument(
+        "--num_segments", default=1, type=int, help="TSN/2D: snippets of --t_length per video"
+    )
     m.add_argument("--shift", default=0, type=int, help="TSM: 1/N of the channels shifted each way")
-    m.add_argument("--compare", action="store_true", help=f"rows for {', '.join(COMPARE)}: per video at "
-                   "224 px, CPU, batch 1 (--iters steps each)")
-    t.add_argument("--decode_device", default="cpu", choices=["cpu", "cuda"],
-                   help="cpu: the workers decode; cuda: they ship bytes, nvJPEG decodes batches "
-                        "(data.decode_batch)")
-    t.add_argument("--iters", default=50, type=int,
-                   help="timed steps; >> 2 x workers, or batches that workers "
-                   "prefetch during warmup hide waiting")
+    m.add_argument(
+        "--compare",
+        action="store_true",
+        help=f"rows for {', '.join(COMPARE)}: per video at "
+        "224 px, CPU, batch 1 (--iters steps each)",
+    )
+    t.add_argument(
+        "--decode_device",
+        default="cpu",
+        choices=["cpu", "cuda"],
+        help="cpu: the workers decode; cuda: they ship bytes, nvJPEG decodes batches "
+        "(data.decode_batch)",
+    )
+    t.add_argument(
+        "--iters",
+        default=50,
+        type=int,
+        help="timed steps; >> 2 x workers, or batches that workers "
+        "prefetch during warmup hide waiting",
+    )
     return p
 
 
@@ -922,14 +1271,23 @@ def main(argv=None):
         fail("--decode_device cuda but no CUDA GPU is visible; use --decode_device cpu")
     if getattr(args, "amp", "off") == "fp16" and not args.device.startswith("cuda"):
         fail("--amp fp16 needs a CUDA device; use --amp bf16 on CPU")
-    for name in ("train.txt", "val.txt")[:2 if args.cmd == "data" else 1]:
+    for name in ("train.txt", "val.txt")[: 2 if args.cmd == "data" else 1]:
         if getattr(args, "frames", None) and not os.path.isfile(os.path.join(args.frames, name)):
             fail(f"--frames {args.frames} has no {name} (make one: python prepare.py synth DIR)")
-    if getattr(args, "iters", 1) < (1 if args.cmd == "data" else 0) or getattr(args, "videos", 0) < 0:
+    if (
+        getattr(args, "iters", 1) < (1 if args.cmd == "data" else 0)
+        or getattr(args, "videos", 0) < 0
+    ):
         fail("--iters must be >= 1 for data (0 = params/GMACs only, for model) and --videos >= 0")
     try:
-        commands = {"data": bench_data, "model": bench_model, "train": bench_train, "video": bench_video,
-                    "gpu": bench_gpu, "features": bench_features}
+        commands = {
+            "data": bench_data,
+            "model": bench_model,
+            "train": bench_train,
+            "video": bench_video,
+            "gpu": bench_gpu,
+            "features": bench_features,
+        }
         out = commands[args.cmd](args)
     except (ValueError, FileNotFoundError, data.BadVideo) as e:
         fail(str(e))  # bad sizes, a bad list or frame: data.py / model.py say which

@@ -6,6 +6,7 @@ model_best.pth follows it. The rest of the run folder, and the signals that trig
 A save is collective (it gathers every rank's RNG state): every rank calls it; rank 0 writes.
 `rt`, `net`, `d` are train.py's Runtime, Net and Data records: this module only reads their fields.
 """
+
 import os
 import pickle
 import random
@@ -19,17 +20,25 @@ import data
 import model as models
 from errors import disk_errors, fail
 
-TEMP_FILES = ("checkpoint.pth.tmp", "model_best.tmp")  # never complete: the saves write them, then rename
+TEMP_FILES = (
+    "checkpoint.pth.tmp",
+    "model_best.tmp",
+)  # never complete: the saves write them, then rename
 
 
 @dataclass
 class Progress:
     """Where training stands; saved in every checkpoint."""
+
     epoch: int = 0  # the epoch to continue with
-    iter: int = 0  # batches of it already trained (a multiple of iter_size); saved as optimizer steps
+    iter: int = (
+        0  # batches of it already trained (a multiple of iter_size); saved as optimizer steps
+    )
     best_acc1: float = 0.0
     best_epoch: int = -1
-    bad_seen: set = field(default_factory=set)  # videos ("<list>:<line>") replaced in training so far
+    bad_seen: set = field(
+        default_factory=set
+    )  # videos ("<list>:<line>") replaced in training so far
     last_val: dict = None  # the latest validation's results (not saved)
 
 
@@ -49,21 +58,38 @@ def save(args, rt, net, progress, d, best=False):
     """checkpoint.pth: a plain dict, weights without 'module.'; `best`: also copied to model_best.pth."""
     # Each rank has its own dropout stream: one state per rank. CUDA: every GPU's state (DataParallel
     # replicas and --device cuda:1 draw from their own generators, not cuda:0's).
-    rng = rt.gather({"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
-                     "python": random.getstate(),
-                     "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None})
+    rng = rt.gather(
+        {
+            "torch": torch.get_rng_state(),
+            "numpy": np.random.get_state(),
+            "python": random.getstate(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+        }
+    )
     if rt.rank != 0:
         return
     path = os.path.join(rt.run_dir, "checkpoint.pth")
-    atomic_save({"model": net.bare.state_dict(), "optimizer": net.optimizer.state_dict(),
-                 "scaler": net.scaler.state_dict(), "epoch": progress.epoch, "iter": progress.iter,
-                 "step": progress.iter // args.iter_size,  # the position a resume uses (load_training_state)
-                 "best_acc1": progress.best_acc1, "best_epoch": progress.best_epoch,
-                 "bad_seen": sorted(progress.bad_seen), "class_names": d.class_names, "rng": rng,
-                 # --model-ema: the averaged model's state_dict (the same keys as "model") and its updates
-                 "model_ema": net.ema.module.state_dict() if net.ema else None,
-                 "model_ema_updates": int(net.ema.n_averaged) if net.ema else 0,
-                 "args": {**vars(args), "mean": rt.mean, "std": rt.std}}, path)
+    atomic_save(
+        {
+            "model": net.bare.state_dict(),
+            "optimizer": net.optimizer.state_dict(),
+            "scaler": net.scaler.state_dict(),
+            "epoch": progress.epoch,
+            "iter": progress.iter,
+            "step": progress.iter
+            // args.iter_size,  # the position a resume uses (load_training_state)
+            "best_acc1": progress.best_acc1,
+            "best_epoch": progress.best_epoch,
+            "bad_seen": sorted(progress.bad_seen),
+            "class_names": d.class_names,
+            "rng": rng,
+            # --model-ema: the averaged model's state_dict (the same keys as "model") and its updates
+            "model_ema": net.ema.module.state_dict() if net.ema else None,
+            "model_ema_updates": int(net.ema.n_averaged) if net.ema else 0,
+            "args": {**vars(args), "mean": rt.mean, "std": rt.std},
+        },
+        path,
+    )
     if best:
         copy_best(path, rt.run_dir)
 
@@ -92,14 +118,20 @@ def check_best(args, rt, progress, ckpt):
         held = None
     if held == (progress.best_epoch, progress.best_acc1):
         return
-    if ckpt.get("epoch") == progress.best_epoch + 1 and ckpt.get("iter", 0) == 0:  # it is the best epoch's
+    if (
+        ckpt.get("epoch") == progress.best_epoch + 1 and ckpt.get("iter", 0) == 0
+    ):  # it is the best epoch's
         if rt.rank == 0:
             copy_best(args.resume, rt.run_dir)
-            print(f"{best} did not hold epoch {progress.best_epoch} (best Acc@1 {progress.best_acc1:.3f}): "
-                  f"copied it from {args.resume}")
+            print(
+                f"{best} did not hold epoch {progress.best_epoch} (best Acc@1 {progress.best_acc1:.3f}): "
+                f"copied it from {args.resume}"
+            )
         return
-    print(f"{best} does not hold epoch {progress.best_epoch} (best Acc@1 {progress.best_acc1:.3f}): that "
-          "score is forgotten; the next validation sets the best")
+    print(
+        f"{best} does not hold epoch {progress.best_epoch} (best Acc@1 {progress.best_acc1:.3f}): that "
+        "score is forgotten; the next validation sets the best"
+    )
     progress.best_acc1, progress.best_epoch = 0.0, -1
 
 
@@ -111,17 +143,25 @@ def load(path, flag="--resume"):
     if not os.path.isfile(path):
         raise ValueError(f"{flag} {path}: no such checkpoint file")
     errors = []
-    for reader in (_caffe2_pickle, _torch_file) if path.endswith(".pkl") else (_torch_file, _caffe2_pickle):
+    for reader in (
+        (_caffe2_pickle, _torch_file) if path.endswith(".pkl") else (_torch_file, _caffe2_pickle)
+    ):
         try:
             ckpt = reader(path)
             break
-        except Exception as e:  # torch raises many kinds (UnpicklingError, EOFError, RuntimeError, ...)
+        except (
+            Exception
+        ) as e:  # torch raises many kinds (UnpicklingError, EOFError, RuntimeError, ...)
             errors.append(e)
     else:
-        e = errors[1] if path.endswith(".pkl") else errors[0]  # torch's own complaint, first line only
+        e = (
+            errors[1] if path.endswith(".pkl") else errors[0]
+        )  # torch's own complaint, first line only
         why = (str(e).splitlines() or [""])[0]
-        raise ValueError(f"{flag} {path}: cannot read it as a torch checkpoint ({type(e).__name__}: {why}) "
-                         "nor as a Caffe2 pickle") from None
+        raise ValueError(
+            f"{flag} {path}: cannot read it as a torch checkpoint ({type(e).__name__}: {why}) "
+            "nor as a Caffe2 pickle"
+        ) from None
     if not isinstance(ckpt, dict):
         raise ValueError(f"{flag} {path}: not a checkpoint dict but a {type(ckpt).__name__}")
     return ckpt
@@ -131,7 +171,9 @@ def _torch_file(path):
     return torch.load(path, map_location="cpu", weights_only=False)
 
 
-def _caffe2_pickle(path):  # PySlowFast's Caffe2 zoo: a Python 2 pickle (slowfast/utils/checkpoint.py: latin1)
+def _caffe2_pickle(
+    path,
+):  # PySlowFast's Caffe2 zoo: a Python 2 pickle (slowfast/utils/checkpoint.py: latin1)
     with open(path, "rb") as f:
         return pickle.load(f, encoding="latin1")
 
@@ -142,14 +184,20 @@ def load_weights(model, ckpt, path, args, ema=False):
     if ema and not isinstance(ckpt.get("model_ema"), dict):
         raise ValueError(f"--use-ema: {path} holds no EMA weights (trained without --model-ema)")
     weights = ckpt["model_ema"] if ema else ckpt.get("model", ckpt.get("state_dict", ckpt))
-    if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
-        raise ValueError(f"--resume {path}: no weights in it (no 'model', no 'state_dict', not a state dict)")
+    if not isinstance(weights, dict) or not all(
+        isinstance(v, torch.Tensor) for v in weights.values()
+    ):
+        raise ValueError(
+            f"--resume {path}: no weights in it (no 'model', no 'state_dict', not a state dict)"
+        )
     try:
         model.load_state_dict(models.strip_prefixes(weights))
     except RuntimeError as e:  # its first line only names the class; the second names the tensor
         lines = [line.strip() for line in str(e).splitlines()]
-        raise ValueError(f"--resume {path}: its weights do not load into --arch {args.arch} with "
-                         f"{args.num_classes} classes ({lines[1] if len(lines) > 1 else lines[0]})") from None
+        raise ValueError(
+            f"--resume {path}: its weights do not load into --arch {args.arch} with "
+            f"{args.num_classes} classes ({lines[1] if len(lines) > 1 else lines[0]})"
+        ) from None
 
 
 def auto_checkpoint(run_dir):
@@ -161,24 +209,33 @@ def auto_checkpoint(run_dir):
 def check_resume_flags(args, path, saved, mid_epoch):
     """Flags a run cannot change. --epochs, --lr_steps, --warmup, --lr can: the schedule follows them."""
     fixed = ["arch", "num_classes", "mode", "shift"] + (
-        [] if args.evaluate else ["t_length", "t_stride", "crop_size", "num_segments"])
+        [] if args.evaluate else ["t_length", "t_stride", "crop_size", "num_segments"]
+    )
     for key in fixed:
         if key in saved and saved[key] != getattr(args, key):
             fail(f"--resume {path} was trained with --{key} {saved[key]}, not {getattr(args, key)}")
     for key in [] if args.evaluate else ["opt", "layer_decay"]:  # the optimizer's state and groups
         if key in saved and saved[key] != getattr(args, key):
-            fail(f"--resume {path} was trained with --{key.replace('_', '-')} {saved[key]}, not "
-                 f"{getattr(args, key)}: a run cannot change it")
-    for key in [] if args.evaluate else ["bn_bias_wd", "fc_only", "freeze_bn"]:  # they shape the optimizer
+            fail(
+                f"--resume {path} was trained with --{key.replace('_', '-')} {saved[key]}, not "
+                f"{getattr(args, key)}: a run cannot change it"
+            )
+    for key in (
+        [] if args.evaluate else ["bn_bias_wd", "fc_only", "freeze_bn"]
+    ):  # they shape the optimizer
         if bool(saved.get(key)) != bool(getattr(args, key)):
-            fail(f"--resume {path} was trained {'with' if saved.get(key) else 'without'} --{key}: a run "
-                 f"cannot change it (start a new run from its weights with --pretrained {path})")
+            fail(
+                f"--resume {path} was trained {'with' if saved.get(key) else 'without'} --{key}: a run "
+                f"cannot change it (start a new run from its weights with --pretrained {path})"
+            )
     if mid_epoch and "batch_size" in saved:
         was = saved["batch_size"] * saved.get("iter_size", 1) * saved.get("world_size", 1)
         now = args.batch_size * args.iter_size * args.world_size
         if was != now:
-            fail(f"--resume {path} stopped mid-epoch with a global batch of {was} clips (b x iter_size x "
-                 f"processes), this run has {now}: resume with the same, or from an end-of-epoch checkpoint")
+            fail(
+                f"--resume {path} stopped mid-epoch with a global batch of {was} clips (b x iter_size x "
+                f"processes), this run has {now}: resume with the same, or from an end-of-epoch checkpoint"
+            )
 
 
 def resume(args, rt, net, progress):
@@ -194,8 +251,10 @@ def resume(args, rt, net, progress):
     try:
         ckpt = load(args.resume)
         if not args.evaluate and "optimizer" not in ckpt:
-            fail(f"--resume {args.resume}: weights only, not a train.py checkpoint; start from them with "
-                 "--pretrained PATH")
+            fail(
+                f"--resume {args.resume}: weights only, not a train.py checkpoint; start from them with "
+                "--pretrained PATH"
+            )
         saved = ckpt.get("args") if isinstance(ckpt.get("args"), dict) else {}
         check_resume_flags(args, args.resume, saved, ckpt.get("iter", 0) > 0)
         load_weights(net.bare, ckpt, args.resume, args, ema=args.evaluate and args.use_ema)
@@ -212,15 +271,21 @@ def resume(args, rt, net, progress):
 def load_training_state(args, rt, net, progress, ckpt, saved):
     """The optimizer, GradScaler, Progress and this rank's RNG state, with the flags of this run winning."""
     # The optimizer state holds wd and momentum too: keep this run's --wd / --momentum (lr is set per step).
-    hyper = [{k: g[k] for k in ("weight_decay", "momentum", "lr_scale") if k in g}
-             for g in net.optimizer.param_groups]
+    hyper = [
+        {k: g[k] for k in ("weight_decay", "momentum", "lr_scale") if k in g}
+        for g in net.optimizer.param_groups
+    ]
     net.optimizer.load_state_dict(ckpt["optimizer"])
     for g, h in zip(net.optimizer.param_groups, hyper):
         g.update(h)
-    if getattr(net, "ema", None) is not None and ckpt.get("model_ema"):  # none saved: starts from the weights
+    if getattr(net, "ema", None) is not None and ckpt.get(
+        "model_ema"
+    ):  # none saved: starts from the weights
         net.ema.module.load_state_dict(ckpt["model_ema"])
         net.ema.n_averaged.fill_(ckpt["model_ema_updates"])
-    if ckpt["scaler"]:  # empty: saved with --amp off; a run turning fp16 on starts from a fresh scale
+    if ckpt[
+        "scaler"
+    ]:  # empty: saved with --amp off; a run turning fp16 on starts from a fresh scale
         net.scaler.load_state_dict(ckpt["scaler"])
     # The position in optimizer steps, not batches: resuming with the same global batch split otherwise
     # (-b 2 --iter_size 2 -> -b 4) continues with exactly the clips and lr steps not yet done.
@@ -241,6 +306,8 @@ def set_rng_state(s):
         cuda = [cuda]
     if cuda is not None and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
         torch.cuda.set_rng_state_all(cuda)
-    elif cuda is not None and torch.cuda.is_available():  # other GPUs than when saved: the first ones' states
-        for i, state in enumerate(cuda[:torch.cuda.device_count()]):
+    elif (
+        cuda is not None and torch.cuda.is_available()
+    ):  # other GPUs than when saved: the first ones' states
+        for i, state in enumerate(cuda[: torch.cuda.device_count()]):
             torch.cuda.set_rng_state(state, i)

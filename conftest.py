@@ -5,6 +5,7 @@ Constants and helpers: `from conftest import TINY, run_main, run_cli, ...`. Fixt
 synth) need no import. `--trainer-flags="--your_flag 3"` appends flags to every trainer command of
 tests/test_exact.py (the `trainer_flags` fixture).
 """
+
 from pathlib import Path
 import json
 import os
@@ -27,22 +28,53 @@ import prepare  # noqa: E402
 import train  # noqa: E402
 
 REPO = Path(__file__).resolve().parent
-UCF101_LISTS = REPO.parent / "shared" / "data" / "ucf101"  # the real lists; tests that read them skip without
+UCF101_LISTS = (
+    REPO.parent / "shared" / "data" / "ucf101"
+)  # the real lists; tests that read them skip without
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 # A tiny recipe: 4 frames, 32 px crops, the 4-block resnet10_3d; -b 4 on 8 train videos is two optimizer
 # steps per epoch (a second or two on CPU).
-TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_size", "36",
-        "--crop_size", "32", "-b", "4", "--lr", "0.01", "--lr_steps", "2", "--dro", "0", "-j", "0", "-p", "1",
-        "-ef", "1", "--device", "cpu"]
-W, H = 48, 40      # synth's frame size; short side 40
-NUM_FRAMES = 10    # frames per synth video
+TINY = [
+    "--arch",
+    "resnet10_3d",
+    "--t_length",
+    "4",
+    "--t_stride",
+    "2",
+    "--new_size",
+    "36",
+    "--crop_size",
+    "32",
+    "-b",
+    "4",
+    "--lr",
+    "0.01",
+    "--lr_steps",
+    "2",
+    "--dro",
+    "0",
+    "-j",
+    "0",
+    "-p",
+    "1",
+    "-ef",
+    "1",
+    "--device",
+    "cpu",
+]
+W, H = 48, 40  # synth's frame size; short side 40
+NUM_FRAMES = 10  # frames per synth video
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
 def pytest_addoption(parser):
-    parser.addoption("--trainer-flags", default="", metavar="FLAGS",
-                     help='extra train.py flags for the exactness tests (tests/test_exact.py), '
-                          'e.g. --trainer-flags="--your_flag 3"')
+    parser.addoption(
+        "--trainer-flags",
+        default="",
+        metavar="FLAGS",
+        help="extra train.py flags for the exactness tests (tests/test_exact.py), "
+        'e.g. --trainer-flags="--your_flag 3"',
+    )
 
 
 @pytest.fixture(scope="session")
@@ -59,8 +91,15 @@ def run_main(argv):
 
 def run_cli(argv, timeout=240, **kw):
     """python train.py ARGV in a subprocess (one thread, unbuffered) with a timeout: CompletedProcess."""
-    return subprocess.run([sys.executable, str(REPO / "train.py"), *argv], capture_output=True, text=True,
-                          env=ENV, cwd=REPO, timeout=timeout, **kw)
+    return subprocess.run(
+        [sys.executable, str(REPO / "train.py"), *argv],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=REPO,
+        timeout=timeout,
+        **kw,
+    )
 
 
 def run_dir(root, argv):
@@ -104,8 +143,19 @@ def one_line_error(capsys_or_text, *needles, code=2, exc=None):
     return err
 
 
-CKPT_ARGS = dict(arch="resnet10_3d", num_classes=4, t_length=4, t_stride=2, new_size=48, crop_size=40,
-            image_tmpl="img_{:05d}.jpg", mean=data.MEAN, std=data.STD, test_clips=1, test_crops=1)
+CKPT_ARGS = dict(
+    arch="resnet10_3d",
+    num_classes=4,
+    t_length=4,
+    t_stride=2,
+    new_size=48,
+    crop_size=40,
+    image_tmpl="img_{:05d}.jpg",
+    mean=data.MEAN,
+    std=data.STD,
+    test_clips=1,
+    test_crops=1,
+)
 
 
 def tiny_checkpoint(path, class_names=None, **override):
@@ -113,8 +163,21 @@ def tiny_checkpoint(path, class_names=None, **override):
     torch.manual_seed(0)
     args = dict(CKPT_ARGS, **override)
     net = model.build_model(args["arch"], args["num_classes"])
-    torch.save({"model": net.state_dict(), "args": args, "class_names": class_names, "epoch": 1, "iter": 0,
-                "optimizer": {}, "scaler": {}, "rng": [], "best_acc1": 0.0, "best_epoch": 0}, path)
+    torch.save(
+        {
+            "model": net.state_dict(),
+            "args": args,
+            "class_names": class_names,
+            "epoch": 1,
+            "iter": 0,
+            "optimizer": {},
+            "scaler": {},
+            "rng": [],
+            "best_acc1": 0.0,
+            "best_epoch": 0,
+        },
+        path,
+    )
     return str(path)
 
 
@@ -161,17 +224,26 @@ def fake_ucf101(tmp_path):
     frames, splits = tmp_path / "ucf" / "RGB", tmp_path / "ucf_splits"
     splits.mkdir()
     write_list(splits / "classInd.txt", ["1 ApplyEyeMakeup", "2 Biking", "3 HandstandPushups", ""])
-    write_list(splits / "trainlist01.txt", [
-        "ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01.avi 1",
-        "HandStandPushups/v_HandStandPushups_g08_c01.avi 3",  # UCF101 spells this class two ways
-        "Biking/v_Biking_g08_c01.avi 2",
-        "Biking/v_Biking_g09_c01.avi 2",                      # no frames: warned about, left out
-    ])
-    write_list(splits / "testlist01.txt",
-               ["ApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi", "Biking/v_Biking_g01_c01.avi"])
-    write_list(splits / "trainlist02.txt", ["Biking/v_Biking_g01_c01.avi 2"])  # another split: ignored
+    write_list(
+        splits / "trainlist01.txt",
+        [
+            "ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01.avi 1",
+            "HandStandPushups/v_HandStandPushups_g08_c01.avi 3",  # UCF101 spells this class two ways
+            "Biking/v_Biking_g08_c01.avi 2",
+            "Biking/v_Biking_g09_c01.avi 2",  # no frames: warned about, left out
+        ],
+    )
+    write_list(
+        splits / "testlist01.txt",
+        ["ApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi", "Biking/v_Biking_g01_c01.avi"],
+    )
+    write_list(
+        splits / "trainlist02.txt", ["Biking/v_Biking_g01_c01.avi 2"]
+    )  # another split: ignored
     write_frames(frames / "v_ApplyEyeMakeup_g08_c01", 3)
-    write_frames(frames / "HandstandPushups" / "v_HandStandPushups_g08_c01", 5)  # per-class layout works too
+    write_frames(
+        frames / "HandstandPushups" / "v_HandStandPushups_g08_c01", 5
+    )  # per-class layout works too
     write_frames(frames / "v_Biking_g08_c01", 4)
     write_frames(frames / "v_ApplyEyeMakeup_g01_c01", 6)
     write_frames(frames / "v_Biking_g01_c01", 2)
@@ -186,14 +258,22 @@ def fake_hmdb51(tmp_path):
     splits.mkdir()
     # class names sort brush_hair < sword < sword_exercise, but their FILES sort
     # sword_exercise_test_split1.txt < sword_test_split1.txt: labels must follow the class names
-    write_list(splits / "brush_hair_test_split1.txt", ["Brushing_hair_1.avi 1 ", "Brushing_hair_2.avi 2 ",
-                                                        "Brushing_hair_3.avi 0 "])
+    write_list(
+        splits / "brush_hair_test_split1.txt",
+        ["Brushing_hair_1.avi 1 ", "Brushing_hair_2.avi 2 ", "Brushing_hair_3.avi 0 "],
+    )
     write_list(splits / "sword_test_split1.txt", ["#20_sword_fight.avi 1 ", "sword_2.avi 2 "])
     write_list(splits / "sword_exercise_test_split1.txt", ["sword_ex_1.avi 2 ", ""])
     write_list(splits / "sword_test_split2.txt", ["other_split.avi 1 "])
-    for name, n in [("Brushing_hair_1", 4), ("Brushing_hair_2", 3),
-                    ("Brushing_hair_3", 5), ("#20_sword_fight", 6),
-                    ("sword_2", 2), ("sword_ex_1", 7), ("other_split", 3)]:
+    for name, n in [
+        ("Brushing_hair_1", 4),
+        ("Brushing_hair_2", 3),
+        ("Brushing_hair_3", 5),
+        ("#20_sword_fight", 6),
+        ("sword_2", 2),
+        ("sword_ex_1", 7),
+        ("other_split", 3),
+    ]:
         write_frames(frames / name, n)
     return frames, splits
 
@@ -203,7 +283,9 @@ def fake_hmdb51(tmp_path):
 def synth(tmp_path_factory):
     """Four train + four val videos of NUM_FRAMES 48x40 JPEGs. Read-only: tests that break frames copy."""
     root = tmp_path_factory.mktemp("synth")
-    train_list, val_list = prepare.make_synth(root, classes=4, videos=4, frames=NUM_FRAMES, size=(W, H))
+    train_list, val_list = prepare.make_synth(
+        root, classes=4, videos=4, frames=NUM_FRAMES, size=(W, H)
+    )
     return root, Path(train_list), Path(val_list)
 
 

@@ -24,6 +24,7 @@ References
 - TorchCodec (pytorch/torchcodec, src/torchcodec/decoders/_image_decoders.py): decode_jpeg / decode_image,
   batched nvJPEG decoding of a list of JPEGs on CUDA.
 """
+
 import copy
 import dataclasses
 import functools
@@ -42,13 +43,25 @@ from torchvision import tv_tensors
 from torchvision.transforms import v2
 
 try:  # TorchCodec (>= 0.16): libjpeg-turbo on the CPU, nvJPEG on CUDA; no FFmpeg needed for images
-    from torchcodec.decoders import decode_image as codec_decode_image, decode_jpeg as codec_decode_jpeg
+    from torchcodec.decoders import (
+        decode_image as codec_decode_image,
+        decode_jpeg as codec_decode_jpeg,
+    )
+
     _NO_CODEC = None
-except (ImportError, OSError, RuntimeError) as e:  # not installed (Pillow decodes, ~1.3x slower) or broken
+except (
+    ImportError,
+    OSError,
+    RuntimeError,
+) as e:  # not installed (Pillow decodes, ~1.3x slower) or broken
     codec_decode_image = codec_decode_jpeg = None
     _NO_CODEC = f"{type(e).__name__}: {e}"
-    if not isinstance(e, ImportError):  # installed but its libraries do not load (a wheel for another torch)
-        warnings.warn(f"TorchCodec is installed but does not load ({_NO_CODEC}); decoding frames with Pillow")
+    if not isinstance(
+        e, ImportError
+    ):  # installed but its libraries do not load (a wheel for another torch)
+        warnings.warn(
+            f"TorchCodec is installed but does not load ({_NO_CODEC}); decoding frames with Pillow"
+        )
 try:  # torchvision's decoders: deprecated in 0.29, kept as a choice for `bench.py data`
     from torchvision.io import ImageReadMode, decode_image, decode_jpeg as tv_decode_jpeg
 except ImportError:
@@ -60,7 +73,10 @@ except ImportError:
 try:  # TorchCodec's video decoder needs FFmpeg's shared libraries (its wheel ships none)
     from torchcodec._core import ops as _codec_ops
     from torchcodec.decoders import VideoDecoder
-    _NO_VIDEO_CODEC = None if getattr(_codec_ops, "_FFMPEG_AVAILABLE", True) else "no FFmpeg libraries"
+
+    _NO_VIDEO_CODEC = (
+        None if getattr(_codec_ops, "_FFMPEG_AVAILABLE", True) else "no FFmpeg libraries"
+    )
 except (ImportError, OSError, RuntimeError) as e:
     VideoDecoder, _NO_VIDEO_CODEC = None, f"{type(e).__name__}: {e}"
 
@@ -71,22 +87,27 @@ DECODER = "torchcodec" if codec_decode_image is not None else "pil"
 
 # torchvision >= 0.29 deprecates its image decoders (in favour of TorchCodec) and warns on every call.
 # Silenced once here, for that message only: a catch_warnings() around each call costs ~3% of a clip.
-warnings.filterwarnings("ignore", message="The image decoding and encoding capabilities of TorchVision",
-                        category=DeprecationWarning)
+warnings.filterwarnings(
+    "ignore",
+    message="The image decoding and encoding capabilities of TorchVision",
+    category=DeprecationWarning,
+)
 
 MEAN = (0.485, 0.456, 0.406)  # ImageNet RGB statistics, the inflated 2D weights expect them
 STD = (0.229, 0.224, 0.225)
-DECODE_CHUNK = 1 << 30  # decode_batch: bytes of full-size frames per batched GPU decode (1080p: ~170)
+DECODE_CHUNK = (
+    1 << 30
+)  # decode_batch: bytes of full-size frames per batched GPU decode (1080p: ~170)
 MODES = ("train", "val", "test")
 
 
 # ---- list files ---------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Video:
-    path: str        # frame folder (root joined)
+    path: str  # frame folder (root joined)
     num_frames: int
     label: int
-    line: int        # 1-based line number in the list file, for error messages
+    line: int  # 1-based line number in the list file, for error messages
     list_file: str = ""  # the list it came from, for error messages
 
 
@@ -101,7 +122,9 @@ def read_text_lines(path):
         text = raw.decode("utf-8-sig")  # utf-8-sig strips one leading BOM, if any
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
-        raise ValueError(f"{path}:{line}: not UTF-8 (byte 0x{raw[e.start]:02x}); save it as UTF-8") from None
+        raise ValueError(
+            f"{path}:{line}: not UTF-8 (byte 0x{raw[e.start]:02x}); save it as UTF-8"
+        ) from None
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise ValueError(f"{path}:{line}: a NUL byte: a binary file, not a text list")
@@ -116,7 +139,9 @@ LIST_FORMS = {1: "<video> <label>", 2: "<frame_dir or video> <num_frames> <label
 def _columns(fields, ints):
     """What is wrong with a line of `fields` whose last `ints` are integers (none of LIST_FORMS)."""
     expected = " or ".join(f"'{form}'" for form in LIST_FORMS.values())
-    if ints > max(LIST_FORMS):  # read as the path, an extra column would surface later as a missing folder
+    if ints > max(
+        LIST_FORMS
+    ):  # read as the path, an extra column would surface later as a missing folder
         return f"{ints + 1} columns, expected {expected} (a path may not end in ' <integer>')"
     return "num_frames and label must be integers" if len(fields) > 2 else f"expected {expected}"
 
@@ -146,8 +171,11 @@ def read_list(list_file, root=None, num_classes=None, problems=None, decoder="au
             path, *numbers = line.rsplit(maxsplit=ints)
             path = os.path.normpath(os.path.join(root, path.replace("\\", "/")))
             if ints == 1 and not is_video_file(path):  # "dir x 3": a frame folder's line gone wrong
-                raise ValueError(_columns(fields, ints) if len(fields) > 2 else
-                                 f"'<video> <label>' names a video file ({' '.join(VIDEO_FILES)})")
+                raise ValueError(
+                    _columns(fields, ints)
+                    if len(fields) > 2
+                    else f"'<video> <label>' names a video file ({' '.join(VIDEO_FILES)})"
+                )
             *num_frames, label = map(int, numbers)
             if num_frames and num_frames[0] < 1:
                 raise ValueError(f"num_frames must be >= 1, got {num_frames[0]}")
@@ -173,15 +201,26 @@ def check_image_tmpl(image_tmpl, start_index=1):
     except (IndexError, KeyError, ValueError, TypeError, AttributeError):
         distinct = False
     if not distinct:
-        raise ValueError(f"--image_tmpl {image_tmpl!r} needs one unnamed integer field ('img_{{:05d}}.jpg')")
+        raise ValueError(
+            f"--image_tmpl {image_tmpl!r} needs one unnamed integer field ('img_{{:05d}}.jpg')"
+        )
 
 
 # ---- sampling: pure functions of (sizes, mode, rng) ----------------------------------------------
 PLACEMENTS = ("ours", "pyslowfast", "mmaction2")  # where test clips go: see sample_indices
 
 
-def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, start_index=1,
-                   placement="ours", num_segments=1):
+def sample_indices(
+    num_frames,
+    t_length,
+    t_stride,
+    mode,
+    num_clips=1,
+    rng=None,
+    start_index=1,
+    placement="ours",
+    num_segments=1,
+):
     """Frame numbers of the clip(s) to read: int64 array (num_clips, t_length).
     A clip is t_length frames, t_stride apart, spanning (t_length - 1) * t_stride + 1 frames.
     - train: a uniformly random start (from `rng`, a numpy Generator); num_clips independent clips.
@@ -202,11 +241,16 @@ def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, 
     if mode == "val" and num_clips != 1:
         raise ValueError("val mode samples one clip; use mode='test' for num_clips > 1")
     if num_segments > 1:
-        return segment_indices(num_frames, t_length, t_stride, mode, num_clips, rng, placement,
-                               num_segments) + start_index
+        return (
+            segment_indices(
+                num_frames, t_length, t_stride, mode, num_clips, rng, placement, num_segments
+            )
+            + start_index
+        )
     if mode != "train" and placement != "ours":
         clips = (_pyslowfast_clips if placement == "pyslowfast" else _mmaction2_clips)(
-            num_frames, t_length, t_stride, num_clips)
+            num_frames, t_length, t_stride, num_clips
+        )
         return clips.astype(np.int64) + start_index
     offsets = _offsets(num_frames, t_length, t_stride)
     room = max(0, num_frames - offsets[-1] - 1)  # possible starts: 0 .. room
@@ -217,7 +261,9 @@ def sample_indices(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, 
     elif mode == "val":
         starts = np.array([room // 2])
     else:
-        starts = np.round(np.linspace(0, room, num_clips)) if num_clips > 1 else np.array([room // 2])
+        starts = (
+            np.round(np.linspace(0, room, num_clips)) if num_clips > 1 else np.array([room // 2])
+        )
     idx = np.minimum(starts.astype(np.int64)[:, None] + offsets[None, :], num_frames - 1)
     return idx + start_index
 
@@ -245,8 +291,13 @@ def segment_indices(num_frames, t_length, t_stride, mode, num_clips, rng, placem
       view j taking clips j, j + num_clips, ...: every view spans the video."""
     if mode != "train" and placement != "ours":
         clips = (_pyslowfast_clips if placement == "pyslowfast" else _mmaction2_clips)(
-            num_frames, t_length, t_stride, num_clips * num_segments)
-        return clips.reshape(num_segments, num_clips, t_length).transpose(1, 0, 2).reshape(num_clips, -1)
+            num_frames, t_length, t_stride, num_clips * num_segments
+        )
+        return (
+            clips.reshape(num_segments, num_clips, t_length)
+            .transpose(1, 0, 2)
+            .reshape(num_clips, -1)
+        )
     offsets = _offsets(num_frames, t_length, t_stride)
     room = max(1, num_frames - int(offsets[-1]))  # starts 0 .. room - 1
     k = np.arange(num_segments)
@@ -272,8 +323,10 @@ def _pyslowfast_clips(num_frames, t_length, t_stride, num_clips):
     over t_stride), clamped to the video and truncated to integers: short videos repeat frames."""
     span = t_length * t_stride
     delta = max(num_frames - span, 0)
-    clips = [torch.linspace(delta * k / num_clips, delta * k / num_clips + span - 1, t_length)
-             for k in range(num_clips)]
+    clips = [
+        torch.linspace(delta * k / num_clips, delta * k / num_clips + span - 1, t_length)
+        for k in range(num_clips)
+    ]
     return torch.stack(clips).clamp(0, num_frames - 1).long().numpy()
 
 
@@ -315,12 +368,21 @@ def crop_boxes(height, width, mode, new_size, crop_size, num_crops=1):
         return [((height - side) // 2, (width - side) // 2, side)]
     if num_crops == 10:
         # the scaled frame as torchvision's Resize(new_size) makes it (long side truncated), its offsets
-        sh, sw = ((new_size, int(new_size * width / height)) if height <= width
-                  else (int(new_size * height / width), new_size))
+        sh, sw = (
+            (new_size, int(new_size * width / height))
+            if height <= width
+            else (int(new_size * height / width), new_size)
+        )
         hs, ws = (sh - crop_size) // 4, (sw - crop_size) // 4
         to_y, to_x = height / sh, width / sw  # scaled -> original pixels
-        return [(min(round(4 * i * hs * to_y), height - side), min(round(4 * j * ws * to_x), width - side),
-                 side) for i, j in ((0, 0), (0, 1), (1, 0), (1, 1), (0.5, 0.5))]
+        return [
+            (
+                min(round(4 * i * hs * to_y), height - side),
+                min(round(4 * j * ws * to_x), width - side),
+                side,
+            )
+            for i, j in ((0, 0), (0, 1), (1, 0), (1, 1), (0.5, 0.5))
+        ]
     if num_crops != 3:
         raise ValueError(f"num_crops must be 1, 3 or 10, got {num_crops}")
     starts = [0, (max(height, width) - short) // 2, max(height, width) - short]
@@ -364,7 +426,12 @@ def multiscale_box(height, width, new_size, crop_size, rng):
     return (float(y * dy), float(x * dx), float(h), float(w))
 
 
-IDENTITY_BOX = (0.0, 0.0, 1.0, 1.0)  # box (y0, x0, h, w) in fractions of the shipped window: all of it
+IDENTITY_BOX = (
+    0.0,
+    0.0,
+    1.0,
+    1.0,
+)  # box (y0, x0, h, w) in fractions of the shipped window: all of it
 
 
 def clip_augment(rand_augment=False, num_ops=2, magnitude=9, color_jitter=0.0, random_erase=0.0):
@@ -372,9 +439,15 @@ def clip_augment(rand_augment=False, num_ops=2, magnitude=9, color_jitter=0.0, r
     transforms, which take (T, C, H, W) videos): colour jitter (brightness, contrast, saturation),
     RandAugment, random erasing with probability `random_erase`, in this order; None when all are off.
     Erased boxes take the ImageNet mean colour (~0 once normalised, torchvision references' value)."""
-    ops = ([v2.ColorJitter(color_jitter, color_jitter, color_jitter)] if color_jitter else []) + (
-        [v2.RandAugment(num_ops, magnitude)] if rand_augment else []) + (
-        [v2.RandomErasing(random_erase, value=[round(255 * m) for m in MEAN])] if random_erase else [])
+    ops = (
+        ([v2.ColorJitter(color_jitter, color_jitter, color_jitter)] if color_jitter else [])
+        + ([v2.RandAugment(num_ops, magnitude)] if rand_augment else [])
+        + (
+            [v2.RandomErasing(random_erase, value=[round(255 * m) for m in MEAN])]
+            if random_erase
+            else []
+        )
+    )
     return v2.Compose(ops) if ops else None
 
 
@@ -385,7 +458,9 @@ def augment_clip(crop, augment, rng):
     seed = int(rng.integers(2**63))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        video = augment(tv_tensors.Video(crop.permute(0, 3, 1, 2)))  # (T, C, H, W): torchvision's layout
+        video = augment(
+            tv_tensors.Video(crop.permute(0, 3, 1, 2))
+        )  # (T, C, H, W): torchvision's layout
     return video.as_subclass(torch.Tensor).permute(0, 2, 3, 1)
 
 
@@ -403,25 +478,37 @@ def train_crop(frames, box, size):
     wy, wx = _window(y0, h, size, H), _window(x0, w, size, W)
     if wy is None or wx is None:
         return resample_box(frames, box, size), IDENTITY_BOX
-    crop = torch.stack([f[wy:wy + size, wx:wx + size] for f in frames])  # (N, size, size, 3)
+    crop = torch.stack([f[wy : wy + size, wx : wx + size] for f in frames])  # (N, size, size, 3)
     return crop, ((y0 - wy) / size, (x0 - wx) / size, h / size, w / size)
 
 
 def finish_box(frames, box, size):
     """A CPU model's `train_box` crop, whole, in uint8 in the loader: `crop_resize`'s grid, in torch's uint8
     kernel. Trap: F.interpolate's grid starts at its input's start: see `_aligned`."""
-    (a, b, n, j), (c, e, m, k) = (_aligned(*v, size) for v in zip(box[:2], box[2:], frames[0].shape))
-    x = torch.stack([f[a:b, c:e] for f in frames]).permute(0, 3, 1, 2)  # (N, 3, h, w) channels-last view
+    (a, b, n, j), (c, e, m, k) = (
+        _aligned(*v, size) for v in zip(box[:2], box[2:], frames[0].shape)
+    )
+    x = torch.stack([f[a:b, c:e] for f in frames]).permute(
+        0, 3, 1, 2
+    )  # (N, 3, h, w) channels-last view
     x = F.interpolate(x, size=(n, m), mode="bilinear", align_corners=False, antialias=False)
-    return x[:, :, j:j + size, k:k + size].permute(0, 2, 3, 1)  # (N, size, size, 3), the decoder's layout
+    return x[:, :, j : j + size, k : k + size].permute(
+        0, 2, 3, 1
+    )  # (N, size, size, 3), the decoder's layout
 
 
 def _aligned(start, length, limit, size):
     """finish_box, one axis -> input span [a, b) (a at a whole rescaled pixel), rescaled length, first j."""
-    r = round(size * limit / length)  # the rescaled frame's side (train_box: length = size * limit / r)
+    r = round(
+        size * limit / length
+    )  # the rescaled frame's side (train_box: length = size * limit / r)
     step = limit // math.gcd(limit, r)  # input starts the rescaled grid hits at a whole pixel
-    a = step * (max(0, math.floor(start - 1)) // step)  # the first tap, start - 0.5 (+0.5 px margin)
-    b = min(limit, -(-math.ceil(start + length + 1) // step) * step)  # past the last tap, as a multiple
+    a = step * (
+        max(0, math.floor(start - 1)) // step
+    )  # the first tap, start - 0.5 (+0.5 px margin)
+    b = min(
+        limit, -(-math.ceil(start + length + 1) // step) * step
+    )  # past the last tap, as a multiple
     return a, b, (b - a) * r // limit, round(start * r / limit) - a * r // limit
 
 
@@ -431,7 +518,9 @@ def _window(start, length, size, limit):
     more than the copy), centred on them (so the taps just outside the box are real pixels, as in the
     reference); None if no window holds them."""
     first = math.floor(max(0.0, start + 0.5 * length / size - 0.5))
-    end = max(0.0, start + (size - 0.5) * length / size - 0.5)  # the last output's source coordinate
+    end = max(
+        0.0, start + (size - 0.5) * length / size - 0.5
+    )  # the last output's source coordinate
     last = min(math.floor(end) + (end > math.floor(end)), limit - 1)
     if last - first + 1 > size or limit < size:
         return None
@@ -457,18 +546,26 @@ def resample_box(frames, box, size):
     y0, x0, h, w = box
     # taps on the frames' device: decode_batch (--decode_device cuda) replays this on GPU-decoded frames
     dev = frames[0].device
-    (r0, r1, rw), (c0, c1, cw) = ([t.to(dev) for t in _taps(*a)]
-                                  for a in ((y0, h, size, H), (x0, w, size, W)))
+    (r0, r1, rw), (c0, c1, cw) = (
+        [t.to(dev) for t in _taps(*a)] for a in ((y0, h, size, H), (x0, w, size, W))
+    )
     left, right = int(c0[0]), int(c1[-1]) + 1
     # rows first, gathered straight from each frame's box columns (uint8; only the taps are converted)
-    top = torch.stack([f[:, left:right].index_select(0, r0) for f in frames]).float()  # (N, size, w', 3)
+    top = torch.stack(
+        [f[:, left:right].index_select(0, r0) for f in frames]
+    ).float()  # (N, size, w', 3)
     bottom = torch.stack([f[:, left:right].index_select(0, r1) for f in frames]).float()
     N = top.shape[0]
-    rows = torch.lerp(top, bottom, rw[None, :, None, None]).view(N * size, -1)  # (N*size, w'*3) interleaved
+    rows = torch.lerp(top, bottom, rw[None, :, None, None]).view(
+        N * size, -1
+    )  # (N*size, w'*3) interleaved
     # columns: gather whole RGB triplets from the flat rows (3x faster than indexing dim 2 of (.., w', 3))
     i0, i1 = ((c[:, None] - left) * 3 + torch.arange(3, device=dev) for c in (c0, c1))
-    out = torch.lerp(rows.index_select(1, i0.flatten()), rows.index_select(1, i1.flatten()),
-                     cw.repeat_interleave(3))
+    out = torch.lerp(
+        rows.index_select(1, i0.flatten()),
+        rows.index_select(1, i1.flatten()),
+        cw.repeat_interleave(3),
+    )
     return out.add_(0.5).to(torch.uint8).view(N, size, size, 3)  # round (values are in [0, 255])
 
 
@@ -477,14 +574,21 @@ def resized_crop(frames, box, size):
     one batched op for the clip, in the decoder's interleaved layout: torch's fast uint8 resize kernel
     wants channels-last input (planar uint8 input is ~10x slower in it)."""
     y, x, side = box
-    crop = torch.stack([f[y:y + side, x:x + side] for f in frames])  # (N, side, side, 3)
+    crop = torch.stack([f[y : y + side, x : x + side] for f in frames])  # (N, side, side, 3)
     if side == size:
         return crop
     # bilinear straight on uint8; antialias matters when shrinking (else aliasing), only costs enlarging
     crop = crop.permute(0, 3, 1, 2)  # (N, 3, side, side) channels-last view
-    out = F.interpolate(crop if crop.is_cpu else crop.float(), size=(size, size), mode="bilinear",
-                        antialias=side > size, align_corners=False)
-    if not crop.is_cpu:  # CUDA has no uint8 bilinear kernel: float there, rounded back (+-1 of the CPU's)
+    out = F.interpolate(
+        crop if crop.is_cpu else crop.float(),
+        size=(size, size),
+        mode="bilinear",
+        antialias=side > size,
+        align_corners=False,
+    )
+    if (
+        not crop.is_cpu
+    ):  # CUDA has no uint8 bilinear kernel: float there, rounded back (+-1 of the CPU's)
         out = out.round_().clamp_(0, 255).to(torch.uint8)
     return out.permute(0, 2, 3, 1)  # (N, size, size, 3), contiguous again
 
@@ -496,13 +600,17 @@ def normalize(x, mean=MEAN, std=STD, dtype=torch.float32):
     Keeps the memory format: a batch from `collate` stays channels_last_3d. Trap (CPU): the per-channel
     broadcast is ~3x slower over channels-last memory; change a layout in uint8, before this (train.py)."""
     if x.dtype != torch.uint8 or x.dim() < 4 or x.shape[-4] != 3:
-        raise ValueError(f"normalize expects uint8 (..., 3, T, H, W), got {x.dtype} {tuple(x.shape)}")
+        raise ValueError(
+            f"normalize expects uint8 (..., 3, T, H, W), got {x.dtype} {tuple(x.shape)}"
+        )
     mean, std = _scaled(tuple(mean), tuple(std), x.device, dtype)
     return x.to(dtype).sub_(mean).div_(std)  # == (x / 255 - mean) / std; in place: no temporaries
 
 
 @functools.lru_cache(maxsize=16)
-def _scaled(mean, std, device, dtype):  # once per device: a CUDA tensor from a list is a blocking copy
+def _scaled(
+    mean, std, device, dtype
+):  # once per device: a CUDA tensor from a list is a blocking copy
     return [torch.tensor(v, dtype=dtype).view(3, 1, 1, 1).mul(255).to(device) for v in (mean, std)]
 
 
@@ -513,14 +621,18 @@ def crop_resize(x, boxes):
     frame. Identity boxes (clips the loader already finished) pass through untouched. No randomness:
     the boxes were drawn in the loader from (seed, epoch, index), so a resume repeats them exactly."""
     B = x.shape[0]
-    if bool((boxes == boxes.new_tensor(IDENTITY_BOX)).all()):  # pass the loader's CPU boxes: no GPU sync
+    if bool(
+        (boxes == boxes.new_tensor(IDENTITY_BOX)).all()
+    ):  # pass the loader's CPU boxes: no GPU sync
         return x
     boxes = boxes.to(device=x.device, dtype=x.dtype, non_blocking=True).view(B, 4)
     y0, x0, h, w = boxes.unbind(1)
-    theta = torch.zeros(B, 3, 4, device=x.device, dtype=x.dtype)  # output (x, y, t) in [-1, 1] -> input
-    theta[:, 0, 0], theta[:, 1, 1], theta[:, 2, 2] = w, h, 1                # time maps onto itself exactly
-    theta[:, 0, 3], theta[:, 1, 3] = 2 * x0 + w - 1, 2 * y0 + h - 1          # box centre, in [-1, 1] units
-    grid = F.affine_grid(theta, list(x.shape), align_corners=False)          # (B, T, H, W, 3)
+    theta = torch.zeros(
+        B, 3, 4, device=x.device, dtype=x.dtype
+    )  # output (x, y, t) in [-1, 1] -> input
+    theta[:, 0, 0], theta[:, 1, 1], theta[:, 2, 2] = w, h, 1  # time maps onto itself exactly
+    theta[:, 0, 3], theta[:, 1, 3] = 2 * x0 + w - 1, 2 * y0 + h - 1  # box centre, in [-1, 1] units
+    grid = F.affine_grid(theta, list(x.shape), align_corners=False)  # (B, T, H, W, 3)
     return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
 
 
@@ -540,7 +652,9 @@ def read_encoded(path, count=-1):
 
 
 def is_jpeg(data):
-    return data.numel() >= 3 and bytes(data[:3].tolist()) == b"\xff\xd8\xff"  # SOI + the next marker
+    return (
+        data.numel() >= 3 and bytes(data[:3].tolist()) == b"\xff\xd8\xff"
+    )  # SOI + the next marker
 
 
 def decode_frame(source, decoder=None):
@@ -555,21 +669,26 @@ def decode_frame(source, decoder=None):
     if decoder == "torchcodec" and codec_decode_image is not None:
         try:  # decode_jpeg straight away: decode_image would sniff the format from the bytes again
             img = (codec_decode_jpeg if is_jpeg(data) else codec_decode_image)(data, mode="RGB")
-        except ValueError as e:  # "Unsupported or unrecognized image format": a corrupt file, for us
+        except (
+            ValueError
+        ) as e:  # "Unsupported or unrecognized image format": a corrupt file, for us
             raise RuntimeError(str(e)) from None
     elif decoder == "torchvision" and decode_image is not None:
         img = decode_image(data, mode=ImageReadMode.RGB)
     else:
         why = f" ({_NO_CODEC})" if decoder == "torchcodec" else ""
-        raise ValueError(f"decoder {decoder!r} is not available here{why}; "
-                         f"choose from {available_decoders()}")
+        raise ValueError(
+            f"decoder {decoder!r} is not available here{why}; choose from {available_decoders()}"
+        )
     if img.dim() != 3:  # an animated GIF / WebP: (N, 3, H, W)
         raise RuntimeError(f"{img.shape[0]} images in one file (an animation), expected one frame")
     return img.permute(1, 2, 0)  # (H, W, 3) view of HWC memory
 
 
 def available_decoders():
-    return [d for d, ok in zip(DECODERS, (codec_decode_image, decode_image, Image)) if ok is not None]
+    return [
+        d for d, ok in zip(DECODERS, (codec_decode_image, decode_image, Image)) if ok is not None
+    ]
 
 
 def _size_change(frame, first):
@@ -584,7 +703,9 @@ def _why(err):
 # ---- video files: exact frames ---------------------------------------------------------------------
 VIDEO_FILES = (".mp4", ".avi", ".mkv", ".webm", ".mov")
 VIDEO_DECODERS = ("auto", "torchcodec", "pyav")
-_AV_ERRORS = (OSError, ValueError, RuntimeError, IndexError) + ((av.error.FFmpegError,) if av else ())
+_AV_ERRORS = (OSError, ValueError, RuntimeError, IndexError) + (
+    (av.error.FFmpegError,) if av else ()
+)
 
 
 def is_video_file(path):
@@ -598,8 +719,10 @@ def pick_video_decoder(choice="auto"):
     if choice != "pyav" and VideoDecoder is not None and _NO_VIDEO_CODEC is None:
         return "torchcodec"
     if choice == "torchcodec" or av is None:
-        raise ValueError(f"--video_decoder {choice}: TorchCodec's video decoder is not available here "
-                         f"({_NO_VIDEO_CODEC}): install FFmpeg's libraries or PyAV (pip install av)")
+        raise ValueError(
+            f"--video_decoder {choice}: TorchCodec's video decoder is not available here "
+            f"({_NO_VIDEO_CODEC}): install FFmpeg's libraries or PyAV (pip install av)"
+        )
     return "pyav"
 
 
@@ -621,11 +744,18 @@ def open_video(source, decoder="pyav", device="cpu"):
     FFmpeg reconstructs them, and with B-frames TorchCodec's exact mode returns the frame before the one
     asked for after a seek, and fails on the last one (tests/videos.py: h264.avi, mpeg4.avi)."""
     try:
-        head = source[:12].numpy() if isinstance(source, torch.Tensor) else np.fromfile(source, np.uint8, 12)
+        head = (
+            source[:12].numpy()
+            if isinstance(source, torch.Tensor)
+            else np.fromfile(source, np.uint8, 12)
+        )
         avi = head[:4].tobytes() == b"RIFF" and head[8:12].tobytes() == b"AVI "
         if decoder == "torchcodec" and not avi:
             vd = VideoDecoder(source, seek_mode="exact", dimension_order="NHWC", device=device)
-            n, read = vd.metadata.num_frames or 0, lambda need: dict(zip(need, vd.get_frames_at(need).data))
+            n, read = (
+                vd.metadata.num_frames or 0,
+                lambda need: dict(zip(need, vd.get_frames_at(need).data)),
+            )
         else:
             n, read = _pyav_open(source, avi)
     except _AV_ERRORS as e:
@@ -639,6 +769,7 @@ def open_video(source, decoder="pyav", device="cpu"):
         except _AV_ERRORS as e:
             raise RuntimeError(" ".join(f"{type(e).__name__}: {e}".split())) from None
         return [torch.as_tensor(got[int(i)]).to(device) for i in indices]
+
     return n, frames
 
 
@@ -680,14 +811,19 @@ def _pyav_open(source, avi):
         if len(got) < len(need):
             raise RuntimeError(f"frame {need[-1] + 1} asked for, a decode gives fewer")
         return got
+
     return len(pts), read
 
 
 def _av_open(source):
-    container = av.open(io.BytesIO(source.numpy().tobytes()) if isinstance(source, torch.Tensor) else source)
+    container = av.open(
+        io.BytesIO(source.numpy().tobytes()) if isinstance(source, torch.Tensor) else source
+    )
     if not container.streams.video:
         raise ValueError("no video stream")
-    container.streams.video[0].codec_context.thread_count = 1  # one core per loader worker, as TorchCodec
+    container.streams.video[
+        0
+    ].codec_context.thread_count = 1  # one core per loader worker, as TorchCodec
     return container
 
 
@@ -698,7 +834,9 @@ class BadVideo(Exception):
     (video <folder>)". Train mode replaces such a video (VideoFrameDataset.__getitem__); val/test raise."""
 
     def __init__(self, video, path=None, reason=None):
-        if path is None:  # BadVideo(text): how a DataLoader worker's exception is re-raised in the main
+        if (
+            path is None
+        ):  # BadVideo(text): how a DataLoader worker's exception is re-raised in the main
             # process (torch's ExceptionWrapper passes the worker's whole traceback): keep its last line
             mark = f"{type(self).__name__}: "
             lines = [ln for ln in str(video).splitlines() if mark in ln] or [str(video)]
@@ -708,8 +846,12 @@ class BadVideo(Exception):
         self.video, self.path, self.reason = video, path, reason
         super().__init__(f"{video.list_file}:{video.line}: {path}: {reason} (video {video.path})")
 
-    def __reduce__(self):  # pickled (multiprocessing): re-created with the same fields, or the same text
-        return BadVideo, ((self.video, self.path, self.reason) if self.path is not None else (str(self),))
+    def __reduce__(
+        self,
+    ):  # pickled (multiprocessing): re-created with the same fields, or the same text
+        return BadVideo, (
+            (self.video, self.path, self.reason) if self.path is not None else (str(self),)
+        )
 
 
 class ReadTimeout(BadVideo):
@@ -717,7 +859,9 @@ class ReadTimeout(BadVideo):
     the run ends with this one line -- the reading thread stays blocked, and the next read may block too."""
 
     def __reduce__(self):
-        return ReadTimeout, ((self.video, self.path, self.reason) if self.path is not None else (str(self),))
+        return ReadTimeout, (
+            (self.video, self.path, self.reason) if self.path is not None else (str(self),)
+        )
 
 
 def read_files(video, paths, timeout=None, count=-1):
@@ -732,15 +876,21 @@ def read_files(video, paths, timeout=None, count=-1):
                 out.append(read_encoded(path, count))
             except OSError as e:
                 out.append(e)
+
     if not timeout:
         work()
         return out
-    reader = threading.Thread(target=work, daemon=True)  # daemon: a blocked one never delays the exit
+    reader = threading.Thread(
+        target=work, daemon=True
+    )  # daemon: a blocked one never delays the exit
     reader.start()
     reader.join(timeout)
     if reader.is_alive():
-        raise ReadTimeout(video, paths[min(len(out), len(paths) - 1)],
-                          f"no data after --read_timeout {timeout:g} s (a FIFO? a stalled network mount?)")
+        raise ReadTimeout(
+            video,
+            paths[min(len(out), len(paths) - 1)],
+            f"no data after --read_timeout {timeout:g} s (a FIFO? a stalled network mount?)",
+        )
     return out
 
 
@@ -758,23 +908,52 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     into every forked worker, would give all workers the same "random" crops). Call set_epoch(e)
     before iterating: a worker only sees the epoch that the dataset had when the worker started."""
 
-    def __init__(self, list_file, root=None, image_tmpl="img_{:05d}.jpg", t_length=16, t_stride=4,
-                 mode="train", new_size=256, crop_size=224, num_clips=1, num_crops=1, flip=True,
-                 start_index=1, num_classes=None, seed=0, test_sampling="ours", encoded=False,
-                 video_decoder="auto", read_timeout=None, finish_crop=False, num_segments=1,
-                 train_crop="jitter", augment=None, reps=1):
+    def __init__(
+        self,
+        list_file,
+        root=None,
+        image_tmpl="img_{:05d}.jpg",
+        t_length=16,
+        t_stride=4,
+        mode="train",
+        new_size=256,
+        crop_size=224,
+        num_clips=1,
+        num_crops=1,
+        flip=True,
+        start_index=1,
+        num_classes=None,
+        seed=0,
+        test_sampling="ours",
+        encoded=False,
+        video_decoder="auto",
+        read_timeout=None,
+        finish_crop=False,
+        num_segments=1,
+        train_crop="jitter",
+        augment=None,
+        reps=1,
+    ):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode != "test" and (num_clips, num_crops) != (1, 1):
             raise ValueError(f"num_clips / num_crops are test-mode options (mode={mode!r})")
         if num_crops not in (1, 3, 10) or num_clips < 1:
-            raise ValueError(f"need num_clips >= 1 and num_crops in (1, 3, 10), got {num_clips}, {num_crops}")
-        if num_crops == 10 and not flip:  # half its views are mirror images: a label naming a direction lies
-            raise ValueError("--test_crops 10 mirrors half of its views, but flips are off here (--no_flip, "
-                             "or a dataset whose labels name a direction): use --test_crops 3 or 1")
+            raise ValueError(
+                f"need num_clips >= 1 and num_crops in (1, 3, 10), got {num_clips}, {num_crops}"
+            )
+        if (
+            num_crops == 10 and not flip
+        ):  # half its views are mirror images: a label naming a direction lies
+            raise ValueError(
+                "--test_crops 10 mirrors half of its views, but flips are off here (--no_flip, "
+                "or a dataset whose labels name a direction): use --test_crops 3 or 1"
+            )
         if train_crop not in TRAIN_CROPS or num_segments < 1:
-            raise ValueError(f"need train_crop in {TRAIN_CROPS} and num_segments >= 1, got {train_crop!r}, "
-                             f"{num_segments}")
+            raise ValueError(
+                f"need train_crop in {TRAIN_CROPS} and num_segments >= 1, got {train_crop!r}, "
+                f"{num_segments}"
+            )
         if test_sampling not in PLACEMENTS:
             raise ValueError(f"test_sampling must be one of {PLACEMENTS}, got {test_sampling!r}")
         if t_length < 1 or t_stride < 1:
@@ -783,8 +962,18 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             raise ValueError(f"need 1 <= crop_size <= new_size, got {crop_size}, {new_size}")
         check_image_tmpl(image_tmpl, start_index)
         self.list_file, self.image_tmpl, self.mode = str(list_file), image_tmpl, mode
-        self.t_length, self.t_stride, self.new_size, self.crop_size = t_length, t_stride, new_size, crop_size
-        self.num_clips, self.num_crops, self.flip, self.start_index = num_clips, num_crops, flip, start_index
+        self.t_length, self.t_stride, self.new_size, self.crop_size = (
+            t_length,
+            t_stride,
+            new_size,
+            crop_size,
+        )
+        self.num_clips, self.num_crops, self.flip, self.start_index = (
+            num_clips,
+            num_crops,
+            flip,
+            start_index,
+        )
         self.seed, self.epoch, self.test_sampling = seed, 0, test_sampling
         self.num_segments, self.train_crop = num_segments, train_crop  # TSN: a snippet per segment
         self.read_timeout = read_timeout  # s; None: no limit (see read_files)
@@ -809,8 +998,12 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     def load_frames(self, video, numbers):
         """Decode frames `numbers` of `video` (decode_frame) -> list of uint8 (H, W, 3) tensors.
         Any failure is a BadVideo naming the frame, the reason, the video and its list line."""
-        if is_video_file(video.path):  # a first read as frames get (a FIFO, a dead mount: read_timeout)
-            read_files(video, [video.path], self.read_timeout, count=12)  # then the decoder reads the file
+        if is_video_file(
+            video.path
+        ):  # a first read as frames get (a FIFO, a dead mount: read_timeout)
+            read_files(
+                video, [video.path], self.read_timeout, count=12
+            )  # then the decoder reads the file
             return self.read_video(video, numbers)
         frames, paths = [], [self.frame_path(video, int(i)) for i in numbers]
         for path, blob in zip(paths, read_files(video, paths, self.read_timeout)):
@@ -818,7 +1011,11 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                 if isinstance(blob, OSError):
                     raise blob
                 img = decode_frame(blob)
-            except (OSError, RuntimeError, ValueError) as e:  # PIL: UnidentifiedImageError is an OSError
+            except (
+                OSError,
+                RuntimeError,
+                ValueError,
+            ) as e:  # PIL: UnidentifiedImageError is an OSError
                 if not os.path.isdir(video.path):
                     raise BadVideo(video, video.path, "missing folder") from None
                 if not os.path.isfile(path):
@@ -835,14 +1032,24 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         """Frames `numbers` of a video file (or of its bytes, `source`), opened once, on `device`. The
         file must hold the frames the list says (BadVideo otherwise, naming it and its list line)."""
         try:
-            n, read = open_video(video.path if source is None else source, self.video_decoder, device)
-            if n < max(1, video.num_frames):  # 0: a `<video> <label>` line that could not be counted
-                raise RuntimeError(f"{video.num_frames} frames listed, the video has {n}" if n else
-                                   "no frames")
+            n, read = open_video(
+                video.path if source is None else source, self.video_decoder, device
+            )
+            if n < max(
+                1, video.num_frames
+            ):  # 0: a `<video> <label>` line that could not be counted
+                raise RuntimeError(
+                    f"{video.num_frames} frames listed, the video has {n}" if n else "no frames"
+                )
             frames = read([int(i) - self.start_index for i in numbers])
         except RuntimeError as e:
-            raise BadVideo(video, video.path, "missing file" if not os.path.isfile(video.path) and
-                           source is None else f"unreadable video: {e}") from None
+            raise BadVideo(
+                video,
+                video.path,
+                "missing file"
+                if not os.path.isfile(video.path) and source is None
+                else f"unreadable video: {e}",
+            ) from None
         for f in frames[1:]:  # a stream may change size midway
             if f.shape != frames[0].shape:
                 raise BadVideo(video, video.path, _size_change(f, frames[0]))
@@ -859,7 +1066,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             raise AssertionError("load_clip finished without reading its frames")
         except _FramesChosen as chosen:
             numbers = tuple(int(i) for i in chosen.numbers)
-        if is_video_file(video.path):  # the whole file; opened (not decoded) here: bad ones are replaced
+        if is_video_file(
+            video.path
+        ):  # the whole file; opened (not decoded) here: bad ones are replaced
             try:
                 data = read_encoded(video.path)
             except OSError:
@@ -901,9 +1110,13 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                     raise
                 bad.append(str(e))
                 if attempt > BAD_ATTEMPTS:
-                    raise BadVideo(e.video, e.path, f"{e.reason}; the last of {len(bad)} unreadable videos "
-                                   f"in a row for sample {index} (epoch {self.epoch}): run `python "
-                                   "prepare.py check`") from None
+                    raise BadVideo(
+                        e.video,
+                        e.path,
+                        f"{e.reason}; the last of {len(bad)} unreadable videos "
+                        f"in a row for sample {index} (epoch {self.epoch}): run `python "
+                        "prepare.py check`",
+                    ) from None
             # another video, never this sample itself; its clip draws from the same generator
             rng = np.random.default_rng([self.seed, self.epoch, index, attempt])
             j = int(rng.integers(len(self.videos) - 1))
@@ -919,9 +1132,17 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             return self.defer_clip(video, rng)
         if video.num_frames < 1:  # a `<video> <label>` line whose video could not be counted: why
             self.read_video(video, [])
-        clips = sample_indices(video.num_frames, self.t_length, self.t_stride, self.mode,
-                               self.num_clips if self.mode == "test" else 1, rng, self.start_index,
-                               self.test_sampling, self.num_segments)
+        clips = sample_indices(
+            video.num_frames,
+            self.t_length,
+            self.t_stride,
+            self.mode,
+            self.num_clips if self.mode == "test" else 1,
+            rng,
+            self.start_index,
+            self.test_sampling,
+            self.num_segments,
+        )
         numbers, inverse = np.unique(clips, return_inverse=True)  # decode each frame once
         frames = (read or self.load_frames)(video, numbers)
         H, W, _ = frames[0].shape
@@ -930,27 +1151,41 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             views, boxes = [], []
             for _ in range(self.reps):  # repeated augmentation: `reps` clips of the same frames
                 box = (multiscale_box if self.train_crop == "multiscale" else train_box)(
-                    H, W, self.new_size, self.crop_size, rng)  # one box for every frame (snippet)
+                    H, W, self.new_size, self.crop_size, rng
+                )  # one box for every frame (snippet)
                 # finish_box follows train_box's rescaled pixel grid; a multi-scale box is off that grid
                 finish = finish_box if self.train_crop == "jitter" else resample_box
-                crop, box = ((finish(frames, box, self.crop_size), IDENTITY_BOX) if self.finish_crop
-                             else train_crop(frames, box, self.crop_size))
+                crop, box = (
+                    (finish(frames, box, self.crop_size), IDENTITY_BOX)
+                    if self.finish_crop
+                    else train_crop(frames, box, self.crop_size)
+                )
                 if self.flip and rng.random() < 0.5:  # mirror W, and the box
                     crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])
                 views.append(augment_clip(crop, self.augment, rng) if self.augment else crop)
                 boxes.append(box)
             info["box"] = torch.tensor(boxes if self.reps > 1 else boxes[0], dtype=torch.float32)
         else:
-            views = [resized_crop(frames, b, self.crop_size)
-                     for b in crop_boxes(H, W, self.mode, self.new_size, self.crop_size, self.num_crops)]
+            views = [
+                resized_crop(frames, b, self.crop_size)
+                for b in crop_boxes(H, W, self.mode, self.new_size, self.crop_size, self.num_crops)
+            ]
             if self.num_crops == 10:  # GroupOverSample's order: each crop, then its mirror image
                 views = [v for crop in views for v in (crop, crop.flip(-2))]
         out = []
         for x in views:  # (N, c, c, 3)
-            if not np.array_equal(numbers, clips.reshape(-1)):  # back to clip order: test clips interleave
-                x = x[torch.from_numpy(inverse.reshape(-1))]  # or overlap, short videos repeat frames
-            out.append(x.reshape(*clips.shape, *x.shape[1:]))  # (clips, T, c, c, 3); TSN: T = N x t_length
-        x = out[0].unsqueeze(1) if len(out) == 1 else torch.stack(out, 1)  # (clips, crops, T, c, c, 3)
+            if not np.array_equal(
+                numbers, clips.reshape(-1)
+            ):  # back to clip order: test clips interleave
+                x = x[
+                    torch.from_numpy(inverse.reshape(-1))
+                ]  # or overlap, short videos repeat frames
+            out.append(
+                x.reshape(*clips.shape, *x.shape[1:])
+            )  # (clips, T, c, c, 3); TSN: T = N x t_length
+        x = (
+            out[0].unsqueeze(1) if len(out) == 1 else torch.stack(out, 1)
+        )  # (clips, crops, T, c, c, 3)
         # (V, 3, T, c, c) as a VIEW of the decoder's interleaved memory: no de-interleaving copy here
         # (`collate` keeps it that way; .contiguous() if you need planar memory).
         x = x.flatten(0, 1).permute(0, 4, 1, 2, 3)
@@ -976,16 +1211,20 @@ def _encoded_size(blob):
         with Image.open(io.BytesIO(blob)) as img:
             return img.height, img.width
     k = 2
-    while k + 9 <= len(blob):  # segments: FF <marker> <2-byte big-endian length including itself> ...
+    while k + 9 <= len(
+        blob
+    ):  # segments: FF <marker> <2-byte big-endian length including itself> ...
         if blob[k] != 0xFF:
             return None
         marker = blob[k + 1]
         if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # SOFn (not DHT, JPG, DAC)
-            return int.from_bytes(blob[k + 5:k + 7], "big"), int.from_bytes(blob[k + 7:k + 9], "big")
+            return int.from_bytes(blob[k + 5 : k + 7], "big"), int.from_bytes(
+                blob[k + 7 : k + 9], "big"
+            )
         if marker == 0xFF:  # fill byte
             k += 1
             continue
-        k += 2 + int.from_bytes(blob[k + 2:k + 4], "big")
+        k += 2 + int.from_bytes(blob[k + 2 : k + 4], "big")
     return None
 
 
@@ -995,9 +1234,10 @@ class EncodedClip:
     its generator for decode_batch to replay load_clip after decoding. `data` is all the files, one
     after another (one tensor: one shared-memory handle per clip from a DataLoader worker); frame k is
     data[offsets[k]:offsets[k + 1]]."""
+
     video: Video
-    numbers: tuple   # frame numbers, as load_clip passed them to its reader
-    paths: tuple     # their files, for error messages
+    numbers: tuple  # frame numbers, as load_clip passed them to its reader
+    paths: tuple  # their files, for error messages
     data: torch.Tensor
     offsets: tuple
     rng: np.random.Generator
@@ -1033,18 +1273,28 @@ def decode_batch(batch, device, dataset):
         if n + 1 < len(encoded) and size + _decoded_bytes(encoded[n + 1]) <= DECODE_CHUNK:
             continue
         jpegs = [c for c in chunk if not is_video_file(c.video.path)]
-        frames = _decode_on(device, [f for c in jpegs for f in c.frames()],
-                            [(c.video, p) for c in jpegs for p in c.paths])
-        for e in chunk:  # cropped here: the chunk's full-size frames are freed before the next decode
+        frames = _decode_on(
+            device,
+            [f for c in jpegs for f in c.frames()],
+            [(c.video, p) for c in jpegs for p in c.paths],
+        )
+        for (
+            e
+        ) in chunk:  # cropped here: the chunk's full-size frames are freed before the next decode
             if is_video_file(e.video.path):
                 mine = dataset.read_video(e.video, e.numbers, e.data, device)
             else:
-                mine, frames = [f.permute(1, 2, 0) for f in frames[:len(e.numbers)]], frames[len(e.numbers):]
+                mine, frames = (
+                    [f.permute(1, 2, 0) for f in frames[: len(e.numbers)]],
+                    frames[len(e.numbers) :],
+                )
 
             def read(video, numbers, mine=mine, e=e):
                 if tuple(int(i) for i in numbers) != e.numbers:
-                    raise RuntimeError(f"load_clip chose other frames on replay ({e.video.path}): "
-                                       "it must draw only from rng")
+                    raise RuntimeError(
+                        f"load_clip chose other frames on replay ({e.video.path}): "
+                        "it must draw only from rng"
+                    )
                 for f, path in zip(mine, e.paths):
                     if f.shape != mine[0].shape:
                         raise BadVideo(e.video, path, _size_change(f, mine[0]))
@@ -1057,7 +1307,9 @@ def decode_batch(batch, device, dataset):
     out = torch.stack(clips).movedim(-1, -4)
     if not info:
         return out, labels
-    extra = torch.utils.data.default_collate(infos) if infos[0] else {}  # e.g. info["box"], drawn on replay
+    extra = (
+        torch.utils.data.default_collate(infos) if infos[0] else {}
+    )  # e.g. info["box"], drawn on replay
     return out, labels, {**info[0], **extra}
 
 
@@ -1079,25 +1331,33 @@ def _decode_on(device, blobs, where):
         return out
     jpeg = [k for k, b in enumerate(blobs) if is_jpeg(b)]
     out = [None] * len(blobs)
-    decode = codec_decode_jpeg or (tv_decode_jpeg and (lambda x, mode, device: tv_decode_jpeg(
-        x, mode=ImageReadMode.RGB, device=device)))
+    decode = codec_decode_jpeg or (
+        tv_decode_jpeg
+        and (lambda x, mode, device: tv_decode_jpeg(x, mode=ImageReadMode.RGB, device=device))
+    )
     if jpeg and not decode:
-        raise RuntimeError(f"decoding on {device} needs TorchCodec (pip install 'torchcodec>=0.16')")
+        raise RuntimeError(
+            f"decoding on {device} needs TorchCodec (pip install 'torchcodec>=0.16')"
+        )
     try:
         decoded = decode([blobs[k] for k in jpeg], mode="RGB", device=device) if jpeg else []
-    except torch.OutOfMemoryError:  # never frame by frame: that re-decodes everything, slowly, to no end
+    except (
+        torch.OutOfMemoryError
+    ):  # never frame by frame: that re-decodes everything, slowly, to no end
         raise
     except Exception:  # one bad file fails the whole call (RuntimeError, ValueError, ...): name it
         for k in jpeg:
             try:
                 decode([blobs[k]], mode="RGB", device=device)
             except Exception as err:
-                raise (err if isinstance(err, torch.OutOfMemoryError) else
-                       BadVideo(*where[k], f"unreadable frame on {device}: {_why(err)}")) from None
+                raise (
+                    err
+                    if isinstance(err, torch.OutOfMemoryError)
+                    else BadVideo(*where[k], f"unreadable frame on {device}: {_why(err)}")
+                ) from None
         raise
     for k, img in zip(jpeg, decoded):
         out[k] = img
     for k in set(range(len(blobs))) - set(jpeg):
         out[k] = _decode_on(torch.device("cpu"), [blobs[k]], [where[k]])[0].to(device)
     return out
-

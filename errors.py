@@ -4,6 +4,7 @@ read-only folder, torch's own write failure) into one line that names the cause 
 and its free space. train.py and the modules it calls report through these; errors.py imports none of the
 project's modules.
 """
+
 import contextlib
 import errno
 import os
@@ -42,11 +43,16 @@ def disk_errors(path, tmp=None):
             os.remove(tmp) if tmp else None
         free = free_bytes(folder) / 2**20
         if full:
-            fail(f"disk full: could not write {path} ({free:.0f} MiB free in {folder} once the partial file "
-                 "is removed); the previous file is intact: free space, then run again", code=1)
+            fail(
+                f"disk full: could not write {path} ({free:.0f} MiB free in {folder} once the partial file "
+                "is removed); the previous file is intact: free space, then run again",
+                code=1,
+            )
         why = getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]
-        fail(f"could not write {path}: {why} ({free:.0f} MiB free in {folder}); the previous file is intact",
-             code=1)
+        fail(
+            f"could not write {path}: {why} ({free:.0f} MiB free in {folder}); the previous file is intact",
+            code=1,
+        )
 
 
 def free_bytes(folder):

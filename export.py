@@ -13,6 +13,7 @@ ONNX goes through torch's exporter (torch.onnx.export(dynamo=True): torch.export
 through torch.export.export + torch.export.save (load: torch.export.load(OUT).module()). An arch either
 exporter cannot take is refused in one line (s3d and mvit need their 16x224x224 input).
 """
+
 import json
 import logging
 import os
@@ -30,50 +31,89 @@ FORMATS = ("onnx", "pt2")
 
 def get_parser():
     p = train.Parser(prog="train.py export", description="A checkpoint's model as ONNX or .pt2.")
-    p.add_argument("out", metavar="OUT", help="file to write (model.onnx, model.pt2); OUT.json beside it")
-    p.add_argument("--resume", required=True, metavar="CKPT", help="train.py checkpoint: model_best.pth...")
-    p.add_argument("--use-ema", dest="use_ema", action="store_true", help="the checkpoint's EMA weights")
-    p.add_argument("--format", default="onnx", choices=FORMATS, help="onnx (ONNX Runtime...) or pt2")
-    p.add_argument("--dynamic-batch", dest="dynamic_batch", action="store_true", help="any batch size")
+    p.add_argument(
+        "out", metavar="OUT", help="file to write (model.onnx, model.pt2); OUT.json beside it"
+    )
+    p.add_argument(
+        "--resume", required=True, metavar="CKPT", help="train.py checkpoint: model_best.pth..."
+    )
+    p.add_argument(
+        "--use-ema", dest="use_ema", action="store_true", help="the checkpoint's EMA weights"
+    )
+    p.add_argument(
+        "--format", default="onnx", choices=FORMATS, help="onnx (ONNX Runtime...) or pt2"
+    )
+    p.add_argument(
+        "--dynamic-batch", dest="dynamic_batch", action="store_true", help="any batch size"
+    )
     p.add_argument("--opset", type=train.positive, default=18, help="ONNX opset version")
     return p
 
 
 def example_input(args, dynamic):
     # torch.export specialises a dimension of size 1: a dynamic batch is traced at 2
-    frames = args.t_length * getattr(args, "num_segments", 1)  # TSN: the snippets one after the other
+    frames = args.t_length * getattr(
+        args, "num_segments", 1
+    )  # TSN: the snippets one after the other
     return torch.randn(2 if dynamic else 1, 3, frames, args.crop_size, args.crop_size)
 
 
 def export(model, x, out, fmt, dynamic, opset=18):
     """Write `model` traced at `x`; any exporter failure is a ValueError of one line."""
     shapes = ({0: torch.export.Dim("batch", min=1)},) if dynamic else None
-    logging.disable(logging.ERROR)  # torch logs a failed attempt as a traceback: the one line below says it
+    logging.disable(
+        logging.ERROR
+    )  # torch logs a failed attempt as a traceback: the one line below says it
     try:
         if fmt == "onnx":
-            torch.onnx.export(model, (x,), out, dynamo=True, dynamic_shapes=shapes, opset_version=opset,
-                              input_names=["clips"], output_names=["logits"], verbose=False)
+            torch.onnx.export(
+                model,
+                (x,),
+                out,
+                dynamo=True,
+                dynamic_shapes=shapes,
+                opset_version=opset,
+                input_names=["clips"],
+                output_names=["logits"],
+                verbose=False,
+            )
         else:
             torch.export.save(torch.export.export(model, (x,), dynamic_shapes=shapes), out)
     except Exception as e:  # the exporters raise many kinds; the first line says what
         why = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise ValueError(f"--format {fmt}: cannot export this model ({type(e).__name__}: {why})") from None
+        raise ValueError(
+            f"--format {fmt}: cannot export this model ({type(e).__name__}: {why})"
+        ) from None
     finally:
         logging.disable(logging.NOTSET)
 
 
 def sidecar(args, names, a):
     """What a program needs to feed the exported model, written to OUT.json."""
-    return {"format": a.format, "checkpoint": os.path.abspath(a.resume), "arch": args.arch,
-            "input": {"name": "clips", "layout": "B, 3, T, H, W", "dtype": "float32", "channels": "RGB",
-                      "batch": "any" if a.dynamic_batch else 1,
-                      "frames": args.t_length * getattr(args, "num_segments", 1),  # TSN: all snippets
-                      "frame_stride": args.t_stride, "height": args.crop_size, "width": args.crop_size},
-            "normalisation": {"formula": "(pixel / 255 - mean) / std", "mean": list(args.mean),
-                              "std": list(args.std)},
-            "crop": f"short side scaled to {args.new_size} px, centre {args.crop_size} px square",
-            "output": {"name": "logits", "shape": "B, classes", "classes": args.num_classes},
-            "class_names": names}
+    return {
+        "format": a.format,
+        "checkpoint": os.path.abspath(a.resume),
+        "arch": args.arch,
+        "input": {
+            "name": "clips",
+            "layout": "B, 3, T, H, W",
+            "dtype": "float32",
+            "channels": "RGB",
+            "batch": "any" if a.dynamic_batch else 1,
+            "frames": args.t_length * getattr(args, "num_segments", 1),  # TSN: all snippets
+            "frame_stride": args.t_stride,
+            "height": args.crop_size,
+            "width": args.crop_size,
+        },
+        "normalisation": {
+            "formula": "(pixel / 255 - mean) / std",
+            "mean": list(args.mean),
+            "std": list(args.std),
+        },
+        "crop": f"short side scaled to {args.new_size} px, centre {args.crop_size} px square",
+        "output": {"name": "logits", "shape": "B, classes", "classes": args.num_classes},
+        "class_names": names,
+    }
 
 
 def main(argv=None):
@@ -92,8 +132,10 @@ def main(argv=None):
         fail(f"--arch {args.arch}: {e}")
     with open(a.out + ".json", "w", encoding="utf-8") as f:
         json.dump(sidecar(args, names, a), f, indent=1)
-    print(f"wrote {a.out} ({a.format}, input float32 ({'B' if a.dynamic_batch else 1}, 3, {x.shape[2]}, "
-          f"{args.crop_size}, {args.crop_size}), mean {args.mean} std {args.std}) and {a.out}.json")
+    print(
+        f"wrote {a.out} ({a.format}, input float32 ({'B' if a.dynamic_batch else 1}, 3, {x.shape[2]}, "
+        f"{args.crop_size}, {args.crop_size}), mean {args.mean} std {args.std}) and {a.out}.json"
+    )
     return 0
 
 

@@ -34,6 +34,7 @@ Like the I3D feature extractors used for temporal action localisation (THUMOS14 
 16-frame snippets every 16 frames, e.g. piergiaj/pytorch-i3d extract_features.py, v-iashin/video_features),
 which read the features after the last average pool; here the model and clips are the checkpoint's own.
 """
+
 import csv
 import json
 import os
@@ -52,45 +53,91 @@ import prepare
 import train
 from errors import fail
 
-HEADS = ("fc", "head", "classifier")  # the classifier's name in model.py and torchvision's video models
+HEADS = (
+    "fc",
+    "head",
+    "classifier",
+)  # the classifier's name in model.py and torchvision's video models
 CROPS = ("center", "resize")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 def get_parser():
-    p = train.Parser(prog="train.py features", description="Per-window clip features of whole videos.")
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="list file, video file or frame folder")
-    p.add_argument("--out", required=True, metavar="DIR", help="folder for <video id>.npy, index.csv ...")
-    p.add_argument("--resume", metavar="CKPT", help="train.py checkpoint: model, clips, normalisation")
-    p.add_argument("--use-ema", dest="use_ema", action="store_true", help="the checkpoint's EMA weights")
-    p.add_argument("-a", "--arch", help="without --resume: this arch (random or --pretrained weights)")
+    p = train.Parser(
+        prog="train.py features", description="Per-window clip features of whole videos."
+    )
+    p.add_argument(
+        "inputs", nargs="+", metavar="INPUT", help="list file, video file or frame folder"
+    )
+    p.add_argument(
+        "--out", required=True, metavar="DIR", help="folder for <video id>.npy, index.csv ..."
+    )
+    p.add_argument(
+        "--resume", metavar="CKPT", help="train.py checkpoint: model, clips, normalisation"
+    )
+    p.add_argument(
+        "--use-ema", dest="use_ema", action="store_true", help="the checkpoint's EMA weights"
+    )
+    p.add_argument(
+        "-a", "--arch", help="without --resume: this arch (random or --pretrained weights)"
+    )
     p.add_argument("--pretrained", help="with --arch: imagenet, kinetics400 or PATH (see train.py)")
-    p.add_argument("--num_classes", type=train.positive, default=400, help="with --arch: classifier size")
-    p.add_argument("--new_size", type=train.positive, help="with --arch: short side before the crop (256)")
+    p.add_argument(
+        "--num_classes", type=train.positive, default=400, help="with --arch: classifier size"
+    )
+    p.add_argument(
+        "--new_size", type=train.positive, help="with --arch: short side before the crop (256)"
+    )
     p.add_argument("--crop_size", type=train.positive, help="with --arch: crop side in px (224)")
-    p.add_argument("--window", type=train.positive, default=16, help="frames per window (the clip length)")
+    p.add_argument(
+        "--window", type=train.positive, default=16, help="frames per window (the clip length)"
+    )
     p.add_argument("--stride", type=train.positive, default=16, help="frames between window starts")
-    p.add_argument("--t_stride", type=train.positive, default=1, help="frames between a window's frames")
-    p.add_argument("--crop", default="center", choices=CROPS, help="centre crop, or whole frame resized")
-    p.add_argument("--layer", help="pool this module's output (e.g. layer3) instead of the fc input")
+    p.add_argument(
+        "--t_stride", type=train.positive, default=1, help="frames between a window's frames"
+    )
+    p.add_argument(
+        "--crop", default="center", choices=CROPS, help="centre crop, or whole frame resized"
+    )
+    p.add_argument(
+        "--layer", help="pool this module's output (e.g. layer3) instead of the fc input"
+    )
     p.add_argument("--logits", action="store_true", help="also save the classifier's logits")
-    p.add_argument("-b", "--batch", type=train.positive, default=8, help="windows per forward (memory)")
-    p.add_argument("-j", "--workers", type=train.natural, default=4, help="loader processes decoding windows")
-    p.add_argument("--dtype", default="float32", choices=DTYPES, help="model and features precision")
-    p.add_argument("--data_root", help="folder a list file's paths are relative to (default: the list's)")
+    p.add_argument(
+        "-b", "--batch", type=train.positive, default=8, help="windows per forward (memory)"
+    )
+    p.add_argument(
+        "-j", "--workers", type=train.natural, default=4, help="loader processes decoding windows"
+    )
+    p.add_argument(
+        "--dtype", default="float32", choices=DTYPES, help="model and features precision"
+    )
+    p.add_argument(
+        "--data_root", help="folder a list file's paths are relative to (default: the list's)"
+    )
     p.add_argument("--image_tmpl", help="frame file name (default: the checkpoint's)")
-    p.add_argument("--video_decoder", default="auto", choices=data.VIDEO_DECODERS, help="video files")
-    p.add_argument("--ddp", action="store_true", help="one process per torchrun/srun task, videos sharded")
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu")
+    p.add_argument(
+        "--video_decoder", default="auto", choices=data.VIDEO_DECODERS, help="video files"
+    )
+    p.add_argument(
+        "--ddp", action="store_true", help="one process per torchrun/srun task, videos sharded"
+    )
+    p.add_argument(
+        "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu"
+    )
     return p
 
 
 def check(a):
     """What the flags alone tell, before anything is read."""
     if bool(a.resume) == bool(a.arch):
-        fail("give --resume CKPT (a train.py checkpoint) or --arch ARCH (with --pretrained for weights)")
+        fail(
+            "give --resume CKPT (a train.py checkpoint) or --arch ARCH (with --pretrained for weights)"
+        )
     if a.resume and (a.pretrained or a.new_size or a.crop_size):
-        fail("--pretrained, --new_size, --crop_size go with --arch; a --resume checkpoint has its own")
+        fail(
+            "--pretrained, --new_size, --crop_size go with --arch; a --resume checkpoint has its own"
+        )
     if a.use_ema and not a.resume:
         fail("--use-ema reads a --resume checkpoint's EMA weights: give --resume CKPT")
     if a.device.startswith("cuda") and not torch.cuda.is_available():
@@ -104,14 +151,19 @@ def load_model(a):
     """-> (model in eval mode, train.py's args for its clips and frames, class names or None)."""
     if a.resume:
         import predict  # the checkpoint reader of predict and --evaluate (train.checkpoint_args, make_model)
+
         try:
             model, args, names = predict.load_checkpoint(a.resume, "cpu", 1, 1, a.use_ema)
         except predict.PredictError as e:
             fail(str(e))
     else:
         argv = ["features", "--arch", a.arch, "--num_classes", str(a.num_classes), "--dro", "0"]
-        argv += [x for flag in ("pretrained", "new_size", "crop_size") if getattr(a, flag)
-                 for x in (f"--{flag}", str(getattr(a, flag)))]
+        argv += [
+            x
+            for flag in ("pretrained", "new_size", "crop_size")
+            if getattr(a, flag)
+            for x in (f"--{flag}", str(getattr(a, flag)))
+        ]
         args = train.get_args_parser().parse_args(argv)
         if args.arch not in train.models.ARCHS:
             fail(f"--arch {args.arch}: unknown; choose one of: {', '.join(train.models.ARCHS)}")
@@ -119,14 +171,20 @@ def load_model(a):
             model, names = train.make_model(args).eval(), None
         except (ValueError, OSError) as e:
             fail(str(e))
-    info = getattr(model, "pretrained_info", None) or {}  # zoo weights' normalisation (checkpoints: args)
+    info = (
+        getattr(model, "pretrained_info", None) or {}
+    )  # zoo weights' normalisation (checkpoints: args)
     args.mean = tuple(args.mean or info.get("mean") or data.MEAN)
     args.std = tuple(args.std or info.get("std") or data.STD)
     args.image_tmpl = a.image_tmpl or args.image_tmpl
     args.data_root, args.video_decoder = a.data_root, a.video_decoder
     if a.window < getattr(model, "min_t", 1):
         fail(f"--window {a.window} is too short for --arch {args.arch} (needs >= {model.min_t})")
-    return model.to(DTYPES[a.dtype]), args, names  # to the device once this process knows its GPU (setup)
+    return (
+        model.to(DTYPES[a.dtype]),
+        args,
+        names,
+    )  # to the device once this process knows its GPU (setup)
 
 
 def pool(x, batch):
@@ -146,14 +204,22 @@ class Extractor:
         if layer:
             if layer not in modules:
                 stages = [n for n in modules if n.startswith("layer") and "." not in n]
-                raise ValueError(f"--layer {layer}: no such module in --arch {getattr(model, 'arch', '?')} "
-                                 f"(e.g. {', '.join(stages) or 'a name from model.named_modules()'})")
-            if getattr(model, "arch", "").startswith(("swin3d", "mvit")):  # tokens, channels-last stages
-                raise ValueError(f"--layer: not for --arch {model.arch} (its stages are not (B, C, T, H, "
-                                 "W)); leave it out for the classifier's input")
+                raise ValueError(
+                    f"--layer {layer}: no such module in --arch {getattr(model, 'arch', '?')} "
+                    f"(e.g. {', '.join(stages) or 'a name from model.named_modules()'})"
+                )
+            if getattr(model, "arch", "").startswith(
+                ("swin3d", "mvit")
+            ):  # tokens, channels-last stages
+                raise ValueError(
+                    f"--layer: not for --arch {model.arch} (its stages are not (B, C, T, H, "
+                    "W)); leave it out for the classifier's input"
+                )
             modules[layer].register_forward_hook(lambda m, i, o: self.kept.append(o))
         else:
-            heads = sorted((n for n in modules if n.split(".")[-1] in HEADS), key=lambda n: n.count("."))
+            heads = sorted(
+                (n for n in modules if n.split(".")[-1] in HEADS), key=lambda n: n.count(".")
+            )
             if not heads:
                 raise ValueError(f"no classifier module named {' / '.join(HEADS)} in the model")
             modules[heads[0]].register_forward_pre_hook(lambda m, i: self.kept.append(i[0]))
@@ -171,7 +237,9 @@ def window_frames(num_frames, window, stride, t_stride):
     """int64 (windows, window): 0-based frame indices of every window (see the module docstring)."""
     span = (window - 1) * t_stride + 1
     starts = list(range(0, max(num_frames - span, 0) + 1, stride))
-    if starts[-1] + span < num_frames and starts[-1] + stride < num_frames:  # frames left: a padded window
+    if (
+        starts[-1] + span < num_frames and starts[-1] + stride < num_frames
+    ):  # frames left: a padded window
         starts.append(starts[-1] + stride)
     idx = np.array(starts, dtype=np.int64)[:, None] + np.arange(window, dtype=np.int64) * t_stride
     return np.minimum(idx, num_frames - 1)
@@ -184,10 +252,14 @@ def collect(a, args, tmp):
     decoder = data.pick_video_decoder(a.video_decoder)
     for src in a.inputs:
         path = os.path.abspath(src)
-        if os.path.isfile(path) and not data.is_video_file(path):  # a list file: its lines, its own errors
+        if os.path.isfile(path) and not data.is_video_file(
+            path
+        ):  # a list file: its lines, its own errors
             try:
-                lines += [f"{v.path} {max(v.num_frames, 1)} 0"
-                          for v in data.read_list(path, a.data_root, decoder=decoder)]
+                lines += [
+                    f"{v.path} {max(v.num_frames, 1)} 0"
+                    for v in data.read_list(path, a.data_root, decoder=decoder)
+                ]
             except (ValueError, OSError) as e:
                 fail(str(e))
         elif data.is_video_file(path) and os.path.isfile(path):
@@ -195,7 +267,8 @@ def collect(a, args, tmp):
         elif os.path.isdir(path):
             n = prepare.count_frames(path, args.image_tmpl)
             lines.append(f"{path} {n} 0") if n else bad.append(
-                f"{src}: no frames named {args.image_tmpl.format(1)} ({args.image_tmpl})")
+                f"{src}: no frames named {args.image_tmpl.format(1)} ({args.image_tmpl})"
+            )
         else:
             bad.append(f"{src}: no such list file, video file or frame folder")
     if not lines:
@@ -207,12 +280,18 @@ def collect(a, args, tmp):
         ds = train.make_dataset(args, list_file, "val")
     except (ValueError, OSError) as e:
         fail(f"checkpoint settings: {e}")
-    ids = [os.path.splitext(os.path.basename(v.path))[0] if data.is_video_file(v.path)
-           else os.path.basename(v.path) for v in ds.videos]
+    ids = [
+        os.path.splitext(os.path.basename(v.path))[0]
+        if data.is_video_file(v.path)
+        else os.path.basename(v.path)
+        for v in ds.videos
+    ]
     seen = {}
     for v, i in zip(ds.videos, ids):
         if i in seen:
-            fail(f"two inputs would write {i}.npy: {seen[i]} and {v.path} (one --out per dataset split)")
+            fail(
+                f"two inputs would write {i}.npy: {seen[i]} and {v.path} (one --out per dataset split)"
+            )
         seen[i] = v.path
     return ds, ids, bad
 
@@ -221,8 +300,12 @@ def frame_reader(ds, video):
     """-> (frames in the video, read(0-based indices) -> list of uint8 (H, W, 3)). A video file is opened
     once (its packets indexed once); a frame folder reads only the asked frames. BadVideo / RuntimeError."""
     if not data.is_video_file(video.path):
-        return video.num_frames, lambda idx: ds.load_frames(video, [int(i) + ds.start_index for i in idx])
-    data.read_files(video, [video.path], ds.read_timeout, count=12)  # a FIFO, a dead mount: BadVideo
+        return video.num_frames, lambda idx: ds.load_frames(
+            video, [int(i) + ds.start_index for i in idx]
+        )
+    data.read_files(
+        video, [video.path], ds.read_timeout, count=12
+    )  # a FIFO, a dead mount: BadVideo
     return data.open_video(video.path, ds.video_decoder)
 
 
@@ -236,8 +319,13 @@ def to_clips(frames, inverse, shape, args, crop):
     else:  # short side to crop_size, aspect kept: bilinear uint8 with antialias, as data.resized_crop does
         scale = size / min(H, W)
         x = torch.stack(frames).permute(0, 3, 1, 2)
-        x = F.interpolate(x, size=(round(H * scale), round(W * scale)), mode="bilinear", antialias=scale < 1,
-                          align_corners=False).permute(0, 2, 3, 1)
+        x = F.interpolate(
+            x,
+            size=(round(H * scale), round(W * scale)),
+            mode="bilinear",
+            antialias=scale < 1,
+            align_corners=False,
+        ).permute(0, 2, 3, 1)
     x = x[torch.from_numpy(inverse)].view(*shape, *x.shape[1:])  # (windows, window, h, w, 3)
     return x.permute(0, 4, 1, 2, 3)
 
@@ -251,7 +339,7 @@ class Chunks(torch.utils.data.IterableDataset):
 
     def __iter__(self):
         worker = torch.utils.data.get_worker_info()
-        for k in self.todo[worker.id::worker.num_workers] if worker else self.todo:
+        for k in self.todo[worker.id :: worker.num_workers] if worker else self.todo:
             yield from self.video(k)
 
     def video(self, k):
@@ -263,10 +351,20 @@ class Chunks(torch.utils.data.IterableDataset):
             idx = window_frames(n, a.window, a.stride, a.t_stride)
             parts = np.array_split(idx, -(-len(idx) // a.batch))
             for j, chunk in enumerate(parts):
-                numbers, inverse = np.unique(chunk, return_inverse=True)  # each frame decoded once per chunk
-                clips = to_clips(read(numbers.tolist()), inverse.reshape(-1), chunk.shape, self.args, a.crop)
-                yield {"k": k, "part": j, "parts": len(parts), "clips": clips, "starts": chunk[:, 0],
-                       "frames": n}
+                numbers, inverse = np.unique(
+                    chunk, return_inverse=True
+                )  # each frame decoded once per chunk
+                clips = to_clips(
+                    read(numbers.tolist()), inverse.reshape(-1), chunk.shape, self.args, a.crop
+                )
+                yield {
+                    "k": k,
+                    "part": j,
+                    "parts": len(parts),
+                    "clips": clips,
+                    "starts": chunk[:, 0],
+                    "frames": n,
+                }
         except (data.BadVideo, RuntimeError, OSError, ValueError) as e:
             why = getattr(e, "reason", None) or (str(e).splitlines() or [type(e).__name__])[0]
             yield {"k": k, "error": why}
@@ -290,8 +388,14 @@ def save_atomic(path, write):
 
 def save_video(out, vid, source, result, a):
     """A video's files; <id>.npy, the mark of a complete video, last."""
-    meta = {"input": source, "frames": result["frames"], "windows": result["windows"],
-            "window": a.window, "stride": a.stride, "t_stride": a.t_stride}
+    meta = {
+        "input": source,
+        "frames": result["frames"],
+        "windows": result["windows"],
+        "window": a.window,
+        "stride": a.stride,
+        "t_stride": a.t_stride,
+    }
     save_atomic(os.path.join(out, f"{vid}.starts.npy"), lambda f: np.save(f, result["starts"]))
     if a.logits:
         save_atomic(os.path.join(out, f"{vid}.logits.npy"), lambda f: np.save(f, result["logits"]))
@@ -301,10 +405,22 @@ def save_video(out, vid, source, result, a):
 
 def settings(a, args, names):
     """What every file in --out is made with; a rerun into the same folder must agree."""
-    return {"checkpoint": os.path.abspath(a.resume) if a.resume else None, "arch": args.arch,
-            "pretrained": a.pretrained, "window": a.window, "stride": a.stride, "t_stride": a.t_stride,
-            "crop": a.crop, "crop_size": args.crop_size, "new_size": args.new_size, "layer": a.layer,
-            "dtype": a.dtype, "mean": list(args.mean), "std": list(args.std), "class_names": names}
+    return {
+        "checkpoint": os.path.abspath(a.resume) if a.resume else None,
+        "arch": args.arch,
+        "pretrained": a.pretrained,
+        "window": a.window,
+        "stride": a.stride,
+        "t_stride": a.t_stride,
+        "crop": a.crop,
+        "crop_size": args.crop_size,
+        "new_size": args.new_size,
+        "layer": a.layer,
+        "dtype": a.dtype,
+        "mean": list(args.mean),
+        "std": list(args.std),
+        "class_names": names,
+    }
 
 
 def check_out(a, s, rank):
@@ -313,14 +429,22 @@ def check_out(a, s, rank):
     if os.path.isfile(path):
         with open(path, encoding="utf-8") as f:
             old = json.load(f)
-        diff = [f"{k} {old.get(k)} -> {v}" for k, v in s.items() if k != "class_names" and old.get(k) != v]
+        diff = [
+            f"{k} {old.get(k)} -> {v}"
+            for k, v in s.items()
+            if k != "class_names" and old.get(k) != v
+        ]
         if diff:
-            fail(f"--out {a.out} holds features made with other settings ({'; '.join(diff)}); "
-                 "use another --out")
+            fail(
+                f"--out {a.out} holds features made with other settings ({'; '.join(diff)}); "
+                "use another --out"
+            )
     elif rank == 0:
         os.makedirs(a.out, exist_ok=True)
         save_atomic(path, lambda f: f.write(json.dumps(s, indent=1).encode()))
-    for name in os.listdir(a.out) if rank == 0 else []:  # a killed run's temp files (no process writes yet)
+    for name in (
+        os.listdir(a.out) if rank == 0 else []
+    ):  # a killed run's temp files (no process writes yet)
         if name.startswith(".") and name.endswith(".tmp"):
             os.remove(os.path.join(a.out, name))
 
@@ -341,8 +465,12 @@ def write_reports(a, ds, ids, bad):
         csv.writer(text).writerows([["video", "input", "frames", "windows"]] + rows)
         text.seek(0)
         f.write(text.read().encode())
+
     save_atomic(os.path.join(a.out, "index.csv"), index)
-    save_atomic(os.path.join(a.out, "failed.txt"), lambda f: f.write("".join(b + "\n" for b in bad).encode()))
+    save_atomic(
+        os.path.join(a.out, "failed.txt"),
+        lambda f: f.write("".join(b + "\n" for b in bad).encode()),
+    )
     return len(rows)
 
 
@@ -350,7 +478,9 @@ def write_reports(a, ds, ids, bad):
 def setup(a, args):
     """(rank, world size): one process, or with --ddp one per torchrun/srun task (gloo on CPU)."""
     args.ddp, args.device, args.evaluate, args.run_name = a.ddp, a.device, True, "features"
-    rt = train.setup_runtime(args)  # rank from torchrun/srun, process group, print silenced off rank 0
+    rt = train.setup_runtime(
+        args
+    )  # rank from torchrun/srun, process group, print silenced off rank 0
     if rt.device.type == "cuda":
         a.device = str(rt.device)
     return rt
@@ -363,10 +493,16 @@ def extract_all(a, args, ext, ds, ids, rt):
     todo = [k for k in mine if not os.path.isfile(os.path.join(a.out, f"{ids[k]}.npy"))]
     if len(todo) < len(mine):
         print(f"{len(mine) - len(todo)} of {len(mine)} videos already in {a.out}: skipped")
-    loader = torch.utils.data.DataLoader(Chunks(ds, todo, a, args), batch_size=None, num_workers=a.workers,
-                                         worker_init_fn=train.worker_init_fn)
+    loader = torch.utils.data.DataLoader(
+        Chunks(ds, todo, a, args),
+        batch_size=None,
+        num_workers=a.workers,
+        worker_init_fn=train.worker_init_fn,
+    )
     bad, windows, pending, t0 = [], 0, {}, time.time()
-    bar = tqdm(total=len(todo), unit="video", disable=rt.rank != 0, dynamic_ncols=True, desc="features")
+    bar = tqdm(
+        total=len(todo), unit="video", disable=rt.rank != 0, dynamic_ncols=True, desc="features"
+    )
     for item in loader:
         k = item["k"]
         if "error" in item:
@@ -375,15 +511,22 @@ def extract_all(a, args, ext, ds, ids, rt):
             tqdm.write(f"train.py features: error: {bad[-1]}", file=sys.stderr)
             bar.update(1)
             continue
-        x = data.normalize(item["clips"].to(a.device).contiguous(), args.mean, args.std, DTYPES[a.dtype])
+        x = data.normalize(
+            item["clips"].to(a.device).contiguous(), args.mean, args.std, DTYPES[a.dtype]
+        )
         parts = pending.setdefault(k, [])
         parts.append((*(t.cpu() for t in ext(x)), item["starts"]))
         if len(parts) < item["parts"]:
             continue
         done = pending.pop(k)
         feats, logits, starts = (np.concatenate([np.asarray(p[i]) for p in done]) for i in range(3))
-        result = {"features": feats, "logits": logits, "starts": starts, "frames": item["frames"],
-                  "windows": len(starts)}
+        result = {
+            "features": feats,
+            "logits": logits,
+            "starts": starts,
+            "frames": item["frames"],
+            "windows": len(starts),
+        }
         save_video(a.out, ids[k], ds.videos[k].path, result, a)
         windows += len(starts)
         bar.update(1)
@@ -415,8 +558,10 @@ def main(argv=None):
         for line in bad:
             print(f"train.py features: error: {line}", file=sys.stderr)
         done = write_reports(a, ds, ids, bad + failed)
-        print(f"{done} of {len(ids)} videos have features in {a.out} ({windows} windows written in "
-              f"{time.time() - t0:.1f}s); {len(bad + failed)} failed (failed.txt)")
+        print(
+            f"{done} of {len(ids)} videos have features in {a.out} ({windows} windows written in "
+            f"{time.time() - t0:.1f}s); {len(bad + failed)} failed (failed.txt)"
+        )
     if rt.world_size > 1:
         dist.destroy_process_group()
     return 2 if bad or failed else 0

@@ -23,6 +23,7 @@ References
 - torchvision/models/resnet.py (layout and names), facebookresearch/SlowFast (PySlowFast),
   facebookresearch/pytorchvideo (models/resnet.py, hub), open-mmlab/mmaction2 (ResNet3d, i3d_r50 configs).
 """
+
 import re
 from typing import NamedTuple, Optional
 
@@ -49,13 +50,16 @@ class BasicBlock3D(nn.Module):
     This is our choice for basic blocks: the temporal conv goes where the bottleneck puts it (the
     first conv of the block), as mmaction2's BasicBlock3d does. conv2 stays 1x3x3.
     """
+
     expansion = 1
 
     def __init__(self, inplanes, planes, stride=1, downsample=None, inflate=False):
         super().__init__()
         kt = 3 if inflate else 1
         # Spatial stride in conv1, as torchvision's BasicBlock (so ImageNet weights fit the role).
-        self.conv1 = nn.Conv3d(inplanes, planes, (kt, 3, 3), (1, stride, stride), (kt // 2, 1, 1), bias=False)
+        self.conv1 = nn.Conv3d(
+            inplanes, planes, (kt, 3, 3), (1, stride, stride), (kt // 2, 1, 1), bias=False
+        )
         self.bn1 = nn.BatchNorm3d(planes)
         self.conv2 = nn.Conv3d(planes, planes, (1, 3, 3), 1, (0, 1, 1), bias=False)
         self.bn2 = nn.BatchNorm3d(planes)
@@ -77,6 +81,7 @@ class Bottleneck3D(nn.Module):
     layout; the original Caffe ResNet strided conv1. torchvision's ImageNet weights were trained
     with the stride in conv2, so putting it elsewhere would silently degrade inflated weights.
     """
+
     expansion = 4
 
     def __init__(self, inplanes, planes, stride=1, downsample=None, inflate=False):
@@ -84,7 +89,9 @@ class Bottleneck3D(nn.Module):
         kt = 3 if inflate else 1
         self.conv1 = nn.Conv3d(inplanes, planes, (kt, 1, 1), 1, (kt // 2, 0, 0), bias=False)
         self.bn1 = nn.BatchNorm3d(planes)
-        self.conv2 = nn.Conv3d(planes, planes, (1, 3, 3), (1, stride, stride), (0, 1, 1), bias=False)
+        self.conv2 = nn.Conv3d(
+            planes, planes, (1, 3, 3), (1, stride, stride), (0, 1, 1), bias=False
+        )
         self.bn2 = nn.BatchNorm3d(planes)
         self.conv3 = nn.Conv3d(planes, planes * 4, 1, bias=False)
         self.bn3 = nn.BatchNorm3d(planes * 4)
@@ -110,6 +117,7 @@ SLOW = ((0,), (0,), (1,), (1,))  # Slow-only: no temporal conv before res4 (Slow
 
 class ArchSpec(NamedTuple):
     """One ResNet-3D: what differs between the I3D / Slow-only / mmaction2 variants."""
+
     block: type  # BasicBlock3D or Bottleneck3D
     layers: tuple  # blocks per stage res2..res5
     conv1_t: int  # temporal kernel of conv1 (5 for I3D, 1 for Slow-only)
@@ -120,7 +128,9 @@ class ArchSpec(NamedTuple):
 
 
 ARCH_SPECS = {
-    "resnet10_3d": ArchSpec(BasicBlock3D, (1, 1, 1, 1), 5, True, I3D, None),  # tiny CPU arch for tests/demo
+    "resnet10_3d": ArchSpec(
+        BasicBlock3D, (1, 1, 1, 1), 5, True, I3D, None
+    ),  # tiny CPU arch for tests/demo
     "resnet18_3d": ArchSpec(BasicBlock3D, (2, 2, 2, 2), 5, True, I3D, "resnet18"),
     "resnet34_3d": ArchSpec(BasicBlock3D, (3, 4, 6, 3), 5, True, I3D, "resnet34"),
     # PySlowFast I3D_8x8_R50 = pytorchvideo i3d_r50: Kinetics weights trained on 8x8 clips
@@ -134,19 +144,32 @@ ARCH_SPECS = {
     # Same tensors as resnet50_3d, another network: time shrinks 4x in the stem and 8x before res3. Its
     # Kinetics-400 weights were trained on 32x2x1 clips (SampleFrames clip_len=32, frame_interval=2:
     # 32 frames, every 2nd; --t_length 32 --t_stride 2) at 224 px, ImageNet mean/std.
-    "resnet50_3d_mmaction": ArchSpec(Bottleneck3D, (3, 4, 6, 3), 5, True, I3D, "resnet50", stem_stride_t=2),
+    "resnet50_3d_mmaction": ArchSpec(
+        Bottleneck3D, (3, 4, 6, 3), 5, True, I3D, "resnet50", stem_stride_t=2
+    ),
 }
 # torchvision.models.video, for comparison. Their own input limits apply: mvit_v1_b takes exactly
 # 16x224x224 (absolute position embedding), s3d ends in a fixed 2x7x7 average pool (16x224x224
 # clips work, small ones fail inside torch). We do not re-check these limits.
-TV_VIDEO = ("r3d_18", "mc3_18", "r2plus1d_18", "s3d", "mvit_v1_b", "mvit_v2_s",
-            "swin3d_t", "swin3d_s", "swin3d_b")
+TV_VIDEO = (
+    "r3d_18",
+    "mc3_18",
+    "r2plus1d_18",
+    "s3d",
+    "mvit_v1_b",
+    "mvit_v2_s",
+    "swin3d_t",
+    "swin3d_s",
+    "swin3d_b",
+)
 # torchvision's 2D ImageNet networks, under torchvision's own names and parameter names (so --pretrained
 # imagenet loads its files as they are): ResNet (block, blocks per stage) as torchvision.models.resnetNN.
-RESNET_2D = {"resnet18": (torchvision.models.resnet.BasicBlock, (2, 2, 2, 2)),
-             "resnet34": (torchvision.models.resnet.BasicBlock, (3, 4, 6, 3)),
-             "resnet50": (torchvision.models.resnet.Bottleneck, (3, 4, 6, 3)),
-             "resnet101": (torchvision.models.resnet.Bottleneck, (3, 4, 23, 3))}
+RESNET_2D = {
+    "resnet18": (torchvision.models.resnet.BasicBlock, (2, 2, 2, 2)),
+    "resnet34": (torchvision.models.resnet.BasicBlock, (3, 4, 6, 3)),
+    "resnet50": (torchvision.models.resnet.Bottleneck, (3, 4, 6, 3)),
+    "resnet101": (torchvision.models.resnet.Bottleneck, (3, 4, 23, 3)),
+}
 ARCHS_2D = tuple(RESNET_2D) + ("mobilenet_v2",)
 ARCHS = tuple(ARCH_SPECS) + TV_VIDEO + ARCHS_2D
 # Archs with stochastic depth (--drop-path): torchvision's `stochastic_depth_prob`, whose default each
@@ -157,18 +180,26 @@ DROP_PATH = ("mvit_v1_b", "mvit_v2_s", "swin3d_t", "swin3d_s", "swin3d_b")
 # embedding 0, the blocks 1..L and the head L + 1; the ResNets' blocks here are their four stages.
 # Names between blocks (Swin's patch merging) take the block before them, as mmpretrain's Swin rule does.
 _STAGES, _MVIT, _SWIN = r"layer\d+\.", r"blocks\.\d+\.", r"features\.\d+\.\d+\."
-LAYERS = {**{a: _STAGES for a in (*ARCH_SPECS, *RESNET_2D, "r3d_18", "mc3_18", "r2plus1d_18")},
-          "mvit_v1_b": _MVIT, "mvit_v2_s": _MVIT, "swin3d_t": _SWIN, "swin3d_s": _SWIN, "swin3d_b": _SWIN}
+LAYERS = {
+    **{a: _STAGES for a in (*ARCH_SPECS, *RESNET_2D, "r3d_18", "mc3_18", "r2plus1d_18")},
+    "mvit_v1_b": _MVIT,
+    "mvit_v2_s": _MVIT,
+    "swin3d_t": _SWIN,
+    "swin3d_s": _SWIN,
+    "swin3d_b": _SWIN,
+}
 HEAD_NORM = ("norm.",)  # the transformers' final norm sits with the head (layer L + 1)
 
 
 def min_frames(spec):
     """Fewest input frames the arch maps to >= 1 frame at the end. Every conv pads T to "same" size
     but may stride (floor((T + 2p - k) / s) + 1); the (2,1,1) pool2 needs 2 frames in."""
+
     def frames_out(T):
         T = (T + 2 * (spec.conv1_t // 2) - spec.conv1_t) // spec.stem_stride_t + 1  # conv1
         T = (T - 1) // spec.stem_stride_t + 1  # first max-pool: temporal kernel 1, no padding
         return T // 2 if spec.temporal_pool else T  # pool2: kernel 2, stride 2, floor mode
+
     T = 1
     while frames_out(T) < 1:  # I3D: 2; Slow-only: 1; mmaction2 i3d_r50: 5
         T += 1
@@ -185,7 +216,9 @@ class ResNet3D(nn.Module):
         self.min_t = min_frames(spec)  # forward() checks it for a clear message
         self.inplanes = 64
         st = spec.stem_stride_t  # 1, or mmaction2 i3d_r50's 2 (conv1_stride_t = pool1_stride_t = 2)
-        self.conv1 = nn.Conv3d(3, 64, (spec.conv1_t, 7, 7), (st, 2, 2), (spec.conv1_t // 2, 3, 3), bias=False)
+        self.conv1 = nn.Conv3d(
+            3, 64, (spec.conv1_t, 7, 7), (st, 2, 2), (spec.conv1_t // 2, 3, 3), bias=False
+        )
         self.bn1 = nn.BatchNorm3d(64)
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool3d((1, 3, 3), (st, 2, 2), (0, 1, 1))
@@ -203,7 +236,9 @@ class ResNet3D(nn.Module):
         # block inits its own layers. fc keeps nn.Linear's default, as in torchvision.
         init_conv_bn(self.conv1, self.bn1)
         if zero_init_residual:  # Goyal et al. 2017: each block starts as identity. Off by default
-            for m in self.modules():  # (the zoos train without it; pretrained weights overwrite it).
+            for (
+                m
+            ) in self.modules():  # (the zoos train without it; pretrained weights overwrite it).
                 if isinstance(m, (Bottleneck3D, BasicBlock3D)):
                     nn.init.zeros_((m.bn3 if isinstance(m, Bottleneck3D) else m.bn2).weight)
 
@@ -211,7 +246,9 @@ class ResNet3D(nn.Module):
         downsample = None
         if stride != 1 or self.inplanes != planes * block.expansion:
             downsample = nn.Sequential(  # "B" shortcut, names downsample.0 / .1 as torchvision
-                nn.Conv3d(self.inplanes, planes * block.expansion, 1, (1, stride, stride), bias=False),
+                nn.Conv3d(
+                    self.inplanes, planes * block.expansion, 1, (1, stride, stride), bias=False
+                ),
                 nn.BatchNorm3d(planes * block.expansion),
             )
             init_conv_bn(*downsample)
@@ -219,18 +256,29 @@ class ResNet3D(nn.Module):
         for i in range(blocks):
             inflate = bool(pattern[i % len(pattern)])
             first = i == 0  # only the first block of a stage strides and projects the shortcut
-            layers.append(block(self.inplanes, planes, stride if first else 1,
-                                downsample if first else None, inflate))
+            layers.append(
+                block(
+                    self.inplanes,
+                    planes,
+                    stride if first else 1,
+                    downsample if first else None,
+                    inflate,
+                )
+            )
             self.inplanes = planes * block.expansion
         return nn.Sequential(*layers)
 
     def forward(self, x):
         if x.dim() != 5:
-            raise ValueError(f"{self.arch}: expected a clip batch (B, 3, T, H, W), got {tuple(x.shape)}")
+            raise ValueError(
+                f"{self.arch}: expected a clip batch (B, 3, T, H, W), got {tuple(x.shape)}"
+            )
         B, C, T, H, W = x.shape
         if T < self.min_t:
             raise ValueError(f"{self.arch} needs at least {self.min_t} frames per clip, got T={T}")
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))  # (B, 64, T/s^2, H/4, W/4), s = stem_stride_t
+        x = self.maxpool(
+            self.relu(self.bn1(self.conv1(x)))
+        )  # (B, 64, T/s^2, H/4, W/4), s = stem_stride_t
         x = self.pool2(self.layer1(x))  # (B, 64*e, T', H/4, W/4); /2 in time with the temporal pool
         x = self.layer4(self.layer3(self.layer2(x)))  # (B, 512*e, T', H/32, W/32)
         x = self.avgpool(x).flatten(1)  # (B, 512*e)
@@ -273,8 +321,13 @@ def copy_weights(model, state, inflate):
             dst.copy_(w)
             copied += 1
         else:
-            skipped.append((k, f"shape {'x'.join(map(str, w.shape))} in the file, "
-                               f"{'x'.join(map(str, dst.shape))} here"))
+            skipped.append(
+                (
+                    k,
+                    f"shape {'x'.join(map(str, w.shape))} in the file, "
+                    f"{'x'.join(map(str, dst.shape))} here",
+                )
+            )
     return inflated, copied, skipped
 
 
@@ -287,6 +340,7 @@ class Consensus:
     as a batch of B * N snippets, and the N snippets' logits are averaged (before any softmax). A mixin
     before the network's class: it reshapes, the network's own forward computes. `snippet` = L for a 3D
     network; 1 for a 2D one (every frame is an image, a 2D snippet of L frames is L segments)."""
+
     snippet = 1
     frames = None  # TSM: the frames per clip its shift expects (set by add_shift); None: any
 
@@ -294,11 +348,17 @@ class Consensus:
         B, C, T, H, W = x.shape
         L = self.snippet
         if T % L or (self.frames is not None and T != self.frames):
-            raise ValueError(f"{self.arch}: got {T} frames per clip; this model takes "
-                             f"{self.frames or f'a multiple of {L}'} (--num_segments x --t_length)")
+            raise ValueError(
+                f"{self.arch}: got {T} frames per clip; this model takes "
+                f"{self.frames or f'a multiple of {L}'} (--num_segments x --t_length)"
+            )
         N = T // L
-        x = x.reshape(B, C, N, L, H, W).transpose(1, 2).reshape(B * N, C, L, H, W)  # (B*N, C, L, H, W)
-        logits = super().forward(x if isinstance(self, ResNet3D) else x[:, :, 0])  # 2D: (B*N, C, H, W)
+        x = (
+            x.reshape(B, C, N, L, H, W).transpose(1, 2).reshape(B * N, C, L, H, W)
+        )  # (B*N, C, L, H, W)
+        logits = super().forward(
+            x if isinstance(self, ResNet3D) else x[:, :, 0]
+        )  # 2D: (B*N, C, H, W)
         return logits.view(B, N, -1).mean(1)  # (B, num_classes)
 
 
@@ -329,8 +389,8 @@ def temporal_shift(x, frames, div):
     fold = C // div
     pad = x.new_zeros(x.shape[0], 1, fold, H, W)
     back = torch.cat((x[:, 1:, :fold], pad), 1)  # frame t sees t + 1
-    forward = torch.cat((pad, x[:, :-1, fold:2 * fold]), 1)  # frame t sees t - 1
-    return torch.cat((back, forward, x[:, :, 2 * fold:]), 2).view(BT, C, H, W)
+    forward = torch.cat((pad, x[:, :-1, fold : 2 * fold]), 1)  # frame t sees t - 1
+    return torch.cat((back, forward, x[:, :, 2 * fold :]), 2).view(BT, C, H, W)
 
 
 class ShiftConv2d(nn.Conv2d):
@@ -339,8 +399,16 @@ class ShiftConv2d(nn.Conv2d):
     keeps its parameter names (layerS.I.conv1.weight): torchvision's ImageNet files load as they are."""
 
     def __init__(self, conv, frames, div):
-        super().__init__(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
-                         conv.dilation, conv.groups, conv.bias is not None)
+        super().__init__(
+            conv.in_channels,
+            conv.out_channels,
+            conv.kernel_size,
+            conv.stride,
+            conv.padding,
+            conv.dilation,
+            conv.groups,
+            conv.bias is not None,
+        )
         self.load_state_dict(conv.state_dict())
         self.frames, self.div = frames, div
 
@@ -352,15 +420,23 @@ def add_shift(model, frames, div):
     """TSM on a 2D ResNet: every residual block's conv1 shifts 1/div of its channels each way over the
     `frames` frames of a clip (mmaction2 ResNetTSM shift_place='blockres', shift_div=8)."""
     if not isinstance(model, SegmentResNet2D):
-        raise ValueError(f"--shift needs a 2D ResNet arch ({', '.join(RESNET_2D)}), not {model.arch}")
+        raise ValueError(
+            f"--shift needs a 2D ResNet arch ({', '.join(RESNET_2D)}), not {model.arch}"
+        )
     for block in model.modules():
-        if isinstance(block, (torchvision.models.resnet.BasicBlock, torchvision.models.resnet.Bottleneck)):
+        if isinstance(
+            block, (torchvision.models.resnet.BasicBlock, torchvision.models.resnet.Bottleneck)
+        ):
             block.conv1 = ShiftConv2d(block.conv1, frames, div)
     model.frames = frames
     return model
 
 
-HEAD = ("fc.", "head.", "classifier.")  # classifiers: ours and torchvision's r3d..., swin3d/mvit, s3d
+HEAD = (
+    "fc.",
+    "head.",
+    "classifier.",
+)  # classifiers: ours and torchvision's r3d..., swin3d/mvit, s3d
 
 
 def layer_ids(arch, names):
@@ -370,7 +446,9 @@ def layer_ids(arch, names):
         block = re.match(LAYERS[arch], name)
         if block and block.group(0) not in blocks:
             blocks.append(block.group(0))
-        ids[name] = None if name.startswith(HEAD + HEAD_NORM) else len(blocks)  # 0: stem, before any block
+        ids[name] = (
+            None if name.startswith(HEAD + HEAD_NORM) else len(blocks)
+        )  # 0: stem, before any block
     return {k: len(blocks) + 1 if i is None else i for k, i in ids.items()}, len(blocks)
 
 
@@ -404,15 +482,18 @@ def mode_error(arch, mode):
     return None
 
 
-def build_model(arch, num_classes, dropout=0.0, mode=None, t_length=1, num_segments=1, shift=0,
-                drop_path=None):
+def build_model(
+    arch, num_classes, dropout=0.0, mode=None, t_length=1, num_segments=1, shift=0, drop_path=None
+):
     """An arch from ARCHS with a `num_classes` head, randomly initialised (zoo.build_model adds weights:
     it sets `pretrained_info`, None here, to the normalisation they expect). mode "TSN" / "2D": the
     arch segment by segment (Consensus), snippets of t_length frames; shift > 0: TSM with 1/shift of
     the channels shifted each way over the num_segments * t_length frames of a clip. mode None: 2D for a
     2D arch, else 3D. drop_path: DROP_PATH's stochastic depth (None: the builder's default)."""
     if drop_path is not None and arch not in DROP_PATH:
-        raise ValueError(f"--drop-path: {arch} has no stochastic depth (these have: {', '.join(DROP_PATH)})")
+        raise ValueError(
+            f"--drop-path: {arch} has no stochastic depth (these have: {', '.join(DROP_PATH)})"
+        )
     mode = mode or ("2D" if arch in ARCHS_2D else "3D")
     if mode_error(arch, mode):
         raise ValueError(mode_error(arch, mode))

@@ -12,6 +12,7 @@ test_crops, softmax averaged) are data.py's test-mode sampling of a one-video da
 Like the demo scripts of PySlowFast (tools/demo_net.py) and mmaction2 (demo/demo.py), which label a
 video with a trained model; those read a config, we read the checkpoint's args.
 """
+
 import json
 import os
 import sys
@@ -38,19 +39,38 @@ def load_checkpoint(path, device, test_clips, test_crops, use_ema=False):
         raise PredictError(str(e)) from None
     saved = ckpt.get("args")
     if not isinstance(saved, dict):
-        raise PredictError(f"--resume {path}: no 'args' in it (only checkpoints written by train.py carry "
-                           "the clip settings)")
-    missing = [k for k in ("arch", "num_classes", "t_length", "t_stride", "new_size", "crop_size")
-               if saved.get(k) is None]
+        raise PredictError(
+            f"--resume {path}: no 'args' in it (only checkpoints written by train.py carry "
+            "the clip settings)"
+        )
+    missing = [
+        k
+        for k in ("arch", "num_classes", "t_length", "t_stride", "new_size", "crop_size")
+        if saved.get(k) is None
+    ]
     if missing:
         raise PredictError(f"--resume {path}: no {', '.join(missing)} in its args")
     names = ckpt.get("class_names")
     if names is not None and len(names) != saved["num_classes"]:
-        raise PredictError(f"--resume {path}: {len(names)} class names for {saved['num_classes']} classes")
-    args = train.checkpoint_args(ckpt, [str(saved.get("dataset", "predict")), "--device", device,
-                                        "--test_clips", str(test_clips), "--test_crops", str(test_crops)])
+        raise PredictError(
+            f"--resume {path}: {len(names)} class names for {saved['num_classes']} classes"
+        )
+    args = train.checkpoint_args(
+        ckpt,
+        [
+            str(saved.get("dataset", "predict")),
+            "--device",
+            device,
+            "--test_clips",
+            str(test_clips),
+            "--test_crops",
+            str(test_crops),
+        ],
+    )
     try:
-        model = train.make_model(args)  # no --pretrained: a process flag, never taken from a checkpoint
+        model = train.make_model(
+            args
+        )  # no --pretrained: a process flag, never taken from a checkpoint
         checkpoint.load_weights(model, ckpt, path, args, ema=use_ema)
     except (ValueError, OSError) as e:
         raise PredictError(str(e)) from None
@@ -66,7 +86,9 @@ def one_video_dataset(source, args):
         num_frames = prepare.count_frames(path, args.image_tmpl)
         line = f"{path} {num_frames} 0"
         if num_frames == 0:
-            raise PredictError(f"no frames named {args.image_tmpl.format(1)} ({args.image_tmpl}) in {source}")
+            raise PredictError(
+                f"no frames named {args.image_tmpl.format(1)} ({args.image_tmpl}) in {source}"
+            )
     elif data.is_video_file(path):
         line = f"{path} 0"  # mmaction2's `<video> <label>`: the dataset counts its frames
     else:
@@ -78,7 +100,9 @@ def one_video_dataset(source, args):
             f.write(line + "\n")
         try:
             ds = train.make_dataset(args, list_file, "test")
-        except ValueError as e:  # settings data.py refuses (say a checkpoint's image_tmpl without a number)
+        except (
+            ValueError
+        ) as e:  # settings data.py refuses (say a checkpoint's image_tmpl without a number)
             raise PredictError(f"checkpoint settings: {e}") from None
     return ds, ds.videos[0].num_frames
 
@@ -91,26 +115,40 @@ def predict_one(model, source, args, batch=8):
         views = ds[0][0]  # uint8 (V, 3, T, crop, crop); ds[0] is (clip, label, info)
     except (OSError, RuntimeError, data.BadVideo) as e:
         what = "cannot decode video" if data.is_video_file(source) else "cannot read"
-        why = getattr(e, "reason", None) or str(e).splitlines()[0]  # BadVideo's reason: no temp list in it
+        why = (
+            getattr(e, "reason", None) or str(e).splitlines()[0]
+        )  # BadVideo's reason: no temp list in it
         raise PredictError(f"{what} {source}: {why}") from None
     assert views.shape[0] == args.test_clips * args.test_crops, views.shape
     mean, std = tuple(args.mean or data.MEAN), tuple(args.std or data.STD)
     probs = []
     for chunk in views.split(batch):  # a few views at a time: 30 views of 16x224x224 are large
-        x = data.normalize(chunk.to(args.device).contiguous(), mean, std)  # layout changed in uint8: cheap
+        x = data.normalize(
+            chunk.to(args.device).contiguous(), mean, std
+        )  # layout changed in uint8: cheap
         probs.append(model(x).float().softmax(-1).cpu())
     return torch.cat(probs).mean(0), num_frames
 
 
 def get_parser():
-    p = train.Parser(prog="train.py predict", description="Top-5 classes of videos or frame folders.")
+    p = train.Parser(
+        prog="train.py predict", description="Top-5 classes of videos or frame folders."
+    )
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="video file or frame folder")
-    p.add_argument("--resume", required=True, metavar="CKPT", help="train.py checkpoint: model_best.pth...")
-    p.add_argument("--test_clips", type=train.positive, default=1, help="clips per input, spread over it")
+    p.add_argument(
+        "--resume", required=True, metavar="CKPT", help="train.py checkpoint: model_best.pth..."
+    )
+    p.add_argument(
+        "--test_clips", type=train.positive, default=1, help="clips per input, spread over it"
+    )
     p.add_argument("--test_crops", type=int, default=1, choices=[1, 3, 10], help="crops per clip")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
-    p.add_argument("--use-ema", dest="use_ema", action="store_true", help="the checkpoint's EMA weights")
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu")
+    p.add_argument(
+        "--use-ema", dest="use_ema", action="store_true", help="the checkpoint's EMA weights"
+    )
+    p.add_argument(
+        "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu"
+    )
     p.add_argument("-k", "--top", type=train.positive, default=5, help="classes to show per input")
     return p
 
@@ -118,7 +156,9 @@ def get_parser():
 def _report(result, top):
     """Text for one input: a header line, then rank, class and probability of the top classes."""
     lines = [f"{result['input']}: {result['frames']} frames, {result['views']} views"]
-    lines += [f"  {r + 1}. {e['name']:<30} {e['prob']:.4f}" for r, e in enumerate(result["top"][:top])]
+    lines += [
+        f"  {r + 1}. {e['name']:<30} {e['prob']:.4f}" for r, e in enumerate(result["top"][:top])
+    ]
     return "\n".join(lines)
 
 
@@ -128,7 +168,9 @@ def main(argv=None):
     try:
         if a.device.startswith("cuda") and not torch.cuda.is_available():
             raise PredictError(f"--device {a.device} but no CUDA GPU is visible; use --device cpu")
-        model, args, names = load_checkpoint(a.resume, a.device, a.test_clips, a.test_crops, a.use_ema)
+        model, args, names = load_checkpoint(
+            a.resume, a.device, a.test_clips, a.test_crops, a.use_ema
+        )
     except PredictError as e:
         print(f"train.py predict: error: {e}", file=sys.stderr)
         return 2
@@ -146,16 +188,35 @@ def main(argv=None):
             results.append({"input": path, "error": str(e)})
             continue
         order = probs.argsort(descending=True).tolist()
-        top = [{"label": c, "name": names[c] if names else str(c), "prob": float(probs[c])}
-               for c in order[:a.top]]
-        results.append({"input": path, "frames": n, "views": a.test_clips * a.test_crops, "top": top,
-                        "probs": probs.tolist()})
+        top = [
+            {"label": c, "name": names[c] if names else str(c), "prob": float(probs[c])}
+            for c in order[: a.top]
+        ]
+        results.append(
+            {
+                "input": path,
+                "frames": n,
+                "views": a.test_clips * a.test_crops,
+                "top": top,
+                "probs": probs.tolist(),
+            }
+        )
         if not a.json:
             print(_report(results[-1], a.top), flush=True)
     if a.json:
-        print(json.dumps({"checkpoint": a.resume, "arch": args.arch, "class_names": names is not None,
-                          "test_clips": a.test_clips, "test_crops": a.test_crops, "results": results},
-                         indent=1))
+        print(
+            json.dumps(
+                {
+                    "checkpoint": a.resume,
+                    "arch": args.arch,
+                    "class_names": names is not None,
+                    "test_clips": a.test_clips,
+                    "test_crops": a.test_crops,
+                    "results": results,
+                },
+                indent=1,
+            )
+        )
     return 2 if failed else 0
 
 

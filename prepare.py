@@ -24,6 +24,7 @@ References
 - W. Kay et al., "The Kinetics Human Action Video Dataset", arXiv:1705.06950, 2017: the CSV annotations
   (label, youtube_id, time_start, time_end, split); the downloaders name clips <id>_<start>_<end>.
 """
+
 import argparse
 import csv
 import importlib.util
@@ -48,7 +49,7 @@ def _texture(rng, h, w, octaves=(64, 16, 4)):
     out = np.zeros((h, w), np.float32)
     for k, o in enumerate(octaves):
         noise = rng.standard_normal((h // o + 2, w // o + 2)).astype(np.float32)
-        out += 0.5 ** k * np.asarray(Image.fromarray(noise, mode="F").resize((w, h), Image.BICUBIC))
+        out += 0.5**k * np.asarray(Image.fromarray(noise, mode="F").resize((w, h), Image.BICUBIC))
     return out / (out.std() + 1e-6)
 
 
@@ -61,8 +62,13 @@ def _synth_video(rng, label, classes, frames, width, height):
     short = min(width, height)
     side = max(2, short // 2)
     oy, ox = (height - short) // 2, (width - short) // 2  # the central square
-    bg = 110 + 15 * _texture(rng, height, width)[..., None] * rng.uniform(0.6, 1.4, 3).astype(np.float32)
-    patch = rng.uniform(60, 200, 3).astype(np.float32) + 45 * _texture(rng, side, side, (16, 4))[..., None]
+    bg = 110 + 15 * _texture(rng, height, width)[..., None] * rng.uniform(0.6, 1.4, 3).astype(
+        np.float32
+    )
+    patch = (
+        rng.uniform(60, 200, 3).astype(np.float32)
+        + 45 * _texture(rng, side, side, (16, 4))[..., None]
+    )
     angle = 2 * math.pi * label / classes
     speed = short / 32 * rng.uniform(0.75, 1.25)
     y0, x0 = rng.uniform(0, short, 2)
@@ -72,7 +78,9 @@ def _synth_video(rng, label, classes, frames, width, height):
         rows = oy + (round(y0 + t * speed * math.sin(angle)) + np.arange(side)) % short
         cols = ox + (round(x0 + t * speed * math.cos(angle)) + np.arange(side)) % short
         img[np.ix_(rows, cols)] = patch
-        img += rng.standard_normal(img.shape, dtype=np.float32) * 2  # sensor noise: no two frames alike
+        img += (
+            rng.standard_normal(img.shape, dtype=np.float32) * 2
+        )  # sensor noise: no two frames alike
         out[t] = np.clip(img, 0, 255)
     return out
 
@@ -80,15 +88,18 @@ def _synth_video(rng, label, classes, frames, width, height):
 SYNTH_DIRECTIONS = ("right", "down-right", "down", "down-left", "left", "up-left", "up", "up-right")
 
 
-def make_synth(out_dir, classes=4, videos=24, frames=32, size=(340, 256), quality=95, seed=0, name="demo"):
+def make_synth(
+    out_dir, classes=4, videos=24, frames=32, size=(340, 256), quality=95, seed=0, name="demo"
+):
     """Write `videos` train AND `videos` val frame folders (labels round-robin, so balanced) of
     `frames` JPEG frames of size (W, H), plus train.txt / val.txt (paths relative to out_dir) and
     <name>_classes.txt (the directions: what train.py's reports call the classes of dataset `name`).
     Class c = a patch moving in direction 2*pi*c/classes (1 <= classes <= 8: right, down, left, up, ...).
     Returns (train_list, val_list)."""
     if not 1 <= classes <= 8 or videos < 1 or frames < 1:
-        raise ValueError(f"need 1 <= classes <= 8, videos >= 1, frames >= 1; "
-                         f"got {classes}, {videos}, {frames}")
+        raise ValueError(
+            f"need 1 <= classes <= 8, videos >= 1, frames >= 1; got {classes}, {videos}, {frames}"
+        )
     width, height = size
     rng = np.random.default_rng(seed)
     lists = []
@@ -98,13 +109,19 @@ def make_synth(out_dir, classes=4, videos=24, frames=32, size=(340, 256), qualit
             label, folder = i % classes, f"{split}/video_{i:04d}"
             os.makedirs(os.path.join(out_dir, folder), exist_ok=True)
             for t, img in enumerate(_synth_video(rng, label, classes, frames, width, height), 1):
-                Image.fromarray(img).save(os.path.join(out_dir, folder, f"img_{t:05d}.jpg"), quality=quality)
+                Image.fromarray(img).save(
+                    os.path.join(out_dir, folder, f"img_{t:05d}.jpg"), quality=quality
+                )
             lines.append(f"{folder} {frames} {label}\n")
         lists.append(os.path.join(out_dir, f"{split}.txt"))
         with open(lists[-1], "w") as f:
             f.writelines(lines)
-    names = [SYNTH_DIRECTIONS[8 * c // classes] if 8 * c % classes == 0
-             else f"{360 * c / classes:.0f} degrees" for c in range(classes)]
+    names = [
+        SYNTH_DIRECTIONS[8 * c // classes]
+        if 8 * c % classes == 0
+        else f"{360 * c / classes:.0f} degrees"
+        for c in range(classes)
+    ]
     with open(os.path.join(out_dir, f"{name}_classes.txt"), "w") as f:
         f.writelines(n + "\n" for n in names)
     return tuple(lists)
@@ -119,8 +136,11 @@ def _extract_one(job):
     when complete, so an interrupted run never leaves a half folder that looks finished."""
     video, out_dir, short_side, quality = job
     import av  # optional dependency, imported where it is needed
+
     tmp = out_dir + ".part"
-    shutil.rmtree(tmp, ignore_errors=True)  # an interrupted run's: stale, maybe more frames than the video
+    shutil.rmtree(
+        tmp, ignore_errors=True
+    )  # an interrupted run's: stale, maybe more frames than the video
     os.makedirs(tmp)
     n = 0
     try:
@@ -167,13 +187,17 @@ def extract(videos_dir, frames_dir, short_side=256, quality=95, jobs=1):
     with ProcessPoolExecutor(max(1, jobs)) as pool:
         results = pool.map(_extract_one, todo, chunksize=4) if jobs > 1 else map(_extract_one, todo)
         # a bar with rate and ETA on a terminal only (disable=None): logs stay clean
-        for video, n, err in tqdm(results, total=len(todo), desc="extract", unit="video", disable=None):
+        for video, n, err in tqdm(
+            results, total=len(todo), desc="extract", unit="video", disable=None
+        ):
             frames += n
             if err:
                 failed += 1
                 tqdm.write(f"{video}: {err}", file=sys.stderr)
-    print(f"extracted {len(todo) - failed} videos ({frames} frames) to {frames_dir}; "
-          f"{skipped} already there, {failed} failed")
+    print(
+        f"extracted {len(todo) - failed} videos ({frames} frames) to {frames_dir}; "
+        f"{skipped} already there, {failed} failed"
+    )
     return failed
 
 
@@ -192,6 +216,7 @@ def _reencode_one(job):
     becomes a constant one. Written under a temporary name and renamed when complete."""
     src, dst, short_side = job
     import av  # optional dependency, imported where it is needed
+
     tmp, n, why = dst + ".part.mp4", 0, "no video frames decoded"
     try:
         with av.open(src) as inp, av.open(tmp, "w") as out:
@@ -199,13 +224,22 @@ def _reencode_one(job):
             stream.codec_context.thread_count = 1  # -j runs one video per core
             w, h = stream.codec_context.width, stream.codec_context.height
             s = short_side / min(w, h) if short_side else 1
-            size = max(2, 2 * round(w * s / 2)), max(2, 2 * round(h * s / 2))  # 4:2:0 needs even sizes
-            opts = {"g": str(REENCODE["gop"]), "bf": "0"} | {k: str(v) for k, v in REENCODE.items()
-                                                              if k not in ("codec", "gop", "q")}
-            if "q" in REENCODE:  # a fixed quantiser: qmin = qmax (ffmpeg's -q:v is a per-frame field)
+            size = (
+                max(2, 2 * round(w * s / 2)),
+                max(2, 2 * round(h * s / 2)),
+            )  # 4:2:0 needs even sizes
+            opts = {"g": str(REENCODE["gop"]), "bf": "0"} | {
+                k: str(v) for k, v in REENCODE.items() if k not in ("codec", "gop", "q")
+            }
+            if (
+                "q" in REENCODE
+            ):  # a fixed quantiser: qmin = qmax (ffmpeg's -q:v is a per-frame field)
                 opts["qmin"] = opts["qmax"] = str(REENCODE["q"])
-            enc = out.add_stream(REENCODE["codec"], rate=stream.average_rate or stream.guessed_rate or 25,
-                                 options=opts)
+            enc = out.add_stream(
+                REENCODE["codec"],
+                rate=stream.average_rate or stream.guessed_rate or 25,
+                options=opts,
+            )
             enc.width, enc.height, enc.pix_fmt = *size, "yuv420p"
             for frame in inp.decode(stream):
                 frame = frame.reformat(*size, "yuv420p", interpolation="BILINEAR")
@@ -247,13 +281,17 @@ def reencode(src_dir, dst_dir, short_side=256, jobs=1):
     frames, done = 0, len(todo) + len(failed)
     with ProcessPoolExecutor(max(1, jobs)) as pool:
         results = pool.map(_reencode_one, todo) if jobs > 1 else map(_reencode_one, todo)
-        for src, n, err in tqdm(results, total=len(todo), desc="reencode", unit="video", disable=None):
+        for src, n, err in tqdm(
+            results, total=len(todo), desc="reencode", unit="video", disable=None
+        ):
             frames += n
             failed += [(src, err)] if err else []
     for src, err in failed:
         print(f"failed: {src}: {err}", file=sys.stderr)
-    print(f"re-encoded {done - len(failed)} videos ({frames} frames) to {dst_dir}; "
-          f"{skipped} already there, {len(failed)} failed")
+    print(
+        f"re-encoded {done - len(failed)} videos ({frames} frames) to {dst_dir}; "
+        f"{skipped} already there, {len(failed)} failed"
+    )
     return failed
 
 
@@ -266,8 +304,10 @@ def _ucf101_classes(path):
         if not parts:
             continue
         if len(parts) != 2 or not parts[0].isdigit() or int(parts[0]) < 1 or int(parts[0]) in names:
-            raise ValueError(f"{path}:{n}: expected '<index from 1> <class name>', each index once: "
-                             f"{line.strip()}")
+            raise ValueError(
+                f"{path}:{n}: expected '<index from 1> <class name>', each index once: "
+                f"{line.strip()}"
+            )
         names[int(parts[0])] = parts[1]
     if sorted(names) != list(range(1, len(names) + 1)):
         raise ValueError(f"{path}: class indices must be 1..{len(names)} without gaps")
@@ -291,15 +331,17 @@ def _split_entries(dataset, splits_dir, split):
                     rel = line.split()[0].replace("\\", "/")
                     cls = rel.split("/")[0].lower()
                     if cls not in lookup:
-                        raise ValueError(f"{path}:{n}: class {rel.split('/')[0]!r} is not in {ind}: "
-                                         f"{line.strip()}")
+                        raise ValueError(
+                            f"{path}:{n}: class {rel.split('/')[0]!r} is not in {ind}: "
+                            f"{line.strip()}"
+                        )
                     name = os.path.splitext(os.path.basename(rel))[0]
                     entries[part].append((name, lookup[cls], f"{path}:{n}"))
         return classes, entries
     # HMDB51: <class>_test_split<N>.txt, lines "<video>.avi <0|1|2>": 1 train, 2 test, 0 unused. Labels
     # index the sorted class names (not the sorted file names: "sword_exercise_..." < "sword_test...").
     suffix = f"_test_split{split}.txt"
-    classes = sorted(f[:-len(suffix)] for f in os.listdir(splits_dir) if f.endswith(suffix))
+    classes = sorted(f[: -len(suffix)] for f in os.listdir(splits_dir) if f.endswith(suffix))
     if not classes:
         raise ValueError(f"no *{suffix} files in {splits_dir}")
     for label, name in enumerate(classes):
@@ -308,7 +350,8 @@ def _split_entries(dataset, splits_dir, split):
             parts = line.split()
             if len(parts) == 2 and parts[1] in ("1", "2"):
                 entries["train" if parts[1] == "1" else "val"].append(
-                    (os.path.splitext(parts[0])[0], label, f"{path}:{n}"))
+                    (os.path.splitext(parts[0])[0], label, f"{path}:{n}")
+                )
             elif parts and (len(parts) != 2 or parts[1] != "0"):
                 raise ValueError(f"{path}:{n}: expected '<video> <0|1|2>': {line.strip()}")
     return classes, entries
@@ -327,16 +370,26 @@ def _find_videos(frames_dir, image_tmpl, start_index, jobs=1, decoder="auto"):
         n = count_frames(dirpath, image_tmpl, start_index, files) if files else 0
         if n:
             folders[os.path.basename(dirpath)] = (dirpath, n)
-        files_ += [os.path.join(dirpath, f) for f in sorted(files)  # not an interrupted reencode's
-                   if data.is_video_file(f) and not f.endswith(".part.mp4")]
+        files_ += [
+            os.path.join(dirpath, f)
+            for f in sorted(files)  # not an interrupted reencode's
+            if data.is_video_file(f) and not f.endswith(".part.mp4")
+        ]
     with ProcessPoolExecutor(max(1, jobs)) as pool:
         jobs_ = [(f, decoder) for f in files_]
-        counts = pool.map(_count_video, jobs_, chunksize=16) if jobs > 1 else map(_count_video, jobs_)
-        for path, n in zip(files_, tqdm(counts, total=len(files_), desc="count", unit="video", disable=None)):
+        counts = (
+            pool.map(_count_video, jobs_, chunksize=16) if jobs > 1 else map(_count_video, jobs_)
+        )
+        for path, n in zip(
+            files_, tqdm(counts, total=len(files_), desc="count", unit="video", disable=None)
+        ):
             if n:
                 folders[os.path.splitext(os.path.basename(path))[0]] = (path, n)
             else:
-                print(f"warning: {path}: unreadable video, not listed (`check` says why)", file=sys.stderr)
+                print(
+                    f"warning: {path}: unreadable video, not listed (`check` says why)",
+                    file=sys.stderr,
+                )
     return folders
 
 
@@ -351,8 +404,10 @@ def _kinetics_entries(csv_files):
             reader = csv.DictReader(f)
             need = {"label", "youtube_id", "time_start", "time_end", "split"}
             if not need <= set(reader.fieldnames or ()):
-                raise ValueError(f"{path}:1: expected the columns {','.join(sorted(need))}, "
-                                 f"got {reader.fieldnames}")
+                raise ValueError(
+                    f"{path}:1: expected the columns {','.join(sorted(need))}, "
+                    f"got {reader.fieldnames}"
+                )
             for n, row in enumerate(reader, 2):
                 rows.append((row, f"{path}:{n}"))
     classes = sorted({row["label"] for row, _ in rows if row["split"] == "train"})
@@ -370,12 +425,23 @@ def _kinetics_entries(csv_files):
             start, end = int(float(row["time_start"])), int(float(row["time_end"]))
         except ValueError:
             raise ValueError(f"{where}: time_start and time_end must be numbers") from None
-        entries[part].append((f"{row['youtube_id']}_{start:06d}_{end:06d}", lookup[row["label"]], where))
+        entries[part].append(
+            (f"{row['youtube_id']}_{start:06d}_{end:06d}", lookup[row["label"]], where)
+        )
     return classes, entries
 
 
-def make_lists(frames_dir, dataset, splits_dir, split=1, out_dir=None, image_tmpl="img_{:05d}.jpg",
-               start_index=1, jobs=1, decoder="auto"):
+def make_lists(
+    frames_dir,
+    dataset,
+    splits_dir,
+    split=1,
+    out_dir=None,
+    image_tmpl="img_{:05d}.jpg",
+    start_index=1,
+    jobs=1,
+    decoder="auto",
+):
     """Write <out_dir>/<dataset>_{train,val}_split<N>_list.txt from the official splits (kinetics:
     <out_dir>/kinetics<classes>_{train,val}_list.txt from its CSV files, `splits_dir` a list of them: a
     kinetics400 list is train.py's dataset kinetics400, its classes file found beside it), with the
@@ -389,29 +455,44 @@ def make_lists(frames_dir, dataset, splits_dir, split=1, out_dir=None, image_tmp
         raise ValueError(f"FRAMES_DIR {frames_dir} is not a folder")
     out_dir = out_dir or os.path.dirname(os.path.abspath(frames_dir))
     folders = _find_videos(frames_dir, image_tmpl, start_index, jobs, decoder)
-    classes, entries = (_kinetics_entries(splits_dir) if dataset == "kinetics"
-                        else _split_entries(dataset, splits_dir, split))
+    classes, entries = (
+        _kinetics_entries(splits_dir)
+        if dataset == "kinetics"
+        else _split_entries(dataset, splits_dir, split)
+    )
     kinetics = dataset == "kinetics"
-    dataset, of = (f"kinetics{len(classes)}", "the CSV files") if kinetics else (dataset, f"split {split}")
+    dataset, of = (
+        (f"kinetics{len(classes)}", "the CSV files") if kinetics else (dataset, f"split {split}")
+    )
     lists, warnings_ = {}, []
     for part in ("train", "val"):
         lines, missing = [], 0
         for name, label, where in entries[part]:
             if name not in folders:
                 missing += 1
-                warnings_.append(f"warning: {where}: no frame folder or video for {name} under {frames_dir}")
+                warnings_.append(
+                    f"warning: {where}: no frame folder or video for {name} under {frames_dir}"
+                )
                 continue
             folder, n = folders[name]
             rel = os.path.relpath(folder, out_dir)
-            rel = "./" + rel if rel.startswith("#") else rel  # HMDB51 names may start with '#': no comment
+            rel = (
+                "./" + rel if rel.startswith("#") else rel
+            )  # HMDB51 names may start with '#': no comment
             lines.append(f"{rel} {n} {label}\n")
-        if not lines:  # a wrong FRAMES_DIR, --image_tmpl or split: say so rather than write an empty list
+        if (
+            not lines
+        ):  # a wrong FRAMES_DIR, --image_tmpl or split: say so rather than write an empty list
             example = entries[part][0][0] if entries[part] else "(none listed)"
-            raise ValueError(f"no frame folder or video file under {frames_dir} matches a {part} video of "
-                             f"{of} (looked for folders named like {example!r} holding "
-                             f"{image_tmpl.format(start_index)}, ..., or files {example}.mp4, .avi, ...)")
+            raise ValueError(
+                f"no frame folder or video file under {frames_dir} matches a {part} video of "
+                f"{of} (looked for folders named like {example!r} holding "
+                f"{image_tmpl.format(start_index)}, ..., or files {example}.mp4, .avi, ...)"
+            )
         lists[part] = lines, missing
-    for message in warnings_:  # only now: an error above is one line, not thousands of warnings first
+    for (
+        message
+    ) in warnings_:  # only now: an error above is one line, not thousands of warnings first
         print(message, file=sys.stderr)
     written = []
     for part, (lines, missing) in lists.items():
@@ -419,7 +500,9 @@ def make_lists(frames_dir, dataset, splits_dir, split=1, out_dir=None, image_tmp
         path = os.path.join(out_dir, name)
         with open(path, "w") as f:
             f.writelines(lines)
-        print(f"wrote {path}: {len(lines)} videos, {len(classes)} classes ({missing} missing, listed above)")
+        print(
+            f"wrote {path}: {len(lines)} videos, {len(classes)} classes ({missing} missing, listed above)"
+        )
         written.append(path)
     path = os.path.join(out_dir, f"{dataset}_classes.txt")
     with open(path, "w", encoding="utf-8") as f:
@@ -445,8 +528,15 @@ def _check_video(v, where, full, decoder):
     return None
 
 
-def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_classes=None, full=False,
-          decoder="auto"):
+def check(
+    list_file,
+    root=None,
+    image_tmpl="img_{:05d}.jpg",
+    start_index=1,
+    num_classes=None,
+    full=False,
+    decoder="auto",
+):
     """Every problem of a list file and its frames, one line each with the list line; returns them.
     Checks the list syntax and labels, that every listed frame exists, and decodes the first and last
     frame of each video (full=True: every frame, and that all have one size); video files: _check_video."""
@@ -468,11 +558,16 @@ def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_
         on_disk = count_frames(v.path, image_tmpl, start_index)
         if on_disk < v.num_frames:
             first = os.path.join(v.path, image_tmpl.format(start_index + on_disk))
-            problems.append((v.line, f"{where}: {v.num_frames} frames listed, {on_disk} on disk "
-                                     f"(first missing: {first})"))
+            problems.append(
+                (
+                    v.line,
+                    f"{where}: {v.num_frames} frames listed, {on_disk} on disk "
+                    f"(first missing: {first})",
+                )
+            )
         numbers = range(start_index, start_index + min(on_disk, v.num_frames))
         size = None
-        for i in (numbers if full else sorted({numbers[0], numbers[-1]}) if numbers else []):
+        for i in numbers if full else sorted({numbers[0], numbers[-1]}) if numbers else []:
             path = os.path.join(v.path, image_tmpl.format(i))
             try:
                 img = data.decode_frame(path)
@@ -480,14 +575,20 @@ def check(list_file, root=None, image_tmpl="img_{:05d}.jpg", start_index=1, num_
                 problems.append((v.line, f"{where}: unreadable frame {path}: {data._why(e)}"))
                 continue
             if size is not None and img.shape != size:
-                problems.append((v.line, f"{where}: frame {path} is {tuple(img.shape)}, "
-                                         f"the first {tuple(size)}"))
+                problems.append(
+                    (
+                        v.line,
+                        f"{where}: frame {path} is {tuple(img.shape)}, the first {tuple(size)}",
+                    )
+                )
             size = size or img.shape
     problems.sort(key=lambda p: p[0])  # in list order
     for _, message in problems:
         print(message)
-    print(f"{list_file}: {len(videos)} videos, {frames} frames, {len({v.label for v in videos})} labels: "
-          + (f"{len(problems)} problem(s)" if problems else "OK"))
+    print(
+        f"{list_file}: {len(videos)} videos, {frames} frames, {len({v.label for v in videos})} labels: "
+        + (f"{len(problems)} problem(s)" if problems else "OK")
+    )
     return [message for _, message in problems]
 
 
@@ -516,7 +617,9 @@ def count_frames(folder, image_tmpl="img_{:05d}.jpg", start_index=1, names=None)
     """Frames start_index, start_index+1, ... present in folder (stops at the first gap)."""
     names = set(os.listdir(folder) if names is None else names)
     n = 0
-    while n < len(names) and image_tmpl.format(start_index + n) in names:  # bounded: whatever the template
+    while (
+        n < len(names) and image_tmpl.format(start_index + n) in names
+    ):  # bounded: whatever the template
         n += 1
     return n
 
@@ -530,11 +633,15 @@ def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report
 
     def problem(v):
         if data.is_video_file(v.path):
-            return None if os.path.exists(v.path) else f"{v.list_file}:{v.line}: missing file {v.path}"
+            return (
+                None if os.path.exists(v.path) else f"{v.list_file}:{v.line}: missing file {v.path}"
+            )
         for i in sorted({start_index, start_index + v.num_frames - 1}):
             path = os.path.join(v.path, image_tmpl.format(i))
             if not os.path.exists(path):
-                what = f"missing frame {path}" if os.path.isdir(v.path) else f"missing folder {v.path}"
+                what = (
+                    f"missing frame {path}" if os.path.isdir(v.path) else f"missing folder {v.path}"
+                )
                 return f"{v.list_file}:{v.line}: {what}"
         return None
 
@@ -543,7 +650,7 @@ def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report
 
     size = max(1, min(256, len(videos) // (4 * threads) + 1))
     with ThreadPoolExecutor(threads) as pool:
-        chunks = pool.map(chunk, [videos[k:k + size] for k in range(0, len(videos), size)])
+        chunks = pool.map(chunk, [videos[k : k + size] for k in range(0, len(videos), size)])
         found = [m for ms in chunks for m in ms]
     return found[:max_report], len(found)
 
@@ -566,7 +673,9 @@ def _size(text):
 def _parser():
     p = _OneLineParser(description="Video frame-folder datasets: make, extract, list, check.")
     sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("synth", help="a small motion-only dataset of JPEG frame folders + train.txt/val.txt")
+    s = sub.add_parser(
+        "synth", help="a small motion-only dataset of JPEG frame folders + train.txt/val.txt"
+    )
     s.add_argument("out")
     s.add_argument("--classes", type=int, default=4, help="1..8 motion directions")
     s.add_argument("--videos", type=int, default=24, help="videos per split (train and val each)")
@@ -574,40 +683,72 @@ def _parser():
     s.add_argument("--size", type=_size, default=(340, 256), help="WIDTHxHEIGHT (default 340x256)")
     s.add_argument("--quality", type=int, default=95, help="JPEG quality")
     s.add_argument("--seed", type=int, default=0)
-    e = sub.add_parser("extract", help="video files -> JPEG frame folders (needs PyAV: pip install av)")
+    e = sub.add_parser(
+        "extract", help="video files -> JPEG frame folders (needs PyAV: pip install av)"
+    )
     e.add_argument("videos_dir")
     e.add_argument("frames_dir")
-    e.add_argument("--short-side", type=int, default=256, help="resize the short side to this (0: keep)")
+    e.add_argument(
+        "--short-side", type=int, default=256, help="resize the short side to this (0: keep)"
+    )
     e.add_argument("--quality", type=int, default=95, help="JPEG quality")
-    r = sub.add_parser("reencode", help="video files -> mp4 files made for random access (needs PyAV)")
+    r = sub.add_parser(
+        "reencode", help="video files -> mp4 files made for random access (needs PyAV)"
+    )
     r.add_argument("src")
     r.add_argument("dst")
     for q in (e, r):
-        q.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel processes")
-    r.add_argument("--short-side", type=int, default=256, help="resize the short side to this (0: keep)")
-    li = sub.add_parser("lists", help="train/val list files from the official UCF101 / HMDB51 splits "
-                                      "or Kinetics' CSV files, for frame folders or video files")
+        q.add_argument(
+            "-j", "--jobs", type=int, default=os.cpu_count() or 1, help="parallel processes"
+        )
+    r.add_argument(
+        "--short-side", type=int, default=256, help="resize the short side to this (0: keep)"
+    )
+    li = sub.add_parser(
+        "lists",
+        help="train/val list files from the official UCF101 / HMDB51 splits "
+        "or Kinetics' CSV files, for frame folders or video files",
+    )
     li.add_argument("frames_dir", help="frame folders and/or video files, found by video name")
     g = li.add_mutually_exclusive_group(required=True)
-    g.add_argument("--ucf101", metavar="SPLITS_DIR",
-                   help="folder with classInd.txt, trainlist0N.txt, testlist0N.txt")
+    g.add_argument(
+        "--ucf101",
+        metavar="SPLITS_DIR",
+        help="folder with classInd.txt, trainlist0N.txt, testlist0N.txt",
+    )
     g.add_argument("--hmdb51", metavar="SPLITS_DIR", help="folder with <class>_test_splitN.txt")
-    g.add_argument("--kinetics", metavar="CSV", nargs="+",
-                   help="files of label,youtube_id,time_start,time_end,split rows "
-                        "(videos named <youtube_id>_<start:06d>_<end:06d>.*)")
+    g.add_argument(
+        "--kinetics",
+        metavar="CSV",
+        nargs="+",
+        help="files of label,youtube_id,time_start,time_end,split rows "
+        "(videos named <youtube_id>_<start:06d>_<end:06d>.*)",
+    )
     li.add_argument("--split", type=int, default=1, choices=(1, 2, 3))
     li.add_argument("--out", help="folder for the lists (default: FRAMES_DIR's parent)")
-    c = sub.add_parser("check", help="scan a list file's videos; print every problem; exit 1 if any")
+    c = sub.add_parser(
+        "check", help="scan a list file's videos; print every problem; exit 1 if any"
+    )
     c.add_argument("list")
-    c.add_argument("--full", action="store_true", help="decode every frame (default: first and last)")
+    c.add_argument(
+        "--full", action="store_true", help="decode every frame (default: first and last)"
+    )
     c.add_argument("--num_classes", type=int, help="labels must be < this")
-    li.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="processes counting frames")
+    li.add_argument(
+        "-j", "--jobs", type=int, default=os.cpu_count() or 1, help="processes counting frames"
+    )
     for q in (li, c):
-        q.add_argument("--video_decoder", default="auto", choices=data.VIDEO_DECODERS,
-                       help="video files: auto (TorchCodec if FFmpeg's libraries load, else PyAV)")
+        q.add_argument(
+            "--video_decoder",
+            default="auto",
+            choices=data.VIDEO_DECODERS,
+            help="video files: auto (TorchCodec if FFmpeg's libraries load, else PyAV)",
+        )
         q.add_argument("--image_tmpl", default="img_{:05d}.jpg", help="frame file name template")
         q.add_argument("--start_index", type=int, default=1, help="number of the first frame")
-    c.add_argument("--root", help="folder the list's paths are relative to (default: the list's folder)")
+    c.add_argument(
+        "--root", help="folder the list's paths are relative to (default: the list's folder)"
+    )
     return p
 
 
@@ -618,18 +759,43 @@ def main(argv=None):
     a = p.parse_args(argv)
     try:
         if a.cmd == "synth":
-            print("wrote", *make_synth(a.out, a.classes, a.videos, a.frames, a.size, a.quality, a.seed))
+            print(
+                "wrote",
+                *make_synth(a.out, a.classes, a.videos, a.frames, a.size, a.quality, a.seed),
+            )
         elif a.cmd == "extract":
             return 1 if extract(a.videos_dir, a.frames_dir, a.short_side, a.quality, a.jobs) else 0
         elif a.cmd == "reencode":
             return 1 if reencode(a.src, a.dst, a.short_side, a.jobs) else 0
         elif a.cmd == "lists":
-            dataset, splits = next((d, s) for d in ("ucf101", "hmdb51", "kinetics") if (s := getattr(a, d)))
-            make_lists(a.frames_dir, dataset, splits, a.split, a.out, a.image_tmpl, a.start_index, a.jobs,
-                       a.video_decoder)
+            dataset, splits = next(
+                (d, s) for d in ("ucf101", "hmdb51", "kinetics") if (s := getattr(a, d))
+            )
+            make_lists(
+                a.frames_dir,
+                dataset,
+                splits,
+                a.split,
+                a.out,
+                a.image_tmpl,
+                a.start_index,
+                a.jobs,
+                a.video_decoder,
+            )
         else:
-            return 1 if check(a.list, a.root, a.image_tmpl, a.start_index, a.num_classes, a.full,
-                              a.video_decoder) else 0
+            return (
+                1
+                if check(
+                    a.list,
+                    a.root,
+                    a.image_tmpl,
+                    a.start_index,
+                    a.num_classes,
+                    a.full,
+                    a.video_decoder,
+                )
+                else 0
+            )
     except (ValueError, OSError) as err:
         print(f"{p.prog} {a.cmd}: error: {err}", file=sys.stderr)
         return 2
@@ -638,4 +804,3 @@ def main(argv=None):
 
 if __name__ == "__main__":
     sys.exit(main())
-

@@ -16,6 +16,7 @@ Training's own reporting is here too: Meter, one epoch's running numbers and the
 every --print-freq steps (`epoch E [i/n] loss .. lr .. clips/s data .. eta .. mem ..`).
 The demo scripts that label one video are in predict.py.
 """
+
 import csv
 import json
 import os
@@ -53,7 +54,9 @@ def class_metrics(scores, labels, num_classes=None):
     """
     scores, labels = _numpy(scores).astype(np.float64), _numpy(labels).astype(np.int64)
     if scores.ndim != 2 or labels.shape != (scores.shape[0],):
-        raise ValueError(f"need scores (N, C) and labels (N,), got {scores.shape} and {labels.shape}")
+        raise ValueError(
+            f"need scores (N, C) and labels (N,), got {scores.shape} and {labels.shape}"
+        )
     N, C = scores.shape
     C = num_classes or C
     if scores.shape[1] != C:
@@ -67,19 +70,23 @@ def class_metrics(scores, labels, num_classes=None):
     has = count > 0
     per_class = np.full(C, np.nan)
     per_class[has] = 100.0 * np.diag(confusion)[has] / count[has]
-    topk = np.argsort(-scores, axis=1, kind="stable")[:, :min(5, C)]
+    topk = np.argsort(-scores, axis=1, kind="stable")[:, : min(5, C)]
     off = confusion.copy()
     np.fill_diagonal(off, 0)
     confused_with = off.argmax(1)
     confused_count = off[np.arange(C), confused_with]
     confused_with[confused_count == 0] = -1
     return {
-        "num_videos": N, "num_classes": C,
+        "num_videos": N,
+        "num_classes": C,
         "top1": 100.0 * float((pred == labels).mean()) if N else 0.0,
         "top5": 100.0 * float((topk == labels[:, None]).any(1).mean()) if N else 0.0,
         "mean_class_acc": float(per_class[has].mean()) if has.any() else 0.0,
-        "per_class_acc": per_class, "per_class_count": count, "confusion": confusion,
-        "confused_with": confused_with, "confused_count": confused_count,
+        "per_class_acc": per_class,
+        "per_class_count": count,
+        "confusion": confusion,
+        "confused_with": confused_with,
+        "confused_count": confused_count,
     }
 
 
@@ -101,7 +108,9 @@ def per_class_table(metrics, class_names=None):
     rows = []
     for c in _worst_first(metrics):
         other = metrics["confused_with"][c]
-        confused = "-" if other < 0 else f"{_name(class_names, other)} ({metrics['confused_count'][c]})"
+        confused = (
+            "-" if other < 0 else f"{_name(class_names, other)} ({metrics['confused_count'][c]})"
+        )
         acc, count = f"{metrics['per_class_acc'][c]:.1f}", str(metrics["per_class_count"][c])
         rows.append((_name(class_names, c), acc, count, confused))
     width = max([len("class")] + [len(r[0]) for r in rows])
@@ -114,13 +123,32 @@ def save_per_class_csv(metrics, class_names, path):
     """One row per class (label order): label, name, accuracy, videos, correct, most confused with."""
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["label", "name", "accuracy", "videos", "correct", "confused_with_label",
-                    "confused_with_name", "confused_count"])
+        w.writerow(
+            [
+                "label",
+                "name",
+                "accuracy",
+                "videos",
+                "correct",
+                "confused_with_label",
+                "confused_with_name",
+                "confused_count",
+            ]
+        )
         for c in range(metrics["num_classes"]):
             n, other = int(metrics["per_class_count"][c]), int(metrics["confused_with"][c])
-            w.writerow([c, _name(class_names, c), f"{metrics['per_class_acc'][c]:.4f}" if n else "", n,
-                        int(metrics["confusion"][c, c]), other if other >= 0 else "",
-                        _name(class_names, other) if other >= 0 else "", int(metrics["confused_count"][c])])
+            w.writerow(
+                [
+                    c,
+                    _name(class_names, c),
+                    f"{metrics['per_class_acc'][c]:.4f}" if n else "",
+                    n,
+                    int(metrics["confusion"][c, c]),
+                    other if other >= 0 else "",
+                    _name(class_names, other) if other >= 0 else "",
+                    int(metrics["confused_count"][c]),
+                ]
+            )
 
 
 def confusion_side(num_classes):
@@ -154,8 +182,15 @@ def save_confusion_png(cm, class_names, path, title=None):
         if C <= 20:
             for i, j in np.ndindex(C, C):
                 if cm[i, j]:
-                    ax.text(j, i, f"{norm[i, j]:.2f}", ha="center", va="center", fontsize=font,
-                            color="white" if norm[i, j] > 0.5 else "black")
+                    ax.text(
+                        j,
+                        i,
+                        f"{norm[i, j]:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=font,
+                        color="white" if norm[i, j] > 0.5 else "black",
+                    )
         fig.colorbar(im, ax=ax, shrink=0.6, label="fraction of the true class")
         fig.savefig(path, dpi=DPI)
     finally:
@@ -174,7 +209,9 @@ def read_log(log_jsonl_path):
                 row = json.loads(line)
                 by_epoch[int(row["epoch"])] = row
             except (ValueError, KeyError, TypeError) as e:
-                raise ValueError(f"{log_jsonl_path}:{n}: not a log line with an epoch ({e})") from None
+                raise ValueError(
+                    f"{log_jsonl_path}:{n}: not a log line with an epoch ({e})"
+                ) from None
     return [by_epoch[e] for e in sorted(by_epoch)]
 
 
@@ -189,11 +226,22 @@ def save_curves_png(log_jsonl_path, png_path):
 
     fig, axes = plt.subplots(1, 3, figsize=CURVES_FIGSIZE, dpi=DPI, layout="constrained")
     try:
-        train = "train, dominant label" if any(r.get("mixed") for r in rows) else "train"  # MixUp/CutMix
-        panels = ((axes[0], "loss", (("train_loss", "train"), ("val_loss", "val"), ("val_loss_ema", "EMA"))),
-                  (axes[1], "top-1 (%)", (("train_top1", train), ("val_top1", "val"),
-                                          ("val_top1_ema", "EMA"))),
-                  (axes[2], "learning rate", (("lr", None),)))
+        train = (
+            "train, dominant label" if any(r.get("mixed") for r in rows) else "train"
+        )  # MixUp/CutMix
+        panels = (
+            (
+                axes[0],
+                "loss",
+                (("train_loss", "train"), ("val_loss", "val"), ("val_loss_ema", "EMA")),
+            ),
+            (
+                axes[1],
+                "top-1 (%)",
+                (("train_top1", train), ("val_top1", "val"), ("val_top1_ema", "EMA")),
+            ),
+            (axes[2], "learning rate", (("lr", None),)),
+        )
         for ax, ylabel, keys in panels:
             for key, label in keys:
                 x, y = series(key)
@@ -213,12 +261,15 @@ def save_curves_png(log_jsonl_path, png_path):
 
 def evaluation_paths(run_dir, tag, save_scores=True):
     """{kind: path} of the files write_evaluation writes for `tag` (scores only if `save_scores`)."""
-    kinds = (("per_class", "csv"), ("confusion", "png")) + ((("scores", "npz"),) if save_scores else ())
+    kinds = (("per_class", "csv"), ("confusion", "png")) + (
+        (("scores", "npz"),) if save_scores else ()
+    )
     return {k: os.path.join(run_dir, f"{k}_{tag}.{ext}") for k, ext in kinds}
 
 
-def write_evaluation(run_dir, scores, labels, class_names, clips, crops, videos=None, tag=None,
-                     save_scores=True):
+def write_evaluation(
+    run_dir, scores, labels, class_names, clips, crops, videos=None, tag=None, save_scores=True
+):
     """Everything `--evaluate` writes, for the trainer to call on rank 0: per_class_<tag>.csv,
     confusion_<tag>.png and (save_scores) scores_<tag>.npz (scores, labels, videos, class_names); `tag`
     defaults to <clips>x<crops>. Returns (metrics, {kind: path})."""
@@ -228,12 +279,20 @@ def write_evaluation(run_dir, scores, labels, class_names, clips, crops, videos=
     paths = evaluation_paths(run_dir, tag, save_scores)
     os.makedirs(run_dir, exist_ok=True)
     if save_scores:
-        np.savez(paths["scores"], scores=scores, labels=labels,
-                 videos=np.asarray(videos if videos is not None else []),
-                 class_names=np.asarray(class_names if class_names is not None else []))
+        np.savez(
+            paths["scores"],
+            scores=scores,
+            labels=labels,
+            videos=np.asarray(videos if videos is not None else []),
+            class_names=np.asarray(class_names if class_names is not None else []),
+        )
     save_per_class_csv(metrics, class_names, paths["per_class"])
-    save_confusion_png(metrics["confusion"], class_names, paths["confusion"],
-                       f"confusion matrix, {clips}x{crops} views, rows normalised")
+    save_confusion_png(
+        metrics["confusion"],
+        class_names,
+        paths["confusion"],
+        f"confusion matrix, {clips}x{crops} views, rows normalised",
+    )
     return metrics, paths
 
 
@@ -241,11 +300,15 @@ def write_evaluation(run_dir, scores, labels, class_names, clips, crops, videos=
 @dataclass
 class Meter:
     """One epoch's running numbers on this rank, and the timing behind the progress line."""
+
     start: int  # first batch of this (maybe resumed) epoch
     # GPU trap: a host read (.item(), .tolist(), `if loss`) per step stalls the GPU's queue. The sums and the
     # first non-finite loss stay on the device; `totals` reads them at print time and at the epoch's end.
     sums: object = 0.0  # (loss sum, correct) on the device
-    bad: tuple = (-1, 0.0)  # (iteration, loss) of the first non-finite loss, on the device; -1: none
+    bad: tuple = (
+        -1,
+        0.0,
+    )  # (iteration, loss) of the first non-finite loss, on the device; -1: none
     clips: int = 0
     n_log: int = 0  # clips since the last line
     t_wait: float = 0.0  # seconds spent waiting for the loader
@@ -262,8 +325,11 @@ class Meter:
     def totals(self, epoch):
         """[loss sum, correct, clips] on the host (one sync); a non-finite loss so far stops."""
         if int(self.bad[0]) >= 0:
-            fail(f"loss is {float(self.bad[1])} at epoch {epoch} iteration {int(self.bad[0])}; stopping "
-                 "(lower --lr, or --clip-grad)", code=1)
+            fail(
+                f"loss is {float(self.bad[1])} at epoch {epoch} iteration {int(self.bad[0])}; stopping "
+                "(lower --lr, or --clip-grad)",
+                code=1,
+            )
         return (self.sums.tolist() if torch.is_tensor(self.sums) else [0.0, 0.0]) + [self.clips]
 
     def line(self, args, rt, progress, loss, lr, it, batches):
@@ -272,12 +338,17 @@ class Meter:
         left = (args.epochs - progress.epoch) * batches - it - 1  # batches
         eta = (now - self.t_epoch) / (it + 1 - self.start) * left
         h, s = divmod(int(eta), 3600)  # hours unbounded: a 30 h run shows 30:00:00
-        mem = (torch.cuda.max_memory_allocated(rt.device) if rt.device.type == "cuda"
-               else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) / 2**30
-        text = (f"epoch {progress.epoch} [{it + 1}/{batches}] loss {loss.item():.4f} "
-                f"({loss_sum / clips:.4f}) lr {lr:.2e} "
-                f"{self.n_log * rt.world_size / (now - self.t_log):.1f} clips/s "
-                f"data {self.t_wait / (now - self.t_epoch):.0%} eta {h}:{s // 60:02d}:{s % 60:02d} "
-                f"mem {mem:.2f}GiB")
+        mem = (
+            torch.cuda.max_memory_allocated(rt.device)
+            if rt.device.type == "cuda"
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        ) / 2**30
+        text = (
+            f"epoch {progress.epoch} [{it + 1}/{batches}] loss {loss.item():.4f} "
+            f"({loss_sum / clips:.4f}) lr {lr:.2e} "
+            f"{self.n_log * rt.world_size / (now - self.t_log):.1f} clips/s "
+            f"data {self.t_wait / (now - self.t_epoch):.0%} eta {h}:{s // 60:02d}:{s % 60:02d} "
+            f"mem {mem:.2f}GiB"
+        )
         self.t_log, self.n_log = now, 0
         return text

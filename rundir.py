@@ -14,6 +14,7 @@ Rank 0 writes them all. `rt`, `net`, `d` are train.py's Runtime, Net and Data re
 reads their fields. Signals are here, not in launch.py (which reads how processes were started): a stop
 is a save into this folder and a line in its events.log.
 """
+
 import contextlib
 import hashlib
 import json
@@ -28,7 +29,11 @@ import checkpoint
 import report
 from errors import disk_errors, fail, warn
 
-RUN_FILES = ("checkpoint.pth", "model_best.pth", "log.jsonl")  # a folder holding any of these holds a run
+RUN_FILES = (
+    "checkpoint.pth",
+    "model_best.pth",
+    "log.jsonl",
+)  # a folder holding any of these holds a run
 STOP = {"signal": 0}  # set by the handler of STOP_SIGNALS; read at the end of each optimizer step
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 
@@ -40,10 +45,14 @@ def prepare_run_dir(args, rt, parser):
     if os.path.exists(rt.run_dir) and not os.path.isdir(rt.run_dir):
         fail(f"run folder {rt.run_dir} exists and is a file (--output_root / --run_name)")
     taken = [f for f in RUN_FILES if os.path.exists(os.path.join(rt.run_dir, f))]
-    here = args.resume and os.path.realpath(os.path.dirname(args.resume)) == os.path.realpath(rt.run_dir)
+    here = args.resume and os.path.realpath(os.path.dirname(args.resume)) == os.path.realpath(
+        rt.run_dir
+    )
     if taken and not (args.resume == "auto" or here) and not args.evaluate:
-        fail(f"{rt.run_dir} already holds a run ({', '.join(taken)}): continue it with --resume auto, "
-             "or start a separate experiment with --run_name NAME or --output_root DIR")
+        fail(
+            f"{rt.run_dir} already holds a run ({', '.join(taken)}): continue it with --resume auto, "
+            "or start a separate experiment with --run_name NAME or --output_root DIR"
+        )
     if rt.rank != 0:
         return
     try:
@@ -53,7 +62,9 @@ def prepare_run_dir(args, rt, parser):
             f.write("ok")
         os.remove(probe)
     except OSError as e:
-        fail(f"cannot write to the run folder {rt.run_dir}: {e.strerror} (--output_root / --run_name)")
+        fail(
+            f"cannot write to the run folder {rt.run_dir}: {e.strerror} (--output_root / --run_name)"
+        )
     if args.evaluate:
         return
     for name in checkpoint.TEMP_FILES:  # left by a process killed while saving
@@ -104,9 +115,24 @@ def append_log(rt, log):
 
 
 # Flags that change what an evaluation scores (besides clips, crops and --test_sampling, named in full).
-RESULT_FLAGS = ("arch", "num_classes", "val_list", "data_root", "image_tmpl", "t_length", "t_stride",
-                "new_size", "crop_size", "amp", "channels_last", "decode_device", "mode",
-                "num_segments", "shift", "use_ema")
+RESULT_FLAGS = (
+    "arch",
+    "num_classes",
+    "val_list",
+    "data_root",
+    "image_tmpl",
+    "t_length",
+    "t_stride",
+    "new_size",
+    "crop_size",
+    "amp",
+    "channels_last",
+    "decode_device",
+    "mode",
+    "num_segments",
+    "shift",
+    "use_ema",
+)
 
 
 def evaluation_files(args, rt):
@@ -115,7 +141,9 @@ def evaluation_files(args, rt):
     Rank 0 checks it can write them all BEFORE evaluating: a failure is one line at once, not after it."""
     settings = {k: getattr(args, k, None) for k in RESULT_FLAGS}
     settings.update(resume=os.path.realpath(args.resume), mean=list(rt.mean), std=list(rt.std))
-    digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[
+        :8
+    ]
     tag = f"{args.test_clips}x{args.test_crops}_{args.test_sampling}_{digest}"
     paths = report.evaluation_paths(rt.run_dir, tag, args.save_scores)
     for path in paths.values() if rt.rank == 0 else ():
@@ -124,7 +152,9 @@ def evaluation_files(args, rt):
             open(path, "ab").close()  # appends nothing: an existing file is left as it was
             os.remove(path) if not existed else None
         except OSError as e:
-            fail(f"cannot write {path}: {e.strerror}; nothing evaluated (--output_root / --run_name)")
+            fail(
+                f"cannot write {path}: {e.strerror}; nothing evaluated (--output_root / --run_name)"
+            )
     return tag
 
 
@@ -136,7 +166,10 @@ def stop_on_signals():
     128 + signal, after requeueing the Slurm job on SIGUSR1. The previous handlers come back afterwards
     (callers running main() in-process)."""
     STOP["signal"] = 0
-    old = {sig: signal.signal(sig, lambda signum, frame: STOP.update(signal=signum)) for sig in STOP_SIGNALS}
+    old = {
+        sig: signal.signal(sig, lambda signum, frame: STOP.update(signal=signum))
+        for sig in STOP_SIGNALS
+    }
     try:
         yield
     finally:
@@ -159,14 +192,16 @@ def end_of_step(args, rt, net, progress, d, bad, next_iter):
     where = f"at epoch {progress.epoch} iteration {next_iter}"
     if not too_many:
         exit_on_signal(rt, signum, where)
-    fail(f"{len(progress.bad_seen)} bad videos replaced, more than --max_bad_videos {args.max_bad_videos} "
-         f"(listed in {rt.run_dir}/bad_videos.txt); saved checkpoint.pth {where}. Fix them "
-         "(python prepare.py check LIST), then --resume auto")
+    fail(
+        f"{len(progress.bad_seen)} bad videos replaced, more than --max_bad_videos {args.max_bad_videos} "
+        f"(listed in {rt.run_dir}/bad_videos.txt); saved checkpoint.pth {where}. Fix them "
+        "(python prepare.py check LIST), then --resume auto"
+    )
 
 
 def exit_if_signalled(rt, progress):
     """Between epochs: a signal during validation. checkpoint.pth is saved already; all ranks exit."""
-    signum, = agreed_signal(rt)
+    (signum,) = agreed_signal(rt)
     if signum:
         exit_on_signal(rt, signum, f"at epoch {progress.epoch} iteration {progress.iter}")
 
@@ -199,12 +234,18 @@ def requeue_slurm_job():
         return "not in a Slurm job: nothing requeued (continue with --resume auto)"
     try:
         r = subprocess.run(["scontrol", "requeue", job], capture_output=True, text=True, timeout=60)
-        why = "" if r.returncode == 0 else (r.stderr or r.stdout).strip() or f"exit status {r.returncode}"
+        why = (
+            ""
+            if r.returncode == 0
+            else (r.stderr or r.stdout).strip() or f"exit status {r.returncode}"
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         why = str(e)
     if why:
-        warn(f"scontrol requeue {job} failed ({why.splitlines()[0]}); checkpoint.pth is saved: submit the "
-             "job again and --resume auto continues it")
+        warn(
+            f"scontrol requeue {job} failed ({why.splitlines()[0]}); checkpoint.pth is saved: submit the "
+            "job again and --resume auto continues it"
+        )
         return f"Slurm job {job} not requeued"
     return f"requeued Slurm job {job}"
 
@@ -213,7 +254,9 @@ def resumed(args, rt, ckpt):
     """After checkpoint.resume: where the run continues from, printed and (training) in events.log."""
     if ckpt is None:
         return
-    text = f"resumed from {args.resume} at epoch {ckpt.get('epoch')} iteration {ckpt.get('iter', 0)}"
+    text = (
+        f"resumed from {args.resume} at epoch {ckpt.get('epoch')} iteration {ckpt.get('iter', 0)}"
+    )
     job, restart = os.environ.get("SLURM_JOB_ID"), os.environ.get("SLURM_RESTART_COUNT", 0)
     if job:  # a job's first run is restart 0 (Slurm sets the variable from the first requeue on)
         text += f" (Slurm job {job}, restart {restart})"

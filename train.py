@@ -29,6 +29,7 @@ References: pytorch/examples imagenet/main.py (flags, top-k), torchvision refere
 cosine schedule, multi-view testing), BannyStone/Video_Classification_PyTorch (the flags and run-folder
 name kept here; its fine-tuning scripts: --freeze_bn, --fc_only).
 """
+
 import argparse
 import builtins
 import contextlib
@@ -64,34 +65,78 @@ from errors import fail, warn
 
 # Datasets whose labels name a direction (a flipped "moving left" is "moving right"): no horizontal flips.
 NO_FLIP = {"sthv1", "sthv2", "demo"}
-NUM_CLASSES = {"ucf101": 101, "hmdb51": 51, "kinetics400": 400, "kinetics200": 200, "sthv1": 174,
-               "sthv2": 174}
+NUM_CLASSES = {
+    "ucf101": 101,
+    "hmdb51": 51,
+    "kinetics400": 400,
+    "kinetics200": 200,
+    "sthv1": 174,
+    "sthv2": 174,
+}
 # `python train.py demo`: recipes/demo.txt learns data.py's synthetic motion classes on a CPU in ~1 minute.
 DEMO_RECIPE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recipes", "demo.txt")
 DEMO_DATA = dict(videos=128, frames=24, size=(64, 48))  # per split; small frames keep it CPU-fast
-SUBCOMMANDS = ("predict", "features", "export")  # `python train.py predict ...` runs predict.py (__main__)
+SUBCOMMANDS = (
+    "predict",
+    "features",
+    "export",
+)  # `python train.py predict ...` runs predict.py (__main__)
 # Flags about this process, not about the model or its clips: --evaluate and predict never take these
 # from a checkpoint. Every other saved flag they do (so a flag you add reaches them with no edit there).
-PROCESS_FLAGS = {"train_list", "val_list", "pretrained", "pretrained_model", "class_names", "batch_size",
-                 "tensorboard", "workers", "resume", "evaluate", "start_epoch", "output_root", "run_name",
-                 "data_root", "decode_device", "ddp", "device", "amp", "sync_bn", "channels_last", "compile",
-                 "test_clips", "test_crops", "save_scores", "video_decoder", "read_timeout", "use_ema"}
+PROCESS_FLAGS = {
+    "train_list",
+    "val_list",
+    "pretrained",
+    "pretrained_model",
+    "class_names",
+    "batch_size",
+    "tensorboard",
+    "workers",
+    "resume",
+    "evaluate",
+    "start_epoch",
+    "output_root",
+    "run_name",
+    "data_root",
+    "decode_device",
+    "ddp",
+    "device",
+    "amp",
+    "sync_bn",
+    "channels_last",
+    "compile",
+    "test_clips",
+    "test_crops",
+    "save_scores",
+    "video_decoder",
+    "read_timeout",
+    "use_ema",
+}
 
 
 # ---- flags -----------------------------------------------------------------------------------------
 def number(cast, low, below=math.inf, top=math.inf):
     """An argparse type: a `cast` number in [low, below) and <= top. Counts and sizes are >= 1: a 0 would
     only fail later, as a division by zero."""
+
     def parse(text):
         try:
             x = cast(text)
         except ValueError:
             x = None
         if x is None or not low <= x < below or x > top or not math.isfinite(x):
-            want = (f"in [{low}, {top}]" if top < math.inf else f"an integer >= {low}" if cast is int
-                    else f"a number >= {low}" if below == math.inf else f"in [{low}, {below})")
+            want = (
+                f"in [{low}, {top}]"
+                if top < math.inf
+                else f"an integer >= {low}"
+                if cast is int
+                else f"a number >= {low}"
+                if below == math.inf
+                else f"in [{low}, {below})"
+            )
             raise argparse.ArgumentTypeError(f"must be {want}, got {text!r}")
         return x
+
     return parse
 
 
@@ -117,111 +162,291 @@ class Parser(argparse.ArgumentParser):
 
 def get_args_parser():
     p = Parser(prog="train.py", description="Train / evaluate 3D, TSN/TSM and 2D video networks.")
-    p.add_argument("dataset", help=f"{', '.join(NUM_CLASSES)} (sets the classes), demo, or any name")
-    p.add_argument("train_list", nargs="?", help="list file: '<frame_dir> <num_frames> <label>' per line")
-    p.add_argument("val_list", nargs="?", help="validation list file, same format (demo: both optional)")
-    # model and clips (the original project's flags)
+    p.add_argument(
+        "dataset", help=f"{', '.join(NUM_CLASSES)} (sets the classes), demo, or any name"
+    )
+    p.add_argument(
+        "train_list", nargs="?", help="list file: '<frame_dir> <num_frames> <label>' per line"
+    )
+    p.add_argument(
+        "val_list", nargs="?", help="validation list file, same format (demo: both optional)"
+    )
+    add_model_args(
+        p.add_argument_group("model and clips", "what the model is and the clips it sees")
+    )
+    add_optim_args(
+        p.add_argument_group("optimisation", "the recipe: optimizer, schedule, fine-tuning")
+    )
+    add_recipe_args(p.add_argument_group("modern recipe", "AdamW, layer decay, drop path, EMA"))
+    add_augment_args(p.add_argument_group("augmentation", "mixing and clip augmentation"))
+    add_run_args(p.add_argument_group("run", "this process: data access, devices, monitoring"))
+    add_eval_args(p.add_argument_group("evaluation", "--evaluate: views and protocol"))
+    return p
+
+
+def add_model_args(p):
+    """Model and clip flags (the original project's)."""
     p.add_argument("-a", "--arch", default="resnet50_3d", help=f"one of: {', '.join(models.ARCHS)}")
-    p.add_argument("--dro", "--dropout", dest="dropout", default=0.2, type=fraction, help="dropout before fc")
-    p.add_argument("--mode", default="3D", choices=["3D", "TSN", "2D"], help="3D clips | TSN segments | 2D")
+    p.add_argument(
+        "--dro", "--dropout", dest="dropout", default=0.2, type=fraction, help="dropout before fc"
+    )
+    p.add_argument(
+        "--mode", default="3D", choices=["3D", "TSN", "2D"], help="3D clips | TSN segments | 2D"
+    )
     p.add_argument("--num_segments", default=1, type=positive, help="TSN/2D: a snippet per segment")
-    p.add_argument("--shift", default=0, type=natural, help="TSM: shift 1/N of channels each way, 0: off")
+    p.add_argument(
+        "--shift", default=0, type=natural, help="TSM: shift 1/N of channels each way, 0: off"
+    )
     p.add_argument("--t_length", type=positive, help="frames per clip/snippet; 16, TSN/2D: 1")
     p.add_argument("--t_stride", default=4, type=positive, help="frames between sampled frames")
-    p.add_argument("--new_size", default=256, type=positive, help="short side in px before cropping")
+    p.add_argument(
+        "--new_size", default=256, type=positive, help="short side in px before cropping"
+    )
     p.add_argument("--crop_size", default=224, type=positive, help="square crop in px")
-    p.add_argument("--pretrained", nargs="?", const="imagenet", help="imagenet (bare), kinetics400, PATH...")
+    p.add_argument(
+        "--pretrained", nargs="?", const="imagenet", help="imagenet (bare), kinetics400, PATH..."
+    )
     p.add_argument("--pretrained_model", help="PATH to pretrained weights (overrides --pretrained)")
-    p.add_argument("--inflate", default="mean", choices=["mean", "center"], help="2D kernels over time")
+    p.add_argument(
+        "--inflate", default="mean", choices=["mean", "center"], help="2D kernels over time"
+    )
     p.add_argument("--num_classes", type=positive, help="override the number of classes")
-    p.add_argument("--class_names", help="one name per line (default: <dataset>_classes.txt by train_list)")
-    p.add_argument("--train_crop", default="jitter", choices=data.TRAIN_CROPS, help="scale jitter | TSN's "
-                   "multiscale corner crops")
-    p.add_argument("--no_flip", action="store_true", help=f"no train flips (always: {sorted(NO_FLIP)})")
-    p.add_argument("--mean", type=float, nargs=3, help="input mean, RGB in [0, 1] (default: the weights')")
-    p.add_argument("--std", type=float, nargs=3, help="input std, RGB in [0, 1] (default: the weights')")
-    # optimisation
+    p.add_argument(
+        "--class_names", help="one name per line (default: <dataset>_classes.txt by train_list)"
+    )
+    p.add_argument(
+        "--train_crop",
+        default="jitter",
+        choices=data.TRAIN_CROPS,
+        help="scale jitter | TSN's multiscale corner crops",
+    )
+    p.add_argument(
+        "--no_flip", action="store_true", help=f"no train flips (always: {sorted(NO_FLIP)})"
+    )
+    p.add_argument(
+        "--mean", type=float, nargs=3, help="input mean, RGB in [0, 1] (default: the weights')"
+    )
+    p.add_argument(
+        "--std", type=float, nargs=3, help="input std, RGB in [0, 1] (default: the weights')"
+    )
+
+
+def add_optim_args(p):
+    """The optimizer, schedule and fine-tuning flags."""
     p.add_argument("--epochs", default=95, type=positive, help="total epochs")
     # Per process: -b (DataParallel splits it over the GPUs) and -j. Global: the SGD step, b x processes x
     # iter_size clips, and the --lr it takes (never rescaled when the batch changes).
-    p.add_argument("-b", "--batch-size", dest="batch_size", default=64, type=positive, help="clips/process")
-    p.add_argument("--iter_size", default=1, type=positive, help="batches accumulated into one SGD step")
-    p.add_argument("--lr", "--learning-rate", dest="lr", default=0.001, type=nonnegative, help="initial lr")
-    p.add_argument("--lr_policy", default="step", choices=["step", "cosine"], help="cosine: to 0 at --epochs")
-    p.add_argument("--lr_steps", default=[40, 80, 90], type=nonnegative, nargs="+", help="epochs of lr x0.1")
-    p.add_argument("--warmup", default=0.0, type=nonnegative, help="epochs of linear lr warmup, per step")
+    p.add_argument(
+        "-b", "--batch-size", dest="batch_size", default=64, type=positive, help="clips/process"
+    )
+    p.add_argument(
+        "--iter_size", default=1, type=positive, help="batches accumulated into one SGD step"
+    )
+    p.add_argument(
+        "--lr", "--learning-rate", dest="lr", default=0.001, type=nonnegative, help="initial lr"
+    )
+    p.add_argument(
+        "--lr_policy", default="step", choices=["step", "cosine"], help="cosine: to 0 at --epochs"
+    )
+    p.add_argument(
+        "--lr_steps", default=[40, 80, 90], type=nonnegative, nargs="+", help="epochs of lr x0.1"
+    )
+    p.add_argument(
+        "--warmup", default=0.0, type=nonnegative, help="epochs of linear lr warmup, per step"
+    )
     p.add_argument("--momentum", default=0.9, type=nonnegative, help="SGD momentum")
-    p.add_argument("--wd", "--weight-decay", dest="weight_decay", default=5e-4, type=nonnegative, help="L2")
-    p.add_argument("--bn_bias_wd", action="store_true", help="--wd on BN and biases too (the original)")
-    p.add_argument("--clip-grad", dest="clip_grad", default=0.0, type=nonnegative, help="max norm, 0: off")
-    p.add_argument("--label-smoothing", dest="label_smoothing", default=0.0, type=fraction, help="in [0, 1)")
-    add_recipe_args(p)  # AdamW, layer decay, mixing, clip augmentation, drop path, EMA
-    p.add_argument("--freeze_bn", action="store_true", help="fine-tuning: BN statistics and affine fixed")
+    p.add_argument(
+        "--wd", "--weight-decay", dest="weight_decay", default=5e-4, type=nonnegative, help="L2"
+    )
+    p.add_argument(
+        "--bn_bias_wd", action="store_true", help="--wd on BN and biases too (the original)"
+    )
+    p.add_argument(
+        "--clip-grad", dest="clip_grad", default=0.0, type=nonnegative, help="max norm, 0: off"
+    )
+    p.add_argument(
+        "--label-smoothing", dest="label_smoothing", default=0.0, type=fraction, help="in [0, 1)"
+    )
+    p.add_argument(
+        "--freeze_bn", action="store_true", help="fine-tuning: BN statistics and affine fixed"
+    )
     p.add_argument("--fc_only", action="store_true", help="fine-tuning: train the classifier only")
-    # monitoring
-    p.add_argument("-p", "--print-freq", dest="print_freq", default=20, type=positive, help="every N steps")
-    p.add_argument("-ef", "--eval-freq", dest="eval_freq", default=2, type=positive, help="every N epochs")
-    p.add_argument("--tensorboard", action="store_true", help="also TensorBoard files in RUN/tensorboard")
-    # runtime
-    p.add_argument("-j", "--workers", default=4, type=natural, help="loader worker processes per process")
-    p.add_argument("--resume", default="", help="checkpoint PATH, or auto (the run folder's, if any)")
-    p.add_argument("-e", "--evaluate", action="store_true", help="only evaluate --resume on val_list")
-    p.add_argument("--start-epoch", dest="start_epoch", default=0, type=natural, help="first epoch")
-    p.add_argument("--output_root", default="./output", help="run folders go here")
-    p.add_argument("--run_name", help="run folder (default: from dataset, arch, clip, dropout)")
-    p.add_argument("--image_tmpl", default="img_{:05d}.jpg", help="frame file name, .format(number)")
-    p.add_argument("--data_root", help="folder frame_dirs are relative to (default: each list's folder)")
-    p.add_argument("--read_timeout", default=600, type=nonnegative, help="s a file read may take, 0: any")
-    p.add_argument("--max_bad_videos", default=100, type=natural, help="bad videos replaced before a stop")
-    p.add_argument("--decode_device", default="cpu", choices=["cpu", "cuda"], help="JPEGs: loader or nvJPEG")
-    p.add_argument("--video_decoder", default="auto", choices=data.VIDEO_DECODERS, help="video files: auto = "
-                   "TorchCodec if FFmpeg's libraries load, else PyAV")
-    p.add_argument("--ddp", action="store_true", help="DDP under torchrun (else DataParallel)")
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu")
-    p.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"], help="mixed precision")
-    p.add_argument("--sync-bn", dest="sync_bn", action="store_true", help="BN statistics over DDP processes")
-    p.add_argument("--channels-last", dest="channels_last", action="store_true", help="channels_last_3d")
-    p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument("--seed", default=0, type=natural, help="seed for init, sampling and augmentation")
-    # evaluation
-    p.add_argument("--test_clips", default=1, type=positive, help="--evaluate: clips per video")
-    p.add_argument("--test_crops", default=1, type=int, choices=[1, 3, 10], help="--evaluate: crops per clip")
-    p.add_argument("--test_sampling", default="ours", choices=data.PLACEMENTS, help="where val/test clips go")
-    p.add_argument("--save_scores", action="store_true", help="also write the per-video scores (.npz)")
-    return p
 
 
 def add_recipe_args(p):
     """The transformers' recipe (PySlowFast's MViT, Video Swin, VideoMAE), usable with any arch."""
-    p.add_argument("--opt", default="sgd", choices=["sgd", "adamw"], help="optimizer (adamw: no --momentum)")
-    p.add_argument("--norm-weight-decay", dest="norm_weight_decay", default=0.0, type=nonnegative,
-                   help="wd of norms, biases, position embeddings, class tokens (--bn_bias_wd: --wd)")
-    p.add_argument("--lr-min", dest="lr_min", default=0.0, type=nonnegative, help="cosine: lr at --epochs")
-    p.add_argument("--lr-warmup-start", dest="lr_warmup_start", default=0.0, type=nonnegative,
-                   help="--warmup starts from this lr (else 0)")
-    p.add_argument("--layer-decay", dest="layer_decay", default=1.0, type=probability,
-                   help="layer i of L's lr x this^(L + 1 - i) (BEiT; stem 0, head L + 1); 1: off")
-    p.add_argument("--mixup-alpha", dest="mixup_alpha", default=0.0, type=nonnegative, help="0: off")
-    p.add_argument("--cutmix-alpha", dest="cutmix_alpha", default=0.0, type=nonnegative, help="0: off")
-    p.add_argument("--mix-prob", dest="mix_prob", default=1.0, type=probability, help="P(a batch is mixed)")
-    p.add_argument("--mix-switch-prob", dest="mix_switch_prob", default=0.5, type=probability,
-                   help="P(CutMix rather than MixUp) when both are on")
-    p.add_argument("--auto-augment", dest="auto_augment", choices=["ra"], help="ra: RandAugment per clip")
-    p.add_argument("--ra-magnitude", dest="ra_magnitude", default=9, type=number(int, 0, 31), help="0-30")
+    p.add_argument(
+        "--opt", default="sgd", choices=["sgd", "adamw"], help="optimizer (adamw: no --momentum)"
+    )
+    p.add_argument(
+        "--norm-weight-decay",
+        dest="norm_weight_decay",
+        default=0.0,
+        type=nonnegative,
+        help="wd of norms, biases, position embeddings, class tokens (--bn_bias_wd: --wd)",
+    )
+    p.add_argument(
+        "--lr-min", dest="lr_min", default=0.0, type=nonnegative, help="cosine: lr at --epochs"
+    )
+    p.add_argument(
+        "--lr-warmup-start",
+        dest="lr_warmup_start",
+        default=0.0,
+        type=nonnegative,
+        help="--warmup starts from this lr (else 0)",
+    )
+    p.add_argument(
+        "--layer-decay",
+        dest="layer_decay",
+        default=1.0,
+        type=probability,
+        help="layer i of L's lr x this^(L + 1 - i) (BEiT; stem 0, head L + 1); 1: off",
+    )
+    p.add_argument(
+        "--drop-path", dest="drop_path", type=fraction, help="stochastic depth (default: arch's)"
+    )
+    p.add_argument(
+        "--model-ema", dest="model_ema", action="store_true", help="EMA of weights and buffers"
+    )
+    p.add_argument(
+        "--model-ema-decay",
+        dest="model_ema_decay",
+        default=0.9998,
+        type=fraction,
+        help="EMA decay per update",
+    )
+    p.add_argument(
+        "--model-ema-steps",
+        dest="model_ema_steps",
+        default=1,
+        type=positive,
+        help="optimizer steps per EMA update",
+    )
+    p.add_argument(
+        "--use-ema",
+        dest="use_ema",
+        action="store_true",
+        help="--evaluate / predict: the EMA weights; training: the EMA top-1 picks model_best",
+    )
+
+
+def add_augment_args(p):
+    """Batch mixing (MixUp / CutMix) and per-clip augmentation."""
+    p.add_argument(
+        "--mixup-alpha", dest="mixup_alpha", default=0.0, type=nonnegative, help="0: off"
+    )
+    p.add_argument(
+        "--cutmix-alpha", dest="cutmix_alpha", default=0.0, type=nonnegative, help="0: off"
+    )
+    p.add_argument(
+        "--mix-prob", dest="mix_prob", default=1.0, type=probability, help="P(a batch is mixed)"
+    )
+    p.add_argument(
+        "--mix-switch-prob",
+        dest="mix_switch_prob",
+        default=0.5,
+        type=probability,
+        help="P(CutMix rather than MixUp) when both are on",
+    )
+    p.add_argument(
+        "--auto-augment", dest="auto_augment", choices=["ra"], help="ra: RandAugment per clip"
+    )
+    p.add_argument(
+        "--ra-magnitude", dest="ra_magnitude", default=9, type=number(int, 0, 31), help="0-30"
+    )
     p.add_argument("--ra-num-ops", dest="ra_num_ops", default=2, type=positive, help="ops per clip")
-    p.add_argument("--random-erase", dest="random_erase", default=0.0, type=probability, help="P per clip")
-    p.add_argument("--color-jitter", dest="color_jitter", default=0.0, type=nonnegative,
-                   help="brightness, contrast, saturation strength per clip")
-    p.add_argument("--ra-reps", dest="ra_reps", default=1, type=positive,
-                   help="repeated augmentation: clips per video per step (-b counts videos)")
-    p.add_argument("--drop-path", dest="drop_path", type=fraction, help="stochastic depth (default: arch's)")
-    p.add_argument("--model-ema", dest="model_ema", action="store_true", help="EMA of weights and buffers")
-    p.add_argument("--model-ema-decay", dest="model_ema_decay", default=0.9998, type=fraction,
-                   help="EMA decay per update")
-    p.add_argument("--model-ema-steps", dest="model_ema_steps", default=1, type=positive,
-                   help="optimizer steps per EMA update")
-    p.add_argument("--use-ema", dest="use_ema", action="store_true",
-                   help="--evaluate / predict: the EMA weights; training: the EMA top-1 picks model_best")
+    p.add_argument(
+        "--random-erase", dest="random_erase", default=0.0, type=probability, help="P per clip"
+    )
+    p.add_argument(
+        "--color-jitter",
+        dest="color_jitter",
+        default=0.0,
+        type=nonnegative,
+        help="brightness, contrast, saturation strength per clip",
+    )
+    p.add_argument(
+        "--ra-reps",
+        dest="ra_reps",
+        default=1,
+        type=positive,
+        help="repeated augmentation: clips per video per step (-b counts videos)",
+    )
+
+
+def add_run_args(p):
+    """Where and how this process runs: data access, devices, monitoring."""
+    p.add_argument(
+        "-p", "--print-freq", dest="print_freq", default=20, type=positive, help="every N steps"
+    )
+    p.add_argument(
+        "-ef", "--eval-freq", dest="eval_freq", default=2, type=positive, help="every N epochs"
+    )
+    p.add_argument(
+        "--tensorboard", action="store_true", help="also TensorBoard files in RUN/tensorboard"
+    )
+    p.add_argument(
+        "-j", "--workers", default=4, type=natural, help="loader worker processes per process"
+    )
+    p.add_argument(
+        "--resume", default="", help="checkpoint PATH, or auto (the run folder's, if any)"
+    )
+    p.add_argument(
+        "-e", "--evaluate", action="store_true", help="only evaluate --resume on val_list"
+    )
+    p.add_argument("--start-epoch", dest="start_epoch", default=0, type=natural, help="first epoch")
+    p.add_argument("--output_root", default="./output", help="run folders go here")
+    p.add_argument("--run_name", help="run folder (default: from dataset, arch, clip, dropout)")
+    p.add_argument(
+        "--image_tmpl", default="img_{:05d}.jpg", help="frame file name, .format(number)"
+    )
+    p.add_argument(
+        "--data_root", help="folder frame_dirs are relative to (default: each list's folder)"
+    )
+    p.add_argument(
+        "--read_timeout", default=600, type=nonnegative, help="s a file read may take, 0: any"
+    )
+    p.add_argument(
+        "--max_bad_videos", default=100, type=natural, help="bad videos replaced before a stop"
+    )
+    p.add_argument(
+        "--decode_device", default="cpu", choices=["cpu", "cuda"], help="JPEGs: loader or nvJPEG"
+    )
+    p.add_argument(
+        "--video_decoder",
+        default="auto",
+        choices=data.VIDEO_DECODERS,
+        help="video files: auto = TorchCodec if FFmpeg's libraries load, else PyAV",
+    )
+    p.add_argument("--ddp", action="store_true", help="DDP under torchrun (else DataParallel)")
+    p.add_argument(
+        "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu"
+    )
+    p.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"], help="mixed precision")
+    p.add_argument(
+        "--sync-bn", dest="sync_bn", action="store_true", help="BN statistics over DDP processes"
+    )
+    p.add_argument(
+        "--channels-last", dest="channels_last", action="store_true", help="channels_last_3d"
+    )
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument(
+        "--seed", default=0, type=natural, help="seed for init, sampling and augmentation"
+    )
+
+
+def add_eval_args(p):
+    """Evaluation views and protocol."""
+    p.add_argument("--test_clips", default=1, type=positive, help="--evaluate: clips per video")
+    p.add_argument(
+        "--test_crops", default=1, type=int, choices=[1, 3, 10], help="--evaluate: crops per clip"
+    )
+    p.add_argument(
+        "--test_sampling", default="ours", choices=data.PLACEMENTS, help="where val/test clips go"
+    )
+    p.add_argument(
+        "--save_scores", action="store_true", help="also write the per-video scores (.npz)"
+    )
 
 
 def parse_args(argv=None):
@@ -259,7 +484,9 @@ def check_args(args):
         fail(f"--arch {args.arch}: unknown; choose one of: {', '.join(models.ARCHS)}")
     check_mode(args)
     if args.dataset == "demo":
-        args.train_list = args.train_list or os.path.join(args.output_root, "demo_data", "train.txt")
+        args.train_list = args.train_list or os.path.join(
+            args.output_root, "demo_data", "train.txt"
+        )
         args.val_list = args.val_list or os.path.join(args.output_root, "demo_data", "val.txt")
     if not args.train_list or not args.val_list:
         fail("give train_list and val_list (only 'demo' makes its own)")
@@ -269,10 +496,14 @@ def check_args(args):
         fail(f"--device {args.device} but no CUDA GPU is visible; use --device cpu")
     if args.amp == "fp16" and not args.device.startswith("cuda"):
         fail("--amp fp16 needs a CUDA device; use --amp bf16 on CPU")
-    if args.sync_bn and not (args.ddp and args.device.startswith("cuda")):  # SyncBatchNorm: CUDA-only, DDP
+    if args.sync_bn and not (
+        args.ddp and args.device.startswith("cuda")
+    ):  # SyncBatchNorm: CUDA-only, DDP
         fail("--sync-bn needs --ddp on CUDA (one process has no other BN statistics to sync)")
     if args.compile and args.device == "cuda" and torch.cuda.device_count() > 1 and not args.ddp:
-        fail("--compile with several GPUs needs --ddp (DataParallel re-replicates the module every step)")
+        fail(
+            "--compile with several GPUs needs --ddp (DataParallel re-replicates the module every step)"
+        )
     if args.decode_device == "cuda" and not args.device.startswith("cuda"):
         fail("--decode_device cuda needs --device cuda")
     if any(s <= 0 for s in args.std or [1]):
@@ -291,11 +522,17 @@ def check_mode(args):
     """--mode, --num_segments, --shift, --t_length together."""
     args.t_length = default_t_length(args)
     if args.mode == "3D" and (args.num_segments > 1 or args.shift):
-        fail(f"--num_segments {args.num_segments} --shift {args.shift}: segments are for --mode TSN or 2D")
+        fail(
+            f"--num_segments {args.num_segments} --shift {args.shift}: segments are for --mode TSN or 2D"
+        )
     if models.mode_error(args.arch, args.mode):
         fail(models.mode_error(args.arch, args.mode))
-    if args.shift == 1 or args.shift > 64:  # 2/shift of the channels move; 64: the fewest a block has
-        fail(f"--shift {args.shift}: must be 0 (off) or 2..64 (TSM: 8, a quarter of the channels move)")
+    if (
+        args.shift == 1 or args.shift > 64
+    ):  # 2/shift of the channels move; 64: the fewest a block has
+        fail(
+            f"--shift {args.shift}: must be 0 (off) or 2..64 (TSM: 8, a quarter of the channels move)"
+        )
     if args.shift and args.arch not in models.RESNET_2D:
         fail(f"--shift {args.shift} needs a 2D ResNet arch ({', '.join(models.RESNET_2D)})")
 
@@ -309,32 +546,43 @@ def check_recipe_args(args):
     if args.lr_warmup_start and not args.warmup:
         fail(f"--lr-warmup-start {args.lr_warmup_start} needs --warmup EPOCHS")
     if args.layer_decay <= 0 or (args.layer_decay < 1 and args.arch not in models.LAYERS):
-        fail(f"--layer-decay {args.layer_decay}: needs a value in (0, 1] and an arch with layers to number "
-             f"({', '.join(a for a in models.ARCHS if a in models.LAYERS)}), not --arch {args.arch}")
+        fail(
+            f"--layer-decay {args.layer_decay}: needs a value in (0, 1] and an arch with layers to number "
+            f"({', '.join(a for a in models.ARCHS if a in models.LAYERS)}), not --arch {args.arch}"
+        )
     if args.drop_path is not None and args.arch not in models.DROP_PATH:
-        fail(f"--drop-path {args.drop_path}: --arch {args.arch} has no stochastic depth "
-             f"(these have: {', '.join(models.DROP_PATH)})")
+        fail(
+            f"--drop-path {args.drop_path}: --arch {args.arch} has no stochastic depth "
+            f"(these have: {', '.join(models.DROP_PATH)})"
+        )
     if args.use_ema and not args.model_ema and not args.evaluate:
         fail("--use-ema needs --model-ema (there is no EMA to use)")
-    if args.decode_device == "cuda" and (args.auto_augment or args.random_erase or args.color_jitter
-                                         or args.ra_reps > 1):
-        fail("--auto-augment / --random-erase / --color-jitter / --ra-reps work on the loader's clips: "
-             "use --decode_device cpu")
+    if args.decode_device == "cuda" and (
+        args.auto_augment or args.random_erase or args.color_jitter or args.ra_reps > 1
+    ):
+        fail(
+            "--auto-augment / --random-erase / --color-jitter / --ra-reps work on the loader's clips: "
+            "use --decode_device cpu"
+        )
 
 
 def run_dir_name(args):
     # The original project's experiment id, so old and new runs sort side by side; segments when > 1.
     t_length = default_t_length(args)
     segments = (f"_segments{args.num_segments}" if args.num_segments > 1 else "") + (
-        f"_shift{args.shift}" if args.shift else "")
-    return (f"{args.dataset}_{args.arch}_{args.mode}{segments}_length{t_length}_stride{args.t_stride}"
-            f"_dropout{args.dropout}")
+        f"_shift{args.shift}" if args.shift else ""
+    )
+    return (
+        f"{args.dataset}_{args.arch}_{args.mode}{segments}_length{t_length}_stride{args.t_stride}"
+        f"_dropout{args.dropout}"
+    )
 
 
 # ---- where we run ----------------------------------------------------------------------------------
 @dataclass
 class Runtime:
     """Where this process runs and how its steps compute: passed around instead of long argument lists."""
+
     rank: int
     world_size: int
     local_rank: int
@@ -375,7 +623,9 @@ def setup_runtime(args):
         if cuda:
             torch.cuda.set_device(local_rank)  # one GPU per process, before NCCL touches any device
         dist.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=world_size)
-        if rank != 0:  # only rank 0 prints (model.py's pretrained summary included); warnings go to stderr
+        if (
+            rank != 0
+        ):  # only rank 0 prints (model.py's pretrained summary included); warnings go to stderr
             builtins.print = lambda *a, **k: None
         where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
         print(f"DDP: {world_size} processes, rendezvous {where}")
@@ -385,9 +635,15 @@ def setup_runtime(args):
     # cuDNN trap: benchmark mode times every 3D conv algorithm once per input shape. A win for fixed-size
     # training; for evaluation (one pass, other shapes) it only costs time and workspace memory.
     torch.backends.cudnn.benchmark = not args.evaluate
-    return Runtime(rank, world_size, local_rank, device, os.path.join(args.output_root, args.run_name),
-                   torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None),
-                   torch.channels_last_3d if args.channels_last else torch.contiguous_format)
+    return Runtime(
+        rank,
+        world_size,
+        local_rank,
+        device,
+        os.path.join(args.output_root, args.run_name),
+        torch.autocast(device.type, dtype=amp_dtype, enabled=amp_dtype is not None),
+        torch.channels_last_3d if args.channels_last else torch.contiguous_format,
+    )
 
 
 # ---- data ------------------------------------------------------------------------------------------
@@ -408,17 +664,37 @@ def make_dataset(args, list_file, mode):
     checkpoint's flags: checkpoint_args) all build theirs here: an option added here reaches all four."""
     test = mode == "test"
     return data.VideoFrameDataset(
-        list_file, mode=mode, root=args.data_root, image_tmpl=args.image_tmpl, t_length=args.t_length,
-        t_stride=args.t_stride, new_size=args.new_size, crop_size=args.crop_size,
-        num_clips=args.test_clips if test else 1, num_crops=args.test_crops if test else 1,
-        test_sampling=args.test_sampling, num_classes=args.num_classes, seed=args.seed,
-        flip=not (args.no_flip or args.dataset in NO_FLIP), encoded=args.decode_device == "cuda",
-        video_decoder=getattr(args, "video_decoder", "auto"), read_timeout=args.read_timeout or None,
+        list_file,
+        mode=mode,
+        root=args.data_root,
+        image_tmpl=args.image_tmpl,
+        t_length=args.t_length,
+        t_stride=args.t_stride,
+        new_size=args.new_size,
+        crop_size=args.crop_size,
+        num_clips=args.test_clips if test else 1,
+        num_crops=args.test_crops if test else 1,
+        test_sampling=args.test_sampling,
+        num_classes=args.num_classes,
+        seed=args.seed,
+        flip=not (args.no_flip or args.dataset in NO_FLIP),
+        encoded=args.decode_device == "cuda",
+        video_decoder=getattr(args, "video_decoder", "auto"),
+        read_timeout=args.read_timeout or None,
         finish_crop=not args.device.startswith("cuda"),  # a CPU model: the loader finishes the crop
-        num_segments=args.num_segments, train_crop=args.train_crop,
-        augment=data.clip_augment(args.auto_augment == "ra", args.ra_num_ops, args.ra_magnitude,
-                                  args.color_jitter, args.random_erase) if mode == "train" else None,
-        reps=args.ra_reps)
+        num_segments=args.num_segments,
+        train_crop=args.train_crop,
+        augment=data.clip_augment(
+            args.auto_augment == "ra",
+            args.ra_num_ops,
+            args.ra_magnitude,
+            args.color_jitter,
+            args.random_erase,
+        )
+        if mode == "train"
+        else None,
+        reps=args.ra_reps,
+    )
 
 
 def worker_init_fn(worker_id):
@@ -444,7 +720,9 @@ def build_data(args, rt):
     for flag, path in (("train_list", args.train_list), ("val_list", args.val_list)):
         if not os.path.isfile(path):
             fail(f"{flag} not found: {path}")
-    args.num_classes = args.num_classes or NUM_CLASSES.get(args.dataset)  # else: from the lists, below
+    args.num_classes = args.num_classes or NUM_CLASSES.get(
+        args.dataset
+    )  # else: from the lists, below
     views = args.test_clips * args.test_crops if args.evaluate else 1
     try:
         train_ds = make_dataset(args, args.train_list, "train")
@@ -453,29 +731,52 @@ def build_data(args, rt):
         fail(str(e))
     args.num_classes = args.num_classes or max(train_ds.num_classes, val_ds.num_classes)
     if rt.rank == 0 and any(data.is_video_file(v.path) for v in train_ds.videos + val_ds.videos):
-        print(f"video files: decoded with {train_ds.video_decoder} (AVI files: pyav; --video_decoder)")
+        print(
+            f"video files: decoded with {train_ds.video_decoder} (AVI files: pyav; --video_decoder)"
+        )
     check_frame_folders(args, [] if args.evaluate else train_ds.videos, val_ds.videos)
     train_labels, warned = {v.label for v in train_ds.videos}, set()
     for v in val_ds.videos:  # it would silently widen the classifier, and can never be right
-        if v.label not in train_labels and v.label not in warned and rt.rank == 0 and not args.evaluate:
+        if (
+            v.label not in train_labels
+            and v.label not in warned
+            and rt.rank == 0
+            and not args.evaluate
+        ):
             warned.add(v.label)
             warn(f"{args.val_list}:{v.line}: label {v.label} never occurs in {args.train_list}")
     # Training: DistributedSampler also serves one process (num_replicas=1) so that the shuffle order is a
     # function of (seed, epoch) only -- exact resume. It pads with repeats so every rank steps equally.
-    train_sampler = DistributedSampler(train_ds, num_replicas=rt.world_size, rank=rt.rank, shuffle=True,
-                                       seed=args.seed)
+    train_sampler = DistributedSampler(
+        train_ds, num_replicas=rt.world_size, rank=rt.rank, shuffle=True, seed=args.seed
+    )
     # Validation: a disjoint shard per rank and no padding (DistributedSampler would count duplicates).
     val_indices = list(range(rt.rank, len(val_ds), rt.world_size))
-    val_loader = DataLoader(Subset(val_ds, val_indices), batch_size=max(1, args.batch_size // views),
-                            num_workers=args.workers, pin_memory=rt.device.type == "cuda",
-                            worker_init_fn=worker_init_fn, collate_fn=collate_fn(args),
-                            generator=torch.Generator().manual_seed(args.seed))
+    val_loader = DataLoader(
+        Subset(val_ds, val_indices),
+        batch_size=max(1, args.batch_size // views),
+        num_workers=args.workers,
+        pin_memory=rt.device.type == "cuda",
+        worker_init_fn=worker_init_fn,
+        collate_fn=collate_fn(args),
+        generator=torch.Generator().manual_seed(args.seed),
+    )
     step_clips = args.batch_size * args.iter_size
     if not args.evaluate and len(train_sampler) < step_clips:
-        fail(f"{args.train_list} has {len(train_sampler)} videos per process, fewer than --batch-size x "
-             f"--iter_size = {step_clips}")
-    return Data(train_ds, val_ds, train_sampler, val_loader, val_indices, len(train_sampler) // step_clips,
-                read_class_names(args), mixing(args))
+        fail(
+            f"{args.train_list} has {len(train_sampler)} videos per process, fewer than --batch-size x "
+            f"--iter_size = {step_clips}"
+        )
+    return Data(
+        train_ds,
+        val_ds,
+        train_sampler,
+        val_loader,
+        val_indices,
+        len(train_sampler) // step_clips,
+        read_class_names(args),
+        mixing(args),
+    )
 
 
 def mixing(args):
@@ -484,17 +785,25 @@ def mixing(args):
     Mixup). CutMix cuts the same box from every frame: a (B, C, T, H, W) batch passes as a Video, whose
     last two dims are H and W. Targets come back soft (B, classes), unmixed ones as the labels. Draws from
     torch's global generator, which a resume restores (as dropout's)."""
-    ops = [(kind(alpha=alpha, num_classes=args.num_classes), p) for kind, alpha, p in (
-        (v2.MixUp, args.mixup_alpha, 1 - args.mix_switch_prob), (v2.CutMix, args.cutmix_alpha,
-                                                                   args.mix_switch_prob)) if alpha > 0]
+    ops = [
+        (kind(alpha=alpha, num_classes=args.num_classes), p)
+        for kind, alpha, p in (
+            (v2.MixUp, args.mixup_alpha, 1 - args.mix_switch_prob),
+            (v2.CutMix, args.cutmix_alpha, args.mix_switch_prob),
+        )
+        if alpha > 0
+    ]
     if not ops:
         return lambda x, labels: (x, labels)
-    one = v2.RandomApply([v2.RandomChoice([op for op, _ in ops], p=[p for _, p in ops] if len(ops) > 1
-                                          else None)], p=args.mix_prob)
+    one = v2.RandomApply(
+        [v2.RandomChoice([op for op, _ in ops], p=[p for _, p in ops] if len(ops) > 1 else None)],
+        p=args.mix_prob,
+    )
 
     def mix(x, labels):
         x, targets = one(tv_tensors.Video(x), labels)
         return x.as_subclass(torch.Tensor), targets
+
     return mix
 
 
@@ -503,14 +812,17 @@ def check_frame_folders(args, *video_lists):
     for videos in video_lists:
         problems, count = prepare.check_folders(videos, args.image_tmpl)
         if count:
-            fail(f"{count} listed video(s) have missing frame folders or frames: {'; '.join(problems)}"
-                 f"{' ...' if count > len(problems) else ''} (full report: `python prepare.py check LIST`)")
+            fail(
+                f"{count} listed video(s) have missing frame folders or frames: {'; '.join(problems)}"
+                f"{' ...' if count > len(problems) else ''} (full report: `python prepare.py check LIST`)"
+            )
 
 
 def read_class_names(args):
     """--class_names, or <dataset>_classes.txt beside the train list (from `prepare.py lists`); or None."""
-    path = args.class_names or os.path.join(os.path.dirname(os.path.abspath(args.train_list)),
-                                            f"{args.dataset}_classes.txt")
+    path = args.class_names or os.path.join(
+        os.path.dirname(os.path.abspath(args.train_list)), f"{args.dataset}_classes.txt"
+    )
     if not os.path.isfile(path):
         if args.class_names:
             fail(f"--class_names {path}: no such file")
@@ -520,7 +832,9 @@ def read_class_names(args):
     except (ValueError, OSError) as e:
         fail(str(e))
     if len(names) != args.num_classes:
-        fail(f"{path} names {len(names)} classes, this run has {args.num_classes} (--num_classes, the lists)")
+        fail(
+            f"{path} names {len(names)} classes, this run has {args.num_classes} (--num_classes, the lists)"
+        )
     return names
 
 
@@ -531,14 +845,23 @@ def train_loader(args, d, epoch, start_iter):
     d.train_sampler.set_epoch(epoch)  # shuffle order = f(seed, epoch)
     d.train_ds.set_epoch(epoch)  # augmentation seeds = (seed, epoch, index)
     used = d.steps_per_epoch * args.iter_size * args.batch_size
-    order = list(d.train_sampler)[start_iter * args.batch_size:used]
-    return DataLoader(d.train_ds, batch_size=args.batch_size, sampler=order, num_workers=args.workers,
-                      pin_memory=d.val_loader.pin_memory, drop_last=True, worker_init_fn=worker_init_fn,
-                      collate_fn=collate_fn(args),
-                      generator=torch.Generator().manual_seed(args.seed * 1000 + epoch))
+    order = list(d.train_sampler)[start_iter * args.batch_size : used]
+    return DataLoader(
+        d.train_ds,
+        batch_size=args.batch_size,
+        sampler=order,
+        num_workers=args.workers,
+        pin_memory=d.val_loader.pin_memory,
+        drop_last=True,
+        worker_init_fn=worker_init_fn,
+        collate_fn=collate_fn(args),
+        generator=torch.Generator().manual_seed(args.seed * 1000 + epoch),
+    )
 
 
-def collate_fn(args):  # --decode_device cuda: batches of encoded frames, decoded by decode_batch in the step
+def collate_fn(
+    args,
+):  # --decode_device cuda: batches of encoded frames, decoded by decode_batch in the step
     return data.collate_encoded if args.decode_device == "cuda" else data.collate
 
 
@@ -547,6 +870,7 @@ def collate_fn(args):  # --decode_device cuda: batches of encoded frames, decode
 class Net:
     """The model as trained (maybe DDP/DataParallel/compiled), as saved (bare) and as evaluated, with the
     optimizer and GradScaler that update it."""
+
     train: nn.Module
     bare: nn.Module
     eval: nn.Module
@@ -560,13 +884,23 @@ def make_model(args):
     """The bare model the flags describe, --pretrained weights loaded; ValueError / OSError: one line.
     Training, --evaluate and predict (with a checkpoint's flags: checkpoint_args) all build theirs here."""
     args.t_length = default_t_length(args)
-    model = zoo.build_model(args.arch, args.num_classes, dropout=args.dropout,
-                            pretrained=args.pretrained_model or args.pretrained, inflate=args.inflate,
-                            mode=args.mode, t_length=args.t_length, num_segments=args.num_segments,
-                            shift=args.shift, drop_path=args.drop_path)
+    model = zoo.build_model(
+        args.arch,
+        args.num_classes,
+        dropout=args.dropout,
+        pretrained=args.pretrained_model or args.pretrained,
+        inflate=args.inflate,
+        mode=args.mode,
+        t_length=args.t_length,
+        num_segments=args.num_segments,
+        shift=args.shift,
+        drop_path=args.drop_path,
+    )
     if args.t_length < getattr(model, "min_t", 1):
-        raise ValueError(f"--t_length {args.t_length} is too short for --arch {args.arch} "
-                         f"(needs >= {model.min_t})")
+        raise ValueError(
+            f"--t_length {args.t_length} is too short for --arch {args.arch} "
+            f"(needs >= {model.min_t})"
+        )
     return model
 
 
@@ -575,16 +909,23 @@ def build_net(args, rt):
         model = make_model(args)
     except (ValueError, OSError) as e:
         fail(str(e))
-    stem_t = model.conv1.kernel_size[0] if isinstance(getattr(model, "conv1", None), nn.Conv3d) else 1
+    stem_t = (
+        model.conv1.kernel_size[0] if isinstance(getattr(model, "conv1", None), nn.Conv3d) else 1
+    )
     if args.amp == "bf16" and rt.device.type == "cpu" and args.t_length < stem_t:
         # Measured with torch 2.14: the CPU bf16 conv3d weight gradient is NaN or several-fold wrong when the
         # temporal kernel is longer than the clip (fine from T = kernel up, and in fp32).
-        fail(f"--amp bf16 on CPU needs --t_length >= {stem_t} for --arch {args.arch} (torch's CPU bf16 "
-             "conv3d gradient is wrong for clips shorter than the kernel); use --amp off")
+        fail(
+            f"--amp bf16 on CPU needs --t_length >= {stem_t} for --arch {args.arch} (torch's CPU bf16 "
+            "conv3d gradient is wrong for clips shorter than the kernel); use --amp off"
+        )
     info = getattr(model, "pretrained_info", None) or {}
     rt.mean = tuple(args.mean or info.get("mean") or data.MEAN)
     rt.std = tuple(args.std or info.get("std") or data.STD)
-    for name, p in model.named_parameters():  # fine-tuning modes: frozen tensors get no gradient, no decay
+    for (
+        name,
+        p,
+    ) in model.named_parameters():  # fine-tuning modes: frozen tensors get no gradient, no decay
         if args.fc_only and not name.startswith(models.HEAD):
             p.requires_grad = False
     for m in model.modules() if args.freeze_bn else []:
@@ -595,11 +936,17 @@ def build_net(args, rt):
     # Batches arrive in channels_last_3d memory (data.collate); convs use it where --channels-last asks.
     model.to(rt.device, memory_format=rt.memory_format)
     net = Net(model, model, model)
-    if args.ddp:  # gradients as views of the all-reduce buckets: no copy in, no second gradient copy
+    if (
+        args.ddp
+    ):  # gradients as views of the all-reduce buckets: no copy in, no second gradient copy
         net.ddp = net.train = nn.parallel.DistributedDataParallel(
-            model, device_ids=[rt.local_rank] if rt.device.type == "cuda" else None,
-            gradient_as_bucket_view=True)
-    elif args.device == "cuda" and torch.cuda.device_count() > 1:  # --device cuda:N means that one GPU
+            model,
+            device_ids=[rt.local_rank] if rt.device.type == "cuda" else None,
+            gradient_as_bucket_view=True,
+        )
+    elif (
+        args.device == "cuda" and torch.cuda.device_count() > 1
+    ):  # --device cuda:N means that one GPU
         net.train = net.eval = nn.DataParallel(model)  # splits the batch over every visible GPU
     # Training only (the shapes never change: drop_last), never DataParallel (check_args); DDP itself is
     # compiled, the documented way (its DDPOptimizer splits the graph at buckets: all-reduce overlaps the
@@ -609,14 +956,26 @@ def build_net(args, rt):
     # The optimizer is built after wrapping: SyncBN conversion makes new parameters. Fused on CUDA: its step
     # takes GradScaler's found-inf flag on the device (the unfused one syncs to skip a step: fp16).
     groups, fused = param_groups(model, args), rt.device.type == "cuda" or None
-    net.optimizer = (torch.optim.AdamW(groups, lr=args.lr, fused=fused) if args.opt == "adamw" else
-                     torch.optim.SGD(groups, lr=args.lr, momentum=args.momentum, fused=fused))
+    net.optimizer = (
+        torch.optim.AdamW(groups, lr=args.lr, fused=fused)
+        if args.opt == "adamw"
+        else torch.optim.SGD(groups, lr=args.lr, momentum=args.momentum, fused=fused)
+    )
     # --model-ema: torchvision references' EMA (AveragedModel + get_ema_multi_avg_fn), buffers averaged too.
     # GPU trap: each update reads n_averaged on the host (one sync); --model-ema-steps N spaces them.
-    net.ema = swa_utils.AveragedModel(model, multi_avg_fn=swa_utils.get_ema_multi_avg_fn(
-        args.model_ema_decay), use_buffers=True) if args.model_ema and not args.evaluate else None
+    net.ema = (
+        swa_utils.AveragedModel(
+            model,
+            multi_avg_fn=swa_utils.get_ema_multi_avg_fn(args.model_ema_decay),
+            use_buffers=True,
+        )
+        if args.model_ema and not args.evaluate
+        else None
+    )
     net.scaler = torch.amp.GradScaler(rt.device.type, enabled=args.amp == "fp16")
-    torch.manual_seed(args.seed + rt.rank)  # a different dropout stream on each rank (resume restores it)
+    torch.manual_seed(
+        args.seed + rt.rank
+    )  # a different dropout stream on each rank (resume restores it)
     # Trap: under DDP, evaluate the bare module. DDP's forward broadcasts buffers (a collective), which hangs
     # when ranks hold shards of different lengths.
     return net
@@ -624,7 +983,9 @@ def build_net(args, rt):
 
 def set_train_mode(net, args):
     net.train.train()
-    if args.freeze_bn:  # the original's finetune_bn_frozen.py: BN uses (and keeps) the pretrained statistics
+    if (
+        args.freeze_bn
+    ):  # the original's finetune_bn_frozen.py: BN uses (and keeps) the pretrained statistics
         for m in net.bare.modules():
             if isinstance(m, nn.modules.batchnorm._BatchNorm):
                 m.eval()
@@ -646,8 +1007,14 @@ def param_groups(model, args):
         one_d = not args.bn_bias_wd and (p.ndim <= 1 or any(k in name for k in EMBEDDINGS))
         i = ids.get(name, L + 1)
         key = (L + 1 - i, one_d)  # scale exponent; without --layer-decay: (0, False), (0, True)
-        groups.setdefault(key, {"params": [], "weight_decay": norm_wd if one_d else args.weight_decay,
-                                "lr_scale": args.layer_decay ** (L + 1 - i)})["params"].append(p)
+        groups.setdefault(
+            key,
+            {
+                "params": [],
+                "weight_decay": norm_wd if one_d else args.weight_decay,
+                "lr_scale": args.layer_decay ** (L + 1 - i),
+            },
+        )["params"].append(p)
     groups.setdefault((0, True), {"params": [], "weight_decay": norm_wd, "lr_scale": 1.0})
     return [groups[k] for k in sorted(groups)]
 
@@ -656,7 +1023,9 @@ def lr_at(args, step, steps_per_epoch):
     """The lr of optimizer step `step` (0-based, global): a pure function of the flags, so a resumed run with
     other --epochs / --lr_steps / --warmup follows the new flags. Warmup ramps linearly to the schedule."""
     epoch = step / steps_per_epoch
-    if args.lr_policy == "cosine":  # PySlowFast's lr_policy "cosine", end lr --lr-min (COSINE_END_LR)
+    if (
+        args.lr_policy == "cosine"
+    ):  # PySlowFast's lr_policy "cosine", end lr --lr-min (COSINE_END_LR)
         cos = 0.5 * (1 + math.cos(math.pi * min(1.0, epoch / args.epochs)))
         lr = args.lr_min + (args.lr - args.lr_min) * cos
     else:
@@ -672,17 +1041,26 @@ def decode_on_device(batch, args, rt, net, progress, d, it):
     with it."""
     try:
         return data.decode_batch(batch, rt.device, d.train_ds)
-    except Exception as e:  # nvJPEG / TorchCodec raise RuntimeError, ValueError, their own kinds; OOM too
+    except (
+        Exception
+    ) as e:  # nvJPEG / TorchCodec raise RuntimeError, ValueError, their own kinds; OOM too
         if rt.world_size == 1:
             progress.iter = it - it % args.iter_size
             checkpoint.save(args, rt, net, progress, d)
         if isinstance(e, data.BadVideo):
-            fail(f"{e} -- found decoding on the GPU in training; run `python prepare.py check LIST --full` "
-                 "and fix it, then --resume auto")
-        why = (f"out of GPU memory decoding batch {it} (lower -b or data.DECODE_CHUNK)" if isinstance(
-            e, torch.OutOfMemoryError) else f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}")
-        fail(f"GPU decoding failed in training: {why}; {'saved checkpoint.pth; ' * (rt.world_size == 1)}"
-             "--resume auto continues")
+            fail(
+                f"{e} -- found decoding on the GPU in training; run `python prepare.py check LIST --full` "
+                "and fix it, then --resume auto"
+            )
+        why = (
+            f"out of GPU memory decoding batch {it} (lower -b or data.DECODE_CHUNK)"
+            if isinstance(e, torch.OutOfMemoryError)
+            else f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+        )
+        fail(
+            f"GPU decoding failed in training: {why}; {'saved checkpoint.pth; ' * (rt.world_size == 1)}"
+            "--resume auto continues"
+        )
 
 
 def to_model_input(clips, labels, info, rt):
@@ -690,9 +1068,13 @@ def to_model_input(clips, labels, info, rt):
     the labels there. --ra-reps K: (B, K, 3, T, H, W) -> B x K clips, each video's K clips together."""
     K = clips.shape[1] if clips.dim() == 6 else 1
     clips, labels = (clips.flatten(0, 1), labels.repeat_interleave(K)) if K > 1 else (clips, labels)
-    x = clips.to(rt.device, non_blocking=True).contiguous(memory_format=rt.memory_format)  # uint8: cheap
+    x = clips.to(rt.device, non_blocking=True).contiguous(
+        memory_format=rt.memory_format
+    )  # uint8: cheap
     x = data.normalize(x, rt.mean, rt.std)
-    if "box" in info:  # training: the scale jitter's resize, batched on the device (boxes: still on the host)
+    if (
+        "box" in info
+    ):  # training: the scale jitter's resize, batched on the device (boxes: still on the host)
         x = data.crop_resize(x, info["box"].view(-1, 4))
     return x.contiguous(memory_format=rt.memory_format), labels.to(rt.device, non_blocking=True)
 
@@ -702,7 +1084,10 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
     optimizer step, rundir.end_of_step saves and exits if a signal came or too many videos were bad."""
     epoch, meter = progress.epoch, report.Meter(start=progress.iter)
     set_train_mode(net, args)
-    batches, bad = d.steps_per_epoch * args.iter_size, []  # bad: this step's replaced videos, this rank
+    batches, bad = (
+        d.steps_per_epoch * args.iter_size,
+        [],
+    )  # bad: this step's replaced videos, this rank
     t_end = time.time()
     for it, batch in enumerate(train_loader(args, d, epoch, progress.iter), start=progress.iter):
         if d.train_ds.encoded:  # --decode_device cuda: nvJPEG, here
@@ -711,7 +1096,9 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
         meter.t_wait += time.time() - t_end  # GPU decoding counts as waiting for data
         bad += [line for text in info.get("bad", []) for line in text.splitlines()]
         x, labels = to_model_input(clips, labels, info, rt)
-        x, targets = d.mix(x, labels)  # --mixup-alpha / --cutmix-alpha: soft targets; else the labels
+        x, targets = d.mix(
+            x, labels
+        )  # --mixup-alpha / --cutmix-alpha: soft targets; else the labels
         last = (it + 1) % args.iter_size == 0  # the batch that completes an optimizer step
         step = epoch * d.steps_per_epoch + it // args.iter_size
         lr = lr_at(args, step, d.steps_per_epoch)
@@ -721,8 +1108,12 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
         with net.ddp.no_sync() if net.ddp is not None and not last else contextlib.nullcontext():
             with rt.autocast:
                 logits = net.train(x)
-                loss = criterion(logits, targets)  # soft or hard targets, --label-smoothing on either
-            net.scaler.scale(loss / args.iter_size).backward()  # mean over the step's iter_size x b clips
+                loss = criterion(
+                    logits, targets
+                )  # soft or hard targets, --label-smoothing on either
+            net.scaler.scale(
+                loss / args.iter_size
+            ).backward()  # mean over the step's iter_size x b clips
         # top-1 against the labels, or the dominant (largest-weight) label of mixed targets
         meter.update(loss, logits, labels if targets.dim() == 1 else targets.argmax(1), it)
         if last:
@@ -732,11 +1123,15 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
             net.scaler.step(net.optimizer)
             net.scaler.update()
             net.optimizer.zero_grad(set_to_none=True)
-            if net.ema and (step + 1) % args.model_ema_steps == 0:  # --model-ema: one update, every N steps
+            if (
+                net.ema and (step + 1) % args.model_ema_steps == 0
+            ):  # --model-ema: one update, every N steps
                 net.ema.update_parameters(net.bare)
             at_line = (step + 1) % args.print_freq == 0 or it + 1 == batches
             print(meter.line(args, rt, progress, loss, lr, it, batches)) if at_line else None
-            if rt.world_size == 1 or at_line:  # DDP: a collective, so only where the host syncs anyway
+            if (
+                rt.world_size == 1 or at_line
+            ):  # DDP: a collective, so only where the host syncs anyway
                 rundir.end_of_step(args, rt, net, progress, d, bad, it + 1)
                 bad = []
         t_end = time.time()
@@ -757,22 +1152,32 @@ def evaluate(net, d, args, rt):
     try:
         quiet = rt.rank != 0 or not sys.stderr.isatty()  # a bar on a terminal; logs stay clean
         for batch in tqdm(d.val_loader, desc="evaluate", unit="batch", disable=quiet, leave=False):
-            clips, target, _ = data.decode_batch(batch, rt.device, d.val_ds) if d.val_ds.encoded else batch
+            clips, target, _ = (
+                data.decode_batch(batch, rt.device, d.val_ds) if d.val_ds.encoded else batch
+            )
             clips = clips.to(rt.device, non_blocking=True)
             if clips.dim() == 5:  # one view per video: (B, 3, T, H, W) -> (B, 1, 3, T, H, W)
                 clips = clips.unsqueeze(1)
             B, V = clips.shape[:2]
-            clips = clips.flatten(0, 1).contiguous(memory_format=rt.memory_format)  # (B*V, 3, T, H, W), uint8
+            clips = clips.flatten(0, 1).contiguous(
+                memory_format=rt.memory_format
+            )  # (B*V, 3, T, H, W), uint8
             clips = data.normalize(clips, rt.mean, rt.std)
             with rt.autocast:
                 logits = net.eval(clips)
-            scores.append(logits.float().softmax(-1).view(B, V, -1).mean(1).cpu())  # average views per video
+            scores.append(
+                logits.float().softmax(-1).view(B, V, -1).mean(1).cpu()
+            )  # average views per video
             labels.append(target)
-    except data.BadVideo as e:  # never substituted (it would change the metric); all ranks learn of it below
-        error = str(e)  # one line, also when a DataLoader worker raised it (data.BadVideo keeps its text)
+    except (
+        data.BadVideo
+    ) as e:  # never substituted (it would change the metric); all ranks learn of it below
+        error = str(
+            e
+        )  # one line, also when a DataLoader worker raised it (data.BadVideo keeps its text)
     scores = torch.cat(scores) if scores else torch.zeros(0, args.num_classes)
     labels = torch.cat(labels) if labels else torch.zeros(0, dtype=torch.long)
-    shards = rt.gather((d.val_indices[:len(labels)], scores, labels, error))
+    shards = rt.gather((d.val_indices[: len(labels)], scores, labels, error))
     errors = [s[3] for s in shards if s[3]]
     if errors:
         raise data.BadVideo(errors[0])
@@ -783,9 +1188,13 @@ def evaluate(net, d, args, rt):
         all_scores[idx], all_labels[idx] = s, y
     topk = all_scores.topk(min(5, args.num_classes), dim=1).indices
     p_true = all_scores.gather(1, all_labels[:, None]).clamp_min(1e-12)
-    return {"top1": (topk[:, 0] == all_labels).float().mean().item() * 100,
-            "top5": (topk == all_labels[:, None]).any(1).float().mean().item() * 100,
-            "loss": -p_true.log().mean().item(), "scores": all_scores, "labels": all_labels}
+    return {
+        "top1": (topk[:, 0] == all_labels).float().mean().item() * 100,
+        "top5": (topk == all_labels[:, None]).any(1).float().mean().item() * 100,
+        "loss": -p_true.log().mean().item(),
+        "scores": all_scores,
+        "labels": all_labels,
+    }
 
 
 def report_evaluation(args, rt, d, res, clips, crops, tag=None):
@@ -793,11 +1202,22 @@ def report_evaluation(args, rt, d, res, clips, crops, tag=None):
     if rt.rank != 0:
         return
     videos = [v.path for v in d.val_ds.videos]
-    metrics, paths = report.write_evaluation(rt.run_dir, res["scores"], res["labels"], d.class_names, clips,
-                                             crops, videos, tag, args.save_scores)
-    print(f"top-1 {res['top1']:.3f}  top-5 {res['top5']:.3f}  "
-          f"mean class accuracy {metrics['mean_class_acc']:.3f}  "
-          f"({len(videos)} videos, {clips}x{crops} views); wrote {', '.join(sorted(paths.values()))}")
+    metrics, paths = report.write_evaluation(
+        rt.run_dir,
+        res["scores"],
+        res["labels"],
+        d.class_names,
+        clips,
+        crops,
+        videos,
+        tag,
+        args.save_scores,
+    )
+    print(
+        f"top-1 {res['top1']:.3f}  top-5 {res['top5']:.3f}  "
+        f"mean class accuracy {metrics['mean_class_acc']:.3f}  "
+        f"({len(videos)} videos, {clips}x{crops} views); wrote {', '.join(sorted(paths.values()))}"
+    )
     print(report.per_class_table(metrics, d.class_names))
 
 
@@ -818,20 +1238,33 @@ def validate_and_log(args, rt, net, d, progress, meter):
     """End of an epoch: validate (every -ef epochs), save checkpoint.pth (and model_best.pth), log a line."""
     epoch = progress.epoch
     loss_sum, correct, seen = rt.all_sum(meter.totals(epoch))
-    log = {"epoch": epoch, "lr": net.optimizer.param_groups[0]["lr"],  # the lr its last step used
-           "train_loss": loss_sum / seen if seen else None,  # seen = 0: resumed at the epoch's end
-           "train_top1": 100 * correct / seen if seen else None,
-           "val_top1": None, "val_top5": None, "val_loss": None}
-    if args.mixup_alpha or args.cutmix_alpha:  # train_top1 is against the dominant label of mixed targets
+    log = {
+        "epoch": epoch,
+        "lr": net.optimizer.param_groups[0]["lr"],  # the lr its last step used
+        "train_loss": loss_sum / seen if seen else None,  # seen = 0: resumed at the epoch's end
+        "train_top1": 100 * correct / seen if seen else None,
+        "val_top1": None,
+        "val_top5": None,
+        "val_loss": None,
+    }
+    if (
+        args.mixup_alpha or args.cutmix_alpha
+    ):  # train_top1 is against the dominant label of mixed targets
         log["mixed"] = True
-    if rt.world_size > 1:  # BN statistics differ per rank (own batches): score with rank 0's, the saved ones
+    if (
+        rt.world_size > 1
+    ):  # BN statistics differ per rank (own batches): score with rank 0's, the saved ones
         for b in [*net.bare.buffers(), *(net.ema.buffers() if net.ema else ())]:
             dist.broadcast(b, 0)
     progress.epoch, progress.iter = epoch + 1, 0
     if (epoch + 1) % args.eval_freq == 0 or epoch + 1 == args.epochs:
         try:
             res = evaluate(net, d, args, rt)
-            ema = evaluate(dataclasses.replace(net, eval=net.ema.module), d, args, rt) if net.ema else None
+            ema = (
+                evaluate(dataclasses.replace(net, eval=net.ema.module), d, args, rt)
+                if net.ema
+                else None
+            )
         except data.BadVideo as e:  # the training state is saved first: nothing is lost
             checkpoint.save(args, rt, net, progress, d)
             fail(f"validation stopped (checkpoint.pth saved): {e}")
@@ -841,7 +1274,9 @@ def validate_and_log(args, rt, net, d, progress, meter):
         if ema:
             log.update(val_top1_ema=ema["top1"], val_top5_ema=ema["top5"], val_loss_ema=ema["loss"])
             print(f"epoch {epoch} * EMA Acc@1 {ema['top1']:.3f} Acc@5 {ema['top5']:.3f}")
-    score = log.get("val_top1_ema" if args.use_ema else "val_top1")  # --use-ema: the EMA picks the best
+    score = log.get(
+        "val_top1_ema" if args.use_ema else "val_top1"
+    )  # --use-ema: the EMA picks the best
     is_best = score is not None and score > progress.best_acc1
     if is_best:
         progress.best_acc1, progress.best_epoch = score, epoch
@@ -859,19 +1294,25 @@ def main(args):
     net = build_net(args, rt)
     criterion = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
     progress = checkpoint.Progress()
-    args.world_size = rt.world_size  # saved with the args: a mid-epoch resume needs the same global batch
+    args.world_size = (
+        rt.world_size
+    )  # saved with the args: a mid-epoch resume needs the same global batch
     ckpt = checkpoint.resume(args, rt, net, progress)
     rundir.resumed(args, rt, ckpt)
-    d.class_names = d.class_names or (ckpt or {}).get("class_names")  # no classes file: the checkpoint's
+    d.class_names = d.class_names or (ckpt or {}).get(
+        "class_names"
+    )  # no classes file: the checkpoint's
     if args.evaluate:
         res = evaluate_checkpoint(args, rt, net, d)
         dist.destroy_process_group() if rt.world_size > 1 else None
         return res["top1"], res["top5"]
 
     rundir.open_tensorboard(args, rt)
-    print(f"run folder {rt.run_dir}: {len(d.train_ds)} train / {len(d.val_ds)} val videos, {args.num_classes}"
-          f" classes, {rt.world_size} process(es) x batch {args.batch_size} x iter_size {args.iter_size}, "
-          f"{d.steps_per_epoch} steps/epoch, device {rt.device}, input mean {rt.mean} std {rt.std}")
+    print(
+        f"run folder {rt.run_dir}: {len(d.train_ds)} train / {len(d.val_ds)} val videos, {args.num_classes}"
+        f" classes, {rt.world_size} process(es) x batch {args.batch_size} x iter_size {args.iter_size}, "
+        f"{d.steps_per_epoch} steps/epoch, device {rt.device}, input mean {rt.mean} std {rt.std}"
+    )
     t_run = time.time()
     with rundir.stop_on_signals():  # SIGTERM / SIGINT / SIGUSR1: finish the step, save, exit
         while progress.epoch < args.epochs:
@@ -879,8 +1320,12 @@ def main(args):
             validate_and_log(args, rt, net, d, progress, meter)
             rundir.exit_if_signalled(rt, progress)  # a signal during validation: already saved
 
-    best = (f"best Acc@1 {progress.best_acc1:.3f} at epoch {progress.best_epoch}, saved to "
-            f"{os.path.join(rt.run_dir, 'model_best.pth')}" if progress.best_epoch >= 0 else "no best epoch")
+    best = (
+        f"best Acc@1 {progress.best_acc1:.3f} at epoch {progress.best_epoch}, saved to "
+        f"{os.path.join(rt.run_dir, 'model_best.pth')}"
+        if progress.best_epoch >= 0
+        else "no best epoch"
+    )
     print(f"done in {time.time() - t_run:.0f}s: {best}; the last epoch's validation by class:")
     if progress.last_val is not None:
         report_evaluation(args, rt, d, progress.last_val, 1, 1)
@@ -891,7 +1336,9 @@ def main(args):
 if __name__ == "__main__":
     # `train.py predict ARGS` runs `predict.py ARGS` (also features, export: a sibling script of that name).
     # Handed over with exec, not imported: those import train.py, and train.py imports none of them.
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{sys.argv[1:2] and sys.argv[1]}.py")
+    script = os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), f"{sys.argv[1:2] and sys.argv[1]}.py"
+    )
     if sys.argv[1:2] and sys.argv[1] in SUBCOMMANDS and os.path.isfile(script):
         os.execv(sys.executable, [sys.executable, script, *sys.argv[2:]])
     try:

@@ -19,6 +19,7 @@ Layouts followed (each rule table cites its files)
   configs/_base_/models/i3d_r50.py and configs/recognition/i3d (the Kinetics-400 file); for TSN / TSM
   models/backbones/resnet.py, resnet_tsm.py, heads/tsn_head.py, tsm_head.py (cls_head.fc_cls).
 """
+
 import os
 import re
 from typing import NamedTuple, Optional
@@ -32,8 +33,16 @@ from model import ARCH_SPECS, HEAD, copy_weights, strip_prefixes
 
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-KINETICS_MEAN, KINETICS_STD = (0.45, 0.45, 0.45), (0.225, 0.225, 0.225)  # PySlowFast's DATA.MEAN / DATA.STD
-_C2_BN = {"s": "weight", "b": "bias", "rm": "running_mean", "riv": "running_var"}  # Caffe2 BN blob suffixes
+KINETICS_MEAN, KINETICS_STD = (
+    (0.45, 0.45, 0.45),
+    (0.225, 0.225, 0.225),
+)  # PySlowFast's DATA.MEAN / DATA.STD
+_C2_BN = {
+    "s": "weight",
+    "b": "bias",
+    "rm": "running_mean",
+    "riv": "running_var",
+}  # Caffe2 BN blob suffixes
 
 
 def _abc(letter):
@@ -51,14 +60,22 @@ PYTORCHVIDEO_RULES = (
     # because i3d_r50's parameter-free (2,1,1) pool takes blocks.2 and moves its head to blocks.6.
     (r"blocks\.0\.conv\.(\w+)", lambda m: f"conv1.{m[1]}"),
     (r"blocks\.0\.norm\.(\w+)", lambda m: f"bn1.{m[1]}"),
-    (r"stage(\d)\.res_blocks\.(\d+)\.branch1_conv\.(\w+)",
-     lambda m: f"layer{m[1]}.{m[2]}.downsample.0.{m[3]}"),
-    (r"stage(\d)\.res_blocks\.(\d+)\.branch1_norm\.(\w+)",
-     lambda m: f"layer{m[1]}.{m[2]}.downsample.1.{m[3]}"),
-    (r"stage(\d)\.res_blocks\.(\d+)\.branch2\.conv_([abc])\.(\w+)",
-     lambda m: f"layer{m[1]}.{m[2]}.conv{_abc(m[3])}.{m[4]}"),
-    (r"stage(\d)\.res_blocks\.(\d+)\.branch2\.norm_([abc])\.(\w+)",
-     lambda m: f"layer{m[1]}.{m[2]}.bn{_abc(m[3])}.{m[4]}"),
+    (
+        r"stage(\d)\.res_blocks\.(\d+)\.branch1_conv\.(\w+)",
+        lambda m: f"layer{m[1]}.{m[2]}.downsample.0.{m[3]}",
+    ),
+    (
+        r"stage(\d)\.res_blocks\.(\d+)\.branch1_norm\.(\w+)",
+        lambda m: f"layer{m[1]}.{m[2]}.downsample.1.{m[3]}",
+    ),
+    (
+        r"stage(\d)\.res_blocks\.(\d+)\.branch2\.conv_([abc])\.(\w+)",
+        lambda m: f"layer{m[1]}.{m[2]}.conv{_abc(m[3])}.{m[4]}",
+    ),
+    (
+        r"stage(\d)\.res_blocks\.(\d+)\.branch2\.norm_([abc])\.(\w+)",
+        lambda m: f"layer{m[1]}.{m[2]}.bn{_abc(m[3])}.{m[4]}",
+    ),
     (r"blocks\.\d+\.proj\.(\w+)", lambda m: f"fc.{m[1]}"),
 )
 PYSLOWFAST_RULES = (
@@ -67,14 +84,22 @@ PYSLOWFAST_RULES = (
     # BottleneckTransform a/a_bn, b/b_bn, c/c_bn), head_helper.py (ResNetBasicHead projection).
     (r"s1\.pathway0_stem\.conv\.(\w+)", lambda m: f"conv1.{m[1]}"),
     (r"s1\.pathway0_stem\.bn\.(\w+)", lambda m: f"bn1.{m[1]}"),
-    (r"s(\d)\.pathway0_res(\d+)\.branch1\.(\w+)",
-     lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.0.{m[3]}"),
-    (r"s(\d)\.pathway0_res(\d+)\.branch1_bn\.(\w+)",
-     lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.1.{m[3]}"),
-    (r"s(\d)\.pathway0_res(\d+)\.branch2\.([abc])\.(\w+)",
-     lambda m: f"layer{int(m[1]) - 1}.{m[2]}.conv{_abc(m[3])}.{m[4]}"),
-    (r"s(\d)\.pathway0_res(\d+)\.branch2\.([abc])_bn\.(\w+)",
-     lambda m: f"layer{int(m[1]) - 1}.{m[2]}.bn{_abc(m[3])}.{m[4]}"),
+    (
+        r"s(\d)\.pathway0_res(\d+)\.branch1\.(\w+)",
+        lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.0.{m[3]}",
+    ),
+    (
+        r"s(\d)\.pathway0_res(\d+)\.branch1_bn\.(\w+)",
+        lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.1.{m[3]}",
+    ),
+    (
+        r"s(\d)\.pathway0_res(\d+)\.branch2\.([abc])\.(\w+)",
+        lambda m: f"layer{int(m[1]) - 1}.{m[2]}.conv{_abc(m[3])}.{m[4]}",
+    ),
+    (
+        r"s(\d)\.pathway0_res(\d+)\.branch2\.([abc])_bn\.(\w+)",
+        lambda m: f"layer{int(m[1]) - 1}.{m[2]}.bn{_abc(m[3])}.{m[4]}",
+    ),
     (r"head\.projection\.(\w+)", lambda m: f"fc.{m[1]}"),
 )
 CAFFE2_RULES = (
@@ -83,11 +108,18 @@ CAFFE2_RULES = (
     (r"conv1_w", lambda m: "conv1.weight"),
     (r"res_conv1_bn_(s|b|rm|riv)", lambda m: f"bn1.{_C2_BN[m[1]]}"),
     (r"res(\d)_(\d+)_branch1_w", lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.0.weight"),
-    (r"res(\d)_(\d+)_branch1_bn_(s|b|rm|riv)",
-     lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.1.{_C2_BN[m[3]]}"),
-    (r"res(\d)_(\d+)_branch2([abc])_w", lambda m: f"layer{int(m[1]) - 1}.{m[2]}.conv{_abc(m[3])}.weight"),
-    (r"res(\d)_(\d+)_branch2([abc])_bn_(s|b|rm|riv)",
-     lambda m: f"layer{int(m[1]) - 1}.{m[2]}.bn{_abc(m[3])}.{_C2_BN[m[4]]}"),
+    (
+        r"res(\d)_(\d+)_branch1_bn_(s|b|rm|riv)",
+        lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.1.{_C2_BN[m[3]]}",
+    ),
+    (
+        r"res(\d)_(\d+)_branch2([abc])_w",
+        lambda m: f"layer{int(m[1]) - 1}.{m[2]}.conv{_abc(m[3])}.weight",
+    ),
+    (
+        r"res(\d)_(\d+)_branch2([abc])_bn_(s|b|rm|riv)",
+        lambda m: f"layer{int(m[1]) - 1}.{m[2]}.bn{_abc(m[3])}.{_C2_BN[m[4]]}",
+    ),
     (r"pred_(w|b)", lambda m: "fc." + {"w": "weight", "b": "bias"}[m[1]]),
 )
 MMACTION2_RULES = (
@@ -110,17 +142,27 @@ SAME_NAMES = ((r"(.+)", lambda m: m[1]),)  # ours, torchvision, plain state dict
 
 class Zoo(NamedTuple):
     """A checkpoint layout: how to recognise it, rename it, and the input normalisation its weights expect."""
+
     name: str
     signature: Optional[str]  # a key only this layout has
     rules: tuple
     mean: Optional[tuple]
     std: Optional[tuple]
-    stem_stride_t: Optional[int] = None  # temporal stride of conv1 and the first max-pool; None: unknown
+    stem_stride_t: Optional[int] = (
+        None  # temporal stride of conv1 and the first max-pool; None: unknown
+    )
 
 
 ZOOS = (
     Zoo("pytorchvideo", "blocks.0.conv.weight", PYTORCHVIDEO_RULES, KINETICS_MEAN, KINETICS_STD, 1),
-    Zoo("pyslowfast", "s1.pathway0_stem.conv.weight", PYSLOWFAST_RULES, KINETICS_MEAN, KINETICS_STD, 1),
+    Zoo(
+        "pyslowfast",
+        "s1.pathway0_stem.conv.weight",
+        PYSLOWFAST_RULES,
+        KINETICS_MEAN,
+        KINETICS_STD,
+        1,
+    ),
     Zoo("pyslowfast-caffe2", "conv1_w", CAFFE2_RULES, KINETICS_MEAN, KINETICS_STD, 1),
     Zoo("mmaction2", "backbone.conv1.conv.weight", MMACTION2_RULES, IMAGENET_MEAN, IMAGENET_STD),
 )
@@ -132,10 +174,10 @@ KINETICS400_URLS = {
     # pytorchvideo hub i3d_r50 / slow_r50 (pytorchvideo/models/hub/resnet.py): 73.27 / 74.58 top-1, 8x8 clips
     "resnet50_3d": "https://dl.fbaipublicfiles.com/pytorchvideo/model_zoo/kinetics/I3D_8x8_R50.pyth",
     "resnet50_3d_slowonly": "https://dl.fbaipublicfiles.com/pytorchvideo/model_zoo/kinetics/"
-                            "SLOW_8x8_R50.pyth",
+    "SLOW_8x8_R50.pyth",
     # mmaction2 configs/recognition/i3d/README.md, i3d_imagenet-pretrained-r50_8xb8-32x2x1-100e: 73.47 top-1
     "resnet50_3d_mmaction": "https://download.openmmlab.com/mmaction/v1.0/recognition/i3d/"
-                            f"{_MMACTION2_I3D}/{_MMACTION2_I3D}_20220812-e213c223.pth",
+    f"{_MMACTION2_I3D}/{_MMACTION2_I3D}_20220812-e213c223.pth",
 }
 
 
@@ -143,8 +185,10 @@ def kinetics400_file(arch):
     """Path of the arch's Kinetics-400 file in torch.hub's cache, downloaded there if absent."""
     url = KINETICS400_URLS.get(arch)
     if url is None:
-        raise ValueError(f"--pretrained kinetics400: no published Kinetics-400 weights for {arch} "
-                         f"(have: {', '.join(KINETICS400_URLS)})")
+        raise ValueError(
+            f"--pretrained kinetics400: no published Kinetics-400 weights for {arch} "
+            f"(have: {', '.join(KINETICS400_URLS)})"
+        )
     path = os.path.join(torch.hub.get_dir(), "checkpoints", os.path.basename(url))
     if not os.path.isfile(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -152,8 +196,10 @@ def kinetics400_file(arch):
             torch.hub.download_url_to_file(url, path, progress=True)
         except Exception as e:  # offline, proxy, interrupted
             why = (str(e).splitlines() or [""])[0]
-            raise ValueError(f"--pretrained kinetics400: could not download {url} ({type(e).__name__}: "
-                             f"{why}). Offline? Download it elsewhere and put it at {path}") from e
+            raise ValueError(
+                f"--pretrained kinetics400: could not download {url} ({type(e).__name__}: "
+                f"{why}). Offline? Download it elsewhere and put it at {path}"
+            ) from e
     return path
 
 
@@ -172,8 +218,12 @@ def _pytorchvideo_stages(state):
     """blocks.N.res_blocks -> stageS.res_blocks, S = 1, 2, ... in the order of N."""
     found = sorted({int(m[1]) for k in state if (m := re.match(r"blocks\.(\d+)\.res_blocks\.", k))})
     stage = {n: i + 1 for i, n in enumerate(found)}
-    return {re.sub(r"^blocks\.(\d+)\.res_blocks\.", lambda m: f"stage{stage[int(m[1])]}.res_blocks.", k): v
-            for k, v in state.items()}
+    return {
+        re.sub(
+            r"^blocks\.(\d+)\.res_blocks\.", lambda m: f"stage{stage[int(m[1])]}.res_blocks.", k
+        ): v
+        for k, v in state.items()
+    }
 
 
 def _mmaction2_stem_stride(obj):
@@ -193,7 +243,9 @@ def read_checkpoint(src):
     """(state dict in the file's own names, its Zoo) for a checkpoint file of any layout above,
     ours ("model", with "args"), a "state_dict" / "model_state" wrapper, or a bare state dict."""
     if not os.path.isfile(src):
-        raise ValueError(f"--pretrained {src!r}: no such file (and not imagenet / imagenet_v2 / kinetics400)")
+        raise ValueError(
+            f"--pretrained {src!r}: no such file (and not imagenet / imagenet_v2 / kinetics400)"
+        )
     obj, kind, outer = checkpoint.load(src, "--pretrained"), "bare", {}
     if isinstance(obj, dict) and isinstance(obj.get("blobs"), dict):
         obj, kind = _caffe2_blobs(obj["blobs"]), "blobs"
@@ -202,9 +254,15 @@ def read_checkpoint(src):
             if isinstance(obj, dict) and isinstance(obj.get(key), dict):
                 outer, obj, kind = obj, obj[key], key
                 break
-    if not isinstance(obj, dict) or not obj or not all(isinstance(v, torch.Tensor) for v in obj.values()):
-        raise ValueError(f"--pretrained {src}: not a state dict (nor a dict with 'model' / 'state_dict' / "
-                         "'model_state', nor a Caffe2 pickle with 'blobs')")
+    if (
+        not isinstance(obj, dict)
+        or not obj
+        or not all(isinstance(v, torch.Tensor) for v in obj.values())
+    ):
+        raise ValueError(
+            f"--pretrained {src}: not a state dict (nor a dict with 'model' / 'state_dict' / "
+            "'model_state', nor a Caffe2 pickle with 'blobs')"
+        )
     state = strip_prefixes(obj)
     for zoo in ZOOS:
         if zoo.signature in state:
@@ -219,8 +277,14 @@ def read_checkpoint(src):
     if kind == "model":  # ours: the normalisation it was trained with is in its args
         args = outer.get("args") if isinstance(outer.get("args"), dict) else {}
         spec = ARCH_SPECS.get(args.get("arch"))
-        return state, Zoo("ours", None, SAME_NAMES, tuple(args.get("mean") or IMAGENET_MEAN),
-                          tuple(args.get("std") or IMAGENET_STD), spec.stem_stride_t if spec else None)
+        return state, Zoo(
+            "ours",
+            None,
+            SAME_NAMES,
+            tuple(args.get("mean") or IMAGENET_MEAN),
+            tuple(args.get("std") or IMAGENET_STD),
+            spec.stem_stride_t if spec else None,
+        )
     return state, Zoo(kind, None, SAME_NAMES, None, None)
 
 
@@ -240,24 +304,31 @@ def convert_state_dict(state, rules):
 
 
 def imagenet_state_dict(arch, version):
-    twin = ARCH_SPECS[arch].twin2d if arch in ARCH_SPECS else arch if arch in models.ARCHS_2D else None
+    twin = (
+        ARCH_SPECS[arch].twin2d if arch in ARCH_SPECS else arch if arch in models.ARCHS_2D else None
+    )
     if twin is None:
-        raise ValueError(f"{arch} has no ImageNet 2D counterpart in torchvision; "
-                         "use --pretrained none or a checkpoint file")
+        raise ValueError(
+            f"{arch} has no ImageNet 2D counterpart in torchvision; "
+            "use --pretrained none or a checkpoint file"
+        )
     tag = {"imagenet": "IMAGENET1K_V1", "imagenet_v2": "IMAGENET1K_V2"}[version]
     enum = torchvision.models.get_model_weights(twin)  # e.g. ResNet50_Weights
     if not hasattr(enum, tag):
         have = ", ".join(w.name for w in enum)
-        raise ValueError(f"torchvision has no {tag} weights for {twin} (has: {have}); "
-                         "use --pretrained imagenet")
+        raise ValueError(
+            f"torchvision has no {tag} weights for {twin} (has: {have}); use --pretrained imagenet"
+        )
     weights = getattr(enum, tag)
     try:
         state = weights.get_state_dict(progress=True, check_hash=True)
     except Exception as e:  # offline, proxy, truncated file
         cache = os.path.join(torch.hub.get_dir(), "checkpoints")
         fname = os.path.basename(weights.url)
-        raise ValueError(f"could not get {twin} {tag} ({type(e).__name__}: {e}). Offline? Put {weights.url} "
-                         f"into {cache}, or pass --pretrained /path/to/{fname}") from e
+        raise ValueError(
+            f"could not get {twin} {tag} ({type(e).__name__}: {e}). Offline? Put {weights.url} "
+            f"into {cache}, or pass --pretrained /path/to/{fname}"
+        ) from e
     return state, f"{version} (torchvision {twin} {tag})"
 
 
@@ -269,9 +340,11 @@ def _check_stem(model, zoo, name):
         return
     fits = [a for a, s in ARCH_SPECS.items() if s == spec._replace(stem_stride_t=zoo.stem_stride_t)]
     hint = f": use --arch {fits[0]}" if fits else ""
-    raise ValueError(f"--pretrained {name}: {zoo.name} weights of a network with temporal stride "
-                     f"{zoo.stem_stride_t} in conv1 and the first max-pool; {model.arch} has "
-                     f"{spec.stem_stride_t} (same tensors, another network){hint}")
+    raise ValueError(
+        f"--pretrained {name}: {zoo.name} weights of a network with temporal stride "
+        f"{zoo.stem_stride_t} in conv1 and the first max-pool; {model.arch} has "
+        f"{spec.stem_stride_t} (same tensors, another network){hint}"
+    )
 
 
 def _few(names, n=4):
@@ -279,17 +352,22 @@ def _few(names, n=4):
 
 
 @torch.no_grad()
-def build_model(arch, num_classes, dropout=0.0, pretrained=None, inflate="mean", drop_path=None,
-                **segments):
+def build_model(
+    arch, num_classes, dropout=0.0, pretrained=None, inflate="mean", drop_path=None, **segments
+):
     """model.build_model, then `pretrained`: None | "imagenet" | "imagenet_v2" | "kinetics400" | a 2D
     torchvision ResNet state dict | a 3D checkpoint (ours, "state_dict", bare, pytorchvideo, PySlowFast
     .pyth / Caffe2 .pkl, mmaction2). `pretrained_info`: None without weights, else {format, mean, std}."""
     if inflate not in ("mean", "center"):
         raise ValueError(f"inflate must be 'mean' or 'center', got {inflate!r}")
     if arch in models.TV_VIDEO and pretrained in ("imagenet", "imagenet_v2"):
-        raise ValueError(f"--pretrained {pretrained} is for the resnet*_3d archs; "
-                         f"{arch} takes none or a 3D checkpoint file")
-    model = models.build_model(arch, num_classes, dropout, drop_path=drop_path, **segments)  # mode, shift...
+        raise ValueError(
+            f"--pretrained {pretrained} is for the resnet*_3d archs; "
+            f"{arch} takes none or a 3D checkpoint file"
+        )
+    model = models.build_model(
+        arch, num_classes, dropout, drop_path=drop_path, **segments
+    )  # mode, shift...
     if pretrained not in (None, "", "none"):
         load_pretrained(model, pretrained, inflate)
     return model
@@ -310,8 +388,10 @@ def load_pretrained(model, src, inflate="mean"):
         state, zoo = read_checkpoint(path)
     _check_stem(model, zoo, name)
     if any(".conv1.conv.net." in k for k in state) and not getattr(model, "frames", None):
-        raise ValueError(f"--pretrained {name}: a TSM checkpoint (mmaction2 layout, shifted convs); "
-                         f"this model has no shift: add --shift 8")
+        raise ValueError(
+            f"--pretrained {name}: a TSM checkpoint (mmaction2 layout, shifted convs); "
+            f"this model has no shift: add --shift 8"
+        )
     state, unexpected = convert_state_dict(state, zoo.rules)
     # 2D or 3D source: by conv1's kernel, (O, I, h, w) vs (O, I, t, h, w).
     is_2d = getattr(state.get("conv1.weight"), "ndim", 0) == 4
@@ -323,28 +403,47 @@ def load_pretrained(model, src, inflate="mean"):
     # missing or of another shape means another arch: fail rather than train a half-loaded network.
     bad = [f"{k} ({why})" for k, why in skipped if not k.startswith(HEAD)]
     if bad:
-        raise ValueError(f"--pretrained {name}: {dims} weights do not fit {arch} ({zoo.name} layout; "
-                         f"{len(bad)} tensors missing or mismatched: {_few(bad, 3)})")
+        raise ValueError(
+            f"--pretrained {name}: {dims} weights do not fit {arch} ({zoo.name} layout; "
+            f"{len(bad)} tensors missing or mismatched: {_few(bad, 3)})"
+        )
     # Tensors of the file that nothing here takes: a head of another shape is fine, anything else
     # (a deeper net, non-local blocks, another pathway) means the file is another arch.
     model_keys = model.state_dict().keys()
     unused = unexpected + [k for k in state if k not in model_keys]
-    heads = r"(fc|head|classifier|cls_head)\.|pred_|blocks\.\d+\.proj\."  # every layout's classifier
+    heads = (
+        r"(fc|head|classifier|cls_head)\.|pred_|blocks\.\d+\.proj\."  # every layout's classifier
+    )
     extra = [k for k in unused if not re.match(heads, k)]
     if extra:
-        raise ValueError(f"--pretrained {name}: the file ({zoo.name} layout) has {len(extra)} tensors "
-                         f"{arch} does not have ({_few(extra, 3)}): weights of another arch?")
-    line = (f"pretrained {name} ({zoo.name}, {dims}): inflated {inflated}, copied {copied}, "
-            f"skipped {len(skipped)}")
+        raise ValueError(
+            f"--pretrained {name}: the file ({zoo.name} layout) has {len(extra)} tensors "
+            f"{arch} does not have ({_few(extra, 3)}): weights of another arch?"
+        )
+    line = (
+        f"pretrained {name} ({zoo.name}, {dims}): inflated {inflated}, copied {copied}, "
+        f"skipped {len(skipped)}"
+    )
     if skipped:  # all classifier tensors, by the check above
-        reasons = sorted({"missing" if why == "missing" else "shape mismatch" for _, why in skipped})
-        line += f" ({_few([k for k, _ in skipped])}: {' / '.join(reasons)}; classifier re-initialised)"
+        reasons = sorted(
+            {"missing" if why == "missing" else "shape mismatch" for _, why in skipped}
+        )
+        line += (
+            f" ({_few([k for k, _ in skipped])}: {' / '.join(reasons)}; classifier re-initialised)"
+        )
     if unused:
         line += f"; unused in the file: {_few(unused)}"
     spec = ARCH_SPECS.get(arch)
     if zoo.name == "mmaction2" and zoo.stem_stride_t is None and spec and spec.conv1_t > 1:
-        line += ("; the file does not say its stem's temporal stride: mmaction2's i3d_r50 weights "
-                 "belong in --arch resnet50_3d_mmaction")
+        line += (
+            "; the file does not say its stem's temporal stride: mmaction2's i3d_r50 weights "
+            "belong in --arch resnet50_3d_mmaction"
+        )
     print(line)
     model.pretrained_info = {"format": zoo.name, "mean": zoo.mean, "std": zoo.std}
-    return {"inflated": inflated, "copied": copied, "skipped": [k for k, _ in skipped], "format": zoo.name}
+    return {
+        "inflated": inflated,
+        "copied": copied,
+        "skipped": [k for k, _ in skipped],
+        "format": zoo.name,
+    }

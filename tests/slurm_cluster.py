@@ -16,6 +16,7 @@ Traps handled here:
 - Requeued jobs are held for a while before they may start again (Slurm's requeue back-off); `release`
   makes a pending job eligible at once, so a requeue costs seconds in tests, not minutes.
 """
+
 import os
 import random
 import shutil
@@ -98,14 +99,20 @@ def kill_stale():
 def find_programs():
     """Program name -> path; the daemons live in sbin, which a non-login PATH may lack."""
     if os.geteuid() != 0:
-        raise Unavailable("Slurm tests start munged/slurmctld/slurmd as root; this user is not root")
+        raise Unavailable(
+            "Slurm tests start munged/slurmctld/slurmd as root; this user is not root"
+        )
     path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
-    found = {b: shutil.which(b, path=path) for b in ("munged", "slurmctld", "slurmd", "sbatch", "srun",
-                                                      "scontrol", "scancel")}
+    found = {
+        b: shutil.which(b, path=path)
+        for b in ("munged", "slurmctld", "slurmd", "sbatch", "srun", "scontrol", "scancel")
+    }
     missing = [b for b, where in found.items() if where is None]
     if missing:
-        raise Unavailable(f"Slurm/munge not installed (missing {', '.join(missing)}): "
-                          "apt-get install slurm-wlm munge")
+        raise Unavailable(
+            f"Slurm/munge not installed (missing {', '.join(missing)}): "
+            "apt-get install slurm-wlm munge"
+        )
     return found
 
 
@@ -174,7 +181,9 @@ class SlurmCluster:
         kill_stale()
         c = cls(root)
         dirs = dict.fromkeys(os.path.dirname(p) for p in programs.values())
-        c.env["PATH"] = os.pathsep.join([*dirs, c.env.get("PATH", "")])  # daemons and clients found by name
+        c.env["PATH"] = os.pathsep.join(
+            [*dirs, c.env.get("PATH", "")]
+        )  # daemons and clients found by name
         try:
             c._start(timeout)
         except BaseException:
@@ -189,9 +198,17 @@ class SlurmCluster:
         self.stop()
 
     def _daemon(self, name, *args):
-        with open(self.root / f"{name}.out", "ab") as log:  # the child keeps its own copy of the descriptor
-            p = subprocess.Popen([name, *args], env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, start_new_session=True)
+        with open(
+            self.root / f"{name}.out", "ab"
+        ) as log:  # the child keeps its own copy of the descriptor
+            p = subprocess.Popen(
+                [name, *args],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         self.procs.append(p)
         return p
 
@@ -205,24 +222,48 @@ class SlurmCluster:
         key.write_bytes(os.urandom(1024))
         os.chmod(key, 0o400)
         sock = r / "munge" / "munge.socket"
-        munged = self._daemon("munged", "--foreground", "--force", f"--socket={sock}", f"--key-file={key}",
-                              f"--pid-file={r}/munge/munged.pid", f"--log-file={r}/munge/munged.log",
-                              f"--seed-file={r}/munge/munged.seed", "--num-threads=2")
+        munged = self._daemon(
+            "munged",
+            "--foreground",
+            "--force",
+            f"--socket={sock}",
+            f"--key-file={key}",
+            f"--pid-file={r}/munge/munged.pid",
+            f"--log-file={r}/munge/munged.log",
+            f"--seed-file={r}/munge/munged.seed",
+            "--num-threads=2",
+        )
         self._wait(lambda: sock.exists(), munged, "munged", 20)
-        self.conf.write_text(SLURM_CONF.format(host=self.host, ctld_port=free_port(), slurmd_port=free_port(),
-                                               munge_socket=sock, root=r, cpus=os.cpu_count(),
-                                               first_job_id=random.randrange(1000, 1_000_000)))
+        self.conf.write_text(
+            SLURM_CONF.format(
+                host=self.host,
+                ctld_port=free_port(),
+                slurmd_port=free_port(),
+                munge_socket=sock,
+                root=r,
+                cpus=os.cpu_count(),
+                first_job_id=random.randrange(1000, 1_000_000),
+            )
+        )
         ctld = self._daemon("slurmctld", "-D", "-i", "-f", str(self.conf))
-        self._wait(lambda: self.scontrol("ping").returncode == 0 and "UP" in self.scontrol("ping").stdout,
-                   ctld, "slurmctld", timeout)
+        self._wait(
+            lambda: self.scontrol("ping").returncode == 0 and "UP" in self.scontrol("ping").stdout,
+            ctld,
+            "slurmctld",
+            timeout,
+        )
         slurmd = self._daemon("slurmd", "-D", "-f", str(self.conf), "-N", self.host)
-        self._wait(lambda: self.node_state() in ("IDLE", "MIXED", "ALLOCATED"), slurmd, "slurmd", timeout)
+        self._wait(
+            lambda: self.node_state() in ("IDLE", "MIXED", "ALLOCATED"), slurmd, "slurmd", timeout
+        )
 
     def _wait(self, ready, proc, name, timeout):
         deadline = time.time() + timeout
         while time.time() < deadline:
             if proc.poll() is not None:
-                raise Unavailable(f"{name} exited with {proc.returncode} at start: {self._tail(name)}")
+                raise Unavailable(
+                    f"{name} exited with {proc.returncode} at start: {self._tail(name)}"
+                )
             if ready():
                 return
             time.sleep(0.3)
@@ -230,7 +271,11 @@ class SlurmCluster:
 
     def _tail(self, name):
         lines = []
-        for f in (self.root / f"{name}.out", self.root / f"{name}.log", self.root / "munge" / f"{name}.log"):
+        for f in (
+            self.root / f"{name}.out",
+            self.root / f"{name}.log",
+            self.root / "munge" / f"{name}.log",
+        ):
             if f.exists():
                 lines += f.read_text(errors="replace").splitlines()[-3:]
         return " | ".join(lines) or "no log"
@@ -252,13 +297,17 @@ class SlurmCluster:
     # ---- clients ---------------------------------------------------------------------------------
     def run(self, *cmd, timeout=30, check=True, env=None):
         try:
-            r = subprocess.run(cmd, env=env or self.env, capture_output=True, text=True, timeout=timeout)
+            r = subprocess.run(
+                cmd, env=env or self.env, capture_output=True, text=True, timeout=timeout
+            )
         except subprocess.TimeoutExpired:
             if check:
                 raise
             return subprocess.CompletedProcess(cmd, 124, "", "timeout")
         if check and r.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} -> {r.returncode}: {r.stderr.strip() or r.stdout.strip()}")
+            raise RuntimeError(
+                f"{' '.join(cmd)} -> {r.returncode}: {r.stderr.strip() or r.stdout.strip()}"
+            )
         return r
 
     def scontrol(self, *args, timeout=15):
@@ -298,8 +347,9 @@ class SlurmCluster:
             if release and job.get("JobState") == "PENDING":
                 self.release(job_id)
             time.sleep(0.5)
-        raise TimeoutError(f"job {job_id} not {'/'.join(sorted(states))} after {timeout}s: "
-                           f"{self.job(job_id)}")
+        raise TimeoutError(
+            f"job {job_id} not {'/'.join(sorted(states))} after {timeout}s: {self.job(job_id)}"
+        )
 
     def release(self, job_id):
         self.scontrol("release", str(job_id))

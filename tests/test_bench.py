@@ -1,5 +1,6 @@
 """bench.py: data, model and train benchmarks on tiny inputs; the numbers are consistent and the naive
 pipeline reads what data.py reads."""
+
 import json
 import math
 import os
@@ -22,18 +23,39 @@ from conftest import REPO
 # Frames of 48x32 with new_size 32 = the short side and crop 24: both the naive pipeline's short-side
 # resize and data.py's crop resize are no-ops, and (48 - 24) and (32 - 24) are even, so the naive
 # centre crop's round(d / 2) and data.py's d // 2 put the crop at the same pixel.
-BENCH_TINY = {"size": (48, 32), "frames": 12, "videos": 2, "new_size": 32, "crop_size": 24,
-              "t_length": 4, "t_stride": 2}
-BENCH_CLIP_ARGS = ["--t_length", str(BENCH_TINY["t_length"]), "--t_stride", str(BENCH_TINY["t_stride"]),
-                   "--new_size", str(BENCH_TINY["new_size"]), "--crop_size", str(BENCH_TINY["crop_size"])]
+BENCH_TINY = {
+    "size": (48, 32),
+    "frames": 12,
+    "videos": 2,
+    "new_size": 32,
+    "crop_size": 24,
+    "t_length": 4,
+    "t_stride": 2,
+}
+BENCH_CLIP_ARGS = [
+    "--t_length",
+    str(BENCH_TINY["t_length"]),
+    "--t_stride",
+    str(BENCH_TINY["t_stride"]),
+    "--new_size",
+    str(BENCH_TINY["new_size"]),
+    "--crop_size",
+    str(BENCH_TINY["crop_size"]),
+]
 
 
 @pytest.fixture(scope="module")
 def bench_frames(tmp_path_factory):
     """A tiny textured frame dataset (train.txt, val.txt), made once for this module."""
     out = tmp_path_factory.mktemp("bench_frames")
-    prepare.make_synth(str(out), classes=2, videos=BENCH_TINY["videos"], frames=BENCH_TINY["frames"],
-                    size=BENCH_TINY["size"], quality=95)
+    prepare.make_synth(
+        str(out),
+        classes=2,
+        videos=BENCH_TINY["videos"],
+        frames=BENCH_TINY["frames"],
+        size=BENCH_TINY["size"],
+        quality=95,
+    )
     return str(out)
 
 
@@ -63,13 +85,18 @@ def bench_row(out, name):
     """The numbers after `name` on the table line that starts with it."""
     lines = [line for line in out.splitlines() if line.startswith(name)]
     assert len(lines) == 1, (name, out)
-    return lines[0][len(name):].split()
+    return lines[0][len(name) :].split()
 
 
 def bench_cli(argv, tmp_path):
     """python bench.py ARGV as a user runs it: (returncode, stdout, stderr)."""
-    p = subprocess.run([sys.executable, str(REPO / "bench.py"), *argv], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, str(REPO / "bench.py"), *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return p.returncode, p.stdout, p.stderr
 
 
@@ -77,20 +104,47 @@ def bench_cli(argv, tmp_path):
 @pytest.mark.parametrize("workers", [0, 1])
 def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
     threads = torch.get_num_threads()
-    res, out = bench_main(["data", "--frames", bench_frames, *BENCH_CLIP_ARGS, "--videos", "2",
-                           "--iters", "4", "--repeats", "1", "--workers", str(workers)], tmp_path, capsys)
-    assert torch.get_num_threads() == threads  # the per-core setting (1 thread) is undone afterwards
+    res, out = bench_main(
+        [
+            "data",
+            "--frames",
+            bench_frames,
+            *BENCH_CLIP_ARGS,
+            "--videos",
+            "2",
+            "--iters",
+            "4",
+            "--repeats",
+            "1",
+            "--workers",
+            str(workers),
+        ],
+        tmp_path,
+        capsys,
+    )
+    assert (
+        torch.get_num_threads() == threads
+    )  # the per-core setting (1 thread) is undone afterwards
     decoders = data.available_decoders()
-    names = ([bench.DECODE.format(d) for d in decoders] + [bench.NAIVE]
-             + [bench.PIPELINE.format(d) for d in decoders] + [bench.BYTES])
+    names = (
+        [bench.DECODE.format(d) for d in decoders]
+        + [bench.NAIVE]
+        + [bench.PIPELINE.format(d) for d in decoders]
+        + [bench.BYTES]
+    )
     assert bench.DECODE.format("pil") in names  # the naive pipeline's decoder ...
-    assert bench.DECODE.format(data.DECODER) in names and bench.OURS in names  # ... and data.py's own
+    assert (
+        bench.DECODE.format(data.DECODER) in names and bench.OURS in names
+    )  # ... and data.py's own
     assert set(res["modes"]) == {"train", "val"}
     for mode, r in res["modes"].items():
         one = r["per_core"]
         # a CPU trainer's input path; the loader with and without clip augmentation
-        cpu_rows = ([bench.CPU_BEFORE, bench.CPU_NOW, bench.FINISHED, bench.AUGMENTED] if mode == "train"
-                    else [])
+        cpu_rows = (
+            [bench.CPU_BEFORE, bench.CPU_NOW, bench.FINISHED, bench.AUGMENTED]
+            if mode == "train"
+            else []
+        )
         assert list(one) == names + cpu_rows, mode
         assert all(v > 0 and math.isfinite(v) for v in one.values()), (mode, one)
         best_a = max(v for k, v in one.items() if k.startswith("(a)"))
@@ -114,25 +168,35 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
         rows = [line for line in out.splitlines() if line.startswith(name)]
         assert len(rows) == 2, (name, out)
         for line, mode in zip(rows, ("train", "val")):
-            cells = line[len(name):].split()
+            cells = line[len(name) :].split()
             assert float(cells[0]) == pytest.approx(res["modes"][mode]["per_core"][name], abs=0.051)
             if workers:
-                assert float(cells[1]) == pytest.approx(res["modes"][mode]["workers"][name], abs=0.051)
+                assert float(cells[1]) == pytest.approx(
+                    res["modes"][mode]["workers"][name], abs=0.051
+                )
             else:
                 assert cells[1] == "-"
-            vs_b = res["modes"][mode]["per_core"][name] / res["modes"][mode]["per_core"][bench.NAIVE]
+            vs_b = (
+                res["modes"][mode]["per_core"][name] / res["modes"][mode]["per_core"][bench.NAIVE]
+            )
             assert float(cells[-2].rstrip("x")) == pytest.approx(vs_b, abs=0.006)
-    targets = re.findall(r"targets, 1 core: \(c\)/\(b\) = ([\d.]+)x \(>= 5\), "
-                         r"\(c\)/best \(a\) = ([\d.]+)x \(>= 0.8\)", out)
+    targets = re.findall(
+        r"targets, 1 core: \(c\)/\(b\) = ([\d.]+)x \(>= 5\), "
+        r"\(c\)/best \(a\) = ([\d.]+)x \(>= 0.8\)",
+        out,
+    )
     assert len(targets) == 2, out
     for (cb, ca), mode in zip(targets, ("train", "val")):
         assert float(cb) == pytest.approx(res["modes"][mode]["c_over_b"], abs=0.006)
         assert float(ca) == pytest.approx(res["modes"][mode]["c_over_best_a"], abs=0.006)
     assert out.count("(c) device part") == 2
     one = res["modes"]["train"]["per_core"]
-    ratio = re.findall(r"random erasing 0.25, uint8\) / the same loader without, 1 core: ([\d.]+)x", out)
-    assert len(ratio) == 1 and float(ratio[0]) == pytest.approx(one[bench.AUGMENTED] / one[bench.FINISHED],
-                                                                abs=0.006)
+    ratio = re.findall(
+        r"random erasing 0.25, uint8\) / the same loader without, 1 core: ([\d.]+)x", out
+    )
+    assert len(ratio) == 1 and float(ratio[0]) == pytest.approx(
+        one[bench.AUGMENTED] / one[bench.FINISHED], abs=0.006
+    )
 
 
 def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch, capsys):
@@ -141,13 +205,29 @@ def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch
     data.collate, for (d) the bytes mode with data.collate_encoded; all in batches of 8."""
     seen = []
 
-    def spy(dataset, indices, workers, batch=8, collate=None, step=None):  # records what would be timed
+    def spy(
+        dataset, indices, workers, batch=8, collate=None, step=None
+    ):  # records what would be timed
         seen.append((dataset, batch, collate, step))
         return 1.0
 
     monkeypatch.setattr(bench, "rate_loader", spy)
-    bench_main(["data", "--frames", bench_frames, *BENCH_CLIP_ARGS, "--iters", "2", "--repeats", "1",
-                "--workers", "1"], tmp_path, capsys)
+    bench_main(
+        [
+            "data",
+            "--frames",
+            bench_frames,
+            *BENCH_CLIP_ARGS,
+            "--iters",
+            "2",
+            "--repeats",
+            "1",
+            "--workers",
+            "1",
+        ],
+        tmp_path,
+        capsys,
+    )
     decoders = data.available_decoders()
     expected = [(bench.DecodeOnly, d, None) for d in decoders]
     expected += [(bench.Naive, None, torch.utils.data.default_collate)]
@@ -155,39 +235,57 @@ def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch
     expected += [(data.VideoFrameDataset, None, data.collate_encoded)]
     # train only, (e): the CPU trainer's input path, the loader then train.to_model_input in this process
     cpu_rows = [(data.VideoFrameDataset, None, data.collate)] * 2
-    aug_rows = [(data.VideoFrameDataset, None, data.collate)] * 2  # (f): without / with clip augmentation
+    aug_rows = [
+        (data.VideoFrameDataset, None, data.collate)
+    ] * 2  # (f): without / with clip augmentation
     assert len(seen) == 2 * len(expected) + len(cpu_rows) + len(aug_rows)  # train and val
     for k, ((dataset, batch, collate, step), (cls, dec, coll)) in enumerate(
-            zip(seen, expected + cpu_rows + aug_rows + expected)):
+        zip(seen, expected + cpu_rows + aug_rows + expected)
+    ):
         assert batch == 8, f"rate_loader got batch={batch!r}"
-        assert type(dataset) is cls and getattr(dataset, "decoder", None) == dec and collate is coll, \
-            (dataset, dec, collate)
+        assert (
+            type(dataset) is cls and getattr(dataset, "decoder", None) == dec and collate is coll
+        ), (dataset, dec, collate)
         cpu_row = len(expected) <= k < len(expected) + len(cpu_rows)
         assert (step is not None) == cpu_row, k
     finish = [seen[len(expected) + j][0].finish_crop for j in range(2)]
     assert finish == [False, True]  # before: crop_resize in the step; now: finished in the loader
     f = [seen[len(expected) + len(cpu_rows) + j][0] for j in range(2)]
-    assert [d.finish_crop for d in f] == [True, True] and f[0].augment is None and f[1].augment is not None
+    assert (
+        [d.finish_crop for d in f] == [True, True]
+        and f[0].augment is None
+        and f[1].augment is not None
+    )
 
 
-@pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")  # torchvision 0.29, as data.py
+@pytest.mark.filterwarnings(
+    "ignore:The image decoding:DeprecationWarning"
+)  # torchvision 0.29, as data.py
 def test_bench_naive_val_clip_equals_data_py(bench_frames):
     """Fairness: on val clips, with both resizes no-ops, (b) and (c) produce the same normalised
     clip from the same frames -- the benchmark compares two ways of doing the same work."""
-    ds = data.VideoFrameDataset(os.path.join(bench_frames, "val.txt"), mode="val",
-                                t_length=BENCH_TINY["t_length"],
-                                t_stride=BENCH_TINY["t_stride"], new_size=BENCH_TINY["new_size"],
-                                crop_size=BENCH_TINY["crop_size"])
+    ds = data.VideoFrameDataset(
+        os.path.join(bench_frames, "val.txt"),
+        mode="val",
+        t_length=BENCH_TINY["t_length"],
+        t_stride=BENCH_TINY["t_stride"],
+        new_size=BENCH_TINY["new_size"],
+        crop_size=BENCH_TINY["crop_size"],
+    )
     for i in range(len(ds)):
         paths = bench.clip_files(ds, i)
         assert len(paths) == BENCH_TINY["t_length"] and len(set(paths)) == len(paths)
-        naive = bench.naive_clip(paths, "val", BENCH_TINY["new_size"], BENCH_TINY["crop_size"],
-                                 np.random.default_rng(0))
+        naive = bench.naive_clip(
+            paths, "val", BENCH_TINY["new_size"], BENCH_TINY["crop_size"], np.random.default_rng(0)
+        )
         clip, _, _ = ds[i]
         ours = data.normalize(clip)
         assert naive.dtype == ours.dtype == torch.float32
-        assert naive.shape == ours.shape == (3, BENCH_TINY["t_length"], BENCH_TINY["crop_size"],
-                                             BENCH_TINY["crop_size"])
+        assert (
+            naive.shape
+            == ours.shape
+            == (3, BENCH_TINY["t_length"], BENCH_TINY["crop_size"], BENCH_TINY["crop_size"])
+        )
         assert (naive - ours).abs().max() < 1e-5, (i, (naive - ours).abs().max())
         # not trivially equal: the clip's frames differ (moving patch + noise), the crop is not flat
         assert (ours[:, 0] - ours[:, -1]).abs().max() > 0.1 and ours.std() > 0.1
@@ -215,23 +313,45 @@ def bench_macs_by_hooks(arch, num_classes, t_length, crop_size):
             elif isinstance(mod, nn.Linear):
                 mod.register_forward_hook(fc_hook)
         m(torch.empty(1, 3, t_length, crop_size, crop_size))
-    assert seen["conv"] == sum(isinstance(mod, nn.Conv3d) for mod in m.modules()) and seen["fc"] == 1
+    assert (
+        seen["conv"] == sum(isinstance(mod, nn.Conv3d) for mod in m.modules()) and seen["fc"] == 1
+    )
     return macs[0] / 1e9
 
 
 def test_bench_model_params_and_gmacs_cli(tmp_path):
     """The README's command, params + GMACs only (--iters 0), as a user runs it."""
     path = tmp_path / "model.json"
-    rc, out, err = bench_cli(["model", "--arch", "resnet18_3d", "--t_length", "8", "--crop_size", "112",
-                              "-b", "2", "--iters", "0", "--device", "cpu", "--json", str(path)], tmp_path)
+    rc, out, err = bench_cli(
+        [
+            "model",
+            "--arch",
+            "resnet18_3d",
+            "--t_length",
+            "8",
+            "--crop_size",
+            "112",
+            "-b",
+            "2",
+            "--iters",
+            "0",
+            "--device",
+            "cpu",
+            "--json",
+            str(path),
+        ],
+        tmp_path,
+    )
     assert rc == 0, err
     res = json.loads(path.read_text())
     params = sum(p.numel() for p in models.build_model("resnet18_3d", 400).parameters())
     assert res["params"] == params
     gmacs = bench_macs_by_hooks("resnet18_3d", 400, 8, 112)
     assert res["gmacs_per_clip"] == pytest.approx(gmacs, rel=0.01)
-    assert (f"model resnet18_3d, 400 classes, clip 3x8x112x112: {params / 1e6:.2f}M params, "
-            f"{res['gmacs_per_clip']:.2f} GMACs per clip (forward)") in out, out
+    assert (
+        f"model resnet18_3d, 400 classes, clip 3x8x112x112: {params / 1e6:.2f}M params, "
+        f"{res['gmacs_per_clip']:.2f} GMACs per clip (forward)"
+    ) in out, out
     assert res["rows"] == {} and "clips/s" not in out  # --iters 0: no timing table
 
 
@@ -241,17 +361,39 @@ def test_bench_count_published_sizes(tmp_path, capsys):
     assert abs(params / 28.04e6 - 1) < 1e-3, params
     assert abs(gmacs / 56.8 - 1) < 0.02, gmacs
     assert gmacs == pytest.approx(bench_macs_by_hooks("resnet50_3d", 400, 16, 224), rel=0.01)
-    res, out = bench_main(["model", "--arch", "resnet50_3d", "--iters", "0", "--device", "cpu"],
-                          tmp_path, capsys)
+    res, out = bench_main(
+        ["model", "--arch", "resnet50_3d", "--iters", "0", "--device", "cpu"], tmp_path, capsys
+    )
     assert (res["params"], res["gmacs_per_clip"]) == (params, gmacs)
     assert f"{params / 1e6:.2f}M params, {gmacs:.2f} GMACs per clip" in out
 
 
 def test_bench_model_rows_tiny(tmp_path, capsys):
-    res, out = bench_main(["model", "--arch", "resnet10_3d", "--t_length", "4", "--crop_size", "32",
-                           "-b", "2", "--iters", "2", "--warmup", "1", "--amp", "bf16", "--channels-last",
-                           "--device", "cpu"],
-                          tmp_path, capsys, threads=1)
+    res, out = bench_main(
+        [
+            "model",
+            "--arch",
+            "resnet10_3d",
+            "--t_length",
+            "4",
+            "--crop_size",
+            "32",
+            "-b",
+            "2",
+            "--iters",
+            "2",
+            "--warmup",
+            "1",
+            "--amp",
+            "bf16",
+            "--channels-last",
+            "--device",
+            "cpu",
+        ],
+        tmp_path,
+        capsys,
+        threads=1,
+    )
     rows = ["fp32", "bf16", "bf16+channels-last"]  # cumulative: each option on top of the row above
     assert list(res["rows"]) == rows
     for name in rows:
@@ -263,20 +405,44 @@ def test_bench_model_rows_tiny(tmp_path, capsys):
         assert float(cells[1]) == pytest.approx(1000 * 2 / r["clips_s"], rel=0.01, abs=0.06)
         speedup = r["clips_s"] / res["rows"]["fp32"]["clips_s"]
         assert float(cells[3].rstrip("x")) == pytest.approx(speedup, abs=0.006)
-    assert res["params"] == sum(p.numel() for p in models.build_model("resnet10_3d", 400).parameters())
+    assert res["params"] == sum(
+        p.numel() for p in models.build_model("resnet10_3d", 400).parameters()
+    )
     assert "batch 2 on cpu, 1 warmup + 2 timed steps" in out
 
 
 # ---- train -------------------------------------------------------------------------------------
 def test_bench_train_tiny(bench_frames, tmp_path, capsys):
-    res, out = bench_main(["train", "--arch", "resnet10_3d", "--frames", bench_frames, *BENCH_CLIP_ARGS,
-                           "-b", "2", "--workers", "0", "--iters", "2", "--warmup", "1", "--device", "cpu"],
-                          tmp_path, capsys, threads=1)
+    res, out = bench_main(
+        [
+            "train",
+            "--arch",
+            "resnet10_3d",
+            "--frames",
+            bench_frames,
+            *BENCH_CLIP_ARGS,
+            "-b",
+            "2",
+            "--workers",
+            "0",
+            "--iters",
+            "2",
+            "--warmup",
+            "1",
+            "--device",
+            "cpu",
+        ],
+        tmp_path,
+        capsys,
+        threads=1,
+    )
     synth, real = res["synthetic_clips_s"], res["real_clips_s"]
     assert synth > 0 and real > 0 and math.isfinite(synth) and math.isfinite(real)
     assert res["real_over_synthetic"] == pytest.approx(real / synth, rel=1e-12)
     assert 0 <= res["real_data_wait"] < 1 and 0 <= res["synthetic_data_wait"] < 1
-    assert float(bench_row(out, "synthetic (uint8 batches in memory)")[0]) == pytest.approx(synth, abs=0.006)
+    assert float(bench_row(out, "synthetic (uint8 batches in memory)")[0]) == pytest.approx(
+        synth, abs=0.006
+    )
     assert float(bench_row(out, "real (VideoFrameDataset)")[0]) == pytest.approx(real, abs=0.006)
     m = re.search(r"real / synthetic = ([\d.]+)x", out)
     assert m and float(m.group(1)) == pytest.approx(real / synth, abs=0.006), out
@@ -284,9 +450,14 @@ def test_bench_train_tiny(bench_frames, tmp_path, capsys):
 
 
 # ---- bad input ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("cmd,present,missing",
-                         [("data", None, "train.txt"), ("data", "train.txt", "val.txt"),
-                                                  ("train", "val.txt", "train.txt")])
+@pytest.mark.parametrize(
+    "cmd,present,missing",
+    [
+        ("data", None, "train.txt"),
+        ("data", "train.txt", "val.txt"),
+        ("train", "val.txt", "train.txt"),
+    ],
+)
 def test_bench_bad_frames_one_line_exit_2(cmd, present, missing, tmp_path, capsys):
     """A --frames folder without the list the command reads: exit 2 and one line naming the folder and
     the missing file -- before any work (no frames made, nothing benchmarked, no traceback)."""
@@ -294,13 +465,17 @@ def test_bench_bad_frames_one_line_exit_2(cmd, present, missing, tmp_path, capsy
     folder.mkdir()
     if present:
         (folder / present).write_text("")
-    argv = [cmd, "--frames", str(folder), "--workers", "0"] + (["--device", "cpu"] if cmd == "train" else [])
+    argv = [cmd, "--frames", str(folder), "--workers", "0"] + (
+        ["--device", "cpu"] if cmd == "train" else []
+    )
     with pytest.raises(SystemExit) as e:  # SystemExit, not another exception
         bench.main(argv)
     assert e.value.code == 2
     cap = capsys.readouterr()
-    assert cap.err.splitlines() == [f"bench.py: error: --frames {folder} has no {missing} "
-                                    f"(make one: python prepare.py synth DIR)"]
+    assert cap.err.splitlines() == [
+        f"bench.py: error: --frames {folder} has no {missing} "
+        f"(make one: python prepare.py synth DIR)"
+    ]
     assert cap.out == ""
 
 
@@ -311,8 +486,11 @@ def test_bench_model_compare_rows_are_the_published_sizes(tmp_path, capsys):
     res, out = bench_main(["model", "--compare", "--iters", "0"], tmp_path, capsys)
     rows = res["compare"]
     assert list(rows) == list(bench.COMPARE)
-    for name, params, gmacs in (("I3D-R50 16x4", 28.04, 56.8), ("mvit_v2_s 16x224", 34.54, 64.2),
-                                ("swin3d_t 16x224", 28.16, 43.9)):
+    for name, params, gmacs in (
+        ("I3D-R50 16x4", 28.04, 56.8),
+        ("mvit_v2_s 16x224", 34.54, 64.2),
+        ("swin3d_t 16x224", 28.16, 43.9),
+    ):
         assert rows[name]["params"] / 1e6 == pytest.approx(params, abs=0.01), name
         assert rows[name]["gmacs_per_video"] == pytest.approx(gmacs, rel=0.01), name
         assert f"{name:20s} {params:7.2f}M {rows[name]['gmacs_per_video']:12.2f}" in out

@@ -3,6 +3,7 @@ and bench.py data's rows from the dataset's own sampling. CPU only, except one t
 
 python -m pytest -q test_codec.py
 """
+
 import json
 import os
 import re
@@ -19,8 +20,12 @@ import data
 import prepare
 from conftest import REPO
 
-needs_codec = pytest.mark.skipif(data.codec_decode_image is None, reason="TorchCodec is not installed")
-needs_tv = pytest.mark.skipif(data.decode_image is None, reason="torchvision has no image decoders here")
+needs_codec = pytest.mark.skipif(
+    data.codec_decode_image is None, reason="TorchCodec is not installed"
+)
+needs_tv = pytest.mark.skipif(
+    data.decode_image is None, reason="torchvision has no image decoders here"
+)
 # torchvision 0.29, as data.py
 pytestmark = pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")
 BadFrame = (data.BadVideo,) if hasattr(data, "BadVideo") else (FileNotFoundError, RuntimeError)
@@ -65,6 +70,7 @@ def test_torchcodec_decode_is_bit_identical_to_torchvision(tmp_path):
     """decode_frame (TorchCodec) gives exactly torchvision's decode_image pixels on every kind of JPEG,
     and on the project's own synthetic frames, from a path and from the file's bytes."""
     from torchvision.io import ImageReadMode, decode_image, read_file
+
     paths = list(jpeg_variants(tmp_path).values())
     prepare.make_synth(str(tmp_path / "synth"), classes=2, videos=1, frames=3, size=(340, 256))
     paths += [str(p) for p in sorted((tmp_path / "synth" / "train" / "video_0000").glob("*.jpg"))]
@@ -88,7 +94,9 @@ def test_default_decoder_is_torchcodec_and_the_dataset_uses_it(tmp_path, monkeyp
     calls = []
     real = data.codec_decode_jpeg
     monkeypatch.setattr(data, "codec_decode_jpeg", lambda x, **kw: calls.append(1) or real(x, **kw))
-    ds = data.VideoFrameDataset(train_list, mode="val", t_length=4, t_stride=2, new_size=32, crop_size=24)
+    ds = data.VideoFrameDataset(
+        train_list, mode="val", t_length=4, t_stride=2, new_size=32, crop_size=24
+    )
     ds[0]
     assert len(calls) == 4
 
@@ -101,10 +109,14 @@ def test_pillow_is_the_fallback_only_without_torchcodec(blocked, expected, tmp_p
         pytest.skip("TorchCodec is not installed")
     img = tmp_path / "f.jpg"
     Image.fromarray(textured(32, 48)).save(img, quality=95)
-    code = (f"import sys; sys.modules.update({{m: None for m in {[blocked] if blocked else []}}})\n"
-            f"import data; x = data.decode_frame({str(img)!r})\n"
-            "print(data.DECODER, tuple(x.shape), x.dtype, data.available_decoders())")
-    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    code = (
+        f"import sys; sys.modules.update({{m: None for m in {[blocked] if blocked else []}}})\n"
+        f"import data; x = data.decode_frame({str(img)!r})\n"
+        "print(data.DECODER, tuple(x.shape), x.dtype, data.available_decoders())"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.split()[:4] == [expected, "(32,", "48,", "3)"], p.stdout
     assert ("'torchcodec'" in p.stdout) == (expected == "torchcodec")
@@ -125,7 +137,9 @@ def bad_frames_dataset(tmp_path, kind, encoded=False):
     good = path.read_bytes()
     if kind == "missing":
         path.unlink()
-    elif kind == "garbage":  # no image magic at all: TorchCodec's ValueError must become a frame error
+    elif (
+        kind == "garbage"
+    ):  # no image magic at all: TorchCodec's ValueError must become a frame error
         path.write_bytes(b"this is not an image" * 10)
     elif kind == "bad_marker":
         path.write_bytes(b"\xff\xd8\xff" + b"garbage" * 30)
@@ -133,8 +147,9 @@ def bad_frames_dataset(tmp_path, kind, encoded=False):
         path.write_bytes(good[: len(good) // 2])
     elif kind == "other_size":
         Image.fromarray(textured(40, 48)).save(path, quality=95)
-    ds = data.VideoFrameDataset(train_list, mode="val", t_length=3, t_stride=2, new_size=32, crop_size=24,
-                                encoded=encoded)
+    ds = data.VideoFrameDataset(
+        train_list, mode="val", t_length=3, t_stride=2, new_size=32, crop_size=24, encoded=encoded
+    )
     return ds, str(path)
 
 
@@ -174,19 +189,27 @@ def test_bytes_mode_truncated_frame_fails_in_decode_batch_naming_it(tmp_path):
     with pytest.raises(bad) as e:
         data.decode_batch(batch, "cpu", enc)
     msg = str(e.value)
-    assert "\n" not in msg and path in msg and "truncated" in msg and not re.search(r"\.cpp:\d+", msg), msg
+    assert (
+        "\n" not in msg and path in msg and "truncated" in msg and not re.search(r"\.cpp:\d+", msg)
+    ), msg
 
 
 def test_check_cli_reports_a_garbage_frame_in_one_line(tmp_path):
     """`prepare.py check --full` on a frame without image magic (TorchCodec raises ValueError for it):
     one line naming the frame, exit 1, in a subprocess with a timeout."""
     ds, path = bad_frames_dataset(tmp_path, "garbage")
-    p = subprocess.run([sys.executable, str(REPO / "prepare.py"), "check", ds.list_file, "--full"],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, str(REPO / "prepare.py"), "check", ds.list_file, "--full"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 1, (p.stdout, p.stderr)
     lines = [line for line in p.stdout.splitlines() if path in line]
-    assert len(lines) == 1 and "unreadable frame" in lines[0] and "Traceback" not in p.stderr, \
-        (p.stdout, p.stderr)
+    assert len(lines) == 1 and "unreadable frame" in lines[0] and "Traceback" not in p.stderr, (
+        p.stdout,
+        p.stderr,
+    )
 
 
 def test_encoded_size_reads_jpeg_headers(tmp_path):
@@ -204,7 +227,9 @@ def test_encoded_size_reads_jpeg_headers(tmp_path):
 
 # ---- bytes mode == the normal path ---------------------------------------------------------------
 def both(list_file, **kw):
-    return data.VideoFrameDataset(list_file, **kw), data.VideoFrameDataset(list_file, encoded=True, **kw)
+    return data.VideoFrameDataset(list_file, **kw), data.VideoFrameDataset(
+        list_file, encoded=True, **kw
+    )
 
 
 @pytest.mark.parametrize("mode", ["train", "val", "test"])
@@ -233,8 +258,12 @@ def test_bytes_mode_decode_batch_cpu_equals_normal_path(mode, tmp_path):
         assert len(deferred) == len(normal) and torch.equal(deferred[1], normal[1])
         a, b = normal[0], deferred[0]
         assert a.shape == b.shape and a.stride() == b.stride() and torch.equal(a, b), (mode, epoch)
-        assert b.dim() == 6 or b.is_contiguous(memory_format=torch.channels_last_3d)  # test mode: (B, V, ...)
-    assert items[-1][0].numbers == (1, 2, 3) and len(items[-1][0].frames()) == 3  # repeats read once
+        assert b.dim() == 6 or b.is_contiguous(
+            memory_format=torch.channels_last_3d
+        )  # test mode: (B, V, ...)
+    assert (
+        items[-1][0].numbers == (1, 2, 3) and len(items[-1][0].frames()) == 3
+    )  # repeats read once
 
 
 def test_bytes_mode_through_dataloader_workers_equals_normal_path(tmp_path):
@@ -242,8 +271,12 @@ def test_bytes_mode_through_dataloader_workers_equals_normal_path(tmp_path):
     loader in bytes mode gives what the 0-worker normal loader gives."""
     train_list, _ = prepare.make_synth(str(tmp_path), classes=2, videos=4, frames=10, size=(64, 40))
     ds, enc = both(train_list, mode="train", t_length=4, t_stride=2, new_size=48, crop_size=32)
-    normal = list(torch.utils.data.DataLoader(ds, batch_size=2, num_workers=0, collate_fn=data.collate))
-    loader = torch.utils.data.DataLoader(enc, batch_size=2, num_workers=2, collate_fn=data.collate_encoded)
+    normal = list(
+        torch.utils.data.DataLoader(ds, batch_size=2, num_workers=0, collate_fn=data.collate)
+    )
+    loader = torch.utils.data.DataLoader(
+        enc, batch_size=2, num_workers=2, collate_fn=data.collate_encoded
+    )
     deferred = [data.decode_batch(b, "cpu", enc) for b in loader]
     assert len(deferred) == len(normal) == 2
     for a, b in zip(normal, deferred):
@@ -275,7 +308,9 @@ def test_decode_batch_cuda_matches_cpu(mode, tmp_path):
     """nvJPEG decoding of the whole batch on the GPU, then load_clip's crops/flips on the device: the
     batch lies on CUDA in channels_last_3d and matches the CPU path up to decoder differences (nvJPEG
     vs libjpeg-turbo IDCT/upsampling, float vs fixed-point resize): a wrong crop or flip would not."""
-    train_list, _ = prepare.make_synth(str(tmp_path), classes=2, videos=4, frames=12, size=(340, 256))
+    train_list, _ = prepare.make_synth(
+        str(tmp_path), classes=2, videos=4, frames=12, size=(340, 256)
+    )
     kw = dict(mode=mode, t_length=4, t_stride=2, new_size=256, crop_size=112)
     if mode == "test":
         kw.update(num_clips=2, num_crops=3)
@@ -298,7 +333,9 @@ def decoded_paths(monkeypatch, fn):
     """The frame files read for decoding (data.read_encoded: the loader's reads and decode_frame's own)
     while fn() runs."""
     seen, real = [], data.read_encoded
-    monkeypatch.setattr(data, "read_encoded", lambda path, count=-1: seen.append(path) or real(path, count))
+    monkeypatch.setattr(
+        data, "read_encoded", lambda path, count=-1: seen.append(path) or real(path, count)
+    )
     fn()
     monkeypatch.setattr(data, "read_encoded", real)
     return seen
@@ -309,9 +346,13 @@ def test_bench_reads_exactly_the_frames_the_dataset_reads(tmp_path, monkeypatch)
     later epoch, and with a forked sampler (here TSN-style: one frame per segment, at random) -- not a
     copy of the sampling (the old bench always read epoch 0's frames)."""
     train_list, _ = prepare.make_synth(str(tmp_path), classes=2, videos=3, frames=24, size=(48, 32))
-    ds = data.VideoFrameDataset(train_list, mode="train", t_length=4, t_stride=2, new_size=32, crop_size=24)
+    ds = data.VideoFrameDataset(
+        train_list, mode="train", t_length=4, t_stride=2, new_size=32, crop_size=24
+    )
 
-    def tsn(num_frames, t_length, t_stride, mode, num_clips=1, rng=None, start_index=1, *placement, **kw):
+    def tsn(
+        num_frames, t_length, t_stride, mode, num_clips=1, rng=None, start_index=1, *placement, **kw
+    ):
         seg = num_frames // t_length
         return (np.arange(t_length) * seg + rng.integers(0, seg, t_length))[None] + start_index
 
@@ -341,9 +382,31 @@ def test_bench_data_rows_per_decoder_and_share_of_limit(tiny_frames, tmp_path, c
     data.py row's share of the fastest decode-only row, in the JSON and the printed line."""
     path = tmp_path / "d.json"
     decoder = data.DECODER
-    bench.main(["data", "--frames", tiny_frames, "--t_length", "4", "--t_stride", "2", "--new_size", "32",
-                "--crop_size", "24", "--videos", "2", "--iters", "2", "--repeats", "1", "--workers", "0",
-                "--json", str(path)])
+    bench.main(
+        [
+            "data",
+            "--frames",
+            tiny_frames,
+            "--t_length",
+            "4",
+            "--t_stride",
+            "2",
+            "--new_size",
+            "32",
+            "--crop_size",
+            "24",
+            "--videos",
+            "2",
+            "--iters",
+            "2",
+            "--repeats",
+            "1",
+            "--workers",
+            "0",
+            "--json",
+            str(path),
+        ]
+    )
     assert data.DECODER == decoder  # restored after timing each decoder
     out = capsys.readouterr().out
     res = json.loads(path.read_text())
@@ -353,28 +416,48 @@ def test_bench_data_rows_per_decoder_and_share_of_limit(tiny_frames, tmp_path, c
     assert len(shares) == 2, out
     for (limit, line), mode in zip(shares, ("train", "val")):
         r, one = res["modes"][mode], res["modes"][mode]["per_core"]
-        rows = ([bench.DECODE.format(d) for d in decoders] + [bench.NAIVE]
-                + [bench.PIPELINE.format(d) for d in decoders])
-        extra = [bench.CPU_BEFORE, bench.CPU_NOW, bench.FINISHED, bench.AUGMENTED] * (mode == "train")
+        rows = (
+            [bench.DECODE.format(d) for d in decoders]
+            + [bench.NAIVE]
+            + [bench.PIPELINE.format(d) for d in decoders]
+        )
+        extra = [bench.CPU_BEFORE, bench.CPU_NOW, bench.FINISHED, bench.AUGMENTED] * (
+            mode == "train"
+        )
         assert list(one) == rows + [bench.BYTES] + extra
         a_rows = [bench.DECODE.format(d) for d in decoders]
         assert r["limit"] == limit == max(a_rows, key=one.get)
-        share = {bench.PIPELINE.format(d): one[bench.PIPELINE.format(d)] / one[limit] for d in decoders}
+        share = {
+            bench.PIPELINE.format(d): one[bench.PIPELINE.format(d)] / one[limit] for d in decoders
+        }
         assert r["share_of_limit"] == pytest.approx(share, rel=1e-12)
         printed = dict(re.findall(r"(\w+) ([\d.]+)", line))
         assert list(printed) == decoders
         for d in decoders:
-            assert float(printed[d]) == pytest.approx(r["share_of_limit"][bench.PIPELINE.format(d)],
-                                                      abs=0.006)
+            assert float(printed[d]) == pytest.approx(
+                r["share_of_limit"][bench.PIPELINE.format(d)], abs=0.006
+            )
         assert r["c_over_best_a"] == pytest.approx(one[bench.OURS] / one[limit], rel=1e-12)
 
 
 def test_bench_train_decode_device_cuda_without_cuda_is_one_line(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("CUDA is present")
-    p = subprocess.run([sys.executable, str(REPO / "bench.py"), "train", "--decode_device", "cuda",
-                        "--device", "cpu"],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench.py"),
+            "train",
+            "--decode_device",
+            "cuda",
+            "--device",
+            "cpu",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 2 and p.stderr.strip().count("\n") == 0, p.stderr
     assert "--decode_device cuda but no CUDA GPU" in p.stderr and "Traceback" not in p.stderr
 
@@ -383,16 +466,46 @@ def test_bench_train_decode_device_cuda_without_cuda_is_one_line(tmp_path):
 def test_bench_train_decode_device_cuda_runs(tiny_frames, tmp_path):
     """bench.py train with the loader shipping bytes and nvJPEG decoding each batch."""
     path = tmp_path / "t.json"
-    out = bench.main(["train", "--frames", tiny_frames, "--arch", "resnet10_3d", "--num_classes", "2",
-                      "--t_length", "4",
-                      "--t_stride", "2", "--new_size", "32", "--crop_size", "24", "-b", "2", "--workers", "0",
-                      "--warmup", "1", "--iters", "2", "--device", "cuda", "--decode_device", "cuda",
-                      "--json", str(path)])
+    out = bench.main(
+        [
+            "train",
+            "--frames",
+            tiny_frames,
+            "--arch",
+            "resnet10_3d",
+            "--num_classes",
+            "2",
+            "--t_length",
+            "4",
+            "--t_stride",
+            "2",
+            "--new_size",
+            "32",
+            "--crop_size",
+            "24",
+            "-b",
+            "2",
+            "--workers",
+            "0",
+            "--warmup",
+            "1",
+            "--iters",
+            "2",
+            "--device",
+            "cuda",
+            "--decode_device",
+            "cuda",
+            "--json",
+            str(path),
+        ]
+    )
     assert out["real_clips_s"] > 0 and out["settings"]["decode_device"] == "cuda"
 
 
-@pytest.mark.skipif(not hasattr(data, "BadVideo"),
-                    reason="needs data.BadVideo (train-mode replacement of bad videos)")
+@pytest.mark.skipif(
+    not hasattr(data, "BadVideo"),
+    reason="needs data.BadVideo (train-mode replacement of bad videos)",
+)
 def test_bytes_mode_replaces_a_bad_video_like_the_normal_path(tmp_path):
     """Train mode: a video with a missing frame is replaced in the loader in bytes mode too -- the same
     replacement, clip, label and info["bad"] line as the normal path."""
@@ -402,6 +515,10 @@ def test_bytes_mode_replaces_a_bad_video_like_the_normal_path(tmp_path):
             os.remove(tmp_path / "train" / "video_0001" / f"img_{k:05d}.jpg")
     ds, enc = both(train_list, mode="train", t_length=3, t_stride=2, new_size=48, crop_size=32)
     normal = data.collate([ds[i] for i in range(len(ds))])
-    deferred = data.decode_batch(data.collate_encoded([enc[i] for i in range(len(enc))]), "cpu", enc)
+    deferred = data.decode_batch(
+        data.collate_encoded([enc[i] for i in range(len(enc))]), "cpu", enc
+    )
     assert torch.equal(normal[0], deferred[0]) and torch.equal(normal[1], deferred[1])
-    assert normal[2]["bad"] == deferred[2]["bad"] and "video_0001" in normal[2]["bad"][1], normal[2]["bad"]
+    assert normal[2]["bad"] == deferred[2]["bad"] and "video_0001" in normal[2]["bad"][1], normal[
+        2
+    ]["bad"]

@@ -1,6 +1,7 @@
 """data.py: frame sampling, list files, clips and their exact content, reproducibility, collate and
 normalize, bad input. CPU only, synthetic frames (the `synth` fixture), nothing downloads.
 """
+
 import os
 import random
 import re
@@ -63,8 +64,9 @@ def test_test_indices_spread_first_to_last():
         gaps = np.diff(idx[:, 0])
         assert (gaps > 0).all() and gaps.max() - gaps.min() <= 1  # evenly spread
     # one test clip is the centred (val) clip
-    assert np.array_equal(data.sample_indices(nf, L, s, "test", num_clips=1),
-                          data.sample_indices(nf, L, s, "val"))
+    assert np.array_equal(
+        data.sample_indices(nf, L, s, "test", num_clips=1), data.sample_indices(nf, L, s, "val")
+    )
 
 
 def test_short_videos_shrink_stride_then_repeat_last_frame():
@@ -78,10 +80,13 @@ def test_short_videos_shrink_stride_then_repeat_last_frame():
         assert idx.tolist() == [[1, 2, 3, 4, 5, 5, 5, 5]]
     # 1 frame: the whole clip is that frame, in every mode and for every test clip
     for mode, clips in [("train", 3), ("val", 1), ("test", 4)]:
-        idx = data.sample_indices(1, 6, 3, mode, num_clips=clips, rng=np.random.default_rng(0), start_index=1)
+        idx = data.sample_indices(
+            1, 6, 3, mode, num_clips=clips, rng=np.random.default_rng(0), start_index=1
+        )
         assert idx.shape == (clips, 6) and (idx == 1).all()
-        idx0 = data.sample_indices(1, 6, 3, mode, num_clips=clips, rng=np.random.default_rng(0),
-                                   start_index=0)
+        idx0 = data.sample_indices(
+            1, 6, 3, mode, num_clips=clips, rng=np.random.default_rng(0), start_index=0
+        )
         assert (idx0 == 0).all()
 
 
@@ -93,8 +98,9 @@ def test_indices_never_leave_the_video(start_index):
         for L in range(1, 7):
             for s in range(1, 5):
                 for mode, clips in [("train", 4), ("val", 1), ("test", 1), ("test", 3)]:
-                    idx = data.sample_indices(nf, L, s, mode, num_clips=clips, rng=rng,
-                                              start_index=start_index)
+                    idx = data.sample_indices(
+                        nf, L, s, mode, num_clips=clips, rng=rng, start_index=start_index
+                    )
                     first, last = start_index, start_index + nf - 1
                     assert idx.shape == (clips, L), (nf, L, s, mode)
                     assert idx.min() >= first and idx.max() <= last, (nf, L, s, mode, idx)
@@ -102,12 +108,12 @@ def test_indices_never_leave_the_video(start_index):
                         d = np.diff(clip)
                         steps = set(d[d > 0].tolist())
                         assert len(steps) <= 1 and all(1 <= x <= s for x in steps), (nf, L, s, clip)
-                        if (L - 1) * s + 1 <= nf:    # fits: the exact stride, no repeats
+                        if (L - 1) * s + 1 <= nf:  # fits: the exact stride, no repeats
                             assert (d == s).all(), (nf, L, s, clip)
-                        elif L <= nf:                # shrunk to the largest stride that fits, no repeats
+                        elif L <= nf:  # shrunk to the largest stride that fits, no repeats
                             (step,) = steps or {1}
                             assert (d > 0).all() and (L - 1) * (step + 1) + 1 > nf, (nf, L, s, clip)
-                        else:                        # every frame, then repeats of the last
+                        else:  # every frame, then repeats of the last
                             assert clip.tolist() == list(range(first, last + 1)) + [last] * (L - nf)
                     if mode == "test" and clips > 1:  # from the first frame to the last
                         assert idx[0, 0] == first and idx[-1, -1] == last, (nf, L, s, idx)
@@ -133,18 +139,26 @@ def test_list_parsing_spaces_comments_root(tmp_path):
     listdir = tmp_path / "lists"
     listdir.mkdir()
     absolute = tmp_path / "elsewhere" / "abs video"
-    path = write_list(listdir / "list.txt", [
-        "# a comment line",
-        "",
-        "my video/with spaces 10 2",
-        "   ",
-        "   # indented comment",
-        "dir#1 3 0",                   # '#' inside a path is not a comment
-        f"{absolute} 5 1",
-        "plain 7 3   ",
-    ])
+    path = write_list(
+        listdir / "list.txt",
+        [
+            "# a comment line",
+            "",
+            "my video/with spaces 10 2",
+            "   ",
+            "   # indented comment",
+            "dir#1 3 0",  # '#' inside a path is not a comment
+            f"{absolute} 5 1",
+            "plain 7 3   ",
+        ],
+    )
     videos = data.read_list(path)
-    assert [(v.num_frames, v.label, v.line) for v in videos] == [(10, 2, 3), (3, 0, 6), (5, 1, 7), (7, 3, 8)]
+    assert [(v.num_frames, v.label, v.line) for v in videos] == [
+        (10, 2, 3),
+        (3, 0, 6),
+        (5, 1, 7),
+        (7, 3, 8),
+    ]
     assert videos[0].path == os.path.join(str(listdir), "my video", "with spaces")
     assert videos[1].path == os.path.join(str(listdir), "dir#1")
     assert videos[2].path == str(absolute)  # absolute paths ignore the root
@@ -153,7 +167,11 @@ def test_list_parsing_spaces_comments_root(tmp_path):
     assert videos[0].path == os.path.join(str(other), "my video", "with spaces")
     assert videos[2].path == str(absolute)
     ds = data.VideoFrameDataset(path, root=other, mode="val", **SMALL)
-    assert len(ds) == 4 and ds.num_classes == 4 and ds.videos[3].path == os.path.join(str(other), "plain")
+    assert (
+        len(ds) == 4
+        and ds.num_classes == 4
+        and ds.videos[3].path == os.path.join(str(other), "plain")
+    )
     assert data.VideoFrameDataset(path, num_classes=10, mode="val", **SMALL).num_classes == 10
 
 
@@ -162,8 +180,16 @@ def test_dataset_reads_folder_with_spaces_and_start_index_0(synth, tmp_path):
     src = root / "train" / "video_0001"
     copy_video(src, tmp_path / "a video dir", tmpl="{:d}.jpg", dst_start=0)
     path = write_list(tmp_path / "list.txt", [f"a video dir {NUM_FRAMES} 1"])
-    ds = data.VideoFrameDataset(path, image_tmpl="{:d}.jpg", start_index=0, mode="val", t_length=NUM_FRAMES,
-                                t_stride=1, new_size=40, crop_size=40)
+    ds = data.VideoFrameDataset(
+        path,
+        image_tmpl="{:d}.jpg",
+        start_index=0,
+        mode="val",
+        t_length=NUM_FRAMES,
+        t_stride=1,
+        new_size=40,
+        crop_size=40,
+    )
     clip, label, _ = ds[0]
     ref = frames_of(src, range(1, NUM_FRAMES + 1))  # frame 0 of the copy is frame 1 of the source
     assert label == 1 and torch.equal(clip, ref[..., 4:44])  # centre crop of the 48 wide frames
@@ -186,31 +212,57 @@ def test_test_mode_views(synth):
     root, _, val = synth
     ds = data.VideoFrameDataset(val, mode="test", num_clips=2, num_crops=3, **SMALL)
     clip, label, _ = ds[1]
-    assert clip.shape == (6, 3, 4, 32, 32) and clip.dtype == torch.uint8 and type(label) is int and label == 1
+    assert (
+        clip.shape == (6, 3, 4, 32, 32)
+        and clip.dtype == torch.uint8
+        and type(label) is int
+        and label == 1
+    )
     assert_interleaved(clip)
-    assert not torch.equal(clip[0], clip[1]) and not torch.equal(clip[0], clip[3])  # crops and clips differ
+    assert not torch.equal(clip[0], clip[1]) and not torch.equal(
+        clip[0], clip[3]
+    )  # crops and clips differ
 
 
 def test_val_clip_content_exact(synth):
     """crop_size == new_size == short side: nothing is resized, so a clip is an exact crop of decoded
     frames."""
     root, _, val = synth
-    clip, _, _ = data.VideoFrameDataset(val, mode="val", t_length=4, t_stride=2, new_size=40, crop_size=40)[2]
+    clip, _, _ = data.VideoFrameDataset(
+        val, mode="val", t_length=4, t_stride=2, new_size=40, crop_size=40
+    )[2]
     idx = data.sample_indices(NUM_FRAMES, 4, 2, "val")[0]
-    assert torch.equal(clip, frames_of(root / "val" / "video_0002", idx)[..., 4:44])  # centre of 48 wide
+    assert torch.equal(
+        clip, frames_of(root / "val" / "video_0002", idx)[..., 4:44]
+    )  # centre of 48 wide
 
 
-@pytest.mark.parametrize("num_clips,t_length,t_stride", [
-    (2, 3, 2),  # clips 1,3,5 | 6,8,10: disjoint
-    (3, 4, 2),  # clips 1,3,5,7 | 3,5,7,9 | 4,6,8,10: they share frames
-    (2, 4, 2),  # clips 1,3,5,7 | 4,6,8,10: interleave without sharing a frame (decode order != clip order)
-])
+@pytest.mark.parametrize(
+    "num_clips,t_length,t_stride",
+    [
+        (2, 3, 2),  # clips 1,3,5 | 6,8,10: disjoint
+        (3, 4, 2),  # clips 1,3,5,7 | 3,5,7,9 | 4,6,8,10: they share frames
+        (
+            2,
+            4,
+            2,
+        ),  # clips 1,3,5,7 | 4,6,8,10: interleave without sharing a frame (decode order != clip order)
+    ],
+)
 def test_test_views_content_exact(synth, num_clips, t_length, t_stride):
     """Views are clip-major (view = clip * num_crops + crop); three crops along the long side."""
     root, _, val = synth
     video = root / "val" / "video_0002"
-    ds = data.VideoFrameDataset(val, mode="test", num_clips=num_clips, num_crops=3, t_length=t_length,
-                                t_stride=t_stride, new_size=40, crop_size=40)
+    ds = data.VideoFrameDataset(
+        val,
+        mode="test",
+        num_clips=num_clips,
+        num_crops=3,
+        t_length=t_length,
+        t_stride=t_stride,
+        new_size=40,
+        crop_size=40,
+    )
     clip, _, _ = ds[2]
     idx = data.sample_indices(NUM_FRAMES, t_length, t_stride, "test", num_clips=num_clips)
     assert idx[0, 0] == 1 and idx[-1, -1] == NUM_FRAMES
@@ -218,13 +270,15 @@ def test_test_views_content_exact(synth, num_clips, t_length, t_stride):
     for c in range(num_clips):
         ref = frames_of(video, idx[c])
         for k, x0 in enumerate((0, 4, 8)):  # start, centre, end of the 48 wide frames
-            assert torch.equal(clip[c * 3 + k], ref[..., x0:x0 + 40]), (c, k)
+            assert torch.equal(clip[c * 3 + k], ref[..., x0 : x0 + 40]), (c, k)
 
 
 def test_train_clip_is_a_strided_crop_maybe_flipped(synth):
     root, train, _ = synth
     video = root / "train" / "video_0003"
-    ds = data.VideoFrameDataset(train, mode="train", t_length=4, t_stride=2, new_size=40, crop_size=40)
+    ds = data.VideoFrameDataset(
+        train, mode="train", t_length=4, t_stride=2, new_size=40, crop_size=40
+    )
     full = frames_of(video, range(1, NUM_FRAMES + 1))
     windows = 0
     for epoch in range(6):
@@ -233,17 +287,25 @@ def test_train_clip_is_a_strided_crop_maybe_flipped(synth):
         if torch.equal(info["box"], torch.tensor(data.IDENTITY_BOX)):
             continue  # resampled in the loader (test_protocols.py checks those pixels)
         windows += 1
-        matches = [(start, x0, flip) for start in range(NUM_FRAMES - 6) for x0 in range(W - 40 + 1)
-                   for flip in (False, True)
-                   if torch.equal(clip, (lambda r: r.flip(-1) if flip else r)(
-                       full[:, start:start + 7:2, :, x0:x0 + 40]))]
+        matches = [
+            (start, x0, flip)
+            for start in range(NUM_FRAMES - 6)
+            for x0 in range(W - 40 + 1)
+            for flip in (False, True)
+            if torch.equal(
+                clip,
+                (lambda r: r.flip(-1) if flip else r)(
+                    full[:, start : start + 7 : 2, :, x0 : x0 + 40]
+                ),
+            )
+        ]
         assert len(matches) == 1, (epoch, matches)
     assert windows >= 3
 
 
 def test_short_and_one_frame_videos_through_dataset(synth, tmp_path):
     root, _, _ = synth
-    copy_video(root / "val" / "video_0000", tmp_path / "one", count=1)   # only img_00001.jpg on disk
+    copy_video(root / "val" / "video_0000", tmp_path / "one", count=1)  # only img_00001.jpg on disk
     copy_video(root / "val" / "video_0001", tmp_path / "three", count=3)
     path = write_list(tmp_path / "list.txt", ["one 1 0", "three 3 1"])
     for mode, kw in [("train", {}), ("val", {}), ("test", dict(num_clips=2, num_crops=3))]:
@@ -290,8 +352,9 @@ def test_dataloader_workers_0_and_2_identical(synth):
         for epoch in (2, 3):
             ds.set_epoch(epoch)
             sampler = torch.utils.data.RandomSampler(ds, generator=torch.Generator().manual_seed(0))
-            loader = torch.utils.data.DataLoader(ds, batch_size=2, sampler=sampler, num_workers=workers,
-                                                 collate_fn=data.collate)
+            loader = torch.utils.data.DataLoader(
+                ds, batch_size=2, sampler=sampler, num_workers=workers, collate_fn=data.collate
+            )
             batches[workers, epoch] = list(loader)
     assert len(batches[0, 2]) == 2
     for epoch in (2, 3):
@@ -299,8 +362,10 @@ def test_dataloader_workers_0_and_2_identical(synth):
             assert x0.shape == (2, 3, 4, 32, 32) and torch.equal(x0, x2) and torch.equal(y0, y2)
             assert torch.equal(i0["box"], i2["box"])  # the device crop too
     for workers in (0, 2):  # same sampler order, another epoch: other clips
-        assert not torch.equal(torch.cat([x for x, *_ in batches[workers, 2]]),
-                               torch.cat([x for x, *_ in batches[workers, 3]]))
+        assert not torch.equal(
+            torch.cat([x for x, *_ in batches[workers, 2]]),
+            torch.cat([x for x, *_ in batches[workers, 3]]),
+        )
     # and equal to the samples read directly in the sampler's order
     order = list(torch.utils.data.RandomSampler(ds, generator=torch.Generator().manual_seed(0)))
     direct = torch.stack([ds[i][0] for i in order])
@@ -346,7 +411,9 @@ def test_collate_stacks_in_channels_last(synth):
 
 
 def test_normalize():
-    x = torch.randint(0, 256, (2, 3, 4, 5, 6), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    x = torch.randint(
+        0, 256, (2, 3, 4, 5, 6), dtype=torch.uint8, generator=torch.Generator().manual_seed(0)
+    )
     mean = torch.tensor(data.MEAN).view(3, 1, 1, 1)
     std = torch.tensor(data.STD).view(3, 1, 1, 1)
     out = data.normalize(x)
@@ -354,7 +421,9 @@ def test_normalize():
     torch.testing.assert_close(out, (x / 255 - mean) / std, rtol=1e-5, atol=1e-5)
     assert data.normalize(x, dtype=torch.float64).dtype == torch.float64
     torch.testing.assert_close(data.normalize(x[0]), out[0])  # one clip (3, T, H, W) too
-    kinetics = data.normalize(x, (0.45,) * 3, (0.225,) * 3)  # PySlowFast / pytorchvideo weights' statistics
+    kinetics = data.normalize(
+        x, (0.45,) * 3, (0.225,) * 3
+    )  # PySlowFast / pytorchvideo weights' statistics
     torch.testing.assert_close(kinetics, (x / 255 - 0.45) / 0.225, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError):
         data.normalize(x.float())
@@ -365,16 +434,19 @@ def test_normalize():
 
 
 # ---- bad input -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("bad,what", [
-    ("lonely", "expected"),                 # one field
-    ("two fields", "expected"),
-    ("vid x 0", "integers"),
-    ("vid 3 1.5", "integers"),
-    ("vid 0 1", "num_frames must be >= 1"),
-    ("vid -2 1", "num_frames must be >= 1"),
-    ("vid 3 4", r"label 4 outside \[0, 4\)"),
-    ("vid 3 -1", "label -1 outside"),
-])
+@pytest.mark.parametrize(
+    "bad,what",
+    [
+        ("lonely", "expected"),  # one field
+        ("two fields", "expected"),
+        ("vid x 0", "integers"),
+        ("vid 3 1.5", "integers"),
+        ("vid 0 1", "num_frames must be >= 1"),
+        ("vid -2 1", "num_frames must be >= 1"),
+        ("vid 3 4", r"label 4 outside \[0, 4\)"),
+        ("vid 3 -1", "label -1 outside"),
+    ],
+)
 def test_bad_line_names_list_and_line(tmp_path, bad, what):
     path = write_list(tmp_path / "list.txt", ["# header", "good 3 0", "", bad, "good2 3 1"])
     with pytest.raises(ValueError, match=re.escape(f"{path}:4: ") + ".*" + what):
@@ -405,7 +477,9 @@ def test_missing_frame_names_frame_video_and_line(synth, tmp_path):
     missing = video / "img_00005.jpg"
     missing.unlink()
     path = write_list(tmp_path / "list.txt", ["# header", f"vid {NUM_FRAMES} 0"])
-    ds = data.VideoFrameDataset(path, mode="val", t_length=NUM_FRAMES, t_stride=1, new_size=40, crop_size=32)
+    ds = data.VideoFrameDataset(
+        path, mode="val", t_length=NUM_FRAMES, t_stride=1, new_size=40, crop_size=32
+    )
     with pytest.raises(data.BadVideo) as err:
         ds[0]
     message = str(err.value)
@@ -419,7 +493,9 @@ def test_corrupt_frame_names_frame_and_line(synth, tmp_path, garbage):
     bad = video / "img_00003.jpg"
     bad.write_bytes(garbage)
     path = write_list(tmp_path / "list.txt", [f"vid {NUM_FRAMES} 0"])
-    ds = data.VideoFrameDataset(path, mode="val", t_length=NUM_FRAMES, t_stride=1, new_size=40, crop_size=32)
+    ds = data.VideoFrameDataset(
+        path, mode="val", t_length=NUM_FRAMES, t_stride=1, new_size=40, crop_size=32
+    )
     with pytest.raises(data.BadVideo) as err:
         ds[0]
     message = str(err.value)
@@ -432,7 +508,9 @@ def test_frame_size_change_names_frame_and_line(synth, tmp_path):
     odd = video / "img_00004.jpg"
     Image.new("RGB", (W + 2, H)).save(odd)
     path = write_list(tmp_path / "list.txt", [f"vid {NUM_FRAMES} 0"])
-    ds = data.VideoFrameDataset(path, mode="val", t_length=NUM_FRAMES, t_stride=1, new_size=40, crop_size=32)
+    ds = data.VideoFrameDataset(
+        path, mode="val", t_length=NUM_FRAMES, t_stride=1, new_size=40, crop_size=32
+    )
     with pytest.raises(data.BadVideo, match=re.escape(f"{path}:1: {odd}")):
         ds[0]
 
@@ -462,7 +540,9 @@ def test_pillow_fallback_decoder(synth, tmp_path, monkeypatch):
     holed = copy_video(root / "val" / "video_0000", tmp_path / "holed")
     (holed / "img_00004.jpg").unlink()
     path = write_list(tmp_path / "list.txt", [f"corrupt {NUM_FRAMES} 0", f"holed {NUM_FRAMES} 1"])
-    ds = data.VideoFrameDataset(path, mode="val", t_length=NUM_FRAMES, t_stride=1, new_size=40, crop_size=32)
+    ds = data.VideoFrameDataset(
+        path, mode="val", t_length=NUM_FRAMES, t_stride=1, new_size=40, crop_size=32
+    )
     with pytest.raises(data.BadVideo, match=re.escape(f"{path}:1: {corrupt / 'img_00002.jpg'}")):
         ds[0]
     with pytest.raises(data.BadVideo, match=re.escape(f"{path}:2: {holed / 'img_00004.jpg'}")):
@@ -470,6 +550,7 @@ def test_pillow_fallback_decoder(synth, tmp_path, monkeypatch):
 
 
 # ============================== data.py: regression ===================================================
+
 
 def test_multi_clip_test_views_hold_their_own_frames(tmp_path):
     # Frame k has pixel value k. 10 test clips of 16x4 over 214 frames interleave without sharing frames:
@@ -479,8 +560,17 @@ def test_multi_clip_test_views_hold_their_own_frames(tmp_path):
     for k in range(1, 215):
         Image.fromarray(np.full((40, 48, 3), k, np.uint8)).save(tmp_path / "v" / f"img_{k:05d}.png")
     (tmp_path / "l.txt").write_text("v 214 0\n")
-    ds = data.VideoFrameDataset(tmp_path / "l.txt", image_tmpl="img_{:05d}.png", mode="test", num_clips=10,
-                                num_crops=3, t_length=16, t_stride=4, new_size=40, crop_size=40)
+    ds = data.VideoFrameDataset(
+        tmp_path / "l.txt",
+        image_tmpl="img_{:05d}.png",
+        mode="test",
+        num_clips=10,
+        num_crops=3,
+        t_length=16,
+        t_stride=4,
+        new_size=40,
+        crop_size=40,
+    )
     clip, _, _ = ds[0]
     got = clip[:, 0, :, 20, 20].numpy().reshape(10, 3, 16)  # (clips, crops, T)
     want = data.sample_indices(214, 16, 4, "test", 10)

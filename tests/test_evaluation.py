@@ -1,6 +1,7 @@
 # ruff: noqa: F811 -- the `lists` fixture is imported from test_train, then taken as an argument
 """Evaluation: multi-view scores, the checkpoint's normalisation reaching evaluate / resume / predict, file
 names per protocol, 10-crop without flips, weight decay groups."""
+
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,7 +16,16 @@ import report
 import train
 from conftest import TINY, run_dir, run_main, weights
 
-ODD = ["--mean", "0.9", "0.1", "0.5", "--std", "0.05", "0.6", "0.3"]  # far from any weights' normalisation
+ODD = [
+    "--mean",
+    "0.9",
+    "0.1",
+    "0.5",
+    "--std",
+    "0.05",
+    "0.6",
+    "0.3",
+]  # far from any weights' normalisation
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +40,9 @@ def trained(lists, tmp_path_factory):
 def by_hand(ckpt_path, list_file, clips, crops, mean=None, std=None):
     """Each video's views scored one at a time and averaged: what evaluate must compute."""
     ckpt = torch.load(ckpt_path, weights_only=False)
-    a = train.checkpoint_args(ckpt, ["ucf101", "--device", "cpu", "--test_clips", str(clips),
-                                     "--test_crops", str(crops)])
+    a = train.checkpoint_args(
+        ckpt, ["ucf101", "--device", "cpu", "--test_clips", str(clips), "--test_crops", str(crops)]
+    )
     model = train.make_model(a)
     checkpoint.load_weights(model, ckpt, ckpt_path, a)
     model.eval()
@@ -48,13 +59,25 @@ def by_hand(ckpt_path, list_file, clips, crops, mean=None, std=None):
 
 def evaluate_scores(args, ckpt, tmp_path, *flags):
     out = str(tmp_path / "eval")
-    run_main([*args[:-2], "--output_root", out, "--evaluate", "--resume", str(ckpt), "--save_scores", *flags])
+    run_main(
+        [
+            *args[:-2],
+            "--output_root",
+            out,
+            "--evaluate",
+            "--resume",
+            str(ckpt),
+            "--save_scores",
+            *flags,
+        ]
+    )
     (path,) = run_dir(out, args).glob("scores_*.npz")
     return np.load(path)["scores"], path
 
 
-def test_multi_view_scores_are_the_mean_of_each_views_with_the_checkpoints_normalisation(trained, lists,
-                                                                                         tmp_path):
+def test_multi_view_scores_are_the_mean_of_each_views_with_the_checkpoints_normalisation(
+    trained, lists, tmp_path
+):
     args, ckpt = trained
     bare = [a for a in args if a not in ODD]  # --evaluate takes the checkpoint's mean / std
     got, _ = evaluate_scores(bare, ckpt, tmp_path, "--test_clips", "2", "--test_crops", "3")
@@ -76,7 +99,16 @@ def test_predict_uses_the_checkpoints_normalisation(trained, lists):
 
 def test_resume_keeps_the_checkpoints_normalisation(trained, lists, tmp_path):
     args, _ = trained
-    whole = ["ucf101", *lists, *TINY, *ODD, "--epochs", "2", "--output_root", str(tmp_path / "whole")]
+    whole = [
+        "ucf101",
+        *lists,
+        *TINY,
+        *ODD,
+        "--epochs",
+        "2",
+        "--output_root",
+        str(tmp_path / "whole"),
+    ]
     run_main(whole)
     part = ["ucf101", *lists, *TINY, "--output_root", str(tmp_path / "part")]
     run_main([*part, *ODD, "--epochs", "1"])
@@ -96,7 +128,10 @@ def test_protocols_never_overwrite_each_other_and_save_scores_acts(trained, tmp_
     assert not list(folder.glob("scores_*")) and len(list(folder.glob("per_class_*.csv"))) == 1
     for flags in (["--test_sampling", "pyslowfast"], ["--new_size", "40"], ["--test_clips", "2"]):
         run_main([*base, "--save_scores", *flags])
-    assert len(list(folder.glob("per_class_*.csv"))) == 4 and len(list(folder.glob("scores_*.npz"))) == 3
+    assert (
+        len(list(folder.glob("per_class_*.csv"))) == 4
+        and len(list(folder.glob("scores_*.npz"))) == 3
+    )
     assert len(list(folder.glob("*pyslowfast*.csv"))) == 1
 
 
@@ -104,8 +139,12 @@ def test_evaluate_checks_it_can_write_before_it_evaluates(trained, tmp_path, mon
     args, ckpt = trained
     taken = tmp_path / "a_folder"
     taken.mkdir()
-    monkeypatch.setattr(report, "evaluation_paths", lambda run_dir, tag, s: {"per_class": str(taken)})
-    monkeypatch.setattr(train, "evaluate", lambda *a: pytest.fail("evaluated before checking its output"))
+    monkeypatch.setattr(
+        report, "evaluation_paths", lambda run_dir, tag, s: {"per_class": str(taken)}
+    )
+    monkeypatch.setattr(
+        train, "evaluate", lambda *a: pytest.fail("evaluated before checking its output")
+    )
     capsys.readouterr()
     with pytest.raises(SystemExit) as e:
         run_main([*args[:-2], "--output_root", str(tmp_path), "--evaluate", "--resume", str(ckpt)])
@@ -114,11 +153,20 @@ def test_evaluate_checks_it_can_write_before_it_evaluates(trained, tmp_path, mon
 
 
 @pytest.mark.parametrize("flags", [["--no_flip"], ["--dataset_sthv2"]])
-def test_ten_crops_without_flips_is_one_line_in_evaluate_and_predict(trained, lists, tmp_path, capsys,
-                                                                     flags):
+def test_ten_crops_without_flips_is_one_line_in_evaluate_and_predict(
+    trained, lists, tmp_path, capsys, flags
+):
     args, ckpt = trained
-    argv = [*args[:-2], "--output_root", str(tmp_path), "--evaluate", "--resume", str(ckpt),
-            "--test_crops", "10"]
+    argv = [
+        *args[:-2],
+        "--output_root",
+        str(tmp_path),
+        "--evaluate",
+        "--resume",
+        str(ckpt),
+        "--test_crops",
+        "10",
+    ]
     if flags == ["--dataset_sthv2"]:
         argv[0] = "sthv2"
         argv += ["--num_classes", "101"]
@@ -140,12 +188,28 @@ def test_ten_crops_without_flips_is_one_line_in_evaluate_and_predict(trained, li
 
 def test_weight_decay_never_reaches_bn_or_biases(lists, tmp_path):
     for decay_all in (False, True):
-        a = train.parse_args(["ucf101", *lists, *TINY, "--wd", "0.1", "--output_root", str(tmp_path),
-                              *(["--bn_bias_wd"] if decay_all else [])])
+        a = train.parse_args(
+            [
+                "ucf101",
+                *lists,
+                *TINY,
+                "--wd",
+                "0.1",
+                "--output_root",
+                str(tmp_path),
+                *(["--bn_bias_wd"] if decay_all else []),
+            ]
+        )
         train.check_args(a)
         a.num_classes = 4
-        rt = SimpleNamespace(device=torch.device("cpu"), memory_format=torch.contiguous_format, local_rank=0,
-                             rank=0, mean=None, std=None)
+        rt = SimpleNamespace(
+            device=torch.device("cpu"),
+            memory_format=torch.contiguous_format,
+            local_rank=0,
+            rank=0,
+            mean=None,
+            std=None,
+        )
         net = train.build_net(a, rt)
         before = {n: p.detach().clone() for n, p in net.bare.named_parameters()}
         for p in net.bare.parameters():

@@ -8,6 +8,7 @@ trainer command here (after the tests' own, so they win where both set a flag):
 
 Checkpoints compare the weights and, with --model-ema, the EMA weights.
 """
+
 import signal
 import subprocess
 import sys
@@ -32,20 +33,48 @@ def assert_same_run(a, b):
 
 def torchrun(*argv):
     """python -m torch.distributed.run with 2 CPU processes (gloo): train.py ARGV."""
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           str(REPO / "train.py"), *argv]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        str(REPO / "train.py"),
+        *argv,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=REPO, timeout=300)
 
 
 @pytest.mark.parametrize("workers, schedule", [("0", []), ("2", ["-b", "2", "--iter_size", "2"])])
 def test_resume_is_exact(tiny_data, tmp_path, workers, schedule, trainer_flags):
     # 3 epochs in one run == 2 epochs, then --resume for the 3rd: same weights, bit for bit.
-    args = ["ucf101", *tiny_data, *TINY, "-j", workers, "--dro", "0.5", "--warmup", "0.5", *schedule]
+    args = [
+        "ucf101",
+        *tiny_data,
+        *TINY,
+        "-j",
+        workers,
+        "--dro",
+        "0.5",
+        "--warmup",
+        "0.5",
+        *schedule,
+    ]
     run_main([*args, "--epochs", "3", "--output_root", str(tmp_path / "a"), *trainer_flags])
     run_main([*args, "--epochs", "2", "--output_root", str(tmp_path / "b"), *trainer_flags])
     name = train.run_dir_name(train.parse_args([*args, *trainer_flags]))
-    run_main([*args, "--epochs", "3", "--output_root", str(tmp_path / "b"), "--resume", "auto",
-              *trainer_flags])
+    run_main(
+        [
+            *args,
+            "--epochs",
+            "3",
+            "--output_root",
+            str(tmp_path / "b"),
+            "--resume",
+            "auto",
+            *trainer_flags,
+        ]
+    )
     assert_same_run(*(tmp_path / r / name / "checkpoint.pth" for r in "ab"))
     assert torch.load(tmp_path / "b" / name / "checkpoint.pth", weights_only=False)["epoch"] == 3
 
@@ -53,14 +82,34 @@ def test_resume_is_exact(tiny_data, tmp_path, workers, schedule, trainer_flags):
 def test_ddp_trains_and_evaluates_exactly(tiny_data, tmp_path, trainer_flags):
     # torchrun with 2 CPU processes (gloo); 7 val videos split 4 + 3 must give the single-process numbers.
     common = ["ucf101", *tiny_data, *TINY, "--epochs", "1"]
-    r = torchrun(*common, "--ddp", "-b", "2", "--iter_size", "2", "--lr_policy", "cosine",
-                 "--output_root", str(tmp_path / "ddp"), *trainer_flags)
+    r = torchrun(
+        *common,
+        "--ddp",
+        "-b",
+        "2",
+        "--iter_size",
+        "2",
+        "--lr_policy",
+        "cosine",
+        "--output_root",
+        str(tmp_path / "ddp"),
+        *trainer_flags,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "2 process(es)" in r.stdout and r.stdout.count("run folder") == 1  # only rank 0 prints
     name = train.run_dir_name(train.parse_args([*common, *trainer_flags]))
     ckpt = str(tmp_path / "ddp" / name / "checkpoint.pth")
-    evaluate = [*common, "--evaluate", "--resume", ckpt, "--save_scores", "--test_clips", "2",
-                "--test_crops", "3"]
+    evaluate = [
+        *common,
+        "--evaluate",
+        "--resume",
+        ckpt,
+        "--save_scores",
+        "--test_clips",
+        "2",
+        "--test_crops",
+        "3",
+    ]
     r2 = torchrun(*evaluate, "--ddp", "--output_root", str(tmp_path / "e2"), *trainer_flags)
     assert r2.returncode == 0, r2.stderr[-3000:]
     r1 = run_cli([*evaluate, "--output_root", str(tmp_path / "e1"), *trainer_flags], timeout=300)
@@ -78,9 +127,21 @@ def test_sigterm_saves_and_resumes_exactly(tiny_data, tmp_path, trainer_flags):
     ref = run_cli([*args, "--output_root", str(tmp_path / "ref"), *trainer_flags], timeout=600)
     assert ref.returncode == 0, ref.stderr[-2000:]
     # Interrupt a second run mid-training, then resume it from its checkpoint.
-    p = subprocess.Popen([sys.executable, str(REPO / "train.py"), *args, "--output_root", str(tmp_path / "x"),
-                          *trainer_flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
-                         cwd=REPO)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            str(REPO / "train.py"),
+            *args,
+            "--output_root",
+            str(tmp_path / "x"),
+            *trainer_flags,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        cwd=REPO,
+    )
     for line in p.stdout:  # wait until it is inside the second epoch's loop
         if line.startswith("epoch 1 ["):
             p.send_signal(signal.SIGTERM)
@@ -90,7 +151,9 @@ def test_sigterm_saves_and_resumes_exactly(tiny_data, tmp_path, trainer_flags):
     assert "saved" in out
     ckpt = torch.load(tmp_path / "x" / name / "checkpoint.pth", weights_only=False)
     assert ckpt["epoch"] == 1 and ckpt["iter"] >= 1
-    r = run_cli([*args, "--output_root", str(tmp_path / "x"), "--resume", "auto", *trainer_flags],
-                timeout=600)
+    r = run_cli(
+        [*args, "--output_root", str(tmp_path / "x"), "--resume", "auto", *trainer_flags],
+        timeout=600,
+    )
     assert r.returncode == 0 and "resumed from" in r.stdout, r.stderr[-2000:]
     assert_same_run(*(tmp_path / r / name / "checkpoint.pth" for r in ("ref", "x")))

@@ -5,6 +5,7 @@ a timeout: a hang fails the test instead of hanging CI.
 
     python -m pytest -q test_faults.py
 """
+
 import fcntl
 import json
 import os
@@ -34,8 +35,16 @@ CLIP = dict(t_length=4, t_stride=1, new_size=40, crop_size=32)  # tiny clips: (3
 def run_data(*commands, timeout=120):
     """`python prepare.py ARGS` for each ARGS tuple, all at once (each pays the torch import); a command
     still running after `timeout` s is killed and fails the test: nothing may loop forever."""
-    procs = [subprocess.Popen([sys.executable, "prepare.py", *map(str, args)], cwd=REPO, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for args in commands]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "prepare.py", *map(str, args)],
+            cwd=REPO,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for args in commands
+    ]
     results = []
     for args, proc in zip(commands, procs):
         try:
@@ -72,8 +81,13 @@ def run_commands(*commands, timeout=120):
     timeout; what `python prepare.py ARGS` would exit with and print, as (rc, stdout, stderr) each."""
     argvs = [[str(a) for a in args] for args in commands]
     try:
-        proc = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(argvs)], cwd=REPO, text=True,
-                              capture_output=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-c", _DRIVER, json.dumps(argvs)],
+            cwd=REPO,
+            text=True,
+            capture_output=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"prepare.main still running after {timeout} s on one of {argvs}")
     assert proc.returncode == 0, proc.stderr
@@ -122,14 +136,24 @@ def test_list_with_bom_and_crlf_and_backslashes(tmp_path):
     path.write_bytes("\ufeffsub\\vid 3 0\r\nsub/vid 3 1\r\n".encode("utf-8"))  # Notepad on Windows
     videos = data.read_list(path)
     assert [v.path for v in videos] == [str(tmp_path / "sub" / "vid")] * 2
-    assert [(v.label, v.line, v.list_file) for v in videos] == [(0, 1, str(path)), (1, 2, str(path))]
-    clip, label, info = data.VideoFrameDataset(path, mode="val", t_length=2, new_size=12, crop_size=8)[0]
+    assert [(v.label, v.line, v.list_file) for v in videos] == [
+        (0, 1, str(path)),
+        (1, 2, str(path)),
+    ]
+    clip, label, info = data.VideoFrameDataset(
+        path, mode="val", t_length=2, new_size=12, crop_size=8
+    )[0]
     assert clip.shape == (3, 2, 8, 8) and label == 0 and info["bad"] == ""
 
 
-@pytest.mark.parametrize("content,line", [("good 3 0\ncaf\u00e9 3 1\n".encode("latin-1"), 2),
-                                          (b"\x89PNG\r\n\x1a\n" + bytes(range(256)), 1),
-                                          (b"good 3 0\nbad\x00\x00 3 0\n", 2)])
+@pytest.mark.parametrize(
+    "content,line",
+    [
+        ("good 3 0\ncaf\u00e9 3 1\n".encode("latin-1"), 2),
+        (b"\x89PNG\r\n\x1a\n" + bytes(range(256)), 1),
+        (b"good 3 0\nbad\x00\x00 3 0\n", 2),
+    ],
+)
 def test_undecodable_list_names_file_and_line(tmp_path, content, line):
     path = tmp_path / "list.txt"
     path.write_bytes(content)
@@ -146,13 +170,20 @@ def test_extra_column_is_one_line_naming_list_line_and_form(tmp_path):
     write_frames(tmp_path / "vid", 3)
     write_frames(tmp_path / "my vid", 3)
     path = write_list(tmp_path / "list.txt", ["vid 3 0", "vid 1 3 0", "my vid 3 1"])
-    expected = (f"{path}:2: 4 columns, expected '<video> <label>' or "
-                "'<frame_dir or video> <num_frames> <label>'")
+    expected = (
+        f"{path}:2: 4 columns, expected '<video> <label>' or "
+        "'<frame_dir or video> <num_frames> <label>'"
+    )
     with pytest.raises(ValueError, match=re.escape(expected)) as e:
         data.VideoFrameDataset(path, mode="val")
     assert "\n" not in str(e.value)
-    p = subprocess.run([sys.executable, "prepare.py", "check", path], cwd=REPO, text=True,
-                       capture_output=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "prepare.py", "check", path],
+        cwd=REPO,
+        text=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert p.returncode == 1 and p.stdout.startswith(expected), (p.stdout, p.stderr)
     assert "missing folder" not in p.stdout and "2 videos" in p.stdout.splitlines()[-1]
 
@@ -161,12 +192,15 @@ def test_cli_undecodable_list_and_bad_flags_one_line(tmp_path):
     latin = tmp_path / "latin.txt"
     latin.write_bytes("good 3 0\ncaf\u00e9 3 1\n".encode("latin-1"))
     ok = write_list(tmp_path / "ok.txt", ["good 3 0"])
-    named, no_field = run_data(("check", ok, "--image_tmpl", "img_{idx:05d}.jpg"),
-                               ("check", ok, "--image_tmpl", "img_00001.jpg"))  # used to loop forever
+    named, no_field = run_data(
+        ("check", ok, "--image_tmpl", "img_{idx:05d}.jpg"),
+        ("check", ok, "--image_tmpl", "img_00001.jpg"),
+    )  # used to loop forever
     assert_one_line_error(named, "--image_tmpl", "img_{idx:05d}.jpg")
     assert_one_line_error(no_field, "--image_tmpl", "img_00001.jpg")
-    latin_rc, no_list, bogus, nowhere = run_commands(("check", latin), ("check",), ("check", ok, "--bogus"),
-                                                 ("check", tmp_path / "nowhere.txt"))
+    latin_rc, no_list, bogus, nowhere = run_commands(
+        ("check", latin), ("check",), ("check", ok, "--bogus"), ("check", tmp_path / "nowhere.txt")
+    )
     assert_one_line_error(latin_rc, f"{latin}:2:", "UTF-8")
     assert_one_line_error(no_list, "list")
     assert_one_line_error(bogus, "--bogus")
@@ -176,9 +210,12 @@ def test_cli_undecodable_list_and_bad_flags_one_line(tmp_path):
 def test_count_frames_ends_whatever_the_template(tmp_path):
     """A template without a field names the same file for every number: counting must still end."""
     result = []
-    thread = threading.Thread(target=lambda: result.append(prepare.count_frames(tmp_path, "img_00001.jpg", 1,
-                                                                             ["img_00001.jpg", "x"])),
-                              daemon=True)
+    thread = threading.Thread(
+        target=lambda: result.append(
+            prepare.count_frames(tmp_path, "img_00001.jpg", 1, ["img_00001.jpg", "x"])
+        ),
+        daemon=True,
+    )
     thread.start()
     thread.join(30)
     assert not thread.is_alive() and result[0] <= 2
@@ -189,12 +226,14 @@ def test_lists_reads_bom_split_files_and_writes_classes_in_classind_order(tmp_pa
     frames, splits = fake_ucf101(tmp_path)
     # classInd in a non-alphabetical order, saved with a BOM, as are the split files
     (splits / "classInd.txt").write_bytes(
-        "\ufeff1 Biking\r\n2 HandstandPushups\r\n3 ApplyEyeMakeup\r\n".encode())
+        "\ufeff1 Biking\r\n2 HandstandPushups\r\n3 ApplyEyeMakeup\r\n".encode()
+    )
     for name in ("trainlist01.txt", "testlist01.txt"):
         (splits / name).write_bytes(b"\xef\xbb\xbf" + (splits / name).read_bytes())
     hmdb_frames, hmdb_splits = fake_hmdb51(tmp_path)
-    ucf, hmdb = run_commands(("lists", frames, "--ucf101", splits),
-                         ("lists", hmdb_frames, "--hmdb51", hmdb_splits))
+    ucf, hmdb = run_commands(
+        ("lists", frames, "--ucf101", splits), ("lists", hmdb_frames, "--hmdb51", hmdb_splits)
+    )
     assert ucf[0] == 0 and "Traceback" not in ucf[2], ucf
     names = prepare.read_class_names(tmp_path / "ucf" / "ucf101_classes.txt")
     assert names == ["Biking", "HandstandPushups", "ApplyEyeMakeup"]
@@ -210,7 +249,10 @@ def test_lists_reads_bom_split_files_and_writes_classes_in_classind_order(tmp_pa
     assert names == ["brush_hair", "sword", "sword_exercise"]
     val = data.read_list(tmp_path / "hmdb" / "hmdb51_val_split1_list.txt")
     assert {os.path.basename(v.path): names[v.label] for v in val} == {
-        "Brushing_hair_2": "brush_hair", "sword_2": "sword", "sword_ex_1": "sword_exercise"}
+        "Brushing_hair_2": "brush_hair",
+        "sword_2": "sword",
+        "sword_ex_1": "sword_exercise",
+    }
 
 
 def test_lists_errors_one_line_and_nothing_written(tmp_path):
@@ -229,12 +271,14 @@ def test_lists_errors_one_line_and_nothing_written(tmp_path):
     write_frames(empty / "unrelated_video", 3)
     out = tmp_path / "out"
     out.mkdir()
-    results = run_commands(("lists", tmp_path / "no_such_dir", "--ucf101", splits, "--out", out),
-                       ("lists", empty, "--ucf101", splits, "--out", out),
-                       ("lists", frames, "--ucf101", splits, "--out", out, "--image_tmpl", "frame.jpg"),
-                       ("lists", frames, "--ucf101", bad_ind, "--out", out),
-                       ("lists", frames, "--ucf101", latin_ind, "--out", out),
-                       ("lists", frames, "--ucf101", splits, "--out", out, "--image_tmpl", "img_{n:05d}.jpg"))
+    results = run_commands(
+        ("lists", tmp_path / "no_such_dir", "--ucf101", splits, "--out", out),
+        ("lists", empty, "--ucf101", splits, "--out", out),
+        ("lists", frames, "--ucf101", splits, "--out", out, "--image_tmpl", "frame.jpg"),
+        ("lists", frames, "--ucf101", bad_ind, "--out", out),
+        ("lists", frames, "--ucf101", latin_ind, "--out", out),
+        ("lists", frames, "--ucf101", splits, "--out", out, "--image_tmpl", "img_{n:05d}.jpg"),
+    )
     assert_one_line_error(results[0], "no_such_dir")
     assert_one_line_error(results[1], str(empty), "split 1")
     assert_one_line_error(results[2], "--image_tmpl", "frame.jpg")
@@ -262,8 +306,10 @@ def test_extract_errors_one_line(tmp_path):
     pytest.importorskip("av")
     (tmp_path / "videos").mkdir()
     (tmp_path / "videos" / "notes.txt").write_text("not a video")
-    missing, empty = run_commands(("extract", tmp_path / "no_videos_here", tmp_path / "f1"),
-                              ("extract", tmp_path / "videos", tmp_path / "f2"))
+    missing, empty = run_commands(
+        ("extract", tmp_path / "no_videos_here", tmp_path / "f1"),
+        ("extract", tmp_path / "videos", tmp_path / "f2"),
+    )
     assert_one_line_error(missing, "no_videos_here")
     assert_one_line_error(empty, str(tmp_path / "videos"), "no video")
     assert not (tmp_path / "f1").exists() and not (tmp_path / "f2").exists()
@@ -287,10 +333,16 @@ def test_reextract_never_keeps_stale_frames_of_an_interrupted_run(tmp_path):
 def run_with_tty_stderr(args, timeout=120):
     """prepare.py ARGS with stderr on a pseudo-terminal (as in an interactive shell); returns (rc, stderr)."""
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ,
-                struct.pack("HHHH", 24, 120, 0, 0))  # a fresh pty is 0 columns wide
-    proc = subprocess.Popen([sys.executable, "prepare.py", *map(str, args)], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=slave, stdin=subprocess.DEVNULL)
+    fcntl.ioctl(
+        slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0)
+    )  # a fresh pty is 0 columns wide
+    proc = subprocess.Popen(
+        [sys.executable, "prepare.py", *map(str, args)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+    )
     os.close(slave)
     chunks, t0 = [], time.time()
     while True:
@@ -316,12 +368,15 @@ def test_progress_bars_on_a_terminal_only(tmp_path):
     make_video_file(videos / "a.avi", 4)
     make_video_file(videos / "b.avi", 4)
     rc, err = run_with_tty_stderr(("check", path))
-    assert rc == 0 and "check" in err and "3/3" in err and "video/s" in err, err  # count, rate and ETA
+    assert rc == 0 and "check" in err and "3/3" in err and "video/s" in err, (
+        err
+    )  # count, rate and ETA
     rc, err = run_with_tty_stderr(("extract", videos, tmp_path / "frames", "-j", 1))
     assert rc == 0 and "extract" in err and "2/2" in err and "video/s" in err, err
     # not a terminal (a log file, a pipe): no bar at all
-    (rc, out, err), (rc2, out2, err2) = run_data(("check", path),
-                                                 ("extract", videos, tmp_path / "frames2", "-j", 1))
+    (rc, out, err), (rc2, out2, err2) = run_data(
+        ("check", path), ("extract", videos, tmp_path / "frames2", "-j", 1)
+    )
     assert rc == 0 and err == "" and "OK" in out, (out, err)
     assert rc2 == 0 and err2 == "" and "extracted 2 videos" in out2, (out2, err2)
 
@@ -340,7 +395,7 @@ def break_video(folder, how):
     elif how == "empty file":
         frame.write_bytes(b"")
     elif how == "truncated":
-        frame.write_bytes(frame.read_bytes()[:len(frame.read_bytes()) // 2])
+        frame.write_bytes(frame.read_bytes()[: len(frame.read_bytes()) // 2])
     elif how == "garbage":
         frame.write_bytes(np.random.default_rng(0).bytes(300))
     elif how == "size":
@@ -348,8 +403,14 @@ def break_video(folder, how):
     return frame
 
 
-REASONS = {"missing folder": "missing folder", "missing frame": "missing frame", "empty file": "empty file",
-           "truncated": "unreadable frame", "garbage": "unreadable frame", "size": "frame is"}
+REASONS = {
+    "missing folder": "missing folder",
+    "missing frame": "missing frame",
+    "empty file": "empty file",
+    "truncated": "unreadable frame",
+    "garbage": "unreadable frame",
+    "size": "frame is",
+}
 
 
 @pytest.fixture
@@ -358,7 +419,9 @@ def six_videos(tmp_path):
     line k + 2."""
     for k in range(6):
         flat_video(tmp_path / f"v{k}", 30 * k + 15)
-    return write_list(tmp_path / "list.txt", ["# six flat videos"] + [f"v{k} 6 {k}" for k in range(6)])
+    return write_list(
+        tmp_path / "list.txt", ["# six flat videos"] + [f"v{k} 6 {k}" for k in range(6)]
+    )
 
 
 @pytest.mark.parametrize("how", list(REASONS))
@@ -369,7 +432,9 @@ def test_val_and_test_raise_bad_video_naming_frame_and_line(six_videos, how):
         with pytest.raises(data.BadVideo) as e:
             ds[2]
         message = str(e.value)
-        assert "\n" not in message and message.startswith(f"{six_videos}:4: {named}: {REASONS[how]}"), message
+        assert "\n" not in message and message.startswith(
+            f"{six_videos}:4: {named}: {REASONS[how]}"
+        ), message
         assert str(six_videos.parent / "v2") in message
         assert ds[1][1] == 1  # the others still read
 
@@ -386,7 +451,10 @@ def test_train_replaces_a_bad_video_and_reports_it(six_videos, how):
         if how == "size":  # the frame named is the first one of another size than the clip's first
             named = six_videos.parent / "v2"
         assert info["bad"].startswith(f"{six_videos}:4: {named}") and "\n" not in info["bad"]
-        assert f": {REASONS[how]}" in info["bad"] and f"(video {six_videos.parent / 'v2'})" in info["bad"]
+        assert (
+            f": {REASONS[how]}" in info["bad"]
+            and f"(video {six_videos.parent / 'v2'})" in info["bad"]
+        )
         clip, label, info = ds[3]
         assert which_video(clip) == label == 3 and info["bad"] == ""
 
@@ -411,7 +479,9 @@ def test_replacement_is_deterministic_for_workers_and_dataset_objects(six_videos
     for workers in (0, 2):
         ds = make()
         ds.set_epoch(2)
-        loader = torch.utils.data.DataLoader(ds, batch_size=3, num_workers=workers, collate_fn=data.collate)
+        loader = torch.utils.data.DataLoader(
+            ds, batch_size=3, num_workers=workers, collate_fn=data.collate
+        )
         batches[workers] = list(loader)
     for (x0, y0, i0), (x2, y2, i2) in zip(batches[0], batches[2]):
         assert torch.equal(x0, x2) and torch.equal(y0, y2) and i0["bad"] == i2["bad"]
@@ -455,7 +525,10 @@ def test_bad_video_from_a_worker_is_one_line(six_videos):
         list(loader)
     assert "\n" not in str(e.value), str(e.value)
     assert str(e.value).startswith(f"{six_videos}:2: {named}: unreadable frame"), str(e.value)
-    for err in (e.value, data.BadVideo(data.read_list(six_videos)[0], str(named), "why")):  # pickles as it is
+    for err in (
+        e.value,
+        data.BadVideo(data.read_list(six_videos)[0], str(named), "why"),
+    ):  # pickles as it is
         again = pickle.loads(pickle.dumps(err))
         assert type(again) is data.BadVideo and str(again) == str(err) and again.path == err.path
 
@@ -466,12 +539,16 @@ def test_check_folders_reports_missing_folders_and_frames(six_videos):
     break_video(root / "v1", "missing folder")
     (root / "v3" / "img_00006.jpg").unlink()  # the last frame
     (root / "v4" / "img_00001.jpg").unlink()  # the first frame
-    (root / "v5" / "img_00003.jpg").unlink()  # a middle frame: not checked here (stat first and last only)
+    (
+        root / "v5" / "img_00003.jpg"
+    ).unlink()  # a middle frame: not checked here (stat first and last only)
     videos = data.read_list(six_videos)
     problems, count = prepare.check_folders(videos, "img_{:05d}.jpg")
-    assert count == 3 and problems == [f"{six_videos}:3: missing folder {root / 'v1'}",
-                                       f"{six_videos}:5: missing frame {root / 'v3' / 'img_00006.jpg'}",
-                                       f"{six_videos}:6: missing frame {root / 'v4' / 'img_00001.jpg'}"]
+    assert count == 3 and problems == [
+        f"{six_videos}:3: missing folder {root / 'v1'}",
+        f"{six_videos}:5: missing frame {root / 'v3' / 'img_00006.jpg'}",
+        f"{six_videos}:6: missing frame {root / 'v4' / 'img_00001.jpg'}",
+    ]
     problems, count = prepare.check_folders(videos, "img_{:05d}.jpg", max_report=2)
     assert count == 3 and len(problems) == 2
     assert prepare.check_folders([videos[0], videos[2], videos[5]], "img_{:05d}.jpg") == ([], 0)
@@ -479,8 +556,9 @@ def test_check_folders_reports_missing_folders_and_frames(six_videos):
         prepare.check_folders(videos, "img.jpg")
 
 
-@pytest.mark.skipif(not (UCF101_LISTS / "ucf101_train_split1_list.txt").is_file(),
-                    reason="../shared not here")
+@pytest.mark.skipif(
+    not (UCF101_LISTS / "ucf101_train_split1_list.txt").is_file(), reason="../shared not here"
+)
 def test_check_folders_on_the_real_ucf101_list(tmp_path):
     """The 9537-line UCF101 list against a tree holding (empty) first and last frames of every video."""
     videos = data.read_list(UCF101_LISTS / "ucf101_train_split1_list.txt", root=tmp_path)
@@ -493,8 +571,12 @@ def test_check_folders_on_the_real_ucf101_list(tmp_path):
     os.remove(os.path.join(videos[100].path, f"img_{videos[100].num_frames:05d}.jpg"))
     os.remove(os.path.join(videos[7000].path, "img_00001.jpg"))
     problems, count = prepare.check_folders(videos, "img_{:05d}.jpg")
-    assert count == 2 and [p.split(":")[1] for p in problems] == [str(videos[100].line),
-                                                                  str(videos[7000].line)]
-    problems, count = prepare.check_folders(data.read_list(UCF101_LISTS / "ucf101_train_split1_list.txt",
-                                                        root=tmp_path / "wrong_root"), "img_{:05d}.jpg")
+    assert count == 2 and [p.split(":")[1] for p in problems] == [
+        str(videos[100].line),
+        str(videos[7000].line),
+    ]
+    problems, count = prepare.check_folders(
+        data.read_list(UCF101_LISTS / "ucf101_train_split1_list.txt", root=tmp_path / "wrong_root"),
+        "img_{:05d}.jpg",
+    )
     assert count == 9537 and len(problems) == 10 and all("missing folder" in p for p in problems)

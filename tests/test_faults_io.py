@@ -1,6 +1,7 @@
 # ruff: noqa: F811 -- the `lists` fixture is imported from test_train, then taken as an argument
 """I/O faults: a read that never returns, a disk that fills mid-save, a SIGKILL at each write of a save, bad
 videos across a resume and ranks."""
+
 import errno
 import io
 import os
@@ -18,8 +19,19 @@ import torch.multiprocessing as mp
 import checkpoint
 import rundir
 import train
-from conftest import (ENV, REPO, TINY, assert_same_weights, copy_lists, one_line_error, run_cli, run_dir,
-                      run_main, spoil_frames, weights)
+from conftest import (
+    ENV,
+    REPO,
+    TINY,
+    assert_same_weights,
+    copy_lists,
+    one_line_error,
+    run_cli,
+    run_dir,
+    run_main,
+    spoil_frames,
+    weights,
+)
 
 
 @pytest.mark.parametrize("workers", ["0", "2"])
@@ -29,8 +41,20 @@ def test_a_frame_read_that_never_returns_ends_the_run_naming_the_file(lists, tmp
         frame = folder / video / f"img_{k:05d}.jpg"
         frame.unlink()
         os.mkfifo(frame)
-    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "-j", workers,
-            "--read_timeout", "3", "--epochs", "1", "--output_root", str(tmp_path / "out")]
+    args = [
+        "ucf101",
+        str(folder / "train.txt"),
+        str(folder / "val.txt"),
+        *TINY,
+        "-j",
+        workers,
+        "--read_timeout",
+        "3",
+        "--epochs",
+        "1",
+        "--output_root",
+        str(tmp_path / "out"),
+    ]
     r = run_cli(args, timeout=200)  # a hang would be subprocess.TimeoutExpired
     err = r.stderr.strip()
     assert r.returncode == 2 and "Traceback" not in err and len(err.splitlines()) == 1, err
@@ -43,8 +67,22 @@ def test_a_video_file_read_that_never_returns_ends_the_run_naming_it(lists, tmp_
     os.mkfifo(folder / "stalled.mp4")
     with open(folder / "train.txt", "a") as f:
         f.write("stalled.mp4 10 0\n")
-    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY, "-j", "2", "-b", "9",
-            "--read_timeout", "3", "--epochs", "1", "--output_root", str(tmp_path / "out")]
+    args = [
+        "ucf101",
+        str(folder / "train.txt"),
+        str(folder / "val.txt"),
+        *TINY,
+        "-j",
+        "2",
+        "-b",
+        "9",
+        "--read_timeout",
+        "3",
+        "--epochs",
+        "1",
+        "--output_root",
+        str(tmp_path / "out"),
+    ]
     r = run_cli(args, timeout=200)  # a hang would be subprocess.TimeoutExpired
     err = r.stderr.strip()
     assert r.returncode == 2 and "Traceback" not in err and len(err.splitlines()) == 1, err
@@ -53,6 +91,7 @@ def test_a_video_file_read_that_never_returns_ends_the_run_naming_it(lists, tmp_
 
 class FullDisk(io.FileIO):
     """A file on a disk with `room` bytes left: the write that would pass it raises ENOSPC."""
+
     room = 0
 
     def write(self, b):
@@ -64,8 +103,9 @@ class FullDisk(io.FileIO):
 
 
 @pytest.mark.parametrize("room", [0, 64, 5000, 400_000, 2_000_000])
-def test_disk_filling_at_any_point_of_a_save_is_one_line_and_resume_auto_works(lists, tmp_path, monkeypatch,
-                                                                              capsys, room):
+def test_disk_filling_at_any_point_of_a_save_is_one_line_and_resume_auto_works(
+    lists, tmp_path, monkeypatch, capsys, room
+):
     args = ["ucf101", *lists, *TINY, "--output_root", str(tmp_path)]
     run_main([*args, "--epochs", "1"])
     folder = run_dir(tmp_path, args)
@@ -75,6 +115,7 @@ def test_disk_filling_at_any_point_of_a_save_is_one_line_and_resume_auto_works(l
         if "w" in mode and str(path).endswith(".tmp"):
             return FullDisk(path, mode.replace("b", ""))
         return open(path, mode, *a, **k)
+
     monkeypatch.setattr(checkpoint, "open", full_open, raising=False)
     capsys.readouterr()
     with pytest.raises(SystemExit) as e:
@@ -85,22 +126,32 @@ def test_disk_filling_at_any_point_of_a_save_is_one_line_and_resume_auto_works(l
     assert not [p.name for p in folder.iterdir() if ".tmp" in p.name]
     assert torch.load(folder / "checkpoint.pth", weights_only=False)["epoch"] == 1
     monkeypatch.undo()
-    run_main([*args, "--epochs", "2", "--resume", "auto"])  # space is back: it continues from epoch 1
+    run_main(
+        [*args, "--epochs", "2", "--resume", "auto"]
+    )  # space is back: it continues from epoch 1
     assert torch.load(folder / "checkpoint.pth", weights_only=False)["epoch"] == 2
 
 
 def test_bad_videos_seen_survive_a_resume_and_are_not_reported_again(lists, tmp_path, capsys):
     folder, bad_video = copy_lists(lists, tmp_path)
     spoil_frames(folder, bad_video)
-    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TINY,
-            "--output_root", str(tmp_path)]
+    args = [
+        "ucf101",
+        str(folder / "train.txt"),
+        str(folder / "val.txt"),
+        *TINY,
+        "--output_root",
+        str(tmp_path),
+    ]
     run_main([*args, "--epochs", "1"])
     assert capsys.readouterr().err.count("bad video replaced") == 1
     run_main([*args, "--epochs", "2", "--resume", "auto"])  # epoch 1 replaces it again, silently
     assert capsys.readouterr().err.count("bad video replaced") == 0
     out = run_dir(tmp_path, args)
     assert len((out / "bad_videos.txt").read_text().splitlines()) == 1
-    assert torch.load(out / "checkpoint.pth", weights_only=False)["bad_seen"] == [f"{folder / 'train.txt'}:1"]
+    assert torch.load(out / "checkpoint.pth", weights_only=False)["bad_seen"] == [
+        f"{folder / 'train.txt'}:1"
+    ]
 
 
 def _rank(rank, init, run_dir):
@@ -145,33 +196,57 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 @pytest.fixture(scope="module")
 def one_epoch(lists, tmp_path_factory):
     """A run of one epoch, uninterrupted: (its train.py arguments, its run folder). Epoch 0 is its best."""
-    args = ["ucf101", *lists, *TINY, "--epochs", "1", "--output_root", str(tmp_path_factory.mktemp("whole"))]
+    args = [
+        "ucf101",
+        *lists,
+        *TINY,
+        "--epochs",
+        "1",
+        "--output_root",
+        str(tmp_path_factory.mktemp("whole")),
+    ]
     run_main(args)
     folder = run_dir(args[-1], args)
-    assert torch.load(folder / "checkpoint.pth", weights_only=False)["best_epoch"] == 0  # a best save
+    assert (
+        torch.load(folder / "checkpoint.pth", weights_only=False)["best_epoch"] == 0
+    )  # a best save
     return args, folder
 
 
 @pytest.mark.parametrize("point", ["during:1", "before:1", "after:1", "before:2", "after:2"])
-def test_a_kill_at_any_write_of_a_save_leaves_model_best_holding_the_recorded_best(one_epoch, tmp_path,
-                                                                                 point, capsys):
+def test_a_kill_at_any_write_of_a_save_leaves_model_best_holding_the_recorded_best(
+    one_epoch, tmp_path, point, capsys
+):
     args = [*one_epoch[0][:-1], str(tmp_path)]
-    p = subprocess.run([sys.executable, "-c", KILL_AT, point, str(REPO / "train.py"), *args], env=ENV,
-                       cwd=REPO, capture_output=True, text=True, timeout=240)
+    p = subprocess.run(
+        [sys.executable, "-c", KILL_AT, point, str(REPO / "train.py"), *args],
+        env=ENV,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert p.returncode == -signal.SIGKILL, p.stderr[-2000:]
     run_main([*args, "--resume", "auto"])  # the epoch again, or nothing left but the checks
     folder = run_dir(tmp_path, args)
     ckpt = torch.load(folder / "checkpoint.pth", weights_only=False)
     best = torch.load(folder / "model_best.pth", weights_only=False)
-    assert (ckpt["epoch"], ckpt["best_epoch"]) == (1, 0)  # a one-epoch run: checkpoint.pth is epoch 0's
+    assert (ckpt["epoch"], ckpt["best_epoch"]) == (
+        1,
+        0,
+    )  # a one-epoch run: checkpoint.pth is epoch 0's
     assert (best["best_epoch"], best["best_acc1"]) == (0, ckpt["best_acc1"])
     assert_same_weights(best["model"], ckpt["model"])  # epoch 0's weights, not merely its score
     assert not [f.name for f in folder.iterdir() if "tmp" in f.name]
     repaired = "copied it from" in capsys.readouterr().out
-    assert repaired == (point in ("after:1", "before:2")), point  # checkpoint.pth renamed, model_best.pth not
+    assert repaired == (point in ("after:1", "before:2")), (
+        point
+    )  # checkpoint.pth renamed, model_best.pth not
 
 
-def test_a_best_score_without_its_weights_is_forgotten_in_one_line(one_epoch, tmp_path, monkeypatch, capsys):
+def test_a_best_score_without_its_weights_is_forgotten_in_one_line(
+    one_epoch, tmp_path, monkeypatch, capsys
+):
     """model_best.pth gone and checkpoint.pth from a later, unfinished epoch: nothing holds the best epoch's
     weights, so its score must not stand against later epochs."""
     args, whole = one_epoch
@@ -195,7 +270,9 @@ def test_a_best_score_without_its_weights_is_forgotten_in_one_line(one_epoch, tm
     lines = [line for line in capsys.readouterr().out.splitlines() if "model_best.pth" in line]
     assert "does not hold epoch 0" in lines[0] and "forgotten" in lines[0], lines
     ckpt = torch.load(folder / "checkpoint.pth", weights_only=False)
-    if ckpt["best_epoch"] >= 0:  # epoch 1 scored above 0: it is the best, and model_best.pth holds it
+    if (
+        ckpt["best_epoch"] >= 0
+    ):  # epoch 1 scored above 0: it is the best, and model_best.pth holds it
         assert ckpt["best_epoch"] == 1 and "saved to" in lines[-1]
         assert_same_weights(weights(folder / "model_best.pth"), ckpt["model"])
     else:
@@ -208,11 +285,16 @@ def small_disk(tmp_path):
     """A 2 MiB tmpfs (root only, as in CI), unmounted afterwards."""
     folder = tmp_path / "small"
     folder.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)], capture_output=True,
-                       text=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({(r.stderr or 'not root').strip()}): the simulated "
-                    "ENOSPC test covers the message")
+        pytest.skip(
+            f"cannot mount a tmpfs here ({(r.stderr or 'not root').strip()}): the simulated "
+            "ENOSPC test covers the message"
+        )
     yield folder
     subprocess.run(["umount", str(folder)], check=True)
 
@@ -231,8 +313,11 @@ def test_a_real_full_disk_is_named_first(small_disk, capsys):
 def test_enospc_is_named_first(tmp_path, monkeypatch, capsys):
     def full(obj, f, *a, **k):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
     monkeypatch.setattr(torch, "save", full)
     with pytest.raises(SystemExit) as e:
         checkpoint.atomic_save({}, str(tmp_path / "checkpoint.pth"))
-    err = one_line_error(capsys, str(tmp_path / "checkpoint.pth"), f"MiB free in {tmp_path}", code=1, exc=e)
+    err = one_line_error(
+        capsys, str(tmp_path / "checkpoint.pth"), f"MiB free in {tmp_path}", code=1, exc=e
+    )
     assert err.startswith("train.py: error: disk full:"), err

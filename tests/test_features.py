@@ -4,6 +4,7 @@ videos stream in bounded memory; ONNX and .pt2 exports compute what the PyTorch 
 
 python -m pytest -q tests/test_features.py
 """
+
 import json
 import os
 import signal
@@ -37,8 +38,13 @@ def inputs(tmp_path_factory):
     root = tmp_path_factory.mktemp("features")
     _, val = prepare.make_synth(str(root), classes=2, videos=6, frames=13, size=(64, 48))
     made = videos.make_all(root / "videos", ["h264_long_gop.mp4", "truncated.mp4"])
-    return {"ckpt": tiny_checkpoint(root / "ck.pth"), "list": val, "root": root,
-            "video": made["h264_long_gop.mp4"], "bad": made["truncated.mp4"]}
+    return {
+        "ckpt": tiny_checkpoint(root / "ck.pth"),
+        "list": val,
+        "root": root,
+        "video": made["h264_long_gop.mp4"],
+        "bad": made["truncated.mp4"],
+    }
 
 
 def direct(model, clip, layer=None):
@@ -78,14 +84,19 @@ def rel_err(a, b):
 
 
 def folder_frames(folder):
-    return [data.decode_frame(data.read_encoded(os.path.join(folder, f"img_{k:05d}.jpg")))
-            for k in range(1, prepare.count_frames(folder) + 1)]
+    return [
+        data.decode_frame(data.read_encoded(os.path.join(folder, f"img_{k:05d}.jpg")))
+        for k in range(1, prepare.count_frames(folder) + 1)
+    ]
 
 
 def test_window_frames_cover_the_video_and_pad_with_the_last_frame():
     w = features.window_frames(40, 16, 16, 1)
     assert w[:, 0].tolist() == [0, 16, 32] and w[-1].tolist() == list(range(32, 40)) + [39] * 8
-    assert features.window_frames(32, 16, 16, 1)[:, 0].tolist() == [0, 16]  # nothing left: no padded one
+    assert features.window_frames(32, 16, 16, 1)[:, 0].tolist() == [
+        0,
+        16,
+    ]  # nothing left: no padded one
     assert features.window_frames(5, 4, 2, 2).tolist() == [[0, 2, 4, 4]]  # shorter than a window
     assert features.window_frames(30, 4, 32, 1)[:, 0].tolist() == [0]  # never a window past the end
     assert features.window_frames(13, 4, 3, 1)[:, 0].tolist() == [0, 3, 6, 9]
@@ -93,30 +104,62 @@ def test_window_frames_cover_the_video_and_pad_with_the_last_frame():
 
 def test_features_equal_the_direct_forward_for_folders_and_video_files(inputs, tmp_path, capsys):
     out = tmp_path / "out"
-    flags = ["--resume", inputs["ckpt"], "--out", str(out), "--window", "4", "--stride", "3",
-             "--t_stride", "2", "-b", "3", "--dtype", "float64", "--logits", "--device", "cpu", "-j", "0",
-             "--video_decoder", "pyav"]
+    flags = [
+        "--resume",
+        inputs["ckpt"],
+        "--out",
+        str(out),
+        "--window",
+        "4",
+        "--stride",
+        "3",
+        "--t_stride",
+        "2",
+        "-b",
+        "3",
+        "--dtype",
+        "float64",
+        "--logits",
+        "--device",
+        "cpu",
+        "-j",
+        "0",
+        "--video_decoder",
+        "pyav",
+    ]
     folder = str(inputs["root"] / "val" / "video_0001")
     code = features.main([folder, inputs["video"], inputs["bad"], *flags])
     assert code == 2  # the truncated video: reported, the others written
     failed = (out / "failed.txt").read_text().splitlines()
     assert len(failed) == 1 and "truncated.mp4" in failed[0], failed
-    for vid, frames in (("video_0001", folder_frames(folder)),
-                        ("h264_long_gop", videos.sequential(inputs["video"]))):
+    for vid, frames in (
+        ("video_0001", folder_frames(folder)),
+        ("h264_long_gop", videos.sequential(inputs["video"])),
+    ):
         got, starts = np.load(out / f"{vid}.npy"), np.load(out / f"{vid}.starts.npy")
         idx = features.window_frames(len(frames), 4, 3, 2)
         assert starts.tolist() == idx[:, 0].tolist() and got.shape == (len(idx), 512)
         want, logits = expected(inputs["ckpt"], frames, idx)
-        assert rel_err(got, want) < 1e-6 and rel_err(np.load(out / f"{vid}.logits.npy"), logits) < 1e-6
+        assert (
+            rel_err(got, want) < 1e-6 and rel_err(np.load(out / f"{vid}.logits.npy"), logits) < 1e-6
+        )
         assert json.loads((out / f"{vid}.json").read_text())["frames"] == len(frames)
     index = (out / "index.csv").read_text().splitlines()
     assert index[0] == "video,input,frames,windows" and len(index) == 3
     # --layer: another stage's output, averaged over (T, H, W)
-    assert features.main([folder, *flags[:3], str(tmp_path / "l3"), *flags[4:], "--layer", "layer3"]) == 0
-    want, _ = expected(inputs["ckpt"], folder_frames(folder), features.window_frames(13, 4, 3, 2), "layer3")
+    assert (
+        features.main([folder, *flags[:3], str(tmp_path / "l3"), *flags[4:], "--layer", "layer3"])
+        == 0
+    )
+    want, _ = expected(
+        inputs["ckpt"], folder_frames(folder), features.window_frames(13, 4, 3, 2), "layer3"
+    )
     assert rel_err(np.load(tmp_path / "l3" / "video_0001.npy"), want) < 1e-6
     # --crop resize: the whole frame, short side to crop_size
-    assert features.main([folder, *flags[:3], str(tmp_path / "rs"), *flags[4:], "--crop", "resize"]) == 0
+    assert (
+        features.main([folder, *flags[:3], str(tmp_path / "rs"), *flags[4:], "--crop", "resize"])
+        == 0
+    )
     idx = features.window_frames(13, 4, 3, 2)
     want, _ = expected(inputs["ckpt"], folder_frames(folder), idx, crop="resize")
     assert rel_err(np.load(tmp_path / "rs" / "video_0001.npy"), want) < 1e-6
@@ -161,7 +204,9 @@ def test_torchvision_and_segment_models_pool_the_classifier_input():
     f, y = features.Extractor(tsn)(x)
     b = tsn.base
     frames = x.transpose(1, 2).flatten(0, 1)
-    per_frame = b.avgpool(b.layer4(b.layer3(b.layer2(b.layer1(b.maxpool(b.relu(b.bn1(b.conv1(frames)))))))))
+    per_frame = b.avgpool(
+        b.layer4(b.layer3(b.layer2(b.layer1(b.maxpool(b.relu(b.bn1(b.conv1(frames))))))))
+    )
     assert torch.allclose(f, per_frame.flatten(1).view(2, 4, -1).mean(1), atol=1e-6)
     assert torch.allclose(b.fc(f), y, atol=1e-5)
 
@@ -177,33 +222,89 @@ def test_a_long_video_streams_in_memory_independent_of_its_length(tmp_path, monk
     def counting(ds, video):
         n, read = real(ds, video)
         return n, lambda idx: most.append(len(idx)) or read(idx)
+
     monkeypatch.setattr(features, "frame_reader", counting)
     for n in (300, 3000):
-        path = videos._encode(str(tmp_path / f"v{n}.mp4"), "mpeg4", range(n), {"g": "12", "qscale": "3"})
+        path = videos._encode(
+            str(tmp_path / f"v{n}.mp4"), "mpeg4", range(n), {"g": "12", "qscale": "3"}
+        )
         tracemalloc.start()
-        assert features.main([path, "--resume", ckpt, "--out", str(tmp_path / f"o{n}"), "--window", "2",
-                              "--stride", "16", "-b", "8", "--video_decoder", "pyav", "--device", "cpu",
-                              "-j", "0"]) == 0
+        assert (
+            features.main(
+                [
+                    path,
+                    "--resume",
+                    ckpt,
+                    "--out",
+                    str(tmp_path / f"o{n}"),
+                    "--window",
+                    "2",
+                    "--stride",
+                    "16",
+                    "-b",
+                    "8",
+                    "--video_decoder",
+                    "pyav",
+                    "--device",
+                    "cpu",
+                    "-j",
+                    "0",
+                ]
+            )
+            == 0
+        )
         peaks[n] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert np.load(tmp_path / f"o{n}" / f"v{n}.npy").shape == (-(-n // 16), 512)
     assert max(most) <= 8 * 2  # frames alive: one batch of windows
     frame_bytes = videos.W * videos.H * 3
-    assert (peaks[3000] - peaks[300]) / 2700 < 0.02 * frame_bytes, peaks  # holding them: 2700 x frame_bytes
+    assert (peaks[3000] - peaks[300]) / 2700 < 0.02 * frame_bytes, (
+        peaks
+    )  # holding them: 2700 x frame_bytes
 
 
 def torchrun(*argv, nproc=2, timeout=240):
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-           str(REPO / "features.py"), *argv]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={nproc}",
+        str(REPO / "features.py"),
+        *argv,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=REPO, timeout=timeout)
 
 
 def test_killed_run_restarted_on_two_processes_writes_every_video_once(inputs, tmp_path):
     out = tmp_path / "out"
-    flags = [inputs["list"], inputs["video"], "--resume", inputs["ckpt"], "--out", str(out), "--window", "4",
-             "--stride", "2", "-b", "2", "--dtype", "float64", "--device", "cpu", "-j", "0"]
-    p = subprocess.Popen([sys.executable, str(REPO / "train.py"), "features", *flags], env=ENV, cwd=REPO,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    flags = [
+        inputs["list"],
+        inputs["video"],
+        "--resume",
+        inputs["ckpt"],
+        "--out",
+        str(out),
+        "--window",
+        "4",
+        "--stride",
+        "2",
+        "-b",
+        "2",
+        "--dtype",
+        "float64",
+        "--device",
+        "cpu",
+        "-j",
+        "0",
+    ]
+    p = subprocess.Popen(
+        [sys.executable, str(REPO / "train.py"), "features", *flags],
+        env=ENV,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 120
     while not list(out.glob("video_????.npy")) and time.time() < deadline and p.poll() is None:
         time.sleep(0.02)
@@ -211,15 +312,22 @@ def test_killed_run_restarted_on_two_processes_writes_every_video_once(inputs, t
     p.wait(timeout=30)
     first = {f.name: f.stat().st_mtime_ns for f in out.glob("video_????.npy")}
     assert 1 <= len(first) and not (out / "h264_long_gop.npy").exists(), first  # killed midway
-    (out / ".video_0005.npy.99999.tmp").write_bytes(b"half a file")  # as a kill during a write leaves it
+    (out / ".video_0005.npy.99999.tmp").write_bytes(
+        b"half a file"
+    )  # as a kill during a write leaves it
     r = torchrun(*flags, "--ddp")
     assert r.returncode == 0, r.stderr[-2000:]
     done = sorted(f.name for f in out.glob("video_????.npy"))
-    assert done == [f"video_{k:04d}.npy" for k in range(6)] and (out / "h264_long_gop.npy").is_file()
-    assert all((out / name).stat().st_mtime_ns == t for name, t in first.items())  # skipped, not rewritten
+    assert (
+        done == [f"video_{k:04d}.npy" for k in range(6)] and (out / "h264_long_gop.npy").is_file()
+    )
+    assert all(
+        (out / name).stat().st_mtime_ns == t for name, t in first.items()
+    )  # skipped, not rewritten
     assert not [f for f in os.listdir(out) if f.endswith(".tmp")]
-    windows = (len(features.window_frames(13, 4, 2, 1)) * (6 - len(first))
-               + len(features.window_frames(75, 4, 2, 1)))
+    windows = len(features.window_frames(13, 4, 2, 1)) * (6 - len(first)) + len(
+        features.window_frames(75, 4, 2, 1)
+    )
     assert f"({windows} windows written" in r.stdout  # each remaining video once
     assert len((out / "index.csv").read_text().splitlines()) == 8
     # the same features as one process computes with 2 loader workers, and as the direct forward
@@ -234,8 +342,10 @@ def test_killed_run_restarted_on_two_processes_writes_every_video_once(inputs, t
 
 # ---- export ----------------------------------------------------------------------------------------
 # a 3D arch, and TSM (a 2D ResNet over 3 segments with the temporal shift: the TSN family's hardest case)
-EXPORTED = {"resnet50_3d": dict(arch="resnet50_3d"),
-            "tsm_resnet18": dict(arch="resnet18", mode="TSN", num_segments=3, shift=8, t_length=1)}
+EXPORTED = {
+    "resnet50_3d": dict(arch="resnet50_3d"),
+    "tsm_resnet18": dict(arch="resnet18", mode="TSN", num_segments=3, shift=8, t_length=1),
+}
 
 
 @pytest.mark.parametrize("fmt", ["onnx", "pt2"])
@@ -265,11 +375,13 @@ def test_export_matches_the_model(name, fmt, tmp_path):
 
 def test_bad_flags_are_one_line_before_anything_is_read(inputs, tmp_path, capsys):
     out = ["--out", str(tmp_path / "o")]
-    for argv, needle in ((["--resume", inputs["ckpt"], "--arch", "r3d_18"], "--resume CKPT"),
-                         (["--resume", inputs["ckpt"], "--crop_size", "64"], "--crop_size"),
-                         (["--arch", "nope"], "--arch nope"),
-                         (["--resume", inputs["ckpt"], "--layer", "layer9"], "--layer layer9"),
-                         (["--resume", inputs["ckpt"], "--window", "1"], "--window 1")):
+    for argv, needle in (
+        (["--resume", inputs["ckpt"], "--arch", "r3d_18"], "--resume CKPT"),
+        (["--resume", inputs["ckpt"], "--crop_size", "64"], "--crop_size"),
+        (["--arch", "nope"], "--arch nope"),
+        (["--resume", inputs["ckpt"], "--layer", "layer9"], "--layer layer9"),
+        (["--resume", inputs["ckpt"], "--window", "1"], "--window 1"),
+    ):
         with pytest.raises(SystemExit) as e:
             features.main([inputs["list"], *out, *argv])
         one_line_error(capsys, needle, exc=e)

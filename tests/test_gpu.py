@@ -1,6 +1,7 @@
 """GPU readiness (item by item: the step never syncs between prints, all CUDA RNG states, decoder errors,
 bounded batched decoding, compile, DDP). Tests named test_cuda_* need CUDA and are skipped without it
 (2-GPU ones below 2 GPUs); `python bench.py gpu` runs them all (pytest -k cuda). The rest run on a CPU."""
+
 import subprocess
 import sys
 
@@ -19,10 +20,19 @@ GPU = [*TINY[:-1], "cuda"]  # TINY ends with --device cpu
 
 
 def cli(argv, nproc=None, timeout=600):
-    launch = ([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
-              if nproc else [sys.executable])
-    return subprocess.run([*launch, str(REPO / "train.py"), *argv], capture_output=True, text=True, env=ENV,
-                          cwd=REPO, timeout=timeout)
+    launch = (
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
+        if nproc
+        else [sys.executable]
+    )
+    return subprocess.run(
+        [*launch, str(REPO / "train.py"), *argv],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=REPO,
+        timeout=timeout,
+    )
 
 
 # ---- on any machine --------------------------------------------------------------------------------
@@ -33,8 +43,9 @@ def test_sync_bn_without_ddp_is_one_line(lists, tmp_path, capsys):  # noqa: F811
     assert e.value.code == 2 and "--sync-bn needs --ddp" in err and len(err.splitlines()) == 1
 
 
-@pytest.mark.parametrize("error", [ValueError("bad Huffman table"), KeyError("x"),
-                                   torch.OutOfMemoryError("oom")])
+@pytest.mark.parametrize(
+    "error", [ValueError("bad Huffman table"), KeyError("x"), torch.OutOfMemoryError("oom")]
+)
 def test_gpu_decode_error_of_any_type_saves_and_is_one_line(monkeypatch, capsys, error):
     saved = []
     monkeypatch.setattr(data, "decode_batch", lambda *a: (_ for _ in ()).throw(error))
@@ -42,17 +53,24 @@ def test_gpu_decode_error_of_any_type_saves_and_is_one_line(monkeypatch, capsys,
     rt, progress = type("RT", (), {"world_size": 1, "device": None})(), checkpoint.Progress()
     args = type("A", (), {"iter_size": 2})()
     with pytest.raises(SystemExit) as e:
-        train.decode_on_device(None, args, rt, None, progress, type("D", (), {"train_ds": None})(), 5)
+        train.decode_on_device(
+            None, args, rt, None, progress, type("D", (), {"train_ds": None})(), 5
+        )
     err = capsys.readouterr().err.strip()
-    assert e.value.code == 2 and saved == [4] and len(err.splitlines()) == 1, err  # the step's boundary
+    assert e.value.code == 2 and saved == [4] and len(err.splitlines()) == 1, (
+        err
+    )  # the step's boundary
     assert ("out of GPU memory" in err) == isinstance(error, torch.OutOfMemoryError)
 
 
 @pytest.fixture(scope="module")
 def encoded_batch(tmp_path_factory):
-    train_list, _ = prepare.make_synth(tmp_path_factory.mktemp("enc"), classes=2, videos=4, frames=10,
-                                       size=(48, 40))
-    ds = data.VideoFrameDataset(train_list, t_length=4, t_stride=2, new_size=36, crop_size=32, encoded=True)
+    train_list, _ = prepare.make_synth(
+        tmp_path_factory.mktemp("enc"), classes=2, videos=4, frames=10, size=(48, 40)
+    )
+    ds = data.VideoFrameDataset(
+        train_list, t_length=4, t_stride=2, new_size=36, crop_size=32, encoded=True
+    )
     return ds, data.collate_encoded([ds[i] for i in range(4)])
 
 
@@ -60,12 +78,18 @@ def test_decode_batch_goes_in_bounded_chunks(monkeypatch, encoded_batch):
     ds, batch = encoded_batch
     whole = data.decode_batch(batch, "cpu", ds)
     calls, real = [], data._decode_on
-    monkeypatch.setattr(data, "_decode_on", lambda dev, blobs, where: calls.append(len(blobs)) or
-                        real(dev, blobs, where))
+    monkeypatch.setattr(
+        data,
+        "_decode_on",
+        lambda dev, blobs, where: calls.append(len(blobs)) or real(dev, blobs, where),
+    )
     monkeypatch.setattr(data, "DECODE_CHUNK", 2 * 3 * 48 * 40 * 4)  # two clips of 4 frames of 48x40
     chunked = data.decode_batch(batch, "cpu", ds)
-    assert calls == [8, 8] and torch.equal(whole[0], chunked[0]) and torch.equal(whole[2]["box"],
-                                                                                  chunked[2]["box"])
+    assert (
+        calls == [8, 8]
+        and torch.equal(whole[0], chunked[0])
+        and torch.equal(whole[2]["box"], chunked[2]["box"])
+    )
 
 
 def test_batched_gpu_decode_oom_is_not_redone_frame_by_frame(monkeypatch, encoded_batch):
@@ -74,8 +98,10 @@ def test_batched_gpu_decode_oom_is_not_redone_frame_by_frame(monkeypatch, encode
     _, batch = encoded_batch
     blobs = [f for e in batch[0] for f in e.frames()]
     where = [(e.video, p) for e in batch[0] for p in e.paths]
-    for error, expect in ((torch.OutOfMemoryError("CUDA out of memory"), torch.OutOfMemoryError),
-                          (ValueError("corrupt"), data.BadVideo)):
+    for error, expect in (
+        (torch.OutOfMemoryError("CUDA out of memory"), torch.OutOfMemoryError),
+        (ValueError("corrupt"), data.BadVideo),
+    ):
         calls = []
 
         def decode(x, mode, device, error=error):
@@ -95,16 +121,28 @@ def test_batched_gpu_decode_oom_is_not_redone_frame_by_frame(monkeypatch, encode
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU, bench.py gpu runs everything")
 def test_bench_gpu_without_cuda_is_one_line_exit_2():
-    r = subprocess.run([sys.executable, str(REPO / "bench.py"), "gpu"], capture_output=True, text=True,
-                       env=ENV, cwd=REPO, timeout=120)
+    r = subprocess.run(
+        [sys.executable, str(REPO / "bench.py"), "gpu"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=REPO,
+        timeout=120,
+    )
     out = (r.stdout + r.stderr).strip()
     assert r.returncode == 2 and len(out.splitlines()) == 1 and "no CUDA GPU" in out, out
 
 
 # ---- CUDA only -------------------------------------------------------------------------------------
 @cuda
-@pytest.mark.parametrize("extra", [[], ["--amp", "fp16", "--iter_size", "2", "-b", "2", "--clip-grad", "1"],
-                                   ["--amp", "bf16", "--channels-last"]])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [],
+        ["--amp", "fp16", "--iter_size", "2", "-b", "2", "--clip-grad", "1"],
+        ["--amp", "bf16", "--channels-last"],
+    ],
+)
 def test_cuda_steps_never_sync_the_host_between_prints(lists, tmp_path, monkeypatch, extra):  # noqa: F811
     # Every step but the first (cuDNN autotuning) runs under sync debug mode "error": an .item(), .tolist(),
     # a blocking copy or a stream sync raises. The progress line (print time) is the one place allowed.
@@ -129,23 +167,59 @@ def test_cuda_steps_never_sync_the_host_between_prints(lists, tmp_path, monkeypa
     monkeypatch.setattr(train, "train_loader", loader)
     monkeypatch.setattr(report.Meter, "line", line)
     # 16 videos: 4 steps of 4 (or 8 of 2), one line per epoch (-p 100)
-    train_list, val_list = prepare.make_synth(tmp_path / "d", classes=4, videos=16, frames=10, size=(48, 40))
-    run_main(["ucf101", str(train_list), str(val_list), *GPU, "-p", "100", "--epochs", "1",
-              "--output_root", str(tmp_path), *extra])
+    train_list, val_list = prepare.make_synth(
+        tmp_path / "d", classes=4, videos=16, frames=10, size=(48, 40)
+    )
+    run_main(
+        [
+            "ucf101",
+            str(train_list),
+            str(val_list),
+            *GPU,
+            "-p",
+            "100",
+            "--epochs",
+            "1",
+            "--output_root",
+            str(tmp_path),
+            *extra,
+        ]
+    )
     torch.cuda.set_sync_debug_mode(0)
 
 
 @cuda
 def test_cuda_fp16_iter_size_clip_grad_trains(lists, tmp_path, monkeypatch):  # noqa: F811
     norms, real = [], torch.nn.utils.clip_grad_norm_
-    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", lambda p, m: norms.append(real(p, m)) or norms[-1])
-    argv = ["ucf101", *lists, *GPU, "--amp", "fp16", "-b", "2", "--iter_size", "2", "--clip-grad", "0.5",
-            "--epochs", "2", "--output_root", str(tmp_path)]
+    monkeypatch.setattr(
+        torch.nn.utils, "clip_grad_norm_", lambda p, m: norms.append(real(p, m)) or norms[-1]
+    )
+    argv = [
+        "ucf101",
+        *lists,
+        *GPU,
+        "--amp",
+        "fp16",
+        "-b",
+        "2",
+        "--iter_size",
+        "2",
+        "--clip-grad",
+        "0.5",
+        "--epochs",
+        "2",
+        "--output_root",
+        str(tmp_path),
+    ]
     run_main(argv)
     ckpt = torch.load(run_dir(tmp_path, argv) / "checkpoint.pth", weights_only=False)
-    assert len(norms) == 4 and all(torch.isfinite(n) for n in norms)  # 2 steps x 2 epochs, unscaled norms
+    assert len(norms) == 4 and all(
+        torch.isfinite(n) for n in norms
+    )  # 2 steps x 2 epochs, unscaled norms
     assert max(n.item() for n in norms) < 1e3  # a scaled norm would be ~65536x larger
-    assert ckpt["scaler"]["scale"] > 0 and all(torch.isfinite(v).all() for v in ckpt["model"].values())
+    assert ckpt["scaler"]["scale"] > 0 and all(
+        torch.isfinite(v).all() for v in ckpt["model"].values()
+    )
 
 
 @cuda
@@ -173,8 +247,22 @@ def test_cuda_resume_is_exact_with_dropout(lists, tmp_path, monkeypatch):  # noq
 @cuda
 @two_gpus
 def test_cuda_ddp_nccl_two_processes(lists, tmp_path):  # noqa: F811
-    r = cli(["ucf101", *lists, *GPU, "-b", "2", "--ddp", "--sync-bn", "--epochs", "2",
-             "--output_root", str(tmp_path)], nproc=2)
+    r = cli(
+        [
+            "ucf101",
+            *lists,
+            *GPU,
+            "-b",
+            "2",
+            "--ddp",
+            "--sync-bn",
+            "--epochs",
+            "2",
+            "--output_root",
+            str(tmp_path),
+        ],
+        nproc=2,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "2 process(es)" in r.stdout and "Acc@1" in r.stdout
 
@@ -182,7 +270,21 @@ def test_cuda_ddp_nccl_two_processes(lists, tmp_path):  # noqa: F811
 @cuda
 @pytest.mark.parametrize("nproc", [1, pytest.param(2, marks=two_gpus)])
 def test_cuda_compile_with_ddp(lists, tmp_path, nproc):  # noqa: F811
-    r = cli(["ucf101", *lists, *GPU, "-b", str(4 // nproc), "--ddp", "--compile", "--epochs", "2",
-             "--output_root", str(tmp_path)], nproc=nproc)
+    r = cli(
+        [
+            "ucf101",
+            *lists,
+            *GPU,
+            "-b",
+            str(4 // nproc),
+            "--ddp",
+            "--compile",
+            "--epochs",
+            "2",
+            "--output_root",
+            str(tmp_path),
+        ],
+        nproc=nproc,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Acc@1" in r.stdout

@@ -37,7 +37,9 @@ def still_clip(img, T):
 def test_center_inflation_is_exact(arch3d, tmp_path, capsys):
     m2d = random_2d_resnet(ARCH_SPECS[arch3d].twin2d)
     sd = m2d.state_dict()
-    if arch3d == "resnet50_3d":  # like torchvision's IMAGENET1K_V1 files, saved before BN had this buffer
+    if (
+        arch3d == "resnet50_3d"
+    ):  # like torchvision's IMAGENET1K_V1 files, saved before BN had this buffer
         sd = {k: v for k, v in sd.items() if not k.endswith("num_batches_tracked")}
     path = tmp_path / "r2d.pth"
     torch.save(sd, path)
@@ -98,7 +100,10 @@ def test_odd_T_and_other_archs_shapes():
         assert build_model("resnet18_3d", 3).eval()(torch.randn(1, 3, 4, 35, 35)).shape == (1, 3)
     with torch.device("meta"):  # every arch builds and maps a 16x224x224 clip to num_classes
         for arch in ARCHS:
-            assert build_model(arch, 7, dropout=0.5)(torch.empty(2, 3, 16, 224, 224)).shape == (2, 7), arch
+            assert build_model(arch, 7, dropout=0.5)(torch.empty(2, 3, 16, 224, 224)).shape == (
+                2,
+                7,
+            ), arch
 
 
 def test_every_parameter_gets_a_gradient():
@@ -122,8 +127,16 @@ def test_3d_checkpoint_with_module_prefix_and_other_num_classes(wrap, tmp_path, 
     src = build_model("resnet10_3d", 5)
     sd = {"module." + k: v for k, v in src.state_dict().items()}  # as saved from DataParallel/DDP
     # Trainer checkpoints carry numpy RNG state and args too: not loadable with weights_only=True.
-    ckpt = sd if wrap == "bare" else {wrap: sd, "epoch": 3, "args": {"arch": "resnet10_3d"},
-                                      "rng": {"numpy": np.random.get_state()}}
+    ckpt = (
+        sd
+        if wrap == "bare"
+        else {
+            wrap: sd,
+            "epoch": 3,
+            "args": {"arch": "resnet10_3d"},
+            "rng": {"numpy": np.random.get_state()},
+        }
+    )
     path = tmp_path / "ckpt.pth"
     torch.save(ckpt, path)
     dst = build_model("resnet10_3d", 7, pretrained=str(path))

@@ -1,4 +1,5 @@
 """prepare.py commands: synth, lists (UCF101, HMDB51), check, extract; each run as a user runs it."""
+
 import os
 import re
 import subprocess
@@ -17,8 +18,16 @@ from conftest import NUM_FRAMES, REPO, copy_video, fake_hmdb51, fake_ucf101, wri
 def run_prepare(*commands):
     """Run `python prepare.py ARGS` for each ARGS tuple from the repository folder, all at once: each pays
     seconds of torch + torchvision imports, and CI has 2 cores. Returns (returncode, stdout, stderr) each."""
-    procs = [subprocess.Popen([sys.executable, "prepare.py", *map(str, args)], cwd=REPO, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for args in commands]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "prepare.py", *map(str, args)],
+            cwd=REPO,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for args in commands
+    ]
     results = []
     for proc in procs:
         out, err = proc.communicate(timeout=300)
@@ -28,8 +37,9 @@ def run_prepare(*commands):
 
 def test_cli_synth(tmp_path):
     out = tmp_path / "synth"
-    [(rc, stdout, stderr)] = run_prepare(("synth", out, "--classes", 4, "--videos", 8, "--frames", 6,
-                                          "--size", "48x40"))
+    [(rc, stdout, stderr)] = run_prepare(
+        ("synth", out, "--classes", 4, "--videos", 8, "--frames", 6, "--size", "48x40")
+    )
     assert rc == 0, stderr
     for split in ("train", "val"):
         lines = (out / f"{split}.txt").read_text().splitlines()
@@ -44,8 +54,9 @@ def test_cli_synth(tmp_path):
             with Image.open(out / rel / names[-1]) as img:
                 assert img.format == "JPEG" and img.size == (48, 40)
         assert sorted(labels) == [0, 0, 1, 1, 2, 2, 3, 3]
-    ds = data.VideoFrameDataset(out / "train.txt", mode="val", t_length=4, t_stride=1, new_size=40,
-                                crop_size=32)
+    ds = data.VideoFrameDataset(
+        out / "train.txt", mode="val", t_length=4, t_stride=1, new_size=40, crop_size=32
+    )
     clip, _, _ = ds[0]
     assert clip.shape == (3, 4, 32, 32) and not torch.equal(clip[:, 0], clip[:, 1])  # frames move
 
@@ -53,19 +64,26 @@ def test_cli_synth(tmp_path):
 def test_cli_lists_ucf101_and_hmdb51(tmp_path):
     ucf_frames, ucf_splits = fake_ucf101(tmp_path)
     hmdb_frames, hmdb_splits = fake_hmdb51(tmp_path)
-    ucf, hmdb = run_prepare(("lists", ucf_frames, "--ucf101", ucf_splits, "--split", 1),
-                        ("lists", hmdb_frames, "--hmdb51", hmdb_splits, "--split", 1, "--out", hmdb_frames))
+    ucf, hmdb = run_prepare(
+        ("lists", ucf_frames, "--ucf101", ucf_splits, "--split", 1),
+        ("lists", hmdb_frames, "--hmdb51", hmdb_splits, "--split", 1, "--out", hmdb_frames),
+    )
 
     assert ucf[0] == 0, ucf[2]
     assert "v_Biking_g09_c01" in ucf[2]  # the video without frames is named
     out = tmp_path / "ucf"  # default: FRAMES_DIR's parent, the lists' default root
-    assert sorted(p.name for p in out.glob("*.txt")) == ["ucf101_classes.txt", "ucf101_train_split1_list.txt",
-                                                         "ucf101_val_split1_list.txt"]
+    assert sorted(p.name for p in out.glob("*.txt")) == [
+        "ucf101_classes.txt",
+        "ucf101_train_split1_list.txt",
+        "ucf101_val_split1_list.txt",
+    ]
     train = (out / "ucf101_train_split1_list.txt").read_text().splitlines()
     val = (out / "ucf101_val_split1_list.txt").read_text().splitlines()
-    assert train == ["RGB/v_ApplyEyeMakeup_g08_c01 3 0",
-                     "RGB/HandstandPushups/v_HandStandPushups_g08_c01 5 2",
-                     "RGB/v_Biking_g08_c01 4 1"]  # classInd is 1-based, labels 0-based
+    assert train == [
+        "RGB/v_ApplyEyeMakeup_g08_c01 3 0",
+        "RGB/HandstandPushups/v_HandStandPushups_g08_c01 5 2",
+        "RGB/v_Biking_g08_c01 4 1",
+    ]  # classInd is 1-based, labels 0-based
     assert val == ["RGB/v_ApplyEyeMakeup_g01_c01 6 0", "RGB/v_Biking_g01_c01 2 1"]
     videos = data.read_list(out / "ucf101_train_split1_list.txt", num_classes=3)
     assert all(os.path.isdir(v.path) for v in videos)
@@ -86,17 +104,22 @@ def test_cli_check(synth, tmp_path):
     copy_video(src, tmp_path / "good")
     copy_video(src, tmp_path / "short", count=6)
     copy_video(src, tmp_path / "corrupt")
-    (tmp_path / "corrupt" / f"img_{NUM_FRAMES:05d}.jpg").write_bytes(os.urandom(300))  # the last frame
-    path = write_list(tmp_path / "list.txt", [
-        f"good {NUM_FRAMES} 0",          # 1: fine
-        f"nowhere {NUM_FRAMES} 1",       # 2: missing folder
-        f"short {NUM_FRAMES} 2",         # 3: 6 frames on disk
-        "# comment",
-        f"corrupt {NUM_FRAMES} 3",       # 5: unreadable frame
-        f"good {NUM_FRAMES} 9",          # 6: bad label
-        "good x 1",                      # 7: malformed
-        f"good {NUM_FRAMES} 1",          # 8: fine
-    ])
+    (tmp_path / "corrupt" / f"img_{NUM_FRAMES:05d}.jpg").write_bytes(
+        os.urandom(300)
+    )  # the last frame
+    path = write_list(
+        tmp_path / "list.txt",
+        [
+            f"good {NUM_FRAMES} 0",  # 1: fine
+            f"nowhere {NUM_FRAMES} 1",  # 2: missing folder
+            f"short {NUM_FRAMES} 2",  # 3: 6 frames on disk
+            "# comment",
+            f"corrupt {NUM_FRAMES} 3",  # 5: unreadable frame
+            f"good {NUM_FRAMES} 9",  # 6: bad label
+            "good x 1",  # 7: malformed
+            f"good {NUM_FRAMES} 1",  # 8: fine
+        ],
+    )
     good, bad = run_prepare(("check", train), ("check", path, "--num_classes", 4))
 
     assert good[0] == 0 and "OK" in good[1], good
@@ -104,8 +127,13 @@ def test_cli_check(synth, tmp_path):
 
     rc, out, err = bad
     assert rc == 1, out + err
-    for line, what in [(2, "missing folder"), (3, "6 on disk"), (5, "unreadable frame"), (6, "label 9"),
-                       (7, "integers")]:
+    for line, what in [
+        (2, "missing folder"),
+        (3, "6 on disk"),
+        (5, "unreadable frame"),
+        (6, "label 9"),
+        (7, "integers"),
+    ]:
         assert re.search(re.escape(f"{path}:{line}: ") + ".*" + what, out), (line, out)
     for line in (1, 4, 8):
         assert f"{path}:{line}:" not in out
@@ -136,14 +164,20 @@ def test_cli_extract(tmp_path):
         for name in (names[0], names[-1]):
             with Image.open(frames / rel / name) as img:
                 assert img.format == "JPEG" and img.size == (43, 32)  # 64x48 -> short side 32
-    assert sorted(os.listdir(frames)) == ["classA", "two"]  # no .part folders, nothing for notes.txt
+    assert sorted(os.listdir(frames)) == [
+        "classA",
+        "two",
+    ]  # no .part folders, nothing for notes.txt
     assert os.listdir(frames / "classA") == ["clip one"]
 
 
 def test_extract_without_pyav_says_how_to_install(tmp_path, monkeypatch):
     real = prepare.importlib.util.find_spec
-    monkeypatch.setattr(prepare.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "av" else real(name, *a))
+    monkeypatch.setattr(
+        prepare.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "av" else real(name, *a),
+    )
     with pytest.raises(SystemExit, match="pip install av"):
         prepare.extract(tmp_path, tmp_path / "frames")
     assert not (tmp_path / "frames").exists()

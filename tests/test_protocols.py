@@ -7,6 +7,7 @@ Every reference here is written from the zoo's own source, independently of data
 - mmaction2 mmaction/datasets/transforms/loading.py: SampleFrames._get_test_clips, test_mode=True;
 - BannyStone/Video_Classification_PyTorch lib/transforms.py: GroupOverSample (test_10crop.py).
 """
+
 import math
 
 import numpy as np
@@ -40,9 +41,10 @@ def reference_crop(frame, S, y, x, crop, flip=False):
     size = (S, math.floor(W / H * S)) if H <= W else (math.floor(H / W * S), S)
     if H == W == S or min(H, W) == S:
         size = (H, W)  # PySlowFast returns the frames untouched when the short side is already S
-    big = F.interpolate(frame.permute(2, 0, 1)[None].double(), size=size, mode="bilinear",
-                        align_corners=False)
-    out = big[0, :, y:y + crop, x:x + crop]
+    big = F.interpolate(
+        frame.permute(2, 0, 1)[None].double(), size=size, mode="bilinear", align_corners=False
+    )
+    out = big[0, :, y : y + crop, x : x + crop]
     return out.flip(-1) if flip else out  # (3, crop, crop)
 
 
@@ -50,7 +52,12 @@ def reference_draws(rng, H, W, new_size, crop):
     """The reference's random draws, in data.py's order (box, then flip): S, offsets, flip."""
     S = int(round(rng.uniform(new_size, 1.25 * new_size)))
     rh, rw = (S, math.floor(W / H * S)) if H <= W else (math.floor(H / W * S), S)
-    return S, int(rng.integers(0, rh - crop + 1)), int(rng.integers(0, rw - crop + 1)), rng.random() < 0.5
+    return (
+        S,
+        int(rng.integers(0, rh - crop + 1)),
+        int(rng.integers(0, rw - crop + 1)),
+        rng.random() < 0.5,
+    )
 
 
 # ---- training crops: the reference distribution ---------------------------------------------------
@@ -60,12 +67,17 @@ def test_train_box_distribution_matches_reference_monte_carlo():
     resize, crop at a uniform whole-pixel offset of the rescaled frame)."""
     H, W, new, crop, N = 256, 340, 256, 224, 20000
     rng = np.random.default_rng(0)
-    ours = np.array([data.train_box(H, W, new, crop, rng) for _ in range(N)])  # (N, 4): y0, x0, h, w
+    ours = np.array(
+        [data.train_box(H, W, new, crop, rng) for _ in range(N)]
+    )  # (N, 4): y0, x0, h, w
     ref_rng = np.random.default_rng(1)
     S = np.round(ref_rng.uniform(new, 1.25 * new, N))
     rw = np.floor(W / H * S)
-    y = np.floor(ref_rng.uniform(0, 1, N) * (S - crop + 1))  # uniform integer offsets 0 .. size - crop
+    y = np.floor(
+        ref_rng.uniform(0, 1, N) * (S - crop + 1)
+    )  # uniform integer offsets 0 .. size - crop
     x = np.floor(ref_rng.uniform(0, 1, N) * (rw - crop + 1))
+
     # covered: the pixel's centre (k + 0.5 original px) lies in the crop, in either frame's coordinates
     def cover_ours(k, axis):
         lo, side = ours[:, axis], ours[:, axis + 2]
@@ -85,14 +97,23 @@ def test_train_box_distribution_matches_reference_monte_carlo():
     # scale: the box side h = crop * H / S; two-sample Kolmogorov-Smirnov distance, alpha ~ 0.001
     ref_h = np.sort(crop * H / S)
     grid = np.linspace(crop * 0.8 - 1, crop + 1, 400)
-    ks = np.abs(np.searchsorted(np.sort(ours[:, 2]), grid, "right")
-                - np.searchsorted(ref_h, grid, "right")).max() / N
+    ks = (
+        np.abs(
+            np.searchsorted(np.sort(ours[:, 2]), grid, "right")
+            - np.searchsorted(ref_h, grid, "right")
+        ).max()
+        / N
+    )
     assert ks < 1.95 * math.sqrt(2 / N), ks
-    assert np.allclose(ours[:, 3],
-                       crop * W / np.floor(W / H * (crop * H / ours[:, 2]) + 1e-9))  # w from the same S
+    assert np.allclose(
+        ours[:, 3], crop * W / np.floor(W / H * (crop * H / ours[:, 2]) + 1e-9)
+    )  # w from the same S
     # every box inside the frame
-    assert (ours[:, :2] >= 0).all() and (ours[:, 0] + ours[:, 2] <= H + 1e-9).all() \
+    assert (
+        (ours[:, :2] >= 0).all()
+        and (ours[:, 0] + ours[:, 2] <= H + 1e-9).all()
         and (ours[:, 1] + ours[:, 3] <= W + 1e-9).all()
+    )
 
 
 @pytest.mark.parametrize("size", [(40, 53), (80, 106), (53, 40), (33, 45)])
@@ -103,8 +124,15 @@ def test_train_clip_is_the_reference_crop_end_to_end(tmp_path, size):
     H, W = size
     new, crop, T = 40, 36, 2
     frames = np.random.default_rng(H).integers(0, 256, (4, H, W, 3), dtype=np.uint8)
-    ds = data.VideoFrameDataset(one_video_list(tmp_path, frames), image_tmpl="img_{:05d}.png", mode="train",
-                                t_length=T, t_stride=1, new_size=new, crop_size=crop)
+    ds = data.VideoFrameDataset(
+        one_video_list(tmp_path, frames),
+        image_tmpl="img_{:05d}.png",
+        mode="train",
+        t_length=T,
+        t_stride=1,
+        new_size=new,
+        crop_size=crop,
+    )
     flips, paths = set(), set()
     for epoch in range(12):
         ds.set_epoch(epoch)
@@ -114,7 +142,9 @@ def test_train_clip_is_the_reference_crop_end_to_end(tmp_path, size):
         x, _, batch_info = data.collate([(clip, label, info)])
         out = data.crop_resize(x.double(), batch_info["box"])[0]  # (3, T, crop, crop)
         rng = np.random.default_rng([0, epoch, 0])
-        numbers = data.sample_indices(len(frames), T, 1, "train", rng=rng)[0]  # the loader's first draw
+        numbers = data.sample_indices(len(frames), T, 1, "train", rng=rng)[
+            0
+        ]  # the loader's first draw
         S, y, x0, flip = reference_draws(rng, H, W, new, crop)
         flips.add(flip)
         paths.add(bool((info["box"] == torch.tensor(data.IDENTITY_BOX)).all()))
@@ -123,7 +153,9 @@ def test_train_clip_is_the_reference_crop_end_to_end(tmp_path, size):
             # uint8 rounding at most
             assert (out[:, t] - want).abs().max() <= 0.5 + 1e-6, (epoch, S, y, x0, flip)
     assert flips == {False, True}
-    if H == new or W == new:  # frames at new_size: mostly shipped as a window, finished on the device
+    if (
+        H == new or W == new
+    ):  # frames at new_size: mostly shipped as a window, finished on the device
         assert False in paths
 
 
@@ -150,18 +182,35 @@ def test_short_side_twice_new_size_keeps_full_detail():
         got = got[0].permute(2, 0, 1).double()
         assert (got - want).abs().max() <= 0.5 + 1e-6
         # the old way: the loader resizes to short side new_size, the device enlarges the box of that
-        small = F.interpolate(frame.permute(2, 0, 1)[None].float(), size=(new, round(W * new / H)),
-                              mode="bilinear",
-                              align_corners=False, antialias=True)[0].permute(1, 2, 0).round().to(torch.uint8)
-        twice = data.resample_box([small], [v * new / H for v in box], crop)[0].permute(2, 0, 1).double()
-        assert (twice - want).abs().mean() > 10  # detail lost: this test would catch double resampling
+        small = (
+            F.interpolate(
+                frame.permute(2, 0, 1)[None].float(),
+                size=(new, round(W * new / H)),
+                mode="bilinear",
+                align_corners=False,
+                antialias=True,
+            )[0]
+            .permute(1, 2, 0)
+            .round()
+            .to(torch.uint8)
+        )
+        twice = (
+            data.resample_box([small], [v * new / H for v in box], crop)[0]
+            .permute(2, 0, 1)
+            .double()
+        )
+        assert (
+            twice - want
+        ).abs().mean() > 10  # detail lost: this test would catch double resampling
 
 
 def test_crop_resize_identity_and_bad_shapes():
     x = torch.rand(2, 3, 2, 8, 8)
     assert data.crop_resize(x, torch.tensor([data.IDENTITY_BOX] * 2)) is x
     half = data.crop_resize(x, torch.tensor([[0, 0, 0.5, 0.5], list(data.IDENTITY_BOX)]))
-    assert torch.allclose(half[1], x[1], atol=1e-5)  # an identity box in a mixed batch samples pixel centres
+    assert torch.allclose(
+        half[1], x[1], atol=1e-5
+    )  # an identity box in a mixed batch samples pixel centres
     assert torch.allclose(half[0, :, :, ::2, ::2].mean(), x[0, :, :, :4, :4].mean(), atol=0.1)
     with pytest.raises(RuntimeError):
         data.crop_resize(x, torch.zeros(3, 4))
@@ -184,13 +233,24 @@ def mmaction2_clips(N, T, s, n):
     """mmaction/datasets/transforms/loading.py SampleFrames, test_mode, 3D, out_of_bound_opt 'loop'."""
     ori = (T - 1) * s + 1
     max_offset = max(N - ori, 0)
-    offsets = (np.round(np.arange(n) * (max_offset / float(n - 1))) if n > 1 else np.array([max_offset // 2]))
+    offsets = (
+        np.round(np.arange(n) * (max_offset / float(n - 1)))
+        if n > 1
+        else np.array([max_offset // 2])
+    )
     inds = np.concatenate(offsets[:, None] + np.arange(T)[None, :] * s).reshape(-1, T)
     return np.mod(inds, N)
 
 
-CASES = [(300, 8, 8, 10), (300, 8, 8, 1), (64, 8, 8, 3), (20, 8, 4, 3), (5, 8, 4, 2), (1, 4, 2, 3),
-         (100, 16, 4, 4)]
+CASES = [
+    (300, 8, 8, 10),
+    (300, 8, 8, 1),
+    (64, 8, 8, 3),
+    (20, 8, 4, 3),
+    (5, 8, 4, 2),
+    (1, 4, 2, 3),
+    (100, 16, 4, 4),
+]
 
 
 @pytest.mark.parametrize("N,T,s,n", CASES)
@@ -215,10 +275,19 @@ def test_placement_spot_values():
     # last clip ends at the last frame
     assert mm[:, 0].tolist() == list(range(0, 244, 27)) and mm[-1][-1] == 299
     one_clip = dict(num_clips=1, start_index=0)
-    assert data.sample_indices(20, 8, 4, "test", placement="mmaction2", **one_clip)[0].tolist() == \
-        [0, 4, 8, 12, 16, 0, 4, 8]  # loops
-    assert data.sample_indices(20, 8, 4, "test", placement="pyslowfast", **one_clip)[0].tolist() == \
-        [0, 4, 8, 13, 17, 19, 19, 19]  # repeats the last frame
+    assert data.sample_indices(20, 8, 4, "test", placement="mmaction2", **one_clip)[0].tolist() == [
+        0,
+        4,
+        8,
+        12,
+        16,
+        0,
+        4,
+        8,
+    ]  # loops
+    assert data.sample_indices(20, 8, 4, "test", placement="pyslowfast", **one_clip)[
+        0
+    ].tolist() == [0, 4, 8, 13, 17, 19, 19, 19]  # repeats the last frame
     ours = data.sample_indices(300, 8, 8, "test", num_clips=10, start_index=0)
     assert ours[0][0] == 0 and ours[-1][-1] == 299
     with pytest.raises(ValueError, match="placement"):
@@ -228,17 +297,31 @@ def test_placement_spot_values():
 def test_dataset_reads_the_placed_frames(tmp_path):
     """test_sampling reaches the frames read: frame k is filled with the value k."""
     N = 23
-    frames = np.broadcast_to(np.arange(1, N + 1, dtype=np.uint8)[:, None, None, None] * 10,
-                             (N, 8, 10, 3)).copy()
+    frames = np.broadcast_to(
+        np.arange(1, N + 1, dtype=np.uint8)[:, None, None, None] * 10, (N, 8, 10, 3)
+    ).copy()
     lst = one_video_list(tmp_path, frames)
     for placement in data.PLACEMENTS:
-        ds = data.VideoFrameDataset(lst, image_tmpl="img_{:05d}.png", mode="test", t_length=4, t_stride=3,
-                                    new_size=8, crop_size=8, num_clips=3, test_sampling=placement)
+        ds = data.VideoFrameDataset(
+            lst,
+            image_tmpl="img_{:05d}.png",
+            mode="test",
+            t_length=4,
+            t_stride=3,
+            new_size=8,
+            crop_size=8,
+            num_clips=3,
+            test_sampling=placement,
+        )
         clip, _, _ = ds[0]  # (3, 3, T, 8, 8)
         want = data.sample_indices(N, 4, 3, "test", num_clips=3, placement=placement)
-        assert torch.equal(clip[:, 0, :, 0, 0], torch.from_numpy(want * 10).to(torch.uint8)), placement
+        assert torch.equal(clip[:, 0, :, 0, 0], torch.from_numpy(want * 10).to(torch.uint8)), (
+            placement
+        )
     with pytest.raises(ValueError, match="test_sampling"):
-        data.VideoFrameDataset(lst, image_tmpl="img_{:05d}.png", mode="test", test_sampling="PySlowFast")
+        data.VideoFrameDataset(
+            lst, image_tmpl="img_{:05d}.png", mode="test", test_sampling="PySlowFast"
+        )
 
 
 # ---- 10-crop -----------------------------------------------------------------------------------------
@@ -247,19 +330,34 @@ def test_ten_crop_views_are_group_oversample(tmp_path):
     lower-left, lower-right, centre at offsets in steps of (size - crop) // 4, each then mirrored."""
     H, W, new, crop = 40, 58, 40, 32  # w_step = 26 // 4 = 6: the "right" crops start at 24, not 26
     frames = np.random.default_rng(0).integers(0, 256, (6, H, W, 3), dtype=np.uint8)
-    ds = data.VideoFrameDataset(one_video_list(tmp_path, frames), image_tmpl="img_{:05d}.png", mode="test",
-                                t_length=3, t_stride=1, new_size=new, crop_size=crop, num_clips=2,
-                                num_crops=10)
+    ds = data.VideoFrameDataset(
+        one_video_list(tmp_path, frames),
+        image_tmpl="img_{:05d}.png",
+        mode="test",
+        t_length=3,
+        t_stride=1,
+        new_size=new,
+        crop_size=crop,
+        num_clips=2,
+        num_crops=10,
+    )
     clip, _, _ = ds[0]
     assert clip.shape == (20, 3, 3, crop, crop)
     ws, hs = (W - crop) // 4, (H - crop) // 4
-    offsets = [(0, 0), (4 * ws, 0), (0, 4 * hs), (4 * ws, 4 * hs),
-               (2 * ws, 2 * hs)]  # (x, y), fill_fix_offset
+    offsets = [
+        (0, 0),
+        (4 * ws, 0),
+        (0, 4 * hs),
+        (4 * ws, 4 * hs),
+        (2 * ws, 2 * hs),
+    ]  # (x, y), fill_fix_offset
     idx = data.sample_indices(len(frames), 3, 1, "test", num_clips=2)
     for c in range(2):
         for k, (ox, oy) in enumerate(offsets):
             # (3, T, c, c)
-            want = torch.from_numpy(frames[idx[c] - 1, oy:oy + crop, ox:ox + crop]).permute(3, 0, 1, 2)
+            want = torch.from_numpy(frames[idx[c] - 1, oy : oy + crop, ox : ox + crop]).permute(
+                3, 0, 1, 2
+            )
             assert torch.equal(clip[c * 10 + 2 * k], want), (c, k)
             assert torch.equal(clip[c * 10 + 2 * k + 1], want.flip(-1)), (c, k)
 

@@ -2,6 +2,7 @@
 warmup + cosine lr, MixUp / CutMix with soft targets, per-clip RandAugment / colour jitter / random erasing,
 repeated augmentation, drop path and the EMA -- each against torchvision's own transforms or a formula
 written out here, and all of them at once through an exact mid-epoch resume."""
+
 import math
 import signal
 from types import SimpleNamespace
@@ -18,14 +19,60 @@ import predict
 import prepare
 import rundir
 import train
-from conftest import REPO, TINY, assert_same_weights, logs, one_line_error, run_dir, run_main, write_list
+from conftest import (
+    REPO,
+    TINY,
+    assert_same_weights,
+    logs,
+    one_line_error,
+    run_dir,
+    run_main,
+    write_list,
+)
 
 # Every option of the recipe at once, on the tiny arch (drop path aside: resnet10_3d has none).
-ALL = ["--opt", "adamw", "--wd", "0.05", "--norm-weight-decay", "0.01", "--lr_policy", "cosine",
-       "--lr-min", "1e-5", "--warmup", "0.5", "--lr-warmup-start", "1e-6", "--layer-decay", "0.75",
-       "--mixup-alpha", "0.8", "--cutmix-alpha", "1.0", "--label-smoothing", "0.1", "--auto-augment", "ra",
-       "--ra-magnitude", "7", "--ra-num-ops", "4", "--random-erase", "0.25", "--color-jitter", "0.4",
-       "--ra-reps", "2", "--model-ema", "--model-ema-decay", "0.9", "--use-ema", "--clip-grad", "1"]
+ALL = [
+    "--opt",
+    "adamw",
+    "--wd",
+    "0.05",
+    "--norm-weight-decay",
+    "0.01",
+    "--lr_policy",
+    "cosine",
+    "--lr-min",
+    "1e-5",
+    "--warmup",
+    "0.5",
+    "--lr-warmup-start",
+    "1e-6",
+    "--layer-decay",
+    "0.75",
+    "--mixup-alpha",
+    "0.8",
+    "--cutmix-alpha",
+    "1.0",
+    "--label-smoothing",
+    "0.1",
+    "--auto-augment",
+    "ra",
+    "--ra-magnitude",
+    "7",
+    "--ra-num-ops",
+    "4",
+    "--random-erase",
+    "0.25",
+    "--color-jitter",
+    "0.4",
+    "--ra-reps",
+    "2",
+    "--model-ema",
+    "--model-ema-decay",
+    "0.9",
+    "--use-ema",
+    "--clip-grad",
+    "1",
+]
 
 
 def mix_args(*flags, num_classes=5):
@@ -34,8 +81,9 @@ def mix_args(*flags, num_classes=5):
     return a
 
 
-@pytest.mark.parametrize("flags, kind", [(["--mixup-alpha", "0.8"], v2.MixUp),
-                                         (["--cutmix-alpha", "1.0"], v2.CutMix)])
+@pytest.mark.parametrize(
+    "flags, kind", [(["--mixup-alpha", "0.8"], v2.MixUp), (["--cutmix-alpha", "1.0"], v2.CutMix)]
+)
 def test_mixing_is_torchvisions_with_one_box_for_every_frame(flags, kind):
     mix = train.mixing(mix_args(*flags))
     B, C, T, H, W = 4, 3, 3, 8, 10
@@ -79,14 +127,19 @@ def test_soft_target_loss_is_the_hand_computed_cross_entropy():
     targets = targets.double()
     assert targets.dim() == 2 and (targets > 0).sum(1).max() == 2  # really mixed
     loss = nn.CrossEntropyLoss(label_smoothing=0.1)(logits, targets)
-    smoothed = targets * 0.9 + 0.1 / 5  # timm / PySlowFast: smooth each one-hot, then mix (linear: same)
+    smoothed = (
+        targets * 0.9 + 0.1 / 5
+    )  # timm / PySlowFast: smooth each one-hot, then mix (linear: same)
     by_hand = -(smoothed * (logits - logits.exp().sum(1, keepdim=True).log())).sum(1).mean()
     assert abs(loss.item() - by_hand.item()) / by_hand.item() < 1e-6
 
 
-AUGMENTS = {"ra": dict(rand_augment=True, num_ops=4, magnitude=9), "jitter": dict(color_jitter=0.4),
-            "erase": dict(random_erase=1.0), "all": dict(rand_augment=True, num_ops=4, magnitude=7,
-                                                         color_jitter=0.4, random_erase=0.25)}
+AUGMENTS = {
+    "ra": dict(rand_augment=True, num_ops=4, magnitude=9),
+    "jitter": dict(color_jitter=0.4),
+    "erase": dict(random_erase=1.0),
+    "all": dict(rand_augment=True, num_ops=4, magnitude=7, color_jitter=0.4, random_erase=0.25),
+}
 
 
 @pytest.mark.parametrize("name", AUGMENTS)
@@ -123,8 +176,15 @@ def still_video(tmp_path, n=8):
 
 def test_the_dataset_augments_every_rep_of_a_clip_alike_over_its_frames(tmp_path):
     augment = data.clip_augment(**AUGMENTS["all"])
-    ds = data.VideoFrameDataset(still_video(tmp_path), t_length=4, t_stride=2, new_size=36, crop_size=32,
-                                augment=augment, reps=3)
+    ds = data.VideoFrameDataset(
+        still_video(tmp_path),
+        t_length=4,
+        t_stride=2,
+        new_size=36,
+        crop_size=32,
+        augment=augment,
+        reps=3,
+    )
     clip, _, info = ds[0]
     assert clip.shape == (3, 3, 4, 32, 32) and info["box"].shape == (3, 4)  # (reps, C, T, H, W)
     assert (clip == clip[:, :, :1]).all()  # identical frames stay identical
@@ -133,16 +193,46 @@ def test_the_dataset_augments_every_rep_of_a_clip_alike_over_its_frames(tmp_path
     ds.set_epoch(1)
     assert not torch.equal(ds[0][0], clip)
     # rep 0 draws what a plain clip draws first: without the augmentation it is today's clip
-    plain = data.VideoFrameDataset(still_video(tmp_path / "p"), t_length=4, t_stride=2, new_size=36,
-                                   crop_size=32, finish_crop=True)
-    reps = data.VideoFrameDataset(still_video(tmp_path / "r"), t_length=4, t_stride=2, new_size=36,
-                                  crop_size=32, finish_crop=True, reps=2)
+    plain = data.VideoFrameDataset(
+        still_video(tmp_path / "p"),
+        t_length=4,
+        t_stride=2,
+        new_size=36,
+        crop_size=32,
+        finish_crop=True,
+    )
+    reps = data.VideoFrameDataset(
+        still_video(tmp_path / "r"),
+        t_length=4,
+        t_stride=2,
+        new_size=36,
+        crop_size=32,
+        finish_crop=True,
+        reps=2,
+    )
     assert torch.equal(reps[0][0][0], plain[0][0])
 
 
 def test_lr_follows_warmup_from_start_then_cosine_to_the_floor():
-    a = train.parse_args(["ucf101", "t", "v", "--lr", "0.1", "--lr_policy", "cosine", "--epochs", "5",
-                          "--warmup", "2", "--lr-warmup-start", "0.001", "--lr-min", "0.01"])
+    a = train.parse_args(
+        [
+            "ucf101",
+            "t",
+            "v",
+            "--lr",
+            "0.1",
+            "--lr_policy",
+            "cosine",
+            "--epochs",
+            "5",
+            "--warmup",
+            "2",
+            "--lr-warmup-start",
+            "0.001",
+            "--lr-min",
+            "0.01",
+        ]
+    )
     n = 3  # steps per epoch
     for step in range(5 * n + 2):
         cos = 0.01 + (0.1 - 0.01) * (1 + math.cos(math.pi * min(1, step / n / 5))) / 2
@@ -152,15 +242,33 @@ def test_lr_follows_warmup_from_start_then_cosine_to_the_floor():
 
 
 def test_mvit_groups_take_layer_decay_and_no_decay_on_1d_parameters():
-    a = train.parse_args(["ucf101", "t", "v", "--arch", "mvit_v2_s", "--opt", "adamw", "--wd", "0.05",
-                          "--layer-decay", "0.75"])
+    a = train.parse_args(
+        [
+            "ucf101",
+            "t",
+            "v",
+            "--arch",
+            "mvit_v2_s",
+            "--opt",
+            "adamw",
+            "--wd",
+            "0.05",
+            "--layer-decay",
+            "0.75",
+        ]
+    )
     m = models.build_model("mvit_v2_s", 10)
     groups = train.param_groups(m, a)
     where = {id(p): g for g in groups for p in g["params"]}
     L = 16
     for name, p in m.named_parameters():
-        i = (0 if name.startswith(("conv_proj.", "pos_encoding.")) else
-             L + 1 if name.startswith(("norm.", "head.")) else int(name.split(".")[1]) + 1)
+        i = (
+            0
+            if name.startswith(("conv_proj.", "pos_encoding."))
+            else L + 1
+            if name.startswith(("norm.", "head."))
+            else int(name.split(".")[1]) + 1
+        )
         g = where[id(p)]
         assert g["lr_scale"] == 0.75 ** (L + 1 - i), name
         assert g["weight_decay"] == (0.0 if p.ndim == 1 else 0.05), name
@@ -170,19 +278,43 @@ def test_mvit_groups_take_layer_decay_and_no_decay_on_1d_parameters():
 
 def test_adamw_decays_only_weights_and_the_step_scales_each_layers_lr(lists, tmp_path, monkeypatch):
     seen = []
-    monkeypatch.setattr(torch.optim.AdamW, "step", lambda self, *a, **k: seen.append(
-        [(g["lr"], g["lr_scale"]) for g in self.param_groups]))
-    run_main(["ucf101", *lists, *TINY, "--opt", "adamw", "--layer-decay", "0.5", "--epochs", "1",
-              "--lr_policy", "cosine", "--output_root", str(tmp_path)])
+    monkeypatch.setattr(
+        torch.optim.AdamW,
+        "step",
+        lambda self, *a, **k: seen.append([(g["lr"], g["lr_scale"]) for g in self.param_groups]),
+    )
+    run_main(
+        [
+            "ucf101",
+            *lists,
+            *TINY,
+            "--opt",
+            "adamw",
+            "--layer-decay",
+            "0.5",
+            "--epochs",
+            "1",
+            "--lr_policy",
+            "cosine",
+            "--output_root",
+            str(tmp_path),
+        ]
+    )
     a = train.parse_args(["ucf101", *lists, *TINY, "--lr_policy", "cosine", "--epochs", "1"])
-    assert len(seen) == 2 and {s for _, s in seen[0]} == {0.5 ** k for k in range(6)}
+    assert len(seen) == 2 and {s for _, s in seen[0]} == {0.5**k for k in range(6)}
     for step, groups in enumerate(seen):
         assert all(lr == train.lr_at(a, step, 2) * s for lr, s in groups)
     # zero gradients: AdamW moves a parameter by lr x wd x it only (decoupled decay), never a 1-D one
     a = train.parse_args(["ucf101", *lists, *TINY, "--opt", "adamw", "--wd", "0.1"])
     a.num_classes = 4
-    rt = SimpleNamespace(device=torch.device("cpu"), memory_format=torch.contiguous_format, local_rank=0,
-                         rank=0, mean=None, std=None)
+    rt = SimpleNamespace(
+        device=torch.device("cpu"),
+        memory_format=torch.contiguous_format,
+        local_rank=0,
+        rank=0,
+        mean=None,
+        std=None,
+    )
     net = train.build_net(a, rt)
     monkeypatch.undo()
     before = {n: p.detach().clone() for n, p in net.bare.named_parameters()}
@@ -199,35 +331,44 @@ def test_drop_path_sets_torchvisions_stochastic_depth():
     m = models.build_model("swin3d_t", 5, drop_path=0.3)
     ps = [mod.p for mod in m.modules() if type(mod).__name__ == "StochasticDepth"]
     assert ps[0] == 0 and abs(max(ps) - 0.3) < 1e-12 and ps == sorted(ps)
-    assert max(mod.p for mod in models.build_model("mvit_v2_s", 5).modules()
-               if type(mod).__name__ == "StochasticDepth") == pytest.approx(0.2)  # the builder's default
+    assert max(
+        mod.p
+        for mod in models.build_model("mvit_v2_s", 5).modules()
+        if type(mod).__name__ == "StochasticDepth"
+    ) == pytest.approx(0.2)  # the builder's default
 
 
-@pytest.mark.parametrize("flags, needle", [
-    (["--drop-path", "0.2", "--arch", "resnet50_3d"], "--drop-path"),
-    (["--drop-path", "1.5", "--arch", "mvit_v2_s"], "--drop-path"),
-    (["--layer-decay", "0.75", "--arch", "s3d"], "--layer-decay"),
-    (["--layer-decay", "0"], "--layer-decay"),
-    (["--layer-decay", "1.5"], "--layer-decay"),
-    (["--opt", "lamb"], "--opt"),
-    (["--lr-min", "0.1"], "--lr-min"),
-    (["--lr-min", "1e-5"], "--lr-min"),  # step policy: no floor
-    (["--lr-warmup-start", "1e-6"], "--lr-warmup-start"),
-    (["--norm-weight-decay", "0.1", "--bn_bias_wd"], "--norm-weight-decay"),
-    (["--mixup-alpha", "-1"], "--mixup-alpha"),
-    (["--mix-prob", "1.5"], "--mix-prob"),
-    (["--mix-switch-prob", "nan"], "--mix-switch-prob"),
-    (["--auto-augment", "aa"], "--auto-augment"),
-    (["--ra-magnitude", "31"], "--ra-magnitude"),
-    (["--ra-num-ops", "0"], "--ra-num-ops"),
-    (["--random-erase", "2"], "--random-erase"),
-    (["--color-jitter", "-0.1"], "--color-jitter"),
-    (["--ra-reps", "0"], "--ra-reps"),
-    (["--model-ema-decay", "1"], "--model-ema-decay"),
-    (["--model-ema-steps", "0"], "--model-ema-steps"),
-    (["--use-ema"], "--use-ema"),
-    (["--random-erase", "0.25", "--decode_device", "cuda", "--device", "cpu"], "--decode_device"),
-])
+@pytest.mark.parametrize(
+    "flags, needle",
+    [
+        (["--drop-path", "0.2", "--arch", "resnet50_3d"], "--drop-path"),
+        (["--drop-path", "1.5", "--arch", "mvit_v2_s"], "--drop-path"),
+        (["--layer-decay", "0.75", "--arch", "s3d"], "--layer-decay"),
+        (["--layer-decay", "0"], "--layer-decay"),
+        (["--layer-decay", "1.5"], "--layer-decay"),
+        (["--opt", "lamb"], "--opt"),
+        (["--lr-min", "0.1"], "--lr-min"),
+        (["--lr-min", "1e-5"], "--lr-min"),  # step policy: no floor
+        (["--lr-warmup-start", "1e-6"], "--lr-warmup-start"),
+        (["--norm-weight-decay", "0.1", "--bn_bias_wd"], "--norm-weight-decay"),
+        (["--mixup-alpha", "-1"], "--mixup-alpha"),
+        (["--mix-prob", "1.5"], "--mix-prob"),
+        (["--mix-switch-prob", "nan"], "--mix-switch-prob"),
+        (["--auto-augment", "aa"], "--auto-augment"),
+        (["--ra-magnitude", "31"], "--ra-magnitude"),
+        (["--ra-num-ops", "0"], "--ra-num-ops"),
+        (["--random-erase", "2"], "--random-erase"),
+        (["--color-jitter", "-0.1"], "--color-jitter"),
+        (["--ra-reps", "0"], "--ra-reps"),
+        (["--model-ema-decay", "1"], "--model-ema-decay"),
+        (["--model-ema-steps", "0"], "--model-ema-steps"),
+        (["--use-ema"], "--use-ema"),
+        (
+            ["--random-erase", "0.25", "--decode_device", "cuda", "--device", "cpu"],
+            "--decode_device",
+        ),
+    ],
+)
 def test_bad_recipe_flags_are_refused_in_one_line_before_anything_is_read(flags, needle, capsys):
     with pytest.raises(SystemExit) as e:
         train.check_args(train.parse_args(["ucf101", "/no/train.txt", "/no/val.txt", *flags]))
@@ -245,6 +386,7 @@ def test_everything_on_resumes_mid_epoch_exactly_ema_included(lists, tmp_path, m
         if step == 2:  # epoch 1's first step: it saves after it, mid-epoch
             rundir.STOP["signal"] = signal.SIGTERM
         return original(a, step, n)
+
     monkeypatch.setattr(train, "lr_at", stop_at)
     with pytest.raises(SystemExit) as e:
         run_main([*common, "--output_root", str(tmp_path / "cut")])
@@ -255,8 +397,10 @@ def test_everything_on_resumes_mid_epoch_exactly_ema_included(lists, tmp_path, m
     saved = torch.load(cut / "checkpoint.pth", weights_only=False)
     assert (saved["epoch"], saved["iter"], saved["model_ema_updates"]) == (1, 1, 3)
     run_main([*common, "--output_root", str(tmp_path / "cut"), "--resume", "auto"])
-    a, b = (torch.load(run_dir(tmp_path / r, common) / "checkpoint.pth", weights_only=False)
-            for r in ("whole", "cut"))
+    a, b = (
+        torch.load(run_dir(tmp_path / r, common) / "checkpoint.pth", weights_only=False)
+        for r in ("whole", "cut")
+    )
     assert_same_weights(a["model"], b["model"])
     assert_same_weights(a["model_ema"], b["model_ema"])
     assert a["model_ema_updates"] == b["model_ema_updates"] == 4
@@ -274,11 +418,16 @@ def test_evaluate_and_predict_use_the_ema_weights_when_asked(lists, tmp_path, ca
     raw = run_main([*common, "--evaluate", "--resume", str(ckpt)])
     ema = run_main([*common, "--evaluate", "--resume", str(ckpt), "--use-ema"])
     assert raw[0] == pytest.approx(log["val_top1"]) and ema[0] == pytest.approx(log["val_top1_ema"])
-    assert len(list(run_dir(tmp_path, common).glob("per_class_1x1_ours_*.csv"))) == 2  # one file each
+    assert (
+        len(list(run_dir(tmp_path, common).glob("per_class_1x1_ours_*.csv"))) == 2
+    )  # one file each
     model, _, _ = predict.load_checkpoint(str(ckpt), "cpu", 1, 1, use_ema=True)
     assert_same_weights(model.state_dict(), saved["model_ema"])
     capsys.readouterr()
-    for flags, needle in ((["--opt", "adamw"], "--opt"), (["--layer-decay", "0.5"], "--layer-decay")):
+    for flags, needle in (
+        (["--opt", "adamw"], "--opt"),
+        (["--layer-decay", "0.5"], "--layer-decay"),
+    ):
         with pytest.raises(SystemExit) as e:  # they shape the optimizer's state and groups
             run_main([*common, "--epochs", "2", "--resume", "auto", "--model-ema", *flags])
         one_line_error(capsys, needle, "cannot change", exc=e)
@@ -286,8 +435,15 @@ def test_evaluate_and_predict_use_the_ema_weights_when_asked(lists, tmp_path, ca
     run_main(plain)
     capsys.readouterr()
     with pytest.raises(SystemExit) as e:
-        run_main([*plain, "--evaluate", "--use-ema", "--resume",
-                  str(run_dir(tmp_path / "plain", plain) / "checkpoint.pth")])
+        run_main(
+            [
+                *plain,
+                "--evaluate",
+                "--use-ema",
+                "--resume",
+                str(run_dir(tmp_path / "plain", plain) / "checkpoint.pth"),
+            ]
+        )
     one_line_error(capsys, "--use-ema", "no EMA weights", exc=e)
 
 
@@ -296,8 +452,22 @@ def test_mvit_v2_s_with_its_recipe_trains_a_step_and_evaluates_on_cpu(tmp_path):
     # one optimizer step of 2 clips, then one validation, on CPU.
     prepare.make_synth(tmp_path, classes=1, videos=1, frames=16, size=(64, 48))
     recipe = f"@{REPO / 'recipes' / 'kinetics_mvitv2_s.txt'}"
-    common = ["ucf101", str(tmp_path / "train.txt"), str(tmp_path / "val.txt"), recipe,
-              "-b", "1", "--epochs", "1", "-j", "0", "--device", "cpu", "--output_root", str(tmp_path / "o")]
+    common = [
+        "ucf101",
+        str(tmp_path / "train.txt"),
+        str(tmp_path / "val.txt"),
+        recipe,
+        "-b",
+        "1",
+        "--epochs",
+        "1",
+        "-j",
+        "0",
+        "--device",
+        "cpu",
+        "--output_root",
+        str(tmp_path / "o"),
+    ]
     top1 = run_main(common)
     log = logs(run_dir(tmp_path / "o", common))[-1]
     assert math.isfinite(log["train_loss"]) and log["val_top1"] == top1 and log["mixed"]
@@ -308,13 +478,58 @@ def test_a_small_arch_with_every_option_on_learns_the_demo_motions(tmp_path):
     # AdamW, layer decay, warmup from a start lr, mixing, smoothing, RandAugment, jitter, erasing, 2 reps
     # and the EMA: the loss falls and validation beats chance (50%). Measured: 67% after 6 epochs.
     prepare.make_synth(tmp_path, classes=2, videos=48, frames=12, size=(48, 40))
-    common = ["demo", str(tmp_path / "train.txt"), str(tmp_path / "val.txt"), "-j", "0", "-b", "8",
-              "--t_length", "6", "--t_stride", "2", "--new_size", "36", "--crop_size", "32", "--epochs", "6",
-              "--opt", "adamw", "--lr", "1e-3", "--wd", "0.05", "--auto-augment", "ra", "--ra-magnitude", "5",
-              "--ra-num-ops", "2", "--random-erase", "0.25", "--color-jitter", "0.4", "--ra-reps", "2",
-              "--mixup-alpha", "0.2", "--cutmix-alpha", "0.2", "--label-smoothing", "0.1",
-              "--layer-decay", "0.9", "--model-ema", "--model-ema-decay", "0.8", "--lr-warmup-start", "1e-3",
-              "--output_root", str(tmp_path / "o")]
+    common = [
+        "demo",
+        str(tmp_path / "train.txt"),
+        str(tmp_path / "val.txt"),
+        "-j",
+        "0",
+        "-b",
+        "8",
+        "--t_length",
+        "6",
+        "--t_stride",
+        "2",
+        "--new_size",
+        "36",
+        "--crop_size",
+        "32",
+        "--epochs",
+        "6",
+        "--opt",
+        "adamw",
+        "--lr",
+        "1e-3",
+        "--wd",
+        "0.05",
+        "--auto-augment",
+        "ra",
+        "--ra-magnitude",
+        "5",
+        "--ra-num-ops",
+        "2",
+        "--random-erase",
+        "0.25",
+        "--color-jitter",
+        "0.4",
+        "--ra-reps",
+        "2",
+        "--mixup-alpha",
+        "0.2",
+        "--cutmix-alpha",
+        "0.2",
+        "--label-smoothing",
+        "0.1",
+        "--layer-decay",
+        "0.9",
+        "--model-ema",
+        "--model-ema-decay",
+        "0.8",
+        "--lr-warmup-start",
+        "1e-3",
+        "--output_root",
+        str(tmp_path / "o"),
+    ]
     run_main(common)
     log = logs(run_dir(tmp_path / "o", common))
     assert log[-1]["train_loss"] < log[0]["train_loss"]
@@ -326,11 +541,17 @@ def test_reps_reach_the_step_as_b_times_k_clips_with_their_own_boxes(lists):
     # reps is b*K clips, video-major, labels repeated; rep 0 of each video is the clip a plain run draws.
     kw = dict(t_length=4, t_stride=2, new_size=36, crop_size=32)
     plain, reps = (data.VideoFrameDataset(lists[0], reps=k, **kw) for k in (1, 3))
-    rt = SimpleNamespace(device=torch.device("cpu"), memory_format=torch.contiguous_format, mean=data.MEAN,
-                         std=data.STD)
+    rt = SimpleNamespace(
+        device=torch.device("cpu"),
+        memory_format=torch.contiguous_format,
+        mean=data.MEAN,
+        std=data.STD,
+    )
     x1, y1 = train.to_model_input(*data.collate([plain[0], plain[1]]), rt)
     x3, y3 = train.to_model_input(*data.collate([reps[0], reps[1]]), rt)
-    assert x3.shape == (6, 3, 4, 32, 32) and y3.tolist() == [y for y in y1.tolist() for _ in range(3)]
+    assert x3.shape == (6, 3, 4, 32, 32) and y3.tolist() == [
+        y for y in y1.tolist() for _ in range(3)
+    ]
     assert torch.equal(x3[0], x1[0]) and torch.equal(x3[3], x1[1])
     assert not torch.equal(x3[0], x3[1])
 
@@ -338,8 +559,15 @@ def test_reps_reach_the_step_as_b_times_k_clips_with_their_own_boxes(lists):
 def test_features_and_export_take_use_ema(tmp_path, capsys):
     import export
     import features
-    a = export.get_parser().parse_args(["--resume", "c.pth", "--use-ema", "--format", "onnx", "m.onnx"])
+
+    a = export.get_parser().parse_args(
+        ["--resume", "c.pth", "--use-ema", "--format", "onnx", "m.onnx"]
+    )
     assert a.use_ema
-    with pytest.raises(SystemExit) as e:  # features: the EMA of what? refused before anything is read
-        features.main(["/no/v.txt", "--arch", "resnet10_3d", "--use-ema", "--out", str(tmp_path / "f")])
+    with pytest.raises(
+        SystemExit
+    ) as e:  # features: the EMA of what? refused before anything is read
+        features.main(
+            ["/no/v.txt", "--arch", "resnet10_3d", "--use-ema", "--out", str(tmp_path / "f")]
+        )
     one_line_error(capsys, "--use-ema", exc=e)

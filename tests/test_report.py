@@ -1,4 +1,5 @@
 """Tests for report.py (per-class metrics, pictures) and predict.py (labelling videos and frame folders)."""
+
 import csv
 import json
 import os
@@ -27,7 +28,9 @@ def test_class_metrics_match_plain_loops():
     N, C = 300, 7
     labels = rng.integers(0, C - 1, N)  # class C-1 has no videos: left out of the mean
     scores = rng.random((N, C))
-    scores[np.arange(N), labels] += rng.random(N) * 0.6 * (labels + 1) / C  # accuracies differ per class
+    scores[np.arange(N), labels] += (
+        rng.random(N) * 0.6 * (labels + 1) / C
+    )  # accuracies differ per class
     m = report.class_metrics(torch.from_numpy(scores), torch.from_numpy(labels), C)
     # independent computation, plain loops
     per, counts = {}, {}
@@ -36,7 +39,11 @@ def test_class_metrics_match_plain_loops():
         counts[c] = len(idx)
         if idx:
             per[c] = 100.0 * sum(int(np.argmax(scores[i]) == c) for i in idx) / len(idx)
-    top5 = 100.0 * sum(labels[i] in sorted(range(C), key=lambda k: -scores[i][k])[:5] for i in range(N)) / N
+    top5 = (
+        100.0
+        * sum(labels[i] in sorted(range(C), key=lambda k: -scores[i][k])[:5] for i in range(N))
+        / N
+    )
     assert m["mean_class_acc"] == pytest.approx(sum(per.values()) / len(per))
     assert m["top5"] == pytest.approx(top5)
     assert m["top1"] == pytest.approx(100.0 * np.mean(scores.argmax(1) == labels))
@@ -65,13 +72,19 @@ def test_per_class_table_worst_first_and_most_confused():
     assert list(m["per_class_acc"]) == [100.0, 25.0, 50.0]
     assert list(m["confused_with"]) == [-1, 2, 0] and list(m["confused_count"]) == [0, 3, 1]
     lines = report.per_class_table(m, ["run", "jump", "swim"]).splitlines()
-    assert len(lines) == 4 and lines[0].startswith("class")  # header + one row per class, nothing after
+    assert len(lines) == 4 and lines[0].startswith(
+        "class"
+    )  # header + one row per class, nothing after
     assert [line.split()[0] for line in lines[1:]] == ["jump", "swim", "run"]  # worst first
     assert lines[1].split()[1:] == ["25.0", "4", "swim", "(3)"]
     assert lines[2].split()[1:] == ["50.0", "2", "run", "(1)"]
     assert lines[3].split()[1:] == ["100.0", "4", "-"]
     # without names: label numbers
-    assert [line.split()[0] for line in report.per_class_table(m).splitlines()[1:]] == ["1", "2", "0"]
+    assert [line.split()[0] for line in report.per_class_table(m).splitlines()[1:]] == [
+        "1",
+        "2",
+        "0",
+    ]
 
 
 def test_confusion_png_shape_scales_with_classes(tmp_path):
@@ -93,11 +106,22 @@ def test_confusion_png_shape_scales_with_classes(tmp_path):
 
 def test_curves_png_shape(tmp_path):
     log = tmp_path / "log.jsonl"
-    rows = [{"epoch": e, "lr": 0.02 if e < 3 else 0.002, "train_loss": 1.5 - 0.2 * e,
-             "train_top1": 30 + 10 * e,
-             "val_top1": 40 + 9 * e if e % 2 else None, "val_top5": None, "val_loss": None, "epoch_time": 3.0}
-            for e in range(5)]
-    rows.insert(1, dict(rows[1], train_loss=9.0))  # epoch 1 logged twice (a resumed run): the last line wins
+    rows = [
+        {
+            "epoch": e,
+            "lr": 0.02 if e < 3 else 0.002,
+            "train_loss": 1.5 - 0.2 * e,
+            "train_top1": 30 + 10 * e,
+            "val_top1": 40 + 9 * e if e % 2 else None,
+            "val_top5": None,
+            "val_loss": None,
+            "epoch_time": 3.0,
+        }
+        for e in range(5)
+    ]
+    rows.insert(
+        1, dict(rows[1], train_loss=9.0)
+    )  # epoch 1 logged twice (a resumed run): the last line wins
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
     png = tmp_path / "curves.png"
     report.save_curves_png(str(log), str(png))
@@ -113,13 +137,19 @@ def test_curves_png_shape(tmp_path):
 def test_write_evaluation_files(tmp_path):
     m0 = _three_class_case()
     scores = np.zeros((10, 3))
-    labels = np.repeat(np.arange(3), m0["per_class_count"])  # rebuild the same case from its confusion
+    labels = np.repeat(
+        np.arange(3), m0["per_class_count"]
+    )  # rebuild the same case from its confusion
     preds = [p for t in range(3) for p in range(3) for _ in range(m0["confusion"][t, p])]
     scores[np.arange(10), preds] = 1.0
-    m, paths = report.write_evaluation(str(tmp_path), scores, labels, ["run", "jump", "swim"], 10, 3,
-                                       [f"v{i}" for i in range(10)])
-    assert {os.path.basename(p) for p in paths.values()} == {"per_class_10x3.csv", "confusion_10x3.png",
-                                                             "scores_10x3.npz"}
+    m, paths = report.write_evaluation(
+        str(tmp_path), scores, labels, ["run", "jump", "swim"], 10, 3, [f"v{i}" for i in range(10)]
+    )
+    assert {os.path.basename(p) for p in paths.values()} == {
+        "per_class_10x3.csv",
+        "confusion_10x3.png",
+        "scores_10x3.npz",
+    }
     with open(paths["per_class"]) as f:
         rows = list(csv.DictReader(f))
     assert [float(r["accuracy"]) for r in rows] == [100.0, 25.0, 50.0]
@@ -153,8 +183,9 @@ def media(one_folder):
         stream = out.add_stream("mpeg4", rate=25)
         stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
         for t in range(1, 13):
-            frame = av.VideoFrame.from_ndarray(np.asarray(Image.open(folder / f"img_{t:05d}.jpg")),
-                                               format="rgb24")
+            frame = av.VideoFrame.from_ndarray(
+                np.asarray(Image.open(folder / f"img_{t:05d}.jpg")), format="rgb24"
+            )
             for packet in stream.encode(frame):
                 out.mux(packet)
         for packet in stream.encode():
@@ -165,13 +196,35 @@ def media(one_folder):
     png.mkdir()
     for t, f in enumerate(decoded, 1):
         Image.fromarray(f.numpy()).save(png / f"img_{t:05d}.png")
-    return {"root": root, "folder": str(folder), "video": str(video), "png": str(png), "frames": len(decoded)}
+    return {
+        "root": root,
+        "folder": str(folder),
+        "video": str(video),
+        "png": str(png),
+        "frames": len(decoded),
+    }
 
 
 def test_predict_video_and_folder_json(media, tmp_path, capsys):
     ckpt = save_checkpoint(tmp_path / "ck.pth")
-    assert predict.main(["--resume", ckpt, media["video"], media["folder"], "--json", "--device", "cpu",
-                         "--test_clips", "2", "--test_crops", "3"]) == 0
+    assert (
+        predict.main(
+            [
+                "--resume",
+                ckpt,
+                media["video"],
+                media["folder"],
+                "--json",
+                "--device",
+                "cpu",
+                "--test_clips",
+                "2",
+                "--test_crops",
+                "3",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert [r["input"] for r in doc["results"]] == [media["video"], media["folder"]]
     assert media["frames"] == 12
@@ -179,7 +232,9 @@ def test_predict_video_and_folder_json(media, tmp_path, capsys):
         assert r["frames"] == 12 and r["views"] == 6
         assert sum(r["probs"]) == pytest.approx(1.0, abs=1e-5) and len(r["probs"]) == 4
         assert [e["name"] for e in r["top"]] == [NAMES[e["label"]] for e in r["top"]]
-        assert [e["prob"] for e in r["top"]] == sorted(r["probs"], reverse=True)  # top-5 of 4 = all, ordered
+        assert [e["prob"] for e in r["top"]] == sorted(
+            r["probs"], reverse=True
+        )  # top-5 of 4 = all, ordered
     assert doc["results"][0]["probs"] != doc["results"][1]["probs"]  # two inputs, two computations
 
 
@@ -187,8 +242,22 @@ def test_predict_video_equals_its_frames(media, tmp_path, capsys):
     """A video file goes through the same sampling as a frame folder: a lossless folder of the video's
     own decoded frames gives the same probabilities."""
     ckpt = save_checkpoint(tmp_path / "ck.pth", image_tmpl="img_{:05d}.png")
-    assert predict.main(["--resume", ckpt, media["video"], media["png"], "--json", "--device", "cpu",
-                         "--test_clips", "3"]) == 0
+    assert (
+        predict.main(
+            [
+                "--resume",
+                ckpt,
+                media["video"],
+                media["png"],
+                "--json",
+                "--device",
+                "cpu",
+                "--test_clips",
+                "3",
+            ]
+        )
+        == 0
+    )
     video, folder = json.loads(capsys.readouterr().out)["results"]
     assert video["probs"] == pytest.approx(folder["probs"], abs=1e-6)
 
@@ -211,9 +280,13 @@ def test_predict_text_output_names_and_labels(one_folder, tmp_path, capsys):
 
 
 def run_predict(*argv):
-    return subprocess.run([sys.executable, str(REPO / "train.py"), "predict", *argv,
-                           "--device", "cpu"],
-                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, str(REPO / "train.py"), "predict", *argv, "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
 
 
 def error_lines(r):
@@ -231,14 +304,19 @@ def test_predict_errors_one_line_exit_2(media, tmp_path, capsys):
     nope, undecodable = error_lines(r)
     assert "nope.avi" in nope and "bad.mp4" in undecodable and "cannot decode" in undecodable
     assert r.stdout.startswith(media["folder"]) and any(n in r.stdout for n in NAMES)
-    torch.save({"model": models.build_model("resnet10_3d", 4).state_dict()}, tmp_path / "noargs.pth")
+    torch.save(
+        {"model": models.build_model("resnet10_3d", 4).state_dict()}, tmp_path / "noargs.pth"
+    )
     r = run_predict("--resume", str(tmp_path / "noargs.pth"), media["folder"])
     assert r.returncode == 2 and r.stdout == ""
     assert len(error_lines(r)) == 1 and "noargs.pth" in r.stderr and "'args'" in r.stderr
     # missing and unreadable checkpoints (in-process: nothing that could hang runs before these errors)
     (tmp_path / "text.pth").write_text("hello")
     for name in ("missing.pth", "text.pth"):
-        assert predict.main(["--resume", str(tmp_path / name), media["folder"], "--device", "cpu"]) == 2
+        assert (
+            predict.main(["--resume", str(tmp_path / name), media["folder"], "--device", "cpu"])
+            == 2
+        )
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and name in err and "error:" in err
 

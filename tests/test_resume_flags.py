@@ -1,6 +1,7 @@
 # ruff: noqa: F811 -- the `lists` fixture is imported from test_train, then taken as an argument
 """Resume: a mid-epoch checkpoint continues exactly with the global batch split otherwise, and every flag
 given on resume takes effect or is refused in one line naming it."""
+
 import json
 import signal
 from types import SimpleNamespace
@@ -29,7 +30,9 @@ def stop_after_first_step(monkeypatch, steps):
 
     def lr_at(args, step, steps_per_epoch):
         steps.append(step)
-        if step == 1:  # the first batch of step 1 is loaded: step 0 is complete and saved at its end
+        if (
+            step == 1
+        ):  # the first batch of step 1 is loaded: step 0 is complete and saved at its end
             raise AssertionError("the signal should have stopped the run after step 0")
         if steps.count(0) == args.iter_size:
             rundir.STOP["signal"] = signal.SIGTERM
@@ -39,10 +42,16 @@ def stop_after_first_step(monkeypatch, steps):
     return original
 
 
-@pytest.mark.parametrize("before, after", [(["-b", "2", "--iter_size", "2"], ["-b", "4"]),
-                                           (["-b", "4"], ["-b", "1", "--iter_size", "4"])])
-def test_mid_epoch_resume_with_the_batch_split_otherwise_is_exact(lists, tmp_path, monkeypatch, before,
-                                                                   after):
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        (["-b", "2", "--iter_size", "2"], ["-b", "4"]),
+        (["-b", "4"], ["-b", "1", "--iter_size", "4"]),
+    ],
+)
+def test_mid_epoch_resume_with_the_batch_split_otherwise_is_exact(
+    lists, tmp_path, monkeypatch, before, after
+):
     # BN frozen: no batch statistics, so any split of a step's 4 clips gives its gradient up to rounding.
     common = ["ucf101", *lists, *TINY, "--freeze_bn", "--epochs", "2"]
     run_main([*common, "-b", "4", "--output_root", str(tmp_path / "whole")])
@@ -60,7 +69,9 @@ def test_mid_epoch_resume_with_the_batch_split_otherwise_is_exact(lists, tmp_pat
     monkeypatch.setattr(train, "lr_at", lambda a, s, n: seen.append(s) or original(a, s, n))
     run_main([*common, *after, *out, "--resume", "auto"])
     iter_size = int(after[after.index("--iter_size") + 1]) if "--iter_size" in after else 1
-    assert seen == [s for s in (1, 2, 3) for _ in range(iter_size)]  # every lr step once, none skipped
+    assert seen == [
+        s for s in (1, 2, 3) for _ in range(iter_size)
+    ]  # every lr step once, none skipped
     resumed = weights(run_dir(tmp_path / "split", common) / "checkpoint.pth")
     for k in whole:
         assert torch.allclose(whole[k].float(), resumed[k].float(), atol=1e-6, rtol=1e-5), k
@@ -88,12 +99,16 @@ def test_schedule_flags_given_on_resume_take_effect(lists, tmp_path):
 
 @pytest.mark.parametrize("flag", ["--bn_bias_wd", "--freeze_bn", "--fc_only"])
 @pytest.mark.parametrize("direction", ["on", "off"])
-def test_toggling_an_optimizer_shaping_flag_on_resume_is_one_line(lists, tmp_path, capsys, flag, direction):
+def test_toggling_an_optimizer_shaping_flag_on_resume_is_one_line(
+    lists, tmp_path, capsys, flag, direction
+):
     args = ["ucf101", *lists, *TINY, "--output_root", str(tmp_path)]
     run_main([*args, "--epochs", "1", *([flag] if direction == "off" else [])])
     capsys.readouterr()
     with pytest.raises(SystemExit) as e:
-        run_main([*args, "--epochs", "2", "--resume", "auto", *([flag] if direction == "on" else [])])
+        run_main(
+            [*args, "--epochs", "2", "--resume", "auto", *([flag] if direction == "on" else [])]
+        )
     assert e.value.code == 2
     one_line(capsys, flag, "--pretrained")
 
@@ -114,7 +129,7 @@ def test_amp_off_to_fp16_resume_starts_a_fresh_scale(lists, tmp_path):
     progress = checkpoint.Progress()
     rt = SimpleNamespace(world_size=1, rank=0)
     checkpoint.load_training_state(a, rt, net, progress, ckpt, ckpt["args"])
-    assert net.scaler.is_enabled() and net.scaler.get_scale() == 2.0 ** 16 and progress.epoch == 1
+    assert net.scaler.is_enabled() and net.scaler.get_scale() == 2.0**16 and progress.epoch == 1
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="fp16 needs CUDA")

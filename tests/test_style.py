@@ -2,31 +2,45 @@
 
 ruff (pyproject.toml, run by .ci/run) checks the same line limit; this test needs no tool installed.
 """
+
 import ast
 
 import pytest
 
 from conftest import REPO
 
-MAX_FUNCTION_LINES = 80   # a function a reader takes in at once
-MAX_LINE = 110            # pyproject.toml's [tool.ruff] line-length: side-by-side diffs stay readable
+MAX_FUNCTION_LINES = 80  # a function a reader takes in at once
+MAX_LINE = 110  # pyproject.toml's [tool.ruff] line-length: side-by-side diffs stay readable
 # The project's modules: *.py at the root, tests (test_smoke.py, conftest.py) excluded.
-MODULES = [p for p in sorted(REPO.glob("*.py")) if not p.name.startswith("test_") and p.name != "conftest.py"]
+MODULES = [
+    p
+    for p in sorted(REPO.glob("*.py"))
+    if not p.name.startswith("test_") and p.name != "conftest.py"
+]
 # Every .py of the repository (hidden folders such as .git or a .venv left out).
-ALL_PY = sorted(p for p in REPO.rglob("*.py")
-                if not any(part.startswith(".") for part in p.relative_to(REPO).parts))
+ALL_PY = sorted(
+    p
+    for p in REPO.rglob("*.py")
+    if not any(part.startswith(".") for part in p.relative_to(REPO).parts)
+)
 
 
 def long_functions(path, limit):
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    return [f"{path.name}:{node.lineno} {node.name}() is {node.end_lineno - node.lineno + 1} lines"
-            for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.end_lineno - node.lineno + 1 > limit]
+    return [
+        f"{path.name}:{node.lineno} {node.name}() is {node.end_lineno - node.lineno + 1} lines"
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno - node.lineno + 1 > limit
+    ]
 
 
 def long_lines(path, limit):
-    return [f"{path.relative_to(REPO)}:{i} is {len(line)} characters"
-            for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if len(line) > limit]
+    return [
+        f"{path.relative_to(REPO)}:{i} is {len(line)} characters"
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if len(line) > limit
+    ]
 
 
 def test_the_modules_are_found():
@@ -64,13 +78,14 @@ def import_circles(paths):
 
     def visit(name, chain):
         if name in chain:
-            circles.append(" -> ".join(chain[chain.index(name):] + [name]))
+            circles.append(" -> ".join(chain[chain.index(name) :] + [name]))
             return
         if name in done:
             return
         for other in graph[name]:
             visit(other, chain + [name])
         done.add(name)
+
     for name in sorted(graph):
         visit(name, [])
     return circles

@@ -1,6 +1,7 @@
 """TSN, 2D and TSM (--mode TSN / 2D, --num_segments, --shift): the networks against torchvision's own
 ResNet run frame by frame and an independent temporal shift, mmaction2's TSN / TSM key layout, the
 segment sampling rules (TSN's test indices, mmaction2's SampleFrames) and the original's commands."""
+
 from pathlib import Path
 
 import numpy as np
@@ -14,11 +15,36 @@ import model as models
 import predict
 import train
 import zoo
-from conftest import (assert_same_weights, copy_lists, one_line_error, run_dir, run_main, spoil_frames,
-                      weights)
+from conftest import (
+    assert_same_weights,
+    copy_lists,
+    one_line_error,
+    run_dir,
+    run_main,
+    spoil_frames,
+    weights,
+)
 
-SMALL = ["--new_size", "36", "--crop_size", "32", "-b", "4", "--lr", "0.01", "--dro", "0", "-j", "0",
-         "-p", "1", "-ef", "1", "--device", "cpu"]
+SMALL = [
+    "--new_size",
+    "36",
+    "--crop_size",
+    "32",
+    "-b",
+    "4",
+    "--lr",
+    "0.01",
+    "--dro",
+    "0",
+    "-j",
+    "0",
+    "-p",
+    "1",
+    "-ef",
+    "1",
+    "--device",
+    "cpu",
+]
 TSN = ["--arch", "resnet18", "--mode", "TSN", "--num_segments", "3", "--t_length", "1"]
 
 
@@ -51,7 +77,9 @@ def test_segment_logits_are_torchvision_per_frame_averaged(arch, mode):
 
 
 def test_tsn_with_a_3d_arch_averages_its_clips():
-    net = randomise_bn(models.build_model("resnet10_3d", 5, mode="TSN", t_length=4, num_segments=2)).double()
+    net = randomise_bn(
+        models.build_model("resnet10_3d", 5, mode="TSN", t_length=4, num_segments=2)
+    ).double()
     ref = randomise_bn(models.build_model("resnet10_3d", 5)).double()
     ref.load_state_dict(net.state_dict())
     x = torch.randn(2, 3, 8, 32, 32, dtype=torch.float64)
@@ -65,8 +93,8 @@ def shift_by_hand(x, segments, fold_div):
     fold = c // fold_div
     out = torch.zeros_like(x)
     out[:, :-1, :fold] = x[:, 1:, :fold]
-    out[:, 1:, fold:2 * fold] = x[:, :-1, fold:2 * fold]
-    out[:, :, 2 * fold:] = x[:, :, 2 * fold:]
+    out[:, 1:, fold : 2 * fold] = x[:, :-1, fold : 2 * fold]
+    out[:, :, 2 * fold :] = x[:, :, 2 * fold :]
     return out.reshape(nt, c, h, w)
 
 
@@ -77,8 +105,13 @@ def test_tsm_equals_torchvision_with_a_hooked_shift(arch):
     ref = randomise_bn(torchvision.models.get_model(arch, num_classes=6)).double()
     ref.load_state_dict(net.state_dict())
     assert sum(p.numel() for p in net.parameters()) == sum(p.numel() for p in ref.parameters())
-    blocks = [m for m in ref.modules() if isinstance(m, (torchvision.models.resnet.BasicBlock,
-                                                          torchvision.models.resnet.Bottleneck))]
+    blocks = [
+        m
+        for m in ref.modules()
+        if isinstance(
+            m, (torchvision.models.resnet.BasicBlock, torchvision.models.resnet.Bottleneck)
+        )
+    ]
     for b in blocks:  # before conv1 only: the identity path keeps the unshifted input
         b.conv1.register_forward_pre_hook(lambda mod, inp: (shift_by_hand(inp[0], 4, 8),))
     x = torch.randn(2, 3, 4, 32, 32, dtype=torch.float64)
@@ -101,7 +134,9 @@ def to_mmaction2(state, shift):
         elif parts[0] in ("conv1", "bn1"):
             out[f"backbone.conv1.{'conv' if parts[0] == 'conv1' else 'bn'}.{parts[1]}"] = v
         elif parts[2] == "downsample":
-            out[f"backbone.{parts[0]}.{parts[1]}.downsample.{['conv', 'bn'][int(parts[3])]}.{parts[4]}"] = v
+            out[
+                f"backbone.{parts[0]}.{parts[1]}.downsample.{['conv', 'bn'][int(parts[3])]}.{parts[4]}"
+            ] = v
         else:
             n = parts[2][-1]
             kind = "conv" if parts[2].startswith("conv") else "bn"
@@ -115,8 +150,13 @@ def test_mmaction2_tsn_tsm_checkpoints_give_the_saved_models_logits(shift, tmp_p
     flags = dict(mode="TSN", num_segments=3, shift=shift)
     src = randomise_bn(models.build_model("resnet50", 400, **flags))
     path = tmp_path / "mm.pth"
-    torch.save({"meta": {"mmaction_version": "1.2.0"}, "state_dict": to_mmaction2(src.state_dict(), shift)},
-               path)
+    torch.save(
+        {
+            "meta": {"mmaction_version": "1.2.0"},
+            "state_dict": to_mmaction2(src.state_dict(), shift),
+        },
+        path,
+    )
     if shift:
         assert "backbone.layer4.2.conv1.conv.net.weight" in torch.load(path)["state_dict"]
     net = zoo.build_model("resnet50", 400, pretrained=str(path), **flags).eval()
@@ -129,11 +169,13 @@ def test_mmaction2_tsn_tsm_checkpoints_give_the_saved_models_logits(shift, tmp_p
 
 
 def test_wrong_mode_and_arch_are_one_line(lists, tmp_path, capsys):
-    for flags, needle in [(["--mode", "3D", "--num_segments", "3"], "--num_segments 3"),
-                          (["--mode", "2D", "--arch", "resnet10_3d"], "--mode 2D takes a 2D arch"),
-                          (["--arch", "resnet18"], "--arch resnet18 is a 2D network"),
-                          (["--mode", "TSN", "--arch", "mobilenet_v2", "--shift", "8"], "--shift 8 needs"),
-                          (["--mode", "TSN", "--arch", "resnet18", "--shift", "1"], "--shift 1: must be")]:
+    for flags, needle in [
+        (["--mode", "3D", "--num_segments", "3"], "--num_segments 3"),
+        (["--mode", "2D", "--arch", "resnet10_3d"], "--mode 2D takes a 2D arch"),
+        (["--arch", "resnet18"], "--arch resnet18 is a 2D network"),
+        (["--mode", "TSN", "--arch", "mobilenet_v2", "--shift", "8"], "--shift 8 needs"),
+        (["--mode", "TSN", "--arch", "resnet18", "--shift", "1"], "--shift 1: must be"),
+    ]:
         with pytest.raises(SystemExit) as exc:
             run_main(["ucf101", *lists, *SMALL, "--output_root", str(tmp_path), *flags])
         one_line_error(capsys, needle, exc=exc)
@@ -143,14 +185,22 @@ def test_wrong_mode_and_arch_are_one_line(lists, tmp_path, capsys):
 def test_train_snippets_fall_uniformly_one_per_segment():
     rng, N = np.random.default_rng(0), 3
     for n in (3, 7, 12, 30):
-        draws = np.stack([data.sample_indices(n, 1, 1, "train", rng=rng, num_segments=N)[0] - 1
-                          for _ in range(3000)])  # (draws, N), 0-based
+        draws = np.stack(
+            [
+                data.sample_indices(n, 1, 1, "train", rng=rng, num_segments=N)[0] - 1
+                for _ in range(3000)
+            ]
+        )  # (draws, N), 0-based
         for k in range(N):
             lo, hi = k * n // N, (k + 1) * n // N  # segment k: frames [lo, hi)
             counts = np.bincount(draws[:, k], minlength=n)
             assert counts[:lo].sum() == 0 and counts[hi:].sum() == 0, (n, k)
             inside = counts[lo:hi]
-            assert inside.min() > 0.8 * inside.mean() and inside.max() < 1.2 * inside.mean(), (n, k, inside)
+            assert inside.min() > 0.8 * inside.mean() and inside.max() < 1.2 * inside.mean(), (
+                n,
+                k,
+                inside,
+            )
 
 
 def test_snippets_keep_their_frames_together():
@@ -176,7 +226,9 @@ def mmaction2_sampleframes_test(n, N):
 def test_test_indices_follow_tsn_and_mmaction2(N):
     for n in range(1, 3 * N + 1):
         for mode in ("val", "test"):
-            assert (data.sample_indices(n, 1, 1, mode, num_segments=N)[0] == tsn_test_indices(n, N)).all(), n
+            assert (
+                data.sample_indices(n, 1, 1, mode, num_segments=N)[0] == tsn_test_indices(n, N)
+            ).all(), n
         mm = data.sample_indices(n, 1, 1, "test", placement="mmaction2", num_segments=N)[0]
         assert (mm == mmaction2_sampleframes_test(n, N)).all(), (n, mm)
 
@@ -188,59 +240,133 @@ def test_multiscale_crops():
     for _ in range(500):
         y, x, h, w = data.multiscale_box(H, W, 256, 224, rng)
         assert h in sizes and w in sizes and abs(sizes.index(h) - sizes.index(w)) <= 1
-        assert (y, x) in {(0, 0), (0, 4 * ((W - w) // 4)), (4 * ((H - h) // 4), 0),
-                          (4 * ((H - h) // 4), 4 * ((W - w) // 4)), (2 * ((H - h) // 4), 2 * ((W - w) // 4))}
+        assert (y, x) in {
+            (0, 0),
+            (0, 4 * ((W - w) // 4)),
+            (4 * ((H - h) // 4), 0),
+            (4 * ((H - h) // 4), 4 * ((W - w) // 4)),
+            (2 * ((H - h) // 4), 2 * ((W - w) // 4)),
+        }
         seen.add((h, w, y == 0, x == 0))
     assert len(seen) > 20
 
 
 # ---- the trainer --------------------------------------------------------------------------------------
 def test_original_tsn_and_2d_commands_train_evaluate_predict(lists, tmp_path, capsys):
-    tsn = ["ucf101", *lists, *TSN, "--epochs", "1", *SMALL, "--output_root", str(tmp_path),
-           "--train_crop", "multiscale"]
+    tsn = [
+        "ucf101",
+        *lists,
+        *TSN,
+        "--epochs",
+        "1",
+        *SMALL,
+        "--output_root",
+        str(tmp_path),
+        "--train_crop",
+        "multiscale",
+    ]
     run_main(tsn)
     folder = run_dir(tmp_path, tsn)
     assert folder.name == "ucf101_resnet18_TSN_segments3_length1_stride4_dropout0.0"
     ckpt = str(folder / "checkpoint.pth")
     # --evaluate rebuilds the TSN model from the checkpoint's flags: 2 views x 3 crops of 3 segments
-    run_main(["ucf101", *lists, "--evaluate", "--resume", ckpt, "--test_clips", "2", "--test_crops", "3",
-              "--device", "cpu", "-j", "0", "--output_root", str(tmp_path / "e")])
+    run_main(
+        [
+            "ucf101",
+            *lists,
+            "--evaluate",
+            "--resume",
+            ckpt,
+            "--test_clips",
+            "2",
+            "--test_crops",
+            "3",
+            "--device",
+            "cpu",
+            "-j",
+            "0",
+            "--output_root",
+            str(tmp_path / "e"),
+        ]
+    )
     assert "(8 videos, 2x3 views)" in capsys.readouterr().out
     video = str(Path(lists[1]).parent / Path(lists[1]).read_text().split()[0])  # a val frame folder
     assert predict.main(["--resume", ckpt, video, "--device", "cpu"]) in (0, None)
     assert " 1. " in capsys.readouterr().out.split(video)[-1]  # its top-5 lines
-    two_d = ["ucf101", *lists, "--arch", "resnet18", "--mode", "2D", "--epochs", "1", *SMALL,
-             "--output_root", str(tmp_path)]
+    two_d = [
+        "ucf101",
+        *lists,
+        "--arch",
+        "resnet18",
+        "--mode",
+        "2D",
+        "--epochs",
+        "1",
+        *SMALL,
+        "--output_root",
+        str(tmp_path),
+    ]
     run_main(two_d)
     assert run_dir(tmp_path, two_d).name == "ucf101_resnet18_2D_length1_stride4_dropout0.0"
 
 
 def test_tsm_resume_is_exact(lists, tmp_path):
-    flags = ["ucf101", *lists, *TSN, "--shift", "8", *SMALL, "--dro", "0.5", "-b", "2", "--iter_size", "2"]
+    flags = [
+        "ucf101",
+        *lists,
+        *TSN,
+        "--shift",
+        "8",
+        *SMALL,
+        "--dro",
+        "0.5",
+        "-b",
+        "2",
+        "--iter_size",
+        "2",
+    ]
     run_main([*flags, "--epochs", "2", "--output_root", str(tmp_path / "a")])
     run_main([*flags, "--epochs", "1", "--output_root", str(tmp_path / "b")])
     run_main([*flags, "--epochs", "2", "--output_root", str(tmp_path / "b"), "--resume", "auto"])
     name = train.run_dir_name(train.parse_args([*flags, "--epochs", "2"]))
-    assert_same_weights(weights(tmp_path / "a" / name / "checkpoint.pth"),
-                        weights(tmp_path / "b" / name / "checkpoint.pth"))
+    assert_same_weights(
+        weights(tmp_path / "a" / name / "checkpoint.pth"),
+        weights(tmp_path / "b" / name / "checkpoint.pth"),
+    )
 
 
 def test_bench_compare_rows_for_tsn_and_tsm():
     import bench
+
     out = bench.main(["model", "--compare", "--iters", "0"])["compare"]
     tsn, tsm, i3d = out["TSN-R50 8 segments"], out["TSM-R50 8 segments"], out["I3D-R50 16x4"]
     resnet50 = torchvision.models.resnet50(num_classes=400)
-    assert tsn["params"] == tsm["params"] == sum(p.numel() for p in resnet50.parameters())  # no shift params
+    assert (
+        tsn["params"] == tsm["params"] == sum(p.numel() for p in resnet50.parameters())
+    )  # no shift params
     per_frame = bench.count("resnet50", 400, 1, 224, mode="2D")[1]
-    assert abs(tsn["gmacs_per_video"] - 8 * per_frame) < 1e-6 and abs(i3d["gmacs_per_video"] - 56.8) < 0.1
+    assert (
+        abs(tsn["gmacs_per_video"] - 8 * per_frame) < 1e-6
+        and abs(i3d["gmacs_per_video"] - 56.8) < 0.1
+    )
 
 
 def test_tsn_snippets_from_a_video_file_are_the_indexed_frames(tmp_path):
     import videos  # tests/videos.py: frames that carry their index in their pixels
+
     videos.mpeg4_avi(str(tmp_path / "v.avi"))
     (tmp_path / "list.txt").write_text(f"v.avi {videos.FRAMES} 0\n")
-    ds = data.VideoFrameDataset(tmp_path / "list.txt", mode="test", t_length=2, t_stride=3, num_segments=5,
-                                num_clips=2, new_size=64, crop_size=64, video_decoder="pyav")
+    ds = data.VideoFrameDataset(
+        tmp_path / "list.txt",
+        mode="test",
+        t_length=2,
+        t_stride=3,
+        num_segments=5,
+        num_clips=2,
+        new_size=64,
+        crop_size=64,
+        video_decoder="pyav",
+    )
     got = {}
 
     def read(video, numbers):  # the real decode, watched
@@ -252,24 +378,42 @@ def test_tsn_snippets_from_a_video_file_are_the_indexed_frames(tmp_path):
     assert clip.shape == (2, 3, 10, 64, 64)  # 2 views of 5 snippets x 2 frames
     want = data.sample_indices(videos.FRAMES, 2, 3, "test", num_clips=2, num_segments=5)
     assert got["numbers"] == sorted(set(want.ravel().tolist()))
-    assert got["index"] == [n - 1 for n in got["numbers"]]  # frame n of the list is the file's frame n - 1
+    assert got["index"] == [
+        n - 1 for n in got["numbers"]
+    ]  # frame n of the list is the file's frame n - 1
 
 
 def test_readme_tsn_command_parses_as_the_original(tmp_path):
     text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    block = text[text.index("--mode TSN \\") - 80:]
-    cmd = block[block.index("python train.py"):block.index("```")].replace("\\\n", " ").split()[2:]
+    block = text[text.index("--mode TSN \\") - 80 :]
+    cmd = (
+        block[block.index("python train.py") : block.index("```")].replace("\\\n", " ").split()[2:]
+    )
     args = train.parse_args([*cmd, "--output_root", str(tmp_path)])
     train.check_args(args)
     assert (args.mode, args.arch, args.num_segments, args.t_length, args.pretrained) == (
-        "TSN", "resnet50", 3, 1, "imagenet")
+        "TSN",
+        "resnet50",
+        3,
+        1,
+        "imagenet",
+    )
 
 
 def test_bad_video_is_replaced_in_tsn_mode(lists, tmp_path, capsys):
     folder, bad_video = copy_lists(lists, tmp_path)
     spoil_frames(folder, bad_video)  # frames 2..9 of 10: every segment's snippet hits one
-    args = ["ucf101", str(folder / "train.txt"), str(folder / "val.txt"), *TSN, *SMALL, "--epochs", "1",
-            "--output_root", str(tmp_path)]
+    args = [
+        "ucf101",
+        str(folder / "train.txt"),
+        str(folder / "val.txt"),
+        *TSN,
+        *SMALL,
+        "--epochs",
+        "1",
+        "--output_root",
+        str(tmp_path),
+    ]
     run_main(args)
     (line,) = (run_dir(tmp_path, args) / "bad_videos.txt").read_text().splitlines()
     assert "train.txt:1:" in line and bad_video in line

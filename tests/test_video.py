@@ -5,6 +5,7 @@ every frame in order.
 
 python -m pytest -q tests/test_video.py
 """
+
 import os
 import sys
 
@@ -54,13 +55,20 @@ def test_webm_and_mov_named_relative_to_data_root(decoder, tmp_path):
     are relative to --data_root, not to the list's folder: val and test clips are the sequential decode's."""
     root, lists = tmp_path / "videos", tmp_path / "lists"
     root.mkdir(), lists.mkdir()
-    paths = {name: make(str(root / name)) for name, make in (("a.webm", videos.vp9_webm),
-                                                             ("b.mov", videos.start_offset))}
+    paths = {
+        name: make(str(root / name))
+        for name, make in (("a.webm", videos.vp9_webm), ("b.mov", videos.start_offset))
+    }
     seqs = [videos.sequential(paths[name]) for name in ("a.webm", "b.mov")]
-    (lists / "l.txt").write_text(f"a.webm 1\nb.mov {len(seqs[1])} 0\n")  # two- and three-column lines
+    (lists / "l.txt").write_text(
+        f"a.webm 1\nb.mov {len(seqs[1])} 0\n"
+    )  # two- and three-column lines
     for mode, views in (("val", {}), ("test", dict(num_clips=2, num_crops=3))):
         kw = dict(root=str(root), mode=mode, video_decoder=decoder, **SIZES, **views)
-        ds, ref = data.VideoFrameDataset(lists / "l.txt", **kw), data.VideoFrameDataset(lists / "l.txt", **kw)
+        ds, ref = (
+            data.VideoFrameDataset(lists / "l.txt", **kw),
+            data.VideoFrameDataset(lists / "l.txt", **kw),
+        )
         assert [v.num_frames for v in ds.videos] == [len(s) for s in seqs]
         for i, seq in enumerate(seqs):
             ref.load_frames = sequential_reader(seq)
@@ -72,12 +80,14 @@ def test_webm_and_mov_named_relative_to_data_root(decoder, tmp_path):
 def test_every_frame_is_the_sequential_decodes(name, decoder, made):
     path, seq = made[name]
     assert len(seq) == videos.FRAMES - 3 * (name == "edit_list.mp4")
-    assert [videos.frame_index(f) for f in seq] == list(range(3 * (name == "edit_list.mp4"), videos.FRAMES))
+    assert [videos.frame_index(f) for f in seq] == list(
+        range(3 * (name == "edit_list.mp4"), videos.FRAMES)
+    )
     num_frames, read = data.open_video(path, decoder)
     assert num_frames == len(seq)
     rng = np.random.default_rng(0)
     for sets in index_sets(len(seq), rng):
-        for indices in (sets if isinstance(sets, tuple) else (sets,)):
+        for indices in sets if isinstance(sets, tuple) else (sets,):
             got = read(indices)
             want = [videos.frame_index(seq[i]) for i in indices]
             assert [videos.frame_index(f) for f in got] == want, indices
@@ -113,7 +123,9 @@ def test_decoder_choice(monkeypatch):
         data.pick_video_decoder("nvdec")
     monkeypatch.setattr(data, "_NO_VIDEO_CODEC", "no FFmpeg libraries")
     assert data.pick_video_decoder("auto") == "pyav"
-    with pytest.raises(ValueError, match="torchcodec: TorchCodec.s video decoder is not available here"):
+    with pytest.raises(
+        ValueError, match="torchcodec: TorchCodec.s video decoder is not available here"
+    ):
         data.pick_video_decoder("torchcodec")
 
 
@@ -125,8 +137,12 @@ def one_video_list(folder, path, n=None, label=0):
     return list_file
 
 
-MODES = {"train": {}, "val": {}, "test 2x3": dict(num_clips=2, num_crops=3),
-         "test 10-crop": dict(num_crops=10)}
+MODES = {
+    "train": {},
+    "val": {},
+    "test 2x3": dict(num_clips=2, num_crops=3),
+    "test 10-crop": dict(num_crops=10),
+}
 SIZES = dict(t_length=8, t_stride=3, new_size=64, crop_size=48)
 
 
@@ -168,9 +184,11 @@ def test_one_open_per_sample_each_frame_once_and_no_open_at_start(made, tmp_path
         n, read = real(source, *args, **kw)
         opened.append([])
         return n, lambda indices: opened[-1].extend(int(i) for i in indices) or read(indices)
+
     monkeypatch.setattr(data, "open_video", counting)
-    ds = data.VideoFrameDataset(one_video_list(tmp_path, path, len(seq)), mode="test", num_clips=10,
-                                num_crops=3, **SIZES)
+    ds = data.VideoFrameDataset(
+        one_video_list(tmp_path, path, len(seq)), mode="test", num_clips=10, num_crops=3, **SIZES
+    )
     assert opened == []
     assert ds[0][0].shape == (30, 3, 8, 48, 48)
     assert len(opened) == 1 and len(opened[0]) == len(set(opened[0])) < 10 * 8
@@ -180,6 +198,7 @@ def test_video_list_and_its_extracted_twin_pick_the_same_frames(made, tmp_path):
     """Frame k of a video is img_{k+1:05d}.jpg of `prepare.py extract`: for the same seed, a video list
     and its frame-folder twin ask for the same frame numbers, and those show the same pictures."""
     import prepare
+
     src = tmp_path / "src"
     src.mkdir()
     for name in ("edit_list.mp4", "vfr.mkv", "mpeg4.avi"):
@@ -194,10 +213,14 @@ def test_video_list_and_its_extracted_twin_pick_the_same_frames(made, tmp_path):
             for key, list_file in (("video", one_video_list(tmp_path, path)), ("frames", twin)):
                 ds = data.VideoFrameDataset(list_file, mode=mode.split()[0], **SIZES, **views)
                 calls, load = [], ds.load_frames
-                ds.load_frames = lambda video, numbers, calls=calls, load=load: calls.append(
-                    [int(i) for i in numbers]) or load(video, numbers)
+                ds.load_frames = lambda video, numbers, calls=calls, load=load: (
+                    calls.append([int(i) for i in numbers]) or load(video, numbers)
+                )
                 ds[0]
-                asked[key] = (calls[0], [videos.frame_index(f) for f in load(ds.videos[0], calls[0])])
+                asked[key] = (
+                    calls[0],
+                    [videos.frame_index(f) for f in load(ds.videos[0], calls[0])],
+                )
             assert asked["video"] == asked["frames"], (name, mode)
             assert asked["video"][1] == [videos.frame_index(seq[i - 1]) for i in asked["video"][0]]
 
@@ -211,12 +234,17 @@ def mixed_list(made, bad, tmp_path):
     for k in range(20):
         Image.fromarray(videos.pattern(k)).save(folder / f"img_{k + 1:05d}.jpg", quality=95)
     good = made["h264_long_gop.mp4"][0], made["mpeg4.avi"][0]
-    lines = {2: (good[0], f"{len(made['h264_long_gop.mp4'][1])} 0"), 3: (good[1], "1"), 4: (folder, "20 1")}
+    lines = {
+        2: (good[0], f"{len(made['h264_long_gop.mp4'][1])} 0"),
+        3: (good[1], "1"),
+        4: (folder, "20 1"),
+    }
     for k, name in enumerate(sorted(bad), 5):
         lines[k] = (bad[name], "75 0" if k % 2 else "0")
     lines[k + 1] = (made["vfr.mkv"][0], f"{videos.FRAMES + 10} 1")
     text = "# video, label (two columns) or video, frames, label\n" + "".join(
-        f"{p} {rest}\n" for p, rest in lines.values())
+        f"{p} {rest}\n" for p, rest in lines.values()
+    )
     (tmp_path / "mixed.txt").write_text(text)
     return tmp_path / "mixed.txt", {k: os.path.basename(str(p)) for k, (p, _) in lines.items()}
 
@@ -237,8 +265,12 @@ def test_bad_videos_replaced_in_training_one_line_in_evaluation(mixed_list, deco
         assert clip.shape == (3, 8, 48, 48)
         with pytest.raises(data.BadVideo) as e:
             val[i]
-        assert "\n" not in str(e.value) and str(e.value).startswith(f"{list_file}:{video.line}: "), e.value
-    assert "85 frames listed, the video has 75" in str(pytest.raises(data.BadVideo, val.__getitem__, 7).value)
+        assert "\n" not in str(e.value) and str(e.value).startswith(
+            f"{list_file}:{video.line}: "
+        ), e.value
+    assert "85 frames listed, the video has 75" in str(
+        pytest.raises(data.BadVideo, val.__getitem__, 7).value
+    )
 
 
 def test_bad_videos_through_workers_and_bytes_mode(mixed_list):
@@ -249,19 +281,29 @@ def test_bad_videos_through_workers_and_bytes_mode(mixed_list):
     list_file, names = mixed_list
     broken = next(line for line, name in names.items() if name == "broken_middle.avi")
     text = list_file.read_text().splitlines(keepends=True)
-    (list_file.parent / "no_broken.txt").write_text("".join(text[:broken - 1] + ["#\n"] + text[broken:]))
+    (list_file.parent / "no_broken.txt").write_text(
+        "".join(text[: broken - 1] + ["#\n"] + text[broken:])
+    )
     out = {}
     for encoded in (False, True):
-        ds = data.VideoFrameDataset(list_file.parent / "no_broken.txt", mode="train", encoded=encoded,
-                                    **SIZES)
-        loader = torch.utils.data.DataLoader(ds, batch_size=3, num_workers=2, timeout=120,
-                                             collate_fn=data.collate_encoded if encoded else data.collate)
+        ds = data.VideoFrameDataset(
+            list_file.parent / "no_broken.txt", mode="train", encoded=encoded, **SIZES
+        )
+        loader = torch.utils.data.DataLoader(
+            ds,
+            batch_size=3,
+            num_workers=2,
+            timeout=120,
+            collate_fn=data.collate_encoded if encoded else data.collate,
+        )
         batches = [data.decode_batch(b, "cpu", ds) if encoded else b for b in loader]
         out[encoded] = torch.cat([b[0] for b in batches]), [b[2]["bad"] for b in batches]
     assert torch.equal(out[False][0], out[True][0]) and out[False][1] == out[True][1]
     assert sum(bool(line) for lines in out[False][1] for line in lines) == 4
     ds = data.VideoFrameDataset(list_file, mode="train", encoded=True, **SIZES)
-    with pytest.raises(data.BadVideo, match=f"^{list_file}:{broken}: .*broken_middle.avi: unreadable video"):
+    with pytest.raises(
+        data.BadVideo, match=f"^{list_file}:{broken}: .*broken_middle.avi: unreadable video"
+    ):
         data.decode_batch(data.collate_encoded([ds[broken - 2]]), "cpu", ds)
 
 
@@ -270,8 +312,10 @@ def test_bad_videos_through_workers_and_bytes_mode(mixed_list):
 def test_decode_device_cuda_decodes_videos_on_the_gpu(made, tmp_path, mode):
     """--decode_device cuda: TorchCodec's CUDA decoder (NVDEC) gives the CPU decoder's clips, up to
     colour conversion rounding."""
-    lines = "".join(f"{made[n][0]} {len(made[n][1])} 0\n" for n in ("h264_long_gop.mp4", "start_offset.mp4",
-                                                                    "vfr.mkv", "mpeg4.avi"))
+    lines = "".join(
+        f"{made[n][0]} {len(made[n][1])} 0\n"
+        for n in ("h264_long_gop.mp4", "start_offset.mp4", "vfr.mkv", "mpeg4.avi")
+    )
     (tmp_path / "l.txt").write_text(lines)
     views = dict(num_clips=2, num_crops=3) if mode == "test" else {}
     ds = data.VideoFrameDataset(tmp_path / "l.txt", mode=mode, encoded=True, **views, **SIZES)
@@ -283,9 +327,32 @@ def test_decode_device_cuda_decodes_videos_on_the_gpu(made, tmp_path, mode):
 
 
 # ---- train.py ----------------------------------------------------------------------------------
-VIDEO_TINY = ["--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2", "--new_size", "64",
-        "--crop_size", "48",
-        "-b", "2", "--lr", "0.01", "--dro", "0", "-j", "2", "-p", "1", "--device", "cpu", "--epochs", "1"]
+VIDEO_TINY = [
+    "--arch",
+    "resnet10_3d",
+    "--t_length",
+    "4",
+    "--t_stride",
+    "2",
+    "--new_size",
+    "64",
+    "--crop_size",
+    "48",
+    "-b",
+    "2",
+    "--lr",
+    "0.01",
+    "--dro",
+    "0",
+    "-j",
+    "2",
+    "-p",
+    "1",
+    "--device",
+    "cpu",
+    "--epochs",
+    "1",
+]
 
 
 @pytest.mark.parametrize("decoder", DECODERS)
@@ -294,24 +361,55 @@ def test_train_and_evaluate_from_video_files(made, bad, tmp_path, decoder, capsy
     2 loader workers: one line names the decoder; the bad video is replaced and written to
     bad_videos.txt; evaluation with 2 clips x 3 crops runs on the video list."""
     import train
+
     folder = tmp_path / "frames_0"
     folder.mkdir()
     for k in range(20):
         Image.fromarray(videos.pattern(k)).save(folder / f"img_{k + 1:05d}.jpg", quality=95)
-    lines = [f"{made['h264_long_gop.mp4'][0]} 0", f"{made['mpeg4.avi'][0]} 75 1", f"{folder} 20 0",
-             f"{made['vfr.mkv'][0]} 75 1", f"{bad['truncated.mp4']} 75 0", f"{made['start_offset.mp4'][0]} 1"]
+    lines = [
+        f"{made['h264_long_gop.mp4'][0]} 0",
+        f"{made['mpeg4.avi'][0]} 75 1",
+        f"{folder} 20 0",
+        f"{made['vfr.mkv'][0]} 75 1",
+        f"{bad['truncated.mp4']} 75 0",
+        f"{made['start_offset.mp4'][0]} 1",
+    ]
     (tmp_path / "train.txt").write_text("\n".join(lines) + "\n")
     (tmp_path / "val.txt").write_text("\n".join(lines[:4]) + "\n")
-    args = ["ucf101", str(tmp_path / "train.txt"), str(tmp_path / "val.txt"), *VIDEO_TINY,
-            "--num_classes", "2", "--video_decoder", decoder, "--output_root", str(tmp_path / "out")]
+    args = [
+        "ucf101",
+        str(tmp_path / "train.txt"),
+        str(tmp_path / "val.txt"),
+        *VIDEO_TINY,
+        "--num_classes",
+        "2",
+        "--video_decoder",
+        decoder,
+        "--output_root",
+        str(tmp_path / "out"),
+    ]
     train.main(train.parse_args(args))
     out = capsys.readouterr()
     assert f"video files: decoded with {decoder} (AVI files: pyav; --video_decoder)" in out.out
     (run,) = (tmp_path / "out").iterdir()
-    assert "truncated.mp4" in (run / "bad_videos.txt").read_text() and f"{tmp_path / 'train.txt'}:5: " in (
-        run / "bad_videos.txt").read_text()
-    train.main(train.parse_args([*args, "--evaluate", "--resume", str(run / "checkpoint.pth"),
-                                 "--test_clips", "2", "--test_crops", "3"]))
+    assert (
+        "truncated.mp4" in (run / "bad_videos.txt").read_text()
+        and f"{tmp_path / 'train.txt'}:5: " in (run / "bad_videos.txt").read_text()
+    )
+    train.main(
+        train.parse_args(
+            [
+                *args,
+                "--evaluate",
+                "--resume",
+                str(run / "checkpoint.pth"),
+                "--test_clips",
+                "2",
+                "--test_crops",
+                "3",
+            ]
+        )
+    )
     assert "video files: decoded with" in capsys.readouterr().out
 
 
@@ -320,15 +418,37 @@ def test_bench_video_rows(made, tmp_path, capsys):
     """bench.py video on a folder of originals: JPEG frames and re-encoded videos made beside them, a row
     per source and decoder for train and val clips, disk sizes, preparation and start-up times."""
     import bench
+
     linked(tmp_path / "original", [made[n][0] for n in ("h264_long_gop.mp4", "vfr.mkv")])
-    out = bench.main(["video", "--videos_dir", str(tmp_path), "--iters", "2", "--repeats", "1",
-                      "--t_length", "4", "--new_size", "48", "--crop_size", "32"])
-    rows = ["(a) JPEG frames"] + [f"({k}) {src}, {d}" for k, src in (("b", "re-encoded"), ("c", "original"))
-                                  for d in DECODERS[::-1]]
+    out = bench.main(
+        [
+            "video",
+            "--videos_dir",
+            str(tmp_path),
+            "--iters",
+            "2",
+            "--repeats",
+            "1",
+            "--t_length",
+            "4",
+            "--new_size",
+            "48",
+            "--crop_size",
+            "32",
+        ]
+    )
+    rows = ["(a) JPEG frames"] + [
+        f"({k}) {src}, {d}"
+        for k, src in (("b", "re-encoded"), ("c", "original"))
+        for d in DECODERS[::-1]
+    ]
     assert sorted(os.listdir(tmp_path / "reencoded")) == ["h264_long_gop.mp4", "vfr.mp4"]
     for mode in ("train", "val"):
         assert list(out["modes"][mode]) == rows and all(v > 0 for v in out["modes"][mode].values())
-    assert set(out["disk"]) == {"frames", "reencoded", "original"} and out["startup"]["list_240k_s"] > 0
+    assert (
+        set(out["disk"]) == {"frames", "reencoded", "original"}
+        and out["startup"]["list_240k_s"] > 0
+    )
     text = capsys.readouterr().out
     assert "(b) re-encoded, pyav" in text and "a 240k-line three-column list reads in" in text
 
@@ -347,13 +467,21 @@ def test_reencode_keeps_every_frame_in_order_and_lists_failures(made, bad, tmp_p
     every REENCODE["gop"] frames and no B-frames. Bad videos: exit 1, each listed on one line, nothing
     written for them; a second run skips the finished files."""
     import prepare
+
     made = {n: v for n, v in made.items() if n != "start_offset.mkv"}  # its name twin: tried below
     broken = [bad["truncated.mp4"], bad["audio_only.mp4"]]
     src = linked(tmp_path / "src", [p for p, _ in made.values()] + broken)
-    assert prepare.main(["reencode", str(src), str(tmp_path / "dst"), "--short-side", "128", "-j", "2"]) == 1
+    assert (
+        prepare.main(
+            ["reencode", str(src), str(tmp_path / "dst"), "--short-side", "128", "-j", "2"]
+        )
+        == 1
+    )
     err = capsys.readouterr().err.splitlines()
     assert sorted(line.split(": ")[1] for line in err if line.startswith("failed: ")) == [
-        str(src / "audio_only.mp4"), str(src / "truncated.mp4")]
+        str(src / "audio_only.mp4"),
+        str(src / "truncated.mp4"),
+    ]
     gop = prepare.REENCODE["gop"]
     for name, (path, seq) in made.items():
         out = tmp_path / "dst" / (os.path.splitext(name)[0] + ".mp4")
@@ -364,14 +492,24 @@ def test_reencode_keeps_every_frame_in_order_and_lists_failures(made, bad, tmp_p
             packets = [(p.pts, p.dts, p.is_keyframe) for p in c.demux(video=0) if p.size]
         keys = [k for k, (_, _, key) in enumerate(packets) if key] + [len(seq)]
         assert keys[0] == 0 and max(np.diff(keys)) <= gop, keys  # scene cuts may add keyframes
-        assert all(pts == dts for pts, dts, _ in packets)  # no B-frames: decode order is presentation order
+        assert all(
+            pts == dts for pts, dts, _ in packets
+        )  # no B-frames: decode order is presentation order
         assert data.video_frames(str(out)) == len(seq)
-    assert sorted(os.listdir(tmp_path / "dst")) == sorted(os.path.splitext(n)[0] + ".mp4" for n in made)
+    assert sorted(os.listdir(tmp_path / "dst")) == sorted(
+        os.path.splitext(n)[0] + ".mp4" for n in made
+    )
     os.link(made["start_offset.mp4"][0], src / "start_offset.mkv")
     assert prepare.main(["reencode", str(src), str(tmp_path / "dst"), "--short-side", "128"]) == 1
     out, err = capsys.readouterr()
-    assert f"re-encoded 0 videos (0 frames) to {tmp_path / 'dst'}; {len(made)} already there, 3 failed" in out
-    assert f"failed: {src / 'start_offset.mp4'}: {src / 'start_offset.mkv'} is re-encoded to the same" in err
+    assert (
+        f"re-encoded 0 videos (0 frames) to {tmp_path / 'dst'}; {len(made)} already there, 3 failed"
+        in out
+    )
+    assert (
+        f"failed: {src / 'start_offset.mp4'}: {src / 'start_offset.mkv'} is re-encoded to the same"
+        in err
+    )
 
 
 def test_lists_on_videos_ucf101_split_and_kinetics_csv(made, bad, tmp_path, capsys):
@@ -379,19 +517,37 @@ def test_lists_on_videos_ucf101_split_and_kinetics_csv(made, bad, tmp_path, caps
     videos with their frame counts, the classes file; missing and unreadable videos reported one line
     each, never dropped silently. The lists load and `check` passes them."""
     import prepare
-    clips = {"abc_000014_000024.mp4": "h264_long_gop.mp4", "x-y_000000_000010.avi": "mpeg4.avi",
-             "q_000003_000013.mkv": "vfr.mkv"}
+
+    clips = {
+        "abc_000014_000024.mp4": "h264_long_gop.mp4",
+        "x-y_000000_000010.avi": "mpeg4.avi",
+        "q_000003_000013.mkv": "vfr.mkv",
+    }
     videos_dir = tmp_path / "kinetics" / "videos"
     (videos_dir / "zumba").mkdir(parents=True)
     for clip, name in clips.items():
         os.link(made[name][0], videos_dir / ("zumba" if clip.startswith("abc") else "") / clip)
     os.link(bad["truncated.mp4"], videos_dir / "bad_000001_000011.mp4")
     header = "label,youtube_id,time_start,time_end,split\n"
-    (tmp_path / "train.csv").write_text(header + "zumba,abc,14,24,train\nabseiling,x-y,0,10,train\n"
-                                        "abseiling,gone,5,15,train\nzumba,bad,1,11,train\n")
+    (tmp_path / "train.csv").write_text(
+        header + "zumba,abc,14,24,train\nabseiling,x-y,0,10,train\n"
+        "abseiling,gone,5,15,train\nzumba,bad,1,11,train\n"
+    )
     (tmp_path / "validate.csv").write_text(header + "zumba,q,3,13,val\n")
-    assert prepare.main(["lists", str(videos_dir), "--kinetics", str(tmp_path / "train.csv"),
-                         str(tmp_path / "validate.csv"), "-j", "2"]) == 0
+    assert (
+        prepare.main(
+            [
+                "lists",
+                str(videos_dir),
+                "--kinetics",
+                str(tmp_path / "train.csv"),
+                str(tmp_path / "validate.csv"),
+                "-j",
+                "2",
+            ]
+        )
+        == 0
+    )
     out, err = capsys.readouterr()
     assert f"{tmp_path / 'train.csv'}:4: no frame folder or video for gone_000005_000015" in err
     assert f"{tmp_path / 'train.csv'}:5: no frame folder or video for bad_000001_000011" in err
@@ -400,8 +556,11 @@ def test_lists_on_videos_ucf101_split_and_kinetics_csv(made, bad, tmp_path, caps
     assert (root / "kinetics2_classes.txt").read_text() == "abseiling\nzumba\n"
     assert (root / "kinetics2_train_list.txt").read_text() == (
         f"videos/zumba/abc_000014_000024.mp4 {videos.FRAMES} 1\n"
-        f"videos/x-y_000000_000010.avi {videos.FRAMES} 0\n")
-    assert (root / "kinetics2_val_list.txt").read_text() == f"videos/q_000003_000013.mkv {videos.FRAMES} 1\n"
+        f"videos/x-y_000000_000010.avi {videos.FRAMES} 0\n"
+    )
+    assert (
+        root / "kinetics2_val_list.txt"
+    ).read_text() == f"videos/q_000003_000013.mkv {videos.FRAMES} 1\n"
     assert "2 videos, 2 classes (2 missing, listed above)" in out
     assert prepare.main(["check", str(root / "kinetics2_train_list.txt"), "--full"]) == 0
     ds = data.VideoFrameDataset(root / "kinetics2_val_list.txt", mode="val", **SIZES)
@@ -413,20 +572,26 @@ def test_lists_on_videos_ucf101_split_and_kinetics_csv(made, bad, tmp_path, caps
     (splits / "trainlist01.txt").write_text("Biking/v_Biking_g01_c01.avi 1\n")
     (splits / "testlist01.txt").write_text("Zumba/v_Zumba_g02_c01.avi\n")
     ucf = tmp_path / "ucf" / "videos"
-    for cls, name, clip in (("Biking", "mpeg4.avi", "v_Biking_g01_c01.avi"),
-                            ("Zumba", "edit_list.mp4", "v_Zumba_g02_c01.mp4")):
+    for cls, name, clip in (
+        ("Biking", "mpeg4.avi", "v_Biking_g01_c01.avi"),
+        ("Zumba", "edit_list.mp4", "v_Zumba_g02_c01.mp4"),
+    ):
         linked(ucf / cls, [made[name][0]]).joinpath(name).rename(ucf / cls / clip)
     assert prepare.main(["lists", str(ucf), "--ucf101", str(splits)]) == 0
-    assert (tmp_path / "ucf" / "ucf101_val_split1_list.txt").read_text() == \
-        f"videos/Zumba/v_Zumba_g02_c01.mp4 {videos.FRAMES - 3} 1\n"
+    assert (
+        tmp_path / "ucf" / "ucf101_val_split1_list.txt"
+    ).read_text() == f"videos/Zumba/v_Zumba_g02_c01.mp4 {videos.FRAMES - 3} 1\n"
 
 
 def test_check_reports_every_bad_video_in_one_line(mixed_list, capsys):
     import prepare
+
     list_file, names = mixed_list
     for full in ([], ["--full"]):
         assert prepare.main(["check", str(list_file), *full]) == 1
         out = capsys.readouterr().out.splitlines()
-        problems = [line for line in out if line.startswith(f"{list_file}:") and "problem(s)" not in line]
+        problems = [
+            line for line in out if line.startswith(f"{list_file}:") and "problem(s)" not in line
+        ]
         assert [int(p.split(":")[1]) for p in problems] == [k for k in names if k > 4], problems
     assert f"85 frames listed, the video has {videos.FRAMES}" in problems[-1]

@@ -6,6 +6,7 @@ models' weights, named by walking the pytorchvideo modules and spelling each lib
 names (slowfast/models/*_helper.py, slowfast/utils/c2_model_loading.py, mmaction/models/backbones/
 resnet3d.py) -- independently of zoo.py's rename tables.
 """
+
 import os
 import pickle
 
@@ -52,14 +53,20 @@ def pytorchvideo_net(name, stem_stride_t=1):
 
 @pytest.fixture(scope="module")
 def clip():
-    return torch.randn(1, 3, 8, 112, 112, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    return torch.randn(
+        1, 3, 8, 112, 112, generator=torch.Generator().manual_seed(2), dtype=torch.float64
+    )
 
 
 @pytest.fixture(scope="module")
 def nets(clip):
     """name -> (pytorchvideo model, its float64 logits on `clip`)."""
     out = {}
-    for key, name, st in (("i3d", "i3d_r50", 1), ("slow", "slow_r50", 1), ("mmaction_i3d", "i3d_r50", 2)):
+    for key, name, st in (
+        ("i3d", "i3d_r50", 1),
+        ("slow", "slow_r50", 1),
+        ("mmaction_i3d", "i3d_r50", 2),
+    ):
         m = pytorchvideo_net(name, st).double()
         with torch.no_grad():
             out[key] = (m.float(), m.double()(clip))
@@ -68,6 +75,7 @@ def nets(clip):
 
 
 # ---- each library's names, by walking the pytorchvideo modules ---------------------------------------
+
 
 def parts(m):
     """(role, stage 1..4, block, parameter name, tensor) for every tensor of a pytorchvideo ResNet."""
@@ -93,31 +101,49 @@ def parts(m):
 def pyslowfast_name(role, s, i, p):
     # video_model_builder.ResNet: s1 stem, s2..s5; ResBlock branch1 / branch1_bn, branch2.a / a_bn ...
     res = f"s{s + 1}.pathway0_res{i}."
-    return {"conv1": f"s1.pathway0_stem.conv.{p}", "bn1": f"s1.pathway0_stem.bn.{p}",
-            "down_conv": res + f"branch1.{p}", "down_bn": res + f"branch1_bn.{p}",
-            "fc": f"head.projection.{p}"}.get(role) or \
-        res + (f"branch2.{role[-1]}.{p}" if role.startswith("conv") else f"branch2.{role[-1]}_bn.{p}")
+    return {
+        "conv1": f"s1.pathway0_stem.conv.{p}",
+        "bn1": f"s1.pathway0_stem.bn.{p}",
+        "down_conv": res + f"branch1.{p}",
+        "down_bn": res + f"branch1_bn.{p}",
+        "fc": f"head.projection.{p}",
+    }.get(role) or res + (
+        f"branch2.{role[-1]}.{p}" if role.startswith("conv") else f"branch2.{role[-1]}_bn.{p}"
+    )
 
 
 def caffe2_name(role, s, i, p):
     # The Caffe2 zoo's blobs (slowfast/utils/c2_model_loading.py): _w, _bn_s/_b/_rm/_riv, pred_w/b.
     if p == "num_batches_tracked":
         return None  # Caffe2 has no such blob
-    bn = {"weight": "s", "bias": "b", "running_mean": "rm", "running_var": "riv"}[p] if p in BN else None
+    bn = (
+        {"weight": "s", "bias": "b", "running_mean": "rm", "running_var": "riv"}[p]
+        if p in BN
+        else None
+    )
     res = f"res{s + 1}_{i}_"
-    return {"conv1": "conv1_w", "bn1": f"res_conv1_bn_{bn}", "down_conv": res + "branch1_w",
-            "down_bn": res + f"branch1_bn_{bn}", "fc": "pred_" + p[0]}.get(role) or \
-        res + (f"branch2{role[-1]}_w" if role.startswith("conv") else f"branch2{role[-1]}_bn_{bn}")
+    return {
+        "conv1": "conv1_w",
+        "bn1": f"res_conv1_bn_{bn}",
+        "down_conv": res + "branch1_w",
+        "down_bn": res + f"branch1_bn_{bn}",
+        "fc": "pred_" + p[0],
+    }.get(role) or res + (
+        f"branch2{role[-1]}_w" if role.startswith("conv") else f"branch2{role[-1]}_bn_{bn}"
+    )
 
 
 def mmaction2_name(role, s, i, p):
     # Recognizer3D: backbone.* (ResNet3d, ConvModule = .conv + .bn), cls_head.fc_cls (I3DHead).
     blk = f"backbone.layer{s}.{i}."
     n = {"a": 1, "b": 2, "c": 3}.get(role[-1])
-    return {"conv1": f"backbone.conv1.conv.{p}", "bn1": f"backbone.conv1.bn.{p}",
-            "down_conv": blk + f"downsample.conv.{p}", "down_bn": blk + f"downsample.bn.{p}",
-            "fc": f"cls_head.fc_cls.{p}"}.get(role) or \
-        blk + (f"conv{n}.conv.{p}" if role.startswith("conv") else f"conv{n}.bn.{p}")
+    return {
+        "conv1": f"backbone.conv1.conv.{p}",
+        "bn1": f"backbone.conv1.bn.{p}",
+        "down_conv": blk + f"downsample.conv.{p}",
+        "down_bn": blk + f"downsample.bn.{p}",
+        "fc": f"cls_head.fc_cls.{p}",
+    }.get(role) or blk + (f"conv{n}.conv.{p}" if role.startswith("conv") else f"conv{n}.bn.{p}")
 
 
 def save(layout, m, path, meta_cfg=None):
@@ -126,18 +152,35 @@ def save(layout, m, path, meta_cfg=None):
         torch.save({"model_state": m.state_dict(), "epoch": 196}, path)
     elif layout == "pyslowfast":  # slowfast/utils/checkpoint.py save_checkpoint
         sd = {pyslowfast_name(r, s, i, p): t.clone() for r, s, i, p, t in parts(m)}
-        torch.save({"epoch": 196, "model_state": sd, "optimizer_state": {}, "cfg": "MODEL:\n  ARCH: i3d\n"},
-                   path)
+        torch.save(
+            {
+                "epoch": 196,
+                "model_state": sd,
+                "optimizer_state": {},
+                "cfg": "MODEL:\n  ARCH: i3d\n",
+            },
+            path,
+        )
     elif layout == "caffe2":  # a Python-2-era pickle of numpy blobs, with solver state mixed in
-        blobs = {caffe2_name(r, s, i, p): t.detach().numpy().copy() for r, s, i, p, t in parts(m)
-                 if caffe2_name(r, s, i, p)}
-        blobs.update({"conv1_w_momentum": np.zeros(3, np.float32), "lr": np.float32(0.1),
-                      "model_iter": np.int64(9)})
+        blobs = {
+            caffe2_name(r, s, i, p): t.detach().numpy().copy()
+            for r, s, i, p, t in parts(m)
+            if caffe2_name(r, s, i, p)
+        }
+        blobs.update(
+            {
+                "conv1_w_momentum": np.zeros(3, np.float32),
+                "lr": np.float32(0.1),
+                "model_iter": np.int64(9),
+            }
+        )
         with open(path, "wb") as f:
             pickle.dump({"blobs": blobs}, f, protocol=2)
     elif layout == "mmaction2":  # mmengine: {"meta": {"cfg": config text}, "state_dict": ...}
         sd = {mmaction2_name(r, s, i, p): t.clone() for r, s, i, p, t in parts(m)}
-        torch.save({"meta": {"cfg": meta_cfg} if meta_cfg else {}, "state_dict": sd, "optimizer": {}}, path)
+        torch.save(
+            {"meta": {"cfg": meta_cfg} if meta_cfg else {}, "state_dict": sd, "optimizer": {}}, path
+        )
     return str(path)
 
 
@@ -166,7 +209,9 @@ def test_zoo_checkpoint_gives_the_zoo_logits(layout, net, arch, norm, nets, clip
     ours = build_model(arch, 400, pretrained=path)
     out = capsys.readouterr().out
     fmt = {"caffe2": "pyslowfast-caffe2"}.get(layout, layout)
-    n = sum(1 for k in ours.state_dict() if layout != "caffe2" or not k.endswith("num_batches_tracked"))
+    n = sum(
+        1 for k in ours.state_dict() if layout != "caffe2" or not k.endswith("num_batches_tracked")
+    )
     assert f"({fmt}, 3D): inflated 0, copied {n}" in out and "skipped 0" in out, out
     assert ours.pretrained_info == {"format": fmt, **norm}
     with torch.no_grad():
@@ -184,10 +229,13 @@ def test_mmaction2_arch_is_not_resnet50_3d(nets, clip):
 def test_stem_stride_mismatch_refused(nets, tmp_path, capsys):
     cfg = "model = dict(backbone=dict(type='ResNet3d', conv1_stride_t=2, pool1_stride_t=2))"
     mm = save("mmaction2", nets["mmaction_i3d"][0], tmp_path / "mm.pth", meta_cfg=cfg)
-    with pytest.raises(ValueError,
-                       match="temporal stride 2 .* resnet50_3d has 1 .*use --arch resnet50_3d_mmaction"):
+    with pytest.raises(
+        ValueError, match="temporal stride 2 .* resnet50_3d has 1 .*use --arch resnet50_3d_mmaction"
+    ):
         build_model("resnet50_3d", 400, pretrained=mm)
-    mm = save("mmaction2", nets["mmaction_i3d"][0], tmp_path / "mm.pth")  # no meta: cannot tell; says so
+    mm = save(
+        "mmaction2", nets["mmaction_i3d"][0], tmp_path / "mm.pth"
+    )  # no meta: cannot tell; says so
     build_model("resnet50_3d", 400, pretrained=mm)
     assert "i3d_r50 weights belong in --arch resnet50_3d_mmaction" in capsys.readouterr().out
     pv = save("pytorchvideo", nets["i3d"][0], tmp_path / "pv.pyth")
@@ -199,22 +247,27 @@ def test_partly_fitting_3d_checkpoints_fail_naming_tensors(nets, tmp_path):
     m = nets["i3d"][0]
     # I3D weights into Slow-only: conv1 and the 10 bottlenecks whose temporal kernel differs.
     path = save("pytorchvideo", m, tmp_path / "i3d.pyth")
-    with pytest.raises(ValueError, match=r"do not fit resnet50_3d_slowonly \(pytorchvideo layout; 11 tensors "
-                                         r"missing or mismatched: conv1.weight \(shape 64x3x5x7x7 in "
-                                         r"the file, 64x3x1x7x7 here\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"do not fit resnet50_3d_slowonly \(pytorchvideo layout; 11 tensors "
+        r"missing or mismatched: conv1.weight \(shape 64x3x5x7x7 in "
+        r"the file, 64x3x1x7x7 here\)",
+    ):
         build_model("resnet50_3d_slowonly", 400, pretrained=path)
     # A truncated file: the last block of res5 (blocks.5 in i3d_r50, after the pool at blocks.2) is gone.
     sd = {k: v for k, v in m.state_dict().items() if not k.startswith("blocks.5.res_blocks.2.")}
     torch.save({"model_state": sd}, tmp_path / "cut.pyth")
-    with pytest.raises(ValueError,
-                       match=r"15 tensors missing or mismatched: layer4.2.conv1.weight \(missing\)"):
+    with pytest.raises(
+        ValueError, match=r"15 tensors missing or mismatched: layer4.2.conv1.weight \(missing\)"
+    ):
         build_model("resnet50_3d", 400, pretrained=str(tmp_path / "cut.pyth"))
     # A file with more than the arch has (a deeper net): not silently dropped.
     sd = dict(m.state_dict())
     sd["blocks.5.res_blocks.3.branch2.conv_a.weight"] = torch.zeros(512, 2048, 1, 1, 1)
     torch.save({"model_state": sd}, tmp_path / "deep.pyth")
-    with pytest.raises(ValueError,
-                       match=r"has 1 tensors resnet50_3d does not have \(layer4.3.conv1.weight\)"):
+    with pytest.raises(
+        ValueError, match=r"has 1 tensors resnet50_3d does not have \(layer4.3.conv1.weight\)"
+    ):
         build_model("resnet50_3d", 400, pretrained=str(tmp_path / "deep.pyth"))
 
 
@@ -224,32 +277,47 @@ def test_other_classifier_is_reinitialised_and_said(nets, tmp_path, capsys):
     ours = build_model("resnet50_3d_slowonly", 101, pretrained=path)
     out = capsys.readouterr().out
     n = sum(1 for k in ours.state_dict() if not k.endswith("num_batches_tracked"))
-    said = f"copied {n - 2}, skipped 2 (fc.weight, fc.bias: shape mismatch; classifier re-initialised)"
+    said = (
+        f"copied {n - 2}, skipped 2 (fc.weight, fc.bias: shape mismatch; classifier re-initialised)"
+    )
     assert said in out, out
     assert ours.fc.weight.shape == (101, 2048)
     assert torch.equal(ours.conv1.weight, m.blocks[0].conv.weight)  # slow_r50: blocks.4 is res5
-    assert torch.equal(ours.layer4[2].bn3.running_var, m.blocks[4].res_blocks[2].branch2.norm_c.running_var)
+    assert torch.equal(
+        ours.layer4[2].bn3.running_var, m.blocks[4].res_blocks[2].branch2.norm_c.running_var
+    )
 
 
 def test_normalisation_of_our_and_plain_checkpoints(tmp_path):
     sd = build_model("resnet10_3d", 5).state_dict()
-    torch.save({"model": sd,
-                "args": {"arch": "resnet10_3d", "mean": (0.5, 0.4, 0.3), "std": (0.2, 0.2, 0.2)}},
-               tmp_path / "ours.pth")
+    torch.save(
+        {
+            "model": sd,
+            "args": {"arch": "resnet10_3d", "mean": (0.5, 0.4, 0.3), "std": (0.2, 0.2, 0.2)},
+        },
+        tmp_path / "ours.pth",
+    )
     info = build_model("resnet10_3d", 5, pretrained=str(tmp_path / "ours.pth")).pretrained_info
     assert info == {"format": "ours", "mean": (0.5, 0.4, 0.3), "std": (0.2, 0.2, 0.2)}
-    torch.save({"model": sd, "args": {"arch": "resnet10_3d"}},
-               tmp_path / "old.pth")  # before mean/std were saved
+    torch.save(
+        {"model": sd, "args": {"arch": "resnet10_3d"}}, tmp_path / "old.pth"
+    )  # before mean/std were saved
     old = build_model("resnet10_3d", 5, pretrained=str(tmp_path / "old.pth"))
     assert old.pretrained_info == {"format": "ours", **IMAGENET}
     torch.save(sd, tmp_path / "bare.pth")
-    assert build_model("resnet10_3d", 5, pretrained=str(tmp_path / "bare.pth")).pretrained_info == \
-        {"format": "bare", "mean": None, "std": None}
+    assert build_model("resnet10_3d", 5, pretrained=str(tmp_path / "bare.pth")).pretrained_info == {
+        "format": "bare",
+        "mean": None,
+        "std": None,
+    }
     assert build_model("resnet10_3d", 5).pretrained_info is None
     import torchvision
+
     torch.save(torchvision.models.resnet18().state_dict(), tmp_path / "r18.pth")
-    assert build_model("resnet18_3d", 5, pretrained=str(tmp_path / "r18.pth")).pretrained_info == \
-        {"format": "torchvision", **IMAGENET}
+    assert build_model("resnet18_3d", 5, pretrained=str(tmp_path / "r18.pth")).pretrained_info == {
+        "format": "torchvision",
+        **IMAGENET,
+    }
 
 
 def test_kinetics400_offline_says_where_to_put_the_file(tmp_path, monkeypatch, nets):
@@ -258,6 +326,7 @@ def test_kinetics400_offline_says_where_to_put_the_file(tmp_path, monkeypatch, n
     def offline(url, dst, *a, **k):
         calls.append(url)
         raise OSError("[Errno -3] Temporary failure in name resolution\nsecond line")
+
     monkeypatch.setattr(torch.hub, "download_url_to_file", offline)
     monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path / "hub"))
     url = zoo.KINETICS400_URLS["resnet50_3d"]
@@ -277,6 +346,7 @@ def test_kinetics400_offline_says_where_to_put_the_file(tmp_path, monkeypatch, n
 
 # ---- named specs, init a block can rely on ---------------------------------------------------------------
 
+
 class ZeroInitBottleneck(Bottleneck3D):
     """A forked block with its own init: last BN zeroed (Goyal et al.), conv2 a constant."""
 
@@ -287,7 +357,9 @@ class ZeroInitBottleneck(Bottleneck3D):
 
 
 def test_block_keeps_its_own_init(monkeypatch):
-    spec = ARCH_SPECS["resnet50_3d"]._replace(block=ZeroInitBottleneck, layers=(1, 1, 1, 1), twin2d=None)
+    spec = ARCH_SPECS["resnet50_3d"]._replace(
+        block=ZeroInitBottleneck, layers=(1, 1, 1, 1), twin2d=None
+    )
     monkeypatch.setitem(ARCH_SPECS, "zero_init_r50", spec)
     m = build_model("zero_init_r50", 3)
     blocks = [b for b in m.modules() if isinstance(b, ZeroInitBottleneck)]
@@ -315,7 +387,10 @@ def test_min_t_is_the_fewest_frames_that_work(arch):
         if m.min_t > 1:
             with pytest.raises(ValueError, match=f"needs at least {m.min_t} frames"):
                 m(torch.empty(1, 3, m.min_t - 1, 64, 64))
-            fewer, m.min_t = m.min_t - 1, 1  # without the check, one frame fewer fails in torch or ends empty
+            fewer, m.min_t = (
+                m.min_t - 1,
+                1,
+            )  # without the check, one frame fewer fails in torch or ends empty
             try:
                 out = m.layer1(m.maxpool(m.conv1(torch.empty(1, 3, fewer, 64, 64))))
                 T = m.pool2(out).shape[2]
@@ -327,9 +402,10 @@ def test_min_t_is_the_fewest_frames_that_work(arch):
 def test_unreadable_files_fail_in_one_line(tmp_path):
     for name in ("junk.pkl", "junk.pth"):
         (tmp_path / name).write_bytes(b"not a checkpoint")
-        with pytest.raises(ValueError,
-                           match=f"{name}: cannot read it as a torch checkpoint .* nor as a Caffe2 pickle"
-                           ) as e:
+        with pytest.raises(
+            ValueError,
+            match=f"{name}: cannot read it as a torch checkpoint .* nor as a Caffe2 pickle",
+        ) as e:
             build_model("resnet10_3d", 3, pretrained=str(tmp_path / name))
         assert "\n" not in str(e.value)
     with open(tmp_path / "other.pkl", "wb") as f:

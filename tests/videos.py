@@ -21,15 +21,16 @@ assumption that a frame-accurate reader must not make:
 `BAD` are videos a reader must refuse (or a training loop replace): truncated, no video stream, no
 decodable frame, undecodable packets in the middle.
 """
+
 import os
 from fractions import Fraction
 
 import av
 import numpy as np
 
-W, H = 96, 64          # even sizes (4:2:0); short side 64
+W, H = 96, 64  # even sizes (4:2:0); short side 64
 BLOCK = 16
-BITS = 10              # frame indices 0 .. 1023
+BITS = 10  # frame indices 0 .. 1023
 FRAMES = 75
 
 
@@ -45,19 +46,22 @@ def pattern(k, w=W, h=H):
     img[..., 1] //= 2
     for n, bit in enumerate(code):
         y, x = (n // cols) * BLOCK, (n % cols) * BLOCK
-        img[y:y + BLOCK, x:x + BLOCK] = 235 if bit else 20
+        img[y : y + BLOCK, x : x + BLOCK] = 235 if bit else 20
     return img
 
 
 def frame_index(rgb):
     """A decoded frame (H, W, 3 uint8 array or tensor, the pattern at any scale) -> its index, or -1."""
     img = np.asarray(rgb, dtype=np.float32).mean(-1)
-    cols, b = W // BLOCK, img.shape[1] * BLOCK / W  # blocks per row, block side in this frame's pixels
+    cols, b = (
+        W // BLOCK,
+        img.shape[1] * BLOCK / W,
+    )  # blocks per row, block side in this frame's pixels
     m = max(1, round(b / 5))  # margin: block edges blur under lossy coding and resizing
 
     def block(n):
         y, x = round((n // cols) * b), round((n % cols) * b)
-        return img[y + m:round(y + b) - m, x + m:round(x + b) - m].mean()
+        return img[y + m : round(y + b) - m, x + m : round(x + b) - m].mean()
 
     means = [block(n) for n in range(2 * BITS)]
     bits = [v > 128 for v in means]
@@ -97,19 +101,27 @@ def _encode(path, codec, pts, options=None, time_base=None, rate=25, fmt=None, m
 
 
 def h264_long_gop(path):
-    return _encode(path, "libx264", range(FRAMES),
-                   {"bf": "3", "g": "1000", "keyint_min": "1000", "sc_threshold": "0", "crf": "18"})
+    return _encode(
+        path,
+        "libx264",
+        range(FRAMES),
+        {"bf": "3", "g": "1000", "keyint_min": "1000", "sc_threshold": "0", "crf": "18"},
+    )
 
 
 def start_offset(path):
     pts = [2500 + 40 * k for k in range(FRAMES)]
-    return _encode(path, "libx264", pts, {"bf": "2", "g": "20", "crf": "18"}, time_base=Fraction(1, 1000))
+    return _encode(
+        path, "libx264", pts, {"bf": "2", "g": "20", "crf": "18"}, time_base=Fraction(1, 1000)
+    )
 
 
 def vfr(path):
     gaps = [1, 2, 1, 3, 1, 1, 2]
     pts = np.cumsum([0] + [gaps[k % len(gaps)] * 20 for k in range(FRAMES - 1)]).tolist()
-    return _encode(path, "libx264", pts, {"bf": "2", "g": "30", "crf": "18"}, time_base=Fraction(1, 1000))
+    return _encode(
+        path, "libx264", pts, {"bf": "2", "g": "30", "crf": "18"}, time_base=Fraction(1, 1000)
+    )
 
 
 def edit_list(path):
@@ -120,8 +132,12 @@ def edit_list(path):
 
 def vp9_webm(path):
     """VP9 in WebM, as Something-Something v2 ships its videos."""
-    return _encode(path, "libvpx-vp9", range(FRAMES), {"g": "20", "crf": "30", "b": "0",
-                                                       "deadline": "realtime"})
+    return _encode(
+        path,
+        "libvpx-vp9",
+        range(FRAMES),
+        {"g": "20", "crf": "30", "b": "0", "deadline": "realtime"},
+    )
 
 
 def h264_avi(path):
@@ -137,11 +153,14 @@ def wrong_count_avi(path):
     """An AVI whose header (avih dwTotalFrames, strh dwLength) says twice the frames it holds."""
     mpeg4_avi(path)
     raw = bytearray(open(path, "rb").read())
-    for tag, offset in ((b"avih", 24), (b"strh", 40)):  # offsets from the tag: fourcc + size + fields
+    for tag, offset in (
+        (b"avih", 24),
+        (b"strh", 40),
+    ):  # offsets from the tag: fourcc + size + fields
         at = raw.find(tag)
-        n = int.from_bytes(raw[at + offset:at + offset + 4], "little")
+        n = int.from_bytes(raw[at + offset : at + offset + 4], "little")
         assert n == FRAMES, (tag, n)
-        raw[at + offset:at + offset + 4] = (2 * n).to_bytes(4, "little")
+        raw[at + offset : at + offset + 4] = (2 * n).to_bytes(4, "little")
     open(path, "wb").write(bytes(raw))
     return path
 
@@ -161,7 +180,7 @@ TRAPS = {
 def truncated(path):
     h264_long_gop(path)
     raw = open(path, "rb").read()
-    open(path, "wb").write(raw[:len(raw) * 6 // 10])  # the index (moov) is at the end: gone
+    open(path, "wb").write(raw[: len(raw) * 6 // 10])  # the index (moov) is at the end: gone
     return path
 
 
@@ -169,7 +188,9 @@ def audio_only(path):
     with av.open(path, "w") as out:
         s = out.add_stream("aac", rate=16000)
         for k in range(10):
-            f = av.AudioFrame.from_ndarray(np.zeros((1, 1024), np.float32), format="fltp", layout="mono")
+            f = av.AudioFrame.from_ndarray(
+                np.zeros((1, 1024), np.float32), format="fltp", layout="mono"
+            )
             f.sample_rate, f.pts = 16000, k * 1024
             for p in s.encode(f):
                 out.mux(p)
@@ -186,8 +207,13 @@ def no_frames(path):
 def broken_middle(path):
     """Packets 30-34 (mid-file, decode order) replaced by zeros: they decode to nothing, so a sequential
     decode has fewer frames than the file has packets, and frames after them move."""
-    return _encode(path, "mpeg4", range(FRAMES), {"g": "12"},
-                   mangle=lambda i, b: bytes(len(b)) if 30 <= i < 35 else b)
+    return _encode(
+        path,
+        "mpeg4",
+        range(FRAMES),
+        {"g": "12"},
+        mangle=lambda i, b: bytes(len(b)) if 30 <= i < 35 else b,
+    )
 
 
 BAD = {
