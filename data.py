@@ -1148,7 +1148,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         H, W, _ = frames[0].shape
         info = {}
         if self.mode == "train":  # draws: frames, then per clip box, flip, augment -- in this order
-            views, boxes = [], []
+            views, boxes, drawn = [], [], []
             for _ in range(self.reps):  # repeated augmentation: `reps` clips of the same frames
                 box = (multiscale_box if self.train_crop == "multiscale" else train_box)(
                     H, W, self.new_size, self.crop_size, rng
@@ -1162,9 +1162,15 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                 )
                 if self.flip and rng.random() < 0.5:  # mirror W, and the box
                     crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])
-                views.append(augment_clip(crop, self.augment, rng) if self.augment else crop)
+                if hasattr(self.augment, "draw"):  # augment.BatchAugment: only its draws, here
+                    drawn.append(self.augment.draw(rng, crop))
+                    views.append(crop)
+                else:
+                    views.append(augment_clip(crop, self.augment, rng) if self.augment else crop)
                 boxes.append(box)
             info["box"] = torch.tensor(boxes if self.reps > 1 else boxes[0], dtype=torch.float32)
+            if drawn:  # --augment_device batch: augment.apply augments the batch after the transfer
+                info["augment"] = torch.stack(drawn) if self.reps > 1 else drawn[0]
         else:
             views = [
                 resized_crop(frames, b, self.crop_size)

@@ -53,6 +53,7 @@ from torchvision.transforms import v2
 
 from tqdm import tqdm
 
+import augment  # --augment_device batch: clip augmentation applied to the batch
 import checkpoint
 import data
 import launch
@@ -99,6 +100,7 @@ PROCESS_FLAGS = {
     "run_name",
     "data_root",
     "decode_device",
+    "augment_device",
     "ddp",
     "device",
     "amp",
@@ -372,6 +374,12 @@ def add_augment_args(p):
         type=positive,
         help="repeated augmentation: clips per video per step (-b counts videos)",
     )
+    p.add_argument(
+        "--augment_device",
+        default="loader",
+        choices=["loader", "batch"],
+        help="clip augmentation: in the loader, or drawn there and applied to the batch on --device",
+    )
 
 
 def add_run_args(p):
@@ -564,6 +572,13 @@ def check_recipe_args(args):
             "--auto-augment / --random-erase / --color-jitter / --ra-reps work on the loader's clips: "
             "use --decode_device cpu"
         )
+    if args.augment_device == "batch" and not (
+        args.auto_augment or args.random_erase or args.color_jitter
+    ):
+        fail(
+            "--augment_device batch moves --auto-augment / --random-erase / --color-jitter, "
+            "and none is on"
+        )
 
 
 def run_dir_name(args):
@@ -684,17 +699,24 @@ def make_dataset(args, list_file, mode):
         finish_crop=not args.device.startswith("cuda"),  # a CPU model: the loader finishes the crop
         num_segments=args.num_segments,
         train_crop=args.train_crop,
-        augment=data.clip_augment(
-            args.auto_augment == "ra",
-            args.ra_num_ops,
-            args.ra_magnitude,
-            args.color_jitter,
-            args.random_erase,
-        )
-        if mode == "train"
-        else None,
+        augment=clip_augment(args) if mode == "train" else None,
         reps=args.ra_reps,
     )
+
+
+def clip_augment(args):
+    """The train clips' augmentation: data.clip_augment's transforms, run in the loader, or with
+    --augment_device batch only drawn there (augment.BatchAugment) and applied in to_model_input."""
+    transforms = data.clip_augment(
+        args.auto_augment == "ra",
+        args.ra_num_ops,
+        args.ra_magnitude,
+        args.color_jitter,
+        args.random_erase,
+    )
+    if transforms is not None and getattr(args, "augment_device", "loader") == "batch":
+        return augment.BatchAugment(transforms)
+    return transforms
 
 
 def worker_init_fn(worker_id):
@@ -1068,10 +1090,10 @@ def to_model_input(clips, labels, info, rt):
     the labels there. --ra-reps K: (B, K, 3, T, H, W) -> B x K clips, each video's K clips together."""
     K = clips.shape[1] if clips.dim() == 6 else 1
     clips, labels = (clips.flatten(0, 1), labels.repeat_interleave(K)) if K > 1 else (clips, labels)
-    x = clips.to(rt.device, non_blocking=True).contiguous(
-        memory_format=rt.memory_format
-    )  # uint8: cheap
-    x = data.normalize(x, rt.mean, rt.std)
+    x = clips.to(rt.device, non_blocking=True)  # uint8: cheap
+    if "augment" in info:  # --augment_device batch: the loader drew each clip's augmentation
+        x = augment.apply(x, info["augment"].flatten(0, -3))  # (B x K, stages, 8)
+    x = data.normalize(x.contiguous(memory_format=rt.memory_format), rt.mean, rt.std)
     if (
         "box" in info
     ):  # training: the scale jitter's resize, batched on the device (boxes: still on the host)
