@@ -132,8 +132,8 @@ def apply(clips, params):
     """uint8 clips (B, 3, T, H, W) on any device, float64 params (B, S, WIDTH) from `draw` -> the clips
     augmented, uint8 (B, 3, T, H, W) in channels_last_3d memory (collate's). Stage by stage, the clips
     that drew the same operation and values go through one kernel call together. Each clip is worked
-    on as (T, 3, H, W) over (T, H, W, 3) memory, the layout data.augment_clip hands torchvision: its
-    kernels (a convolution, means) then sum in the same order on either path."""
+    on as (T, 3, H, W) over (T, H, W, 3) memory, the layout data.augment_clip hands torchvision (where
+    a kernel's order of summation follows the layout -- a convolution, a mean -- it stays the same)."""
     x = clips.permute(0, 2, 3, 4, 1).contiguous()  # (B, T, H, W, 3)
     params = params.cpu()
     for s in range(params.shape[1]):
