@@ -78,6 +78,7 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.flop_counter import FlopCounterMode
 
+import augment
 import data
 import model as models
 import prepare
@@ -120,6 +121,9 @@ CPU_BEFORE = (
 CPU_NOW = "(e) CPU trainer's input, uint8 in loader"  # now: data.finish_box in the loader
 FINISHED = "(f) data.py, crop finished in the loader"  # what clip augmentation starts from
 AUGMENTED = "(f) + --auto-augment ra --random-erase 0.25"  # RandAugment + erasing on the uint8 clip
+AUG_BATCH = (
+    "(f) + the same, --augment_device batch"  # the loader only draws; augment.apply in the step
+)
 
 
 class DecodeOnly(Dataset):
@@ -246,12 +250,13 @@ def data_methods(ds, K, mode, args):
     ):  # (e): all a CPU trainer does before its model: the loader, then train.to_model_input
         for name, finish in ((CPU_BEFORE, False), (CPU_NOW, True)):
             methods[name] = TrainerInput(copy.copy(ds), finish)
-        for name, augment in (
+        for name, aug in (
             (FINISHED, None),
             (AUGMENTED, data.clip_augment(True, random_erase=0.25)),
+            (AUG_BATCH, augment.BatchAugment(data.clip_augment(True, random_erase=0.25))),
         ):
             methods[name] = Collated(copy.copy(ds), data.collate)
-            methods[name].ds.finish_crop, methods[name].ds.augment = True, augment
+            methods[name].ds.finish_crop, methods[name].ds.augment = True, aug
     return methods, files
 
 
@@ -335,6 +340,8 @@ def bench_data(args):
             data.DECODER = decoder
             res = summarize(one, many, files)
             res["device_part_cpu_clips_s"] = rate_device_part(ds, K, mode)
+            if AUG_BATCH in methods:
+                res["augment_apply_cpu_clips_s"] = rate_augment_apply(methods[AUG_BATCH].ds, K)
             out["modes"][mode] = res
             print_data(res, mode, list_file, methods, args)
     finally:
@@ -409,7 +416,12 @@ def print_data(res, mode, list_file, methods, args):
     if AUGMENTED in one:
         print(
             f"clip augmentation (RandAugment n2 m9 + random erasing 0.25, uint8) / the same loader "
-            f"without, 1 core: {one[AUGMENTED] / one[FINISHED]:.2f}x (goal >= 0.8)"
+            f"without, 1 core: {one[AUGMENTED] / one[FINISHED]:.2f}x in the loader, "
+            f"{one[AUG_BATCH] / one[FINISHED]:.2f}x with --augment_device batch (goal >= 0.8)"
+        )
+        print(
+            f"--augment_device batch: augment.apply on batches of 8, run here on 1 CPU core: "
+            f"{res['augment_apply_cpu_clips_s']:.1f} clips/s (on a GPU: a few kernels per drawn op)"
         )
 
 
@@ -422,6 +434,17 @@ def rate_device_part(ds, K, mode, batch=8, rounds=3):
         y = data.normalize(x)
         if mode == "train":
             y = data.crop_resize(y, info["box"])
+        best = max(best, batch / (time.perf_counter() - t0))
+    return best
+
+
+def rate_augment_apply(ds, K, batch=8, rounds=3):
+    """clips/s of augment.apply (--augment_device batch: the step's share of the augmentation) here."""
+    x, _, info = data.collate([ds[i % K] for i in range(batch)])
+    best = 0.0
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        augment.apply(x, info["augment"])
         best = max(best, batch / (time.perf_counter() - t0))
     return best
 

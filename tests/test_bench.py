@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 import torch
 import torch.nn as nn
+from torchvision.transforms import v2
 
+import augment
 import bench
 import data
 import prepare
@@ -141,7 +143,7 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
         one = r["per_core"]
         # a CPU trainer's input path; the loader with and without clip augmentation
         cpu_rows = (
-            [bench.CPU_BEFORE, bench.CPU_NOW, bench.FINISHED, bench.AUGMENTED]
+            [bench.CPU_BEFORE, bench.CPU_NOW, bench.FINISHED, bench.AUGMENTED, bench.AUG_BATCH]
             if mode == "train"
             else []
         )
@@ -151,6 +153,7 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
         assert r["c_over_b"] == pytest.approx(one[bench.OURS] / one[bench.NAIVE], rel=1e-12)
         assert r["c_over_best_a"] == pytest.approx(one[bench.OURS] / best_a, rel=1e-12)
         assert r["device_part_cpu_clips_s"] > 0
+        assert (r.get("augment_apply_cpu_clips_s", 0) > 0) == (mode == "train")
         assert r["videos"] == BENCH_TINY["videos"] and r["frame_size"] == list(BENCH_TINY["size"])
         assert r["jpeg_kb"] > 0
         if workers:
@@ -237,7 +240,7 @@ def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch
     cpu_rows = [(data.VideoFrameDataset, None, data.collate)] * 2
     aug_rows = [
         (data.VideoFrameDataset, None, data.collate)
-    ] * 2  # (f): without / with clip augmentation
+    ] * 3  # (f): without clip augmentation, with it in the loader, drawn there for the batch
     assert len(seen) == 2 * len(expected) + len(cpu_rows) + len(aug_rows)  # train and val
     for k, ((dataset, batch, collate, step), (cls, dec, coll)) in enumerate(
         zip(seen, expected + cpu_rows + aug_rows + expected)
@@ -250,12 +253,10 @@ def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch
         assert (step is not None) == cpu_row, k
     finish = [seen[len(expected) + j][0].finish_crop for j in range(2)]
     assert finish == [False, True]  # before: crop_resize in the step; now: finished in the loader
-    f = [seen[len(expected) + len(cpu_rows) + j][0] for j in range(2)]
-    assert (
-        [d.finish_crop for d in f] == [True, True]
-        and f[0].augment is None
-        and f[1].augment is not None
-    )
+    f = [seen[len(expected) + len(cpu_rows) + j][0] for j in range(3)]
+    assert [d.finish_crop for d in f] == [True] * 3 and f[0].augment is None
+    assert isinstance(f[1].augment, v2.Compose) and isinstance(f[2].augment, augment.BatchAugment)
+    assert [type(t) for t in f[2].augment.transforms] == [type(t) for t in f[1].augment.transforms]
 
 
 @pytest.mark.filterwarnings(
