@@ -9,6 +9,7 @@ size, FLOPs and training speed, and end-to-end training with the real loader aga
     python bench.py train --arch resnet50_3d -b 32 --workers 16 --amp bf16 --channels-last --device cuda \
         --iters 200
     python bench.py train ... --device cuda --decode_device cuda    # the loader ships bytes, nvJPEG decodes
+    python bench.py train ... --device cuda --augment batch  # RandAugment drawn in the loader, run in step
     python bench.py video [--videos_dir DIR] [--sweep]      # JPEG frames vs re-encoded vs original videos
     python bench.py features                               # whole-video features vs decode-only, 1 core
     python bench.py gpu     # everything GPU-only: CUDA tests + amp/compile/loader/nvJPEG rows -> markdown
@@ -469,7 +470,10 @@ def make_step(args, device, amp=None, channels_last=False, compile=False):
     memory_format = torch.channels_last_3d if channels_last else torch.contiguous_format
 
     def step(clips, labels, info):
-        clips = data.normalize(clips.to(device, non_blocking=True))  # uint8 -> float on the device
+        clips = clips.to(device, non_blocking=True)
+        if "augment" in info:  # --augment batch: the loader's draws, applied here (to_model_input)
+            clips = augment.apply(clips, info["augment"])
+        clips = data.normalize(clips)  # uint8 -> float on the device
         # the crop's rest (boxes on the host: train.py's to_model_input)
         clips = data.crop_resize(clips, info["box"]).contiguous(memory_format=memory_format)
         labels = labels.to(device, non_blocking=True)
@@ -640,6 +644,13 @@ def bench_model(args):
     return out
 
 
+def train_augment(where):
+    """bench.py train --augment: (f)'s recipe (RandAugment n2 m9 + erasing 0.25) in the loader, or drawn
+    there and applied in the step (--augment_device batch), or none."""
+    recipe = data.clip_augment(True, random_erase=0.25)
+    return {"off": None, "loader": recipe, "batch": augment.BatchAugment(recipe)}[where]
+
+
 def bench_train(args):
     device = torch.device(args.device)
     torch.backends.cudnn.benchmark = True
@@ -655,6 +666,7 @@ def bench_train(args):
         crop_size=args.crop_size,
         seed=args.seed,
         encoded=args.decode_device == "cuda",
+        augment=train_augment(args.augment),
     )  # then the loader ships bytes
     step = make_step(args, device, args.amp, args.channels_last, args.compile)
     sampler = torch.utils.data.RandomSampler(
@@ -695,7 +707,7 @@ def bench_train(args):
     print(
         f"\ntrain {args.arch} 3x{args.t_length}x{args.crop_size}x{args.crop_size}, "
         f"batch {args.batch_size}, {args.workers} workers, {device}, {'+'.join(amp) or 'fp32'}, "
-        f"JPEGs decoded on {args.decode_device}; "
+        f"JPEGs decoded on {args.decode_device}, clip augmentation {args.augment}; "
         f"{args.warmup} warmup + {args.iters} timed steps"
     )
     print(f"{'loader':34s} {'clips/s':>9s} {'ms/step':>9s} {'data wait':>10s}")
@@ -1103,6 +1115,8 @@ def bench_gpu(args):
     for name, flags in (
         ("JPEGs decoded by the loader", []),
         ("--decode_device cuda (nvJPEG)", ["--decode_device", "cuda"]),
+        ("RandAugment + erasing in the loader", ["--augment", "loader"]),
+        ("RandAugment + erasing, --augment_device batch", ["--augment", "batch"]),
     ):
         res = bench_train(
             get_args_parser().parse_args(
@@ -1272,6 +1286,13 @@ def get_args_parser():
         "(data.decode_batch)",
     )
     t.add_argument(
+        "--augment",
+        default="off",
+        choices=["off", "loader", "batch"],
+        help="RandAugment n2 m9 + erasing 0.25 in the loader, or applied to the batch in the step "
+        "(train.py --augment_device batch)",
+    )
+    t.add_argument(
         "--iters",
         default=50,
         type=int,
@@ -1292,6 +1313,8 @@ def main(argv=None):
         fail("--device cuda but no CUDA GPU is visible; use --device cpu")
     if getattr(args, "decode_device", "cpu") == "cuda" and not torch.cuda.is_available():
         fail("--decode_device cuda but no CUDA GPU is visible; use --decode_device cpu")
+    if getattr(args, "decode_device", "cpu") == "cuda" and args.augment != "off":
+        fail("--augment works on the loader's clips (as train.py's): use --decode_device cpu")
     if getattr(args, "amp", "off") == "fp16" and not args.device.startswith("cuda"):
         fail("--amp fp16 needs a CUDA device; use --amp bf16 on CPU")
     for name in ("train.txt", "val.txt")[: 2 if args.cmd == "data" else 1]:

@@ -413,7 +413,12 @@ def test_bench_model_rows_tiny(tmp_path, capsys):
 
 
 # ---- train -------------------------------------------------------------------------------------
-def test_bench_train_tiny(bench_frames, tmp_path, capsys):
+@pytest.mark.parametrize(
+    "where", ["off", "batch"]
+)  # batch: the loader's draws, augment.apply in the step
+def test_bench_train_tiny(where, bench_frames, tmp_path, capsys, monkeypatch):
+    applied, apply = [], augment.apply
+    monkeypatch.setattr(augment, "apply", lambda x, p: applied.append(len(x)) or apply(x, p))
     res, out = bench_main(
         [
             "train",
@@ -432,11 +437,15 @@ def test_bench_train_tiny(bench_frames, tmp_path, capsys):
             "1",
             "--device",
             "cpu",
+            "--augment",
+            where,
         ],
         tmp_path,
         capsys,
         threads=1,
     )
+    assert f"clip augmentation {where};" in out
+    assert applied == ([2] * 3 if where == "batch" else [])  # 1 warmup + 2 timed real steps
     synth, real = res["synthetic_clips_s"], res["real_clips_s"]
     assert synth > 0 and real > 0 and math.isfinite(synth) and math.isfinite(real)
     assert res["real_over_synthetic"] == pytest.approx(real / synth, rel=1e-12)
