@@ -13,7 +13,7 @@ import torch
 import augment
 import data
 import train
-from conftest import TINY, assert_same_weights, one_line_error, run_dir, run_main
+from conftest import TINY, assert_same_weights, cuda, one_line_error, run_dir, run_main
 
 ALL = dict(rand_augment=True, num_ops=3, magnitude=9, color_jitter=0.4, random_erase=0.5)
 
@@ -114,3 +114,21 @@ def test_augment_device_batch_without_augmentation_is_refused(lists, capsys):
     with pytest.raises(SystemExit) as exc:
         run_main(["ucf101", *lists, *TINY, "--augment_device", "batch"])
     one_line_error(capsys, "--augment_device batch", "none is on", exc=exc)
+
+
+@cuda
+def test_cuda_batch_augmentation_is_the_cpu_path_within_rounding():
+    # On CUDA the same kernels run in float on another device: a level where a product or a mean
+    # rounds the other way, a neighbour pixel where a rotated coordinate falls the other side of a half.
+    compose = data.clip_augment(**ALL)
+    deferred = augment.BatchAugment(compose)
+    clips = crops(48, 8, 112, 112)
+    params = torch.stack(
+        [deferred.draw(np.random.default_rng([0, k]), c) for k, c in enumerate(clips)]
+    )
+    batch = torch.stack([c.permute(3, 0, 1, 2) for c in clips])
+    cpu = augment.apply(batch, params)
+    gpu = augment.apply(batch.cuda(), params).cpu()
+    assert gpu.dtype == torch.uint8 and gpu.shape == cpu.shape
+    differ = (gpu != cpu).float().mean().item()
+    assert differ < 0.01 and (gpu.float() - cpu.float()).abs().mean().item() < 0.5, differ
