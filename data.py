@@ -1125,7 +1125,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     def load_clip(self, video, rng, read=None):
         """(video, numpy Generator) -> (clip, info). Train: clip uint8 (3, T, crop, crop) and
         info["box"], the float32 (4,) box that `crop_resize` still cuts out on the device (identity
-        when the clip is final). Val: (3, T, crop, crop); test: (V, 3, T, crop, crop), clip-major.
+        when the clip is final); with an augment.BatchAugment, info["augment"] too (the clip's drawn
+        augmentation, for augment.apply). Val: (3, T, crop, crop); test: (V, 3, T, crop, crop),
+        clip-major.
         Its frames come from `read(video, numbers)` (default: load_frames, decoding on this CPU).
         With encoded=True, an EncodedClip instead: see defer_clip."""
         if self.encoded and read is None:
