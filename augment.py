@@ -17,7 +17,7 @@ magnitudes on either path, and `apply` runs the kernels the transforms run (torc
 (tests/test_augment.py, every operation); on CUDA, the float kernels may round a level differently.
 
 A record is S stages x (operation, 7 values): colour jitter's three factors in its drawn order, then the
-RandAugment operations with their signed magnitudes, then erasing's box and fill; IDENTITY where a stage
+RandAugment operations with their signed magnitudes, then erasing's box and fill; "Identity" where a stage
 does nothing (RandAugment's "Identity", erasing not drawn).
 
 References
@@ -31,14 +31,14 @@ from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as TF
 
 # RandAugment's operations in its own order (its draw is an index into this), then the other stages'.
+# Trap: its table and its one-operation method are private (torchvision 0.29); the tests compare every
+# operation with the transform itself, so a change there fails them rather than the clips drifting.
 RA_OPS = tuple(v2.RandAugment._AUGMENTATION_SPACE)
 JITTER = ("brightness", "contrast", "saturation")  # ColorJitter's fn_idx 0, 1, 2 (hue is never on)
 OPS = RA_OPS + JITTER + ("erase",)
-IDENTITY = OPS.index("Identity")
 WIDTH = 8  # a stage: operation, then up to 7 values (erasing: i, j, h, w, fill R, G, B)
-_RA = (
-    v2.RandAugment()
-)  # applies one drawn operation: nearest interpolation, fill 0 (clip_augment's)
+# applies one drawn operation: nearest interpolation, fill 0 (clip_augment's; BatchAugment checks)
+_RA = v2.RandAugment()
 
 
 class BatchAugment:
@@ -48,7 +48,11 @@ class BatchAugment:
         self.transforms = list(compose.transforms)
         known = (v2.ColorJitter, v2.RandAugment, v2.RandomErasing)
         for t in self.transforms:
-            if not isinstance(t, known) or (isinstance(t, v2.ColorJitter) and t.hue is not None):
+            odd = (isinstance(t, v2.ColorJitter) and t.hue is not None) or (
+                isinstance(t, v2.RandAugment)
+                and (t.interpolation, t._fill) != (_RA.interpolation, _RA._fill)
+            )
+            if not isinstance(t, known) or odd:
                 raise ValueError(f"BatchAugment cannot defer {t!r}")
 
     def draw(self, rng, crop):

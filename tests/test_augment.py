@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from torchvision.transforms import v2
 
 import augment
 import data
@@ -132,3 +133,16 @@ def test_cuda_batch_augmentation_is_the_cpu_path_within_rounding():
     assert gpu.dtype == torch.uint8 and gpu.shape == cpu.shape
     differ = (gpu != cpu).float().mean().item()
     assert differ < 0.01 and (gpu.float() - cpu.float()).abs().mean().item() < 0.5, differ
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [
+        v2.RandAugment(interpolation=v2.InterpolationMode.BILINEAR),  # apply runs clip_augment's
+        v2.ColorJitter(hue=0.1),  # hue: not among data.clip_augment's
+        v2.RandomHorizontalFlip(),
+    ],
+)
+def test_a_transform_the_batch_path_cannot_replay_is_refused(transform):
+    with pytest.raises(ValueError, match="cannot defer"):
+        augment.BatchAugment(v2.Compose([transform]))
