@@ -133,6 +133,29 @@ def test_bench_gpu_without_cuda_is_one_line_exit_2():
     assert r.returncode == 2 and len(out.splitlines()) == 1 and "no CUDA GPU" in out, out
 
 
+def test_fused_sgd_first_step_skipped_by_grad_scaler_leaves_no_garbage(monkeypatch):
+    # fp16's first step usually overflows at GradScaler's initial scale: fused SGD (what CUDA runs, here
+    # on the CPU) skips its kernel on the found-inf flag. Its lazily made momentum buffers are empty_like:
+    # NaN-filled here, what uninitialised memory may hold. The next step must equal a plain first step.
+    args = train.parse_args(["ucf101", "x", "y", *TINY, "--wd", "0.001"])
+    monkeypatch.setattr(torch, "empty_like", lambda t, **k: torch.full_like(t, float("nan"), **k))
+    torch.manual_seed(0)
+    model, x = torch.nn.Linear(4, 3), torch.randn(2, 4)
+    ref = torch.nn.Linear(4, 3)
+    ref.load_state_dict(model.state_dict())
+    opt, scaler = train.make_optimizer(model, args, fused=True), torch.amp.GradScaler("cpu")
+    for overflow in (True, False):
+        scaler.scale(model(x).sum() * (float("inf") if overflow else 1)).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+    ref_opt = train.make_optimizer(ref, args, fused=True)  # one step, nothing skipped
+    ref(x).sum().backward()
+    ref_opt.step()
+    assert scaler.get_scale() == 32768.0  # the first step was skipped, the second taken
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), ref.parameters()))
+
+
 # ---- CUDA only -------------------------------------------------------------------------------------
 @cuda
 @pytest.mark.parametrize(
