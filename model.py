@@ -206,6 +206,29 @@ def min_frames(spec):
     return T
 
 
+class FrameMaxPool(nn.Module):
+    """nn.MaxPool3d((1, 3, 3), (t_stride, 2, 2), (0, 1, 1)), the stem's pool, computed as a 2D pool over each
+    frame: the same numbers. Trap (CUDA): max_pool3d's backward adds into overlapping windows with atomicAdd
+    in whatever order the threads run, so two identical runs differ in the last bits (use_deterministic_
+    algorithms refuses it); max_pool2d's backward gathers, deterministic. (B, C, T, H, W) is (B, C*T, H, W),
+    or in channels_last_3d memory (B*T, C, H, W) channels-last: views, no copy."""
+
+    def __init__(self, t_stride=1):
+        super().__init__()
+        self.t_stride = t_stride
+
+    def forward(self, x):
+        cl = x.is_contiguous(memory_format=torch.channels_last_3d) and not x.is_contiguous()
+        fmt = torch.channels_last_3d if cl else torch.contiguous_format
+        x = x[:, :, :: self.t_stride].contiguous(memory_format=fmt)  # t_stride 1: no copy
+        B, C, T, H, W = x.shape
+        if not cl:
+            y = nn.functional.max_pool2d(x.view(B, C * T, H, W), 3, 2, 1)
+            return y.view(B, C, T, *y.shape[-2:])
+        y = nn.functional.max_pool2d(x.transpose(1, 2).reshape(B * T, C, H, W), 3, 2, 1)
+        return y.view(B, T, C, *y.shape[-2:]).transpose(1, 2)
+
+
 class ResNet3D(nn.Module):
     """One of ARCH_SPECS. Module names follow torchvision's ResNet; pool2/dropout hold no weights."""
 
@@ -221,7 +244,7 @@ class ResNet3D(nn.Module):
         )
         self.bn1 = nn.BatchNorm3d(64)
         self.relu = nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool3d((1, 3, 3), (st, 2, 2), (0, 1, 1))
+        self.maxpool = FrameMaxPool(st)  # nn.MaxPool3d((1, 3, 3), (st, 2, 2), (0, 1, 1))
         self.layer1 = self._make_layer(spec.block, 64, spec.layers[0], 1, spec.inflate[0])
         # No parameters, so no name to keep in step with torchvision; floor mode (odd T drops a frame).
         self.pool2 = nn.MaxPool3d((2, 1, 1), (2, 1, 1)) if spec.temporal_pool else nn.Identity()

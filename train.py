@@ -975,14 +975,8 @@ def build_net(args, rt):
     # backward). Evaluation stays eager: eval mode, views x batch and the last partial batch would each
     # recompile, for a pass that runs once every -ef epochs.
     net.train = torch.compile(net.train, dynamic=False) if args.compile else net.train
-    # The optimizer is built after wrapping: SyncBN conversion makes new parameters. Fused on CUDA: its step
-    # takes GradScaler's found-inf flag on the device (the unfused one syncs to skip a step: fp16).
-    groups, fused = param_groups(model, args), rt.device.type == "cuda" or None
-    net.optimizer = (
-        torch.optim.AdamW(groups, lr=args.lr, fused=fused)
-        if args.opt == "adamw"
-        else torch.optim.SGD(groups, lr=args.lr, momentum=args.momentum, fused=fused)
-    )
+    # The optimizer is built after wrapping: SyncBN conversion makes new parameters.
+    net.optimizer = make_optimizer(model, args, fused=rt.device.type == "cuda")
     # --model-ema: torchvision references' EMA (AveragedModel + get_ema_multi_avg_fn), buffers averaged too.
     # GPU trap: each update reads n_averaged on the host (one sync); --model-ema-steps N spaces them.
     net.ema = (
@@ -1001,6 +995,23 @@ def build_net(args, rt):
     # Trap: under DDP, evaluate the bare module. DDP's forward broadcasts buffers (a collective), which hangs
     # when ranks hold shards of different lengths.
     return net
+
+
+def make_optimizer(model, args, fused):
+    """SGD (momentum) or AdamW over param_groups. `fused` (CUDA): the step takes GradScaler's found-inf
+    flag on the device (the unfused one syncs to skip a step: fp16)."""
+    groups = param_groups(model, args)
+    if args.opt == "adamw":
+        return torch.optim.AdamW(groups, lr=args.lr, fused=fused or None)
+    optimizer = torch.optim.SGD(groups, lr=args.lr, momentum=args.momentum, fused=fused or None)
+    # fp16 trap: fused SGD's first step makes its momentum buffers with empty_like and fills them in the
+    # kernel, which GradScaler's found-inf flag skips whole. The first fp16 steps usually overflow (initial
+    # scale 65536): the buffers stay uninitialised memory, and the next step adds it to the weights (NaN).
+    # Zero buffers make the same first step (momentum * 0 + grad == grad, bit for bit), skipped or not.
+    if args.momentum > 0:
+        for p in (p for g in groups for p in g["params"]):
+            optimizer.state[p]["momentum_buffer"] = torch.zeros_like(p)
+    return optimizer
 
 
 def set_train_mode(net, args):

@@ -133,6 +133,29 @@ def test_bench_gpu_without_cuda_is_one_line_exit_2():
     assert r.returncode == 2 and len(out.splitlines()) == 1 and "no CUDA GPU" in out, out
 
 
+def test_fused_sgd_first_step_skipped_by_grad_scaler_leaves_no_garbage(monkeypatch):
+    # fp16's first step usually overflows at GradScaler's initial scale: fused SGD (what CUDA runs, here
+    # on the CPU) skips its kernel on the found-inf flag. Its lazily made momentum buffers are empty_like:
+    # NaN-filled here, what uninitialised memory may hold. The next step must equal a plain first step.
+    args = train.parse_args(["ucf101", "x", "y", *TINY, "--wd", "0.001"])
+    monkeypatch.setattr(torch, "empty_like", lambda t, **k: torch.full_like(t, float("nan"), **k))
+    torch.manual_seed(0)
+    model, x = torch.nn.Linear(4, 3), torch.randn(2, 4)
+    ref = torch.nn.Linear(4, 3)
+    ref.load_state_dict(model.state_dict())
+    opt, scaler = train.make_optimizer(model, args, fused=True), torch.amp.GradScaler("cpu")
+    for overflow in (True, False):
+        scaler.scale(model(x).sum() * (float("inf") if overflow else 1)).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+    ref_opt = train.make_optimizer(ref, args, fused=True)  # one step, nothing skipped
+    ref(x).sum().backward()
+    ref_opt.step()
+    assert scaler.get_scale() == 32768.0  # the first step was skipped, the second taken
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), ref.parameters()))
+
+
 # ---- CUDA only -------------------------------------------------------------------------------------
 @cuda
 @pytest.mark.parametrize(
@@ -190,9 +213,24 @@ def test_cuda_steps_never_sync_the_host_between_prints(lists, tmp_path, monkeypa
 
 @cuda
 def test_cuda_fp16_iter_size_clip_grad_trains(lists, tmp_path, monkeypatch):  # noqa: F811
-    norms, real = [], torch.nn.utils.clip_grad_norm_
+    # GradScaler skips a step whose gradients overflow fp16 and halves its scale: normal in the first
+    # steps (initial scale 65536; this stem's weight gradient is > 1 per unit of loss). A skipped step's
+    # norm is inf; a taken step's is finite and unscaled, and only the first steps may be skipped.
+    norms, scales, real, update = (
+        [],
+        [],
+        torch.nn.utils.clip_grad_norm_,
+        torch.amp.GradScaler.update,
+    )
     monkeypatch.setattr(
         torch.nn.utils, "clip_grad_norm_", lambda p, m: norms.append(real(p, m)) or norms[-1]
+    )
+    monkeypatch.setattr(
+        torch.amp.GradScaler,
+        "update",
+        lambda self: (
+            scales.append(self.get_scale()) or update(self) or scales.append(self.get_scale())
+        ),
     )
     argv = [
         "ucf101",
@@ -213,10 +251,12 @@ def test_cuda_fp16_iter_size_clip_grad_trains(lists, tmp_path, monkeypatch):  # 
     ]
     run_main(argv)
     ckpt = torch.load(run_dir(tmp_path, argv) / "checkpoint.pth", weights_only=False)
-    assert len(norms) == 4 and all(
-        torch.isfinite(n) for n in norms
-    )  # 2 steps x 2 epochs, unscaled norms
-    assert max(n.item() for n in norms) < 1e3  # a scaled norm would be ~65536x larger
+    skipped = [after < before for before, after in zip(scales[::2], scales[1::2])]
+    assert len(norms) == len(skipped) == 4  # 2 steps x 2 epochs
+    assert [not torch.isfinite(n) for n in norms] == skipped, (norms, scales)
+    assert skipped[-2:] == [False, False], (norms, scales)  # the model trains once the scale fits
+    taken = [n.item() for n, s in zip(norms, skipped) if not s]
+    assert max(taken) < 1e3  # a scaled norm would be ~65536x larger
     assert ckpt["scaler"]["scale"] > 0 and all(
         torch.isfinite(v).all() for v in ckpt["model"].values()
     )

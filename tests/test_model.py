@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
-from model import ARCH_SPECS, ARCHS, TV_VIDEO
+from model import ARCH_SPECS, ARCHS, TV_VIDEO, FrameMaxPool, ResNet3D
 from zoo import build_model
 
 
@@ -165,3 +165,23 @@ def test_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="2D weights do not fit resnet50_3d"):
         build_model("resnet50_3d", 3, pretrained=str(path))
     assert set(TV_VIDEO) <= set(ARCHS)
+
+
+@pytest.mark.parametrize("t_stride", [1, 2])
+@pytest.mark.parametrize("fmt", [torch.contiguous_format, torch.channels_last_3d])
+def test_frame_max_pool_is_max_pool3d_without_overlapping_3d_windows(t_stride, fmt):
+    # CUDA's max_pool3d backward scatters into overlapping windows with atomicAdd: not bit-repeatable, so
+    # the stems pool each frame in 2D. Same values and gradient as the 3D pool, the memory format kept.
+    torch.manual_seed(0)
+    x = torch.randn(2, 8, 5, 17, 16).contiguous(memory_format=fmt).requires_grad_()
+    ref, got = (
+        torch.nn.MaxPool3d((1, 3, 3), (t_stride, 2, 2), (0, 1, 1))(x),
+        FrameMaxPool(t_stride)(x),
+    )
+    gy = torch.randn_like(ref)
+    assert torch.equal(ref, got) and got.is_contiguous(memory_format=fmt)
+    assert torch.equal(*(torch.autograd.grad(y, x, gy)[0] for y in (ref, got)))
+    net = ResNet3D("resnet10_3d", 4)
+    assert not [
+        m for m in net.modules() if isinstance(m, torch.nn.MaxPool3d) and m.kernel_size != m.stride
+    ]
