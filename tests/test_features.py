@@ -449,3 +449,27 @@ def test_the_progress_bar_stays_out_of_a_log_file(inputs, tmp_path, capsys):
     assert features.main([*argv, "--window", "4"]) == 0
     err = capsys.readouterr().err
     assert "\r" not in err and "features" not in err, repr(err)
+
+
+def test_export_makes_a_missing_folder_and_names_a_missing_exporter_package(tmp_path, capsys):
+    ckpt = tiny_checkpoint(tmp_path / "ck.pth", new_size=32, crop_size=32)
+    out = tmp_path / "exported" / "today" / "model.pt2"  # folders that do not exist yet
+    assert export.main(["--resume", ckpt, "--format", "pt2", str(out)]) == 0
+    assert out.is_file() and (tmp_path / "exported" / "today" / "model.pt2.json").is_file()
+    (tmp_path / "a_file").write_text("mine")
+    with pytest.raises(SystemExit) as e:
+        export.main(["--resume", ckpt, "--format", "pt2", str(tmp_path / "a_file" / "m.pt2")])
+    err = one_line_error(capsys, "cannot make its folder", exc=e)
+    assert "cannot export this model" not in err
+    # right after `pip install -r requirements.txt`: no onnxscript (made unimportable here)
+    code = (
+        "import runpy, sys; sys.modules['onnxscript'] = None; "
+        f"sys.argv = ['export.py', '--resume', {ckpt!r}, '--format', 'onnx', {str(tmp_path / 'm.onnx')!r}]; "
+        "runpy.run_path('export.py', run_name='__main__')"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, cwd=REPO, timeout=120
+    )
+    assert r.returncode == 2
+    err = one_line_error(r.stderr, "--format onnx", "pip install onnxscript")
+    assert "cannot export this model" not in err and not (tmp_path / "m.onnx").exists()
