@@ -109,7 +109,11 @@ def get_parser():
         "-b", "--batch", type=train.positive, default=8, help="windows per forward (memory)"
     )
     p.add_argument(
-        "-j", "--workers", type=train.natural, default=4, help="loader processes decoding windows"
+        "-j",
+        "--workers",
+        type=train.natural,
+        default=train.default_workers(),
+        help="loader processes decoding windows (default: 4, at most the CPUs this process may use)",
     )
     p.add_argument(
         "--dtype", default="float32", choices=DTYPES, help="model and features precision"

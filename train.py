@@ -144,6 +144,16 @@ positive, natural = number(int, 1), number(int, 0)
 nonnegative, fraction, probability = number(float, 0), number(float, 0, 1), number(float, 0, top=1)
 
 
+def default_workers():
+    """4 loader workers, or fewer on a machine with fewer CPUs (more would only contend, and torch's
+    DataLoader warns): the CPUs this process may run on (a Slurm job's or taskset's share)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cpus = os.cpu_count() or 1
+    return min(4, cpus)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors, and recipes: an argument @FILE reads more arguments from FILE (e.g.
     recipes/ucf101_i3d.txt, a run folder's args.txt), any number per line, shell quoting, '#' comments."""
@@ -386,7 +396,12 @@ def add_run_args(p):
         "--tensorboard", action="store_true", help="also TensorBoard files in RUN/tensorboard"
     )
     p.add_argument(
-        "-j", "--workers", default=4, type=natural, help="loader worker processes per process"
+        "-j",
+        "--workers",
+        default=default_workers(),
+        type=natural,
+        help=f"loader worker processes per process (default: 4, at most the CPUs this process may "
+        f"use: {default_workers()} here)",
     )
     p.add_argument(
         "--resume", default="", help="checkpoint PATH, or auto (the run folder's, if any)"
@@ -1343,5 +1358,12 @@ if __name__ == "__main__":
         os.execv(sys.executable, [sys.executable, script, *sys.argv[2:]])
     try:
         main(parse_args())
-    except data.BadVideo as e:  # e.g. a training video whose replacements were all unreadable too
-        fail(str(e))
+    except (
+        BaseException
+    ) as e:  # a one-line error, a traceback, Ctrl-C: no folder holding only args.txt
+        rundir.remove_if_unused()
+        if isinstance(
+            e, data.BadVideo
+        ):  # e.g. a training video whose replacements were all unreadable
+            fail(str(e))
+        raise
