@@ -74,7 +74,10 @@ NUM_CLASSES = {
     "sthv2": 174,
 }
 # `python train.py demo`: recipes/demo.txt learns data.py's synthetic motion classes on a CPU in ~1 minute.
-DEMO_RECIPE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recipes", "demo.txt")
+PROJECT = os.path.dirname(
+    os.path.abspath(__file__)
+)  # a relative @recipes/... not found here is found there
+DEMO_RECIPE = os.path.join(PROJECT, "recipes", "demo.txt")
 DEMO_DATA = dict(videos=128, frames=24, size=(64, 48))  # per split; small frames keep it CPU-fast
 SUBCOMMANDS = (
     "predict",
@@ -154,12 +157,30 @@ def default_workers():
     return min(4, cpus)
 
 
+def project_file(arg):
+    """@recipes/x.txt from any folder: a relative @FILE missing from the working folder is the project's
+    own, if it has one (a file of that name in the working folder comes first)."""
+    if isinstance(arg, str) and arg.startswith("@") and not os.path.isabs(arg[1:]):
+        if not os.path.exists(arg[1:]) and os.path.isfile(os.path.join(PROJECT, arg[1:])):
+            return "@" + os.path.join(PROJECT, arg[1:])
+    return arg
+
+
+def no_weights(value):
+    """--pretrained none (or ''): no pretrained weights, e.g. after a recipe's --pretrained."""
+    return None if value.strip().lower() in ("", "none") else value
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors, and recipes: an argument @FILE reads more arguments from FILE (e.g.
     recipes/ucf101_i3d.txt, a run folder's args.txt), any number per line, shell quoting, '#' comments."""
 
     def __init__(self, **kwargs):
         super().__init__(fromfile_prefix_chars="@", **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args([project_file(a) for a in args], namespace)
 
     def error(self, message):  # one line, exit 2 (argparse would print the whole usage first)
         self.exit(2, f"{self.prog}: error: {message} (see -h)\n")
@@ -214,7 +235,11 @@ def add_model_args(p):
     )
     p.add_argument("--crop_size", default=224, type=positive, help="square crop in px")
     p.add_argument(
-        "--pretrained", nargs="?", const="imagenet", help="imagenet (bare), kinetics400, PATH..."
+        "--pretrained",
+        nargs="?",
+        const="imagenet",
+        type=no_weights,
+        help="imagenet (bare), kinetics400, PATH...; none: from scratch (after a recipe's)",
     )
     p.add_argument("--pretrained_model", help="PATH to pretrained weights (overrides --pretrained)")
     p.add_argument(
