@@ -192,7 +192,14 @@ class Parser(argparse.ArgumentParser):
 
 
 def get_args_parser():
-    p = Parser(prog="train.py", description="Train / evaluate 3D, TSN/TSM and 2D video networks.")
+    p = Parser(
+        prog="train.py",
+        description="Train / evaluate 3D, TSN/TSM and 2D video networks.",
+        epilog="Other commands (each with its own -h): `train.py demo` trains on synthetic videos; "
+        "`train.py predict --resume CKPT VIDEO...` labels videos; `train.py features LIST --resume "
+        "CKPT --out DIR` saves per-window features; `train.py export --resume CKPT OUT` writes ONNX "
+        "or .pt2.",
+    )
     p.add_argument(
         "dataset", help=f"{', '.join(NUM_CLASSES)} (sets the classes), demo, or any name"
     )

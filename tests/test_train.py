@@ -1120,3 +1120,9 @@ def test_a_failed_start_leaves_no_run_folder_but_keeps_a_users(lists, tmp_path):
     empty.mkdir(parents=True)
     r = run_cli([*argv, "--output_root", str(tmp_path / "empty"), "--run_name", "run"], timeout=120)
     assert r.returncode == 2 and empty.is_dir()
+
+
+def test_help_names_every_other_command():
+    text = " ".join(train.get_args_parser().format_help().split())
+    for command in ("demo", *train.SUBCOMMANDS):
+        assert f"`train.py {command}" in text, command
