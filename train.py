@@ -1,6 +1,6 @@
 """Train and evaluate 3D ConvNets (I3D ResNet-3D), TSN / TSM and 2D networks for video action recognition.
 
-    python train.py demo                     # CPU, ~1 minute: recipes/demo.txt on synthetic motion videos
+    python train.py demo                     # CPU: recipes/demo.txt on synthetic motion videos
     python train.py ucf101 train.txt val.txt @recipes/ucf101_i3d.txt     # a recipe; later flags override it
     torchrun --nproc_per_node=8 train.py ucf101 train.txt val.txt @recipes/ucf101_i3d.txt --ddp -b 8
     python train.py ucf101 train.txt val.txt --evaluate --resume ckpt.pth --test_clips 10 --test_crops 3
@@ -73,7 +73,7 @@ NUM_CLASSES = {
     "sthv1": 174,
     "sthv2": 174,
 }
-# `python train.py demo`: recipes/demo.txt learns data.py's synthetic motion classes on a CPU in ~1 minute.
+# `python train.py demo`: recipes/demo.txt learns data.py's synthetic motion classes on a CPU.
 PROJECT = os.path.dirname(
     os.path.abspath(__file__)
 )  # a relative @recipes/... not found here is found there
