@@ -4,9 +4,11 @@
     python features.py clip.mp4 frames/v_Biking_g01_c01/ --arch resnet50_3d --pretrained kinetics400 --out f/
     torchrun --nproc_per_node=4 features.py train.txt --resume ckpt.pth --out feats/ --ddp
 
-For each video, windows of --window frames (--t_stride apart) start every --stride frames from frame 0, as
-long as a whole window fits; then, if frames remain after the last window, one more window at the next
-start whose frames past the end repeat the last frame (a video shorter than a window: that one window).
+For each video, windows of --window frames (--t_stride apart; default 16, or the clip a TSM checkpoint
+is built for; a window the model cannot take is refused before anything is written) start every
+--stride frames from frame 0, as long as a whole window fits; then, if frames remain after the last
+window, one more window at the next start whose frames past the end repeat the last frame (a video
+shorter than a window: that one window).
 Every frame lands in a window when --stride <= the window's span. A window's feature is the model's input
 to its classifier (`fc`, `head` or `classifier`), averaged over whatever axes remain besides batch and
 channels: ResNet3D / r3d / r2plus1d: the global average pool (before dropout and fc); s3d: its classifier's
