@@ -202,9 +202,8 @@ def load_model(a):
     args.image_tmpl = a.image_tmpl or args.image_tmpl
     args.data_root, args.video_decoder = a.data_root, a.video_decoder
     why = window_error(model, a.window or 16, args)
-    if (
-        a.window is None
-    ):  # THUMOS14's 16-frame snippets where the model takes them, else its own clip
+    # left out: THUMOS14's 16-frame snippets where the model takes them, else its own clip (TSM)
+    if a.window is None:
         a.window = 16 if why is None else args.num_segments * (args.t_length or 1)
         why = why and window_error(model, a.window, args)
     if why:

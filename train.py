@@ -73,10 +73,9 @@ NUM_CLASSES = {
     "sthv1": 174,
     "sthv2": 174,
 }
+# The project's folder: a relative @recipes/... not found in the working folder is found here.
+PROJECT = os.path.dirname(os.path.abspath(__file__))
 # `python train.py demo`: recipes/demo.txt learns data.py's synthetic motion classes on a CPU.
-PROJECT = os.path.dirname(
-    os.path.abspath(__file__)
-)  # a relative @recipes/... not found here is found there
 DEMO_RECIPE = os.path.join(PROJECT, "recipes", "demo.txt")
 DEMO_DATA = dict(videos=128, frames=24, size=(64, 48))  # per split; small frames keep it CPU-fast
 SUBCOMMANDS = (
@@ -1390,12 +1389,9 @@ if __name__ == "__main__":
         os.execv(sys.executable, [sys.executable, script, *sys.argv[2:]])
     try:
         main(parse_args())
-    except (
-        BaseException
-    ) as e:  # a one-line error, a traceback, Ctrl-C: no folder holding only args.txt
+    except BaseException as e:
+        # a one-line error, a traceback, Ctrl-C: no run folder left holding only args.txt
         rundir.remove_if_unused()
-        if isinstance(
-            e, data.BadVideo
-        ):  # e.g. a training video whose replacements were all unreadable
+        if isinstance(e, data.BadVideo):  # e.g. a training video whose replacements all failed too
             fail(str(e))
         raise
