@@ -40,8 +40,9 @@ data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in
   share of the limit": each (c) row over the fastest (a) row. Targets (1 core, train): (c) >= 5x (b),
   (c) >= 0.8x the best (a). (c) cannot beat the best (a), so the "vs (b)" of the best (a) row bounds
   what (c)/(b) can reach.
-model: parameters, GMACs per clip (torch.utils.flop_counter on a 1-clip forward on the meta device;
-  MACs = flops / 2 of the convs and the fc, not BN/ReLU/pooling -- the model zoos' convention),
+model: parameters, GMACs per clip, or per video of all its segments for TSN/2D (torch.utils.flop_counter
+  on a 1-clip forward on the meta device; MACs = flops / 2 of the convs and the fc, not BN/ReLU/pooling
+  -- the model zoos' convention),
   training clips/s (forward + backward + SGD, data.normalize in the step as in train.py) and peak
   memory (CUDA: max_memory_allocated; CPU: the process's peak RSS, which only grows row to row).
   Rows are cumulative: fp32, then each requested option added to the row above.
@@ -615,10 +616,13 @@ def bench_model(args):
     if args.compile:
         rows.append((rows[-1][0] + "+compile", rows[-1][1] | {"compile": True}))
     out = {"settings": vars(args), "params": params, "gmacs_per_clip": gmacs, "rows": {}}
+    view = f"3x{args.t_length}x{args.crop_size}x{args.crop_size}"
+    n = getattr(args, "num_segments", 1)
+    what = f"clip {view}" if n == 1 else f"video of {n} segments of {view}"
+    per = "per clip" if n == 1 else f"per video ({n} segments)"
     print(
-        f"\nmodel {args.arch}, {args.num_classes} classes, "
-        f"clip 3x{args.t_length}x{args.crop_size}x{args.crop_size}: "
-        f"{params / 1e6:.2f}M params, {gmacs:.2f} GMACs per clip (forward)"
+        f"\nmodel {args.arch}, {args.num_classes} classes, {what}: "
+        f"{params / 1e6:.2f}M params, {gmacs:.2f} GMACs {per} (forward)"
     )
     if args.iters < 1:
         return out

@@ -11,9 +11,12 @@ Batch size: fixed at 1, or any with --dynamic-batch (T, H, W stay the checkpoint
 
 ONNX goes through torch's exporter (torch.onnx.export(dynamo=True): torch.export, then onnxscript), .pt2
 through torch.export.export + torch.export.save (load: torch.export.load(OUT).module()). An arch either
-exporter cannot take is refused in one line (s3d and mvit need their 16x224x224 input).
+exporter cannot take is refused in one line (s3d and mvit need their 16x224x224 input). ONNX writes the
+weights to OUT.data beside OUT (ONNX's external data, named inside OUT): the two travel together.
+OUT's folder is made if missing; a missing onnx / onnxscript is one line naming what to install.
 """
 
+import importlib
 import json
 import logging
 import os
@@ -116,10 +119,39 @@ def sidecar(args, names, a):
     }
 
 
-def main(argv=None):
-    a = get_parser().parse_args(argv)
+def missing_packages(fmt):
+    """The packages --format `fmt` needs that do not import (torch's ONNX exporter: onnx, onnxscript)."""
+    missing = []
+    for name in ("onnx", "onnxscript") if fmt == "onnx" else ():
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+
+def check_out(a):
+    """OUT is a file name whose folder exists or can be made; its format's exporter is installed."""
     if os.path.isdir(a.out):
         fail(f"OUT {a.out}: is a folder; give a file name (model.{a.format})")
+    missing = missing_packages(a.format)
+    if missing:
+        fail(
+            f"--format {a.format} needs {' and '.join(missing)} (torch's ONNX exporter): "
+            f"pip install {' '.join(missing)}"
+        )
+    folder = os.path.dirname(os.path.abspath(a.out))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        fail(f"OUT {a.out}: cannot make its folder {folder} ({e.strerror or e})")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        fail(f"OUT {a.out}: no permission to write in {folder}")
+
+
+def main(argv=None):
+    a = get_parser().parse_args(argv)
+    check_out(a)
     try:
         model, args, names = predict.load_checkpoint(a.resume, "cpu", 1, 1, a.use_ema)
     except predict.PredictError as e:
@@ -132,9 +164,11 @@ def main(argv=None):
         fail(f"--arch {args.arch}: {e}")
     with open(a.out + ".json", "w", encoding="utf-8") as f:
         json.dump(sidecar(args, names, a), f, indent=1)
+    weights = f", {a.out}.data (its weights: keep it beside {os.path.basename(a.out)})"
     print(
         f"wrote {a.out} ({a.format}, input float32 ({'B' if a.dynamic_batch else 1}, 3, {x.shape[2]}, "
-        f"{args.crop_size}, {args.crop_size}), mean {args.mean} std {args.std}) and {a.out}.json"
+        f"{args.crop_size}, {args.crop_size}), mean {args.mean} std {args.std})"
+        f"{weights if os.path.isfile(a.out + '.data') else ''} and {a.out}.json"
     )
     return 0
 

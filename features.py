@@ -4,9 +4,11 @@
     python features.py clip.mp4 frames/v_Biking_g01_c01/ --arch resnet50_3d --pretrained kinetics400 --out f/
     torchrun --nproc_per_node=4 features.py train.txt --resume ckpt.pth --out feats/ --ddp
 
-For each video, windows of --window frames (--t_stride apart) start every --stride frames from frame 0, as
-long as a whole window fits; then, if frames remain after the last window, one more window at the next
-start whose frames past the end repeat the last frame (a video shorter than a window: that one window).
+For each video, windows of --window frames (--t_stride apart; default 16, or the clip a TSM checkpoint
+is built for; a window the model cannot take is refused before anything is written) start every
+--stride frames from frame 0, as long as a whole window fits; then, if frames remain after the last
+window, one more window at the next start whose frames past the end repeat the last frame (a video
+shorter than a window: that one window).
 Every frame lands in a window when --stride <= the window's span. A window's feature is the model's input
 to its classifier (`fc`, `head` or `classifier`), averaged over whatever axes remain besides batch and
 channels: ResNet3D / r3d / r2plus1d: the global average pool (before dropout and fc); s3d: its classifier's
@@ -90,7 +92,9 @@ def get_parser():
     )
     p.add_argument("--crop_size", type=train.positive, help="with --arch: crop side in px (224)")
     p.add_argument(
-        "--window", type=train.positive, default=16, help="frames per window (the clip length)"
+        "--window",
+        type=train.positive,
+        help="frames per window (default: 16, or the clip a TSM model is built for)",
     )
     p.add_argument("--stride", type=train.positive, default=16, help="frames between window starts")
     p.add_argument(
@@ -107,7 +111,11 @@ def get_parser():
         "-b", "--batch", type=train.positive, default=8, help="windows per forward (memory)"
     )
     p.add_argument(
-        "-j", "--workers", type=train.natural, default=4, help="loader processes decoding windows"
+        "-j",
+        "--workers",
+        type=train.natural,
+        default=train.default_workers(),
+        help="loader processes decoding windows (default: 4, at most the CPUs this process may use)",
     )
     p.add_argument(
         "--dtype", default="float32", choices=DTYPES, help="model and features precision"
@@ -144,6 +152,21 @@ def check(a):
         fail(f"--device {a.device} but no CUDA GPU is visible; use --device cpu")
     if os.path.exists(a.out) and not os.path.isdir(a.out):
         fail(f"--out {a.out}: exists and is not a folder")
+    why = unwritable(a.out)
+    if why:
+        fail(f"--out {a.out}: {why}; give a folder you can write")
+
+
+def unwritable(folder):
+    """Why `folder` cannot be made or written into, or None: its nearest existing ancestor decides."""
+    parent = os.path.abspath(folder)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"{parent} is a file, not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"no permission to write in {parent}"
+    return None
 
 
 # ---- the model -------------------------------------------------------------------------------------
@@ -178,13 +201,46 @@ def load_model(a):
     args.std = tuple(args.std or info.get("std") or data.STD)
     args.image_tmpl = a.image_tmpl or args.image_tmpl
     args.data_root, args.video_decoder = a.data_root, a.video_decoder
-    if a.window < getattr(model, "min_t", 1):
-        fail(f"--window {a.window} is too short for --arch {args.arch} (needs >= {model.min_t})")
+    why = window_error(model, a.window or 16, args)
+    # left out: THUMOS14's 16-frame snippets where the model takes them, else its own clip (TSM)
+    if a.window is None:
+        a.window = 16 if why is None else args.num_segments * (args.t_length or 1)
+        why = why and window_error(model, a.window, args)
+    if why:
+        fail(why)
     return (
         model.to(DTYPES[a.dtype]),
         args,
         names,
     )  # to the device once this process knows its GPU (setup)
+
+
+def window_error(model, window, args):
+    """Why `model` cannot take clips of `window` frames, or None: checked before anything is written."""
+    arch, frames = args.arch, getattr(model, "frames", None)
+    clip = f"--num_segments {args.num_segments} x --t_length {args.t_length}"
+    if frames is not None:  # TSM: the shift mixes frames of one clip, built for its length
+        if window != frames:
+            return (
+                f"--window {window}: --arch {arch} with --shift takes clips of exactly {frames} "
+                f"frames ({clip}); use --window {frames}"
+            )
+    elif isinstance(model, train.models.Consensus) and window % model.snippet:
+        return (
+            f"--window {window}: --arch {arch} in --mode {args.mode} takes a multiple of "
+            f"{model.snippet} frames (its --t_length snippets); e.g. --window {model.snippet}"
+        )
+    elif window < getattr(model, "min_t", 1):
+        return f"--window {window} is too short for --arch {arch} (needs >= {model.min_t})"
+    elif arch in train.models.TV_VIDEO:  # no rule stated: one clip through the model says it
+        x = torch.zeros(1, 3, window, args.crop_size, args.crop_size)
+        try:
+            with torch.no_grad():
+                model(x)
+        except (RuntimeError, ValueError, IndexError) as e:
+            why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            return f"--window {window}: --arch {arch} cannot take it ({why})"
+    return None
 
 
 def pool(x, batch):
@@ -440,8 +496,13 @@ def check_out(a, s, rank):
                 "use another --out"
             )
     elif rank == 0:
-        os.makedirs(a.out, exist_ok=True)
-        save_atomic(path, lambda f: f.write(json.dumps(s, indent=1).encode()))
+        try:  # what os.access cannot see (root on a read-only mount, a full disk): one line too
+            os.makedirs(a.out, exist_ok=True)
+            save_atomic(path, lambda f: f.write(json.dumps(s, indent=1).encode()))
+        except OSError as e:
+            fail(
+                f"--out {a.out}: cannot write {path} ({e.strerror or e}); give a folder you can write"
+            )
     for name in (
         os.listdir(a.out) if rank == 0 else []
     ):  # a killed run's temp files (no process writes yet)
@@ -500,8 +561,12 @@ def extract_all(a, args, ext, ds, ids, rt):
         worker_init_fn=train.worker_init_fn,
     )
     bad, windows, pending, t0 = [], 0, {}, time.time()
-    bar = tqdm(
-        total=len(todo), unit="video", disable=rt.rank != 0, dynamic_ncols=True, desc="features"
+    bar = tqdm(  # on a terminal only: in a log file its redraws are one long line of '\r's
+        total=len(todo),
+        unit="video",
+        disable=rt.rank != 0 or not sys.stderr.isatty(),
+        dynamic_ncols=True,
+        desc="features",
     )
     for item in loader:
         k = item["k"]

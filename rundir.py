@@ -34,6 +34,7 @@ RUN_FILES = (
     "model_best.pth",
     "log.jsonl",
 )  # a folder holding any of these holds a run
+MADE = []  # run folders this process created (remove_if_unused may take them back after a failure)
 STOP = {"signal": 0}  # set by the handler of STOP_SIGNALS; read at the end of each optimizer step
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 
@@ -56,7 +57,9 @@ def prepare_run_dir(args, rt, parser):
     if rt.rank != 0:
         return
     try:
-        os.makedirs(rt.run_dir, exist_ok=True)
+        if not os.path.isdir(rt.run_dir):
+            os.makedirs(rt.run_dir)
+            MADE.append(rt.run_dir)
         probe = os.path.join(rt.run_dir, f".write_test{os.getpid()}")
         with open(probe, "w") as f:
             f.write("ok")
@@ -73,6 +76,21 @@ def prepare_run_dir(args, rt, parser):
     with disk_errors(os.path.join(rt.run_dir, "args.txt")):
         with open(os.path.join(rt.run_dir, "args.txt"), "w") as f:
             f.write(args_file(parser, args))
+
+
+def remove_if_unused():
+    """After a run failed: each run folder this process created that holds nothing but its own args.txt
+    (it failed before its first checkpoint or evaluation) is removed, so a failed start leaves no folder
+    behind. A folder that existed before, or holds anything else, is left as it is."""
+    for folder in MADE:
+        try:
+            names = os.listdir(folder)
+            if set(names) <= {"args.txt"}:
+                for name in names:
+                    os.remove(os.path.join(folder, name))
+                os.rmdir(folder)  # fails (and keeps it) if another process wrote into it meanwhile
+        except OSError:
+            pass
 
 
 def args_file(parser, args):

@@ -1,6 +1,6 @@
 """Train and evaluate 3D ConvNets (I3D ResNet-3D), TSN / TSM and 2D networks for video action recognition.
 
-    python train.py demo                     # CPU, ~1 minute: recipes/demo.txt on synthetic motion videos
+    python train.py demo                     # CPU: recipes/demo.txt on synthetic motion videos
     python train.py ucf101 train.txt val.txt @recipes/ucf101_i3d.txt     # a recipe; later flags override it
     torchrun --nproc_per_node=8 train.py ucf101 train.txt val.txt @recipes/ucf101_i3d.txt --ddp -b 8
     python train.py ucf101 train.txt val.txt --evaluate --resume ckpt.pth --test_clips 10 --test_crops 3
@@ -74,8 +74,10 @@ NUM_CLASSES = {
     "sthv1": 174,
     "sthv2": 174,
 }
-# `python train.py demo`: recipes/demo.txt learns data.py's synthetic motion classes on a CPU in ~1 minute.
-DEMO_RECIPE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recipes", "demo.txt")
+# The project's folder: a relative @recipes/... not found in the working folder is found here.
+PROJECT = os.path.dirname(os.path.abspath(__file__))
+# `python train.py demo`: recipes/demo.txt learns data.py's synthetic motion classes on a CPU.
+DEMO_RECIPE = os.path.join(PROJECT, "recipes", "demo.txt")
 DEMO_DATA = dict(videos=128, frames=24, size=(64, 48))  # per split; small frames keep it CPU-fast
 SUBCOMMANDS = (
     "predict",
@@ -146,12 +148,40 @@ positive, natural = number(int, 1), number(int, 0)
 nonnegative, fraction, probability = number(float, 0), number(float, 0, 1), number(float, 0, top=1)
 
 
+def default_workers():
+    """4 loader workers, or fewer on a machine with fewer CPUs (more would only contend, and torch's
+    DataLoader warns): the CPUs this process may run on (a Slurm job's or taskset's share)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cpus = os.cpu_count() or 1
+    return min(4, cpus)
+
+
+def project_file(arg):
+    """@recipes/x.txt from any folder: a relative @FILE missing from the working folder is the project's
+    own, if it has one (a file of that name in the working folder comes first)."""
+    if isinstance(arg, str) and arg.startswith("@") and not os.path.isabs(arg[1:]):
+        if not os.path.exists(arg[1:]) and os.path.isfile(os.path.join(PROJECT, arg[1:])):
+            return "@" + os.path.join(PROJECT, arg[1:])
+    return arg
+
+
+def no_weights(value):
+    """--pretrained none (or ''): no pretrained weights, e.g. after a recipe's --pretrained."""
+    return None if value.strip().lower() in ("", "none") else value
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors, and recipes: an argument @FILE reads more arguments from FILE (e.g.
     recipes/ucf101_i3d.txt, a run folder's args.txt), any number per line, shell quoting, '#' comments."""
 
     def __init__(self, **kwargs):
         super().__init__(fromfile_prefix_chars="@", **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args([project_file(a) for a in args], namespace)
 
     def error(self, message):  # one line, exit 2 (argparse would print the whole usage first)
         self.exit(2, f"{self.prog}: error: {message} (see -h)\n")
@@ -163,7 +193,14 @@ class Parser(argparse.ArgumentParser):
 
 
 def get_args_parser():
-    p = Parser(prog="train.py", description="Train / evaluate 3D, TSN/TSM and 2D video networks.")
+    p = Parser(
+        prog="train.py",
+        description="Train / evaluate 3D, TSN/TSM and 2D video networks.",
+        epilog="Other commands (each with its own -h): `train.py demo` trains on synthetic videos; "
+        "`train.py predict --resume CKPT VIDEO...` labels videos; `train.py features LIST --resume "
+        "CKPT --out DIR` saves per-window features; `train.py export --resume CKPT OUT` writes ONNX "
+        "or .pt2.",
+    )
     p.add_argument(
         "dataset", help=f"{', '.join(NUM_CLASSES)} (sets the classes), demo, or any name"
     )
@@ -206,7 +243,11 @@ def add_model_args(p):
     )
     p.add_argument("--crop_size", default=224, type=positive, help="square crop in px")
     p.add_argument(
-        "--pretrained", nargs="?", const="imagenet", help="imagenet (bare), kinetics400, PATH..."
+        "--pretrained",
+        nargs="?",
+        const="imagenet",
+        type=no_weights,
+        help="imagenet (bare), kinetics400, PATH...; none: from scratch (after a recipe's)",
     )
     p.add_argument("--pretrained_model", help="PATH to pretrained weights (overrides --pretrained)")
     p.add_argument(
@@ -394,7 +435,12 @@ def add_run_args(p):
         "--tensorboard", action="store_true", help="also TensorBoard files in RUN/tensorboard"
     )
     p.add_argument(
-        "-j", "--workers", default=4, type=natural, help="loader worker processes per process"
+        "-j",
+        "--workers",
+        default=default_workers(),
+        type=natural,
+        help=f"loader worker processes per process (default: 4, at most the CPUs this process may "
+        f"use: {default_workers()} here)",
     )
     p.add_argument(
         "--resume", default="", help="checkpoint PATH, or auto (the run folder's, if any)"
@@ -1376,5 +1422,9 @@ if __name__ == "__main__":
         os.execv(sys.executable, [sys.executable, script, *sys.argv[2:]])
     try:
         main(parse_args())
-    except data.BadVideo as e:  # e.g. a training video whose replacements were all unreadable too
-        fail(str(e))
+    except BaseException as e:
+        # a one-line error, a traceback, Ctrl-C: no run folder left holding only args.txt
+        rundir.remove_if_unused()
+        if isinstance(e, data.BadVideo):  # e.g. a training video whose replacements all failed too
+            fail(str(e))
+        raise

@@ -504,3 +504,23 @@ def test_bench_model_compare_rows_are_the_published_sizes(tmp_path, capsys):
         assert rows[name]["params"] / 1e6 == pytest.approx(params, abs=0.01), name
         assert rows[name]["gmacs_per_video"] == pytest.approx(gmacs, rel=0.01), name
         assert f"{name:20s} {params:7.2f}M {rows[name]['gmacs_per_video']:12.2f}" in out
+
+
+def test_bench_model_says_per_video_for_a_segment_model(tmp_path, capsys):
+    """TSN's GMACs are of all its segments: the header says per video, not per clip."""
+    argv = [
+        "model",
+        "--arch",
+        "resnet18",
+        "--mode",
+        "TSN",
+        "--num_segments",
+        "8",
+        "--t_length",
+        "1",
+    ]
+    res, out = bench_main([*argv, "--iters", "0", "--device", "cpu"], tmp_path, capsys)
+    one = bench.count("resnet18", 400, 1, 224, mode="TSN", num_segments=1, shift=0)[1]
+    assert res["gmacs_per_clip"] == pytest.approx(8 * one, rel=0.01)
+    assert "video of 8 segments of 3x1x224x224" in out and "GMACs per video (8 segments)" in out
+    assert "per clip" not in out, out

@@ -397,3 +397,79 @@ def test_export_refuses_an_arch_it_cannot_trace_in_one_line(tmp_path, capsys):
         export.main(["--resume", ckpt, "--format", "pt2", str(tmp_path / "s3d.pt2")])
     one_line_error(capsys, "--arch s3d", "--format pt2", exc=e)
     assert not os.path.exists(tmp_path / "s3d.pt2")
+
+
+def test_a_window_the_model_cannot_take_is_refused_before_anything_is_written(
+    inputs, tmp_path, capsys
+):
+    """TSM is built for its own clip length and TSN-3D for multiples of its snippet: a wrong --window is
+    one line with nothing written, so the corrected command is not refused for "other settings"; left
+    out, the window is the checkpoint's (TSM) or THUMOS14's 16 frames (where the model takes them)."""
+    tsm = tiny_checkpoint(
+        tmp_path / "tsm.pth", arch="resnet18", mode="TSN", num_segments=3, shift=8, t_length=1
+    )
+    tsn3d = tiny_checkpoint(tmp_path / "tsn3d.pth", mode="TSN", num_segments=2, t_length=4)
+    run = ["-j", "0", "--device", "cpu", "-b", "4"]
+    for ckpt, window, needles in (
+        (tsm, "16", ("--window 16", "exactly 3 frames", "--window 3")),
+        (tsn3d, "6", ("--window 6", "multiple of 4")),
+        (inputs["ckpt"], "1", ("--window 1", "too short")),
+    ):
+        with pytest.raises(SystemExit) as e:
+            features.main([inputs["list"], "--resume", ckpt, "--out", str(tmp_path / "o"), *run,
+                           "--window", window])  # fmt: skip
+        one_line_error(capsys, *needles, exc=e)
+        assert not os.path.exists(tmp_path / "o")
+    for ckpt, window in ((tsm, 3), (tsn3d, 16)):
+        out = tmp_path / f"o{window}"
+        assert features.main([inputs["list"], "--resume", ckpt, "--out", str(out), *run]) == 0
+        assert json.loads((out / "settings.json").read_text())["window"] == window
+        starts = features.window_frames(13, window, 16, 1)[:, 0]
+        assert np.load(out / "video_0001.starts.npy").tolist() == starts.tolist()
+
+
+def test_an_out_folder_that_cannot_be_written_is_one_line(inputs, tmp_path, capsys):
+    (tmp_path / "a_file").write_text("mine")
+    bad = [(tmp_path / "a_file" / "feats", "is a file")]  # refused for root too
+    if os.geteuid() != 0:  # root writes anywhere: a read-only folder stops only other users
+        (tmp_path / "ro").mkdir(mode=0o500)
+        bad.append((tmp_path / "ro" / "feats", "no permission"))
+    for out, needle in bad:
+        with pytest.raises(SystemExit) as e:
+            features.main([inputs["list"], "--resume", inputs["ckpt"], "--out", str(out), "-j", "0",
+                           "--device", "cpu"])  # fmt: skip
+        one_line_error(capsys, f"--out {out}", needle, exc=e)
+    assert (tmp_path / "a_file").read_text() == "mine"
+
+
+def test_the_progress_bar_stays_out_of_a_log_file(inputs, tmp_path, capsys):
+    """stderr is no terminal here (as in `... 2> log`): no bar, so no '\\r' redraws in the log."""
+    out = str(tmp_path / "o")
+    argv = [inputs["list"], "--resume", inputs["ckpt"], "--out", out, "-j", "0", "--device", "cpu"]
+    assert features.main([*argv, "--window", "4"]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err and "features" not in err, repr(err)
+
+
+def test_export_makes_a_missing_folder_and_names_a_missing_exporter_package(tmp_path, capsys):
+    ckpt = tiny_checkpoint(tmp_path / "ck.pth", new_size=32, crop_size=32)
+    out = tmp_path / "exported" / "today" / "model.pt2"  # folders that do not exist yet
+    assert export.main(["--resume", ckpt, "--format", "pt2", str(out)]) == 0
+    assert out.is_file() and (tmp_path / "exported" / "today" / "model.pt2.json").is_file()
+    (tmp_path / "a_file").write_text("mine")
+    with pytest.raises(SystemExit) as e:
+        export.main(["--resume", ckpt, "--format", "pt2", str(tmp_path / "a_file" / "m.pt2")])
+    err = one_line_error(capsys, "cannot make its folder", exc=e)
+    assert "cannot export this model" not in err
+    # right after `pip install -r requirements.txt`: no onnxscript (made unimportable here)
+    code = (
+        "import runpy, sys; sys.modules['onnxscript'] = None; "
+        f"sys.argv = ['export.py', '--resume', {ckpt!r}, '--format', 'onnx', {str(tmp_path / 'm.onnx')!r}]; "
+        "runpy.run_path('export.py', run_name='__main__')"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, cwd=REPO, timeout=120
+    )
+    assert r.returncode == 2
+    err = one_line_error(r.stderr, "--format onnx", "pip install onnxscript")
+    assert "cannot export this model" not in err and not (tmp_path / "m.onnx").exists()

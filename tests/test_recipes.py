@@ -571,3 +571,21 @@ def test_features_and_export_take_use_ema(tmp_path, capsys):
             ["/no/v.txt", "--arch", "resnet10_3d", "--use-ema", "--out", str(tmp_path / "f")]
         )
     one_line_error(capsys, "--use-ema", exc=e)
+
+
+def test_a_recipe_is_found_from_any_folder_and_its_pretrained_can_be_turned_off(
+    tmp_path, monkeypatch
+):
+    """`@recipes/x.txt` from another working folder reads the project's recipe (a file of that name in
+    the working folder comes first); `--pretrained none` after a recipe trains from scratch."""
+    monkeypatch.chdir(tmp_path)
+    parse = train.get_args_parser().parse_args
+    args = parse(["ucf101", "a.txt", "b.txt", "@recipes/ucf101_i3d.txt"])
+    assert (args.arch, args.epochs, args.pretrained) == ("resnet50_3d", 95, "imagenet")
+    for off in ("none", "None", ""):
+        args = parse(["ucf101", "a.txt", "b.txt", "@recipes/ucf101_i3d.txt", "--pretrained", off])
+        assert args.pretrained is None and args.epochs == 95
+        assert "--pretrained" not in rundir.args_file(train.get_args_parser(), args)
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "ucf101_i3d.txt").write_text("--epochs 3\n")
+    assert parse(["ucf101", "a.txt", "b.txt", "@recipes/ucf101_i3d.txt"]).epochs == 3

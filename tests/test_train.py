@@ -1081,3 +1081,48 @@ def test_nan_loss_stops_naming_epoch_and_iteration(tiny_data, tmp_path, capsys):
         )
     assert e.value.code == 1
     assert re.search(r"loss is (nan|inf) at epoch \d+ iteration \d+", capsys.readouterr().err)
+
+
+def test_the_default_workers_fit_the_cpus_this_process_may_use(monkeypatch):
+    """Default -j: 4, or fewer where fewer CPUs are ours; torch's DataLoader then has nothing to warn."""
+    import warnings
+
+    import features
+
+    for cpus, want in ((1, 1), (2, 2), (16, 4)):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)))
+        args = train.get_args_parser().parse_args(["ucf101", "a.txt", "b.txt"])
+        feats = features.get_parser().parse_args(["x", "--out", "o", "--resume", "c"])
+        assert args.workers == feats.workers == want
+        loader = torch.utils.data.DataLoader(range(4), num_workers=args.workers)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            loader.check_worker_number_rationality()
+    assert "at most the CPUs" in " ".join(train.get_args_parser().format_help().split())
+
+
+def test_a_failed_start_leaves_no_run_folder_but_keeps_a_users(lists, tmp_path):
+    """A run that fails before its first checkpoint removes the folder it made (holding only args.txt);
+    a folder that was there before keeps everything in it."""
+    bad_val = tmp_path / "val.txt"
+    bad_val.write_text("no_such_folder 10 0\n")
+    argv = ["ucf101", lists[0], str(bad_val), *TINY, "--epochs", "1", "--num_classes", "4"]
+    out = tmp_path / "out"
+    r = run_cli([*argv, "--output_root", str(out)], timeout=120)
+    assert r.returncode == 2 and "no_such_folder" in r.stderr, r.stderr
+    assert out.is_dir() and list(out.iterdir()) == [], list(out.iterdir())
+    mine = tmp_path / "mine" / "run"
+    mine.mkdir(parents=True)
+    (mine / "notes.txt").write_text("mine")
+    r = run_cli([*argv, "--output_root", str(tmp_path / "mine"), "--run_name", "run"], timeout=120)
+    assert r.returncode == 2 and (mine / "notes.txt").read_text() == "mine"
+    empty = tmp_path / "empty" / "run"  # made by the user, empty: theirs, kept
+    empty.mkdir(parents=True)
+    r = run_cli([*argv, "--output_root", str(tmp_path / "empty"), "--run_name", "run"], timeout=120)
+    assert r.returncode == 2 and empty.is_dir()
+
+
+def test_help_names_every_other_command():
+    text = " ".join(train.get_args_parser().format_help().split())
+    for command in ("demo", *train.SUBCOMMANDS):
+        assert f"`train.py {command}" in text, command

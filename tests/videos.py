@@ -145,8 +145,8 @@ def h264_avi(path):
     return _encode(path, "libx264", range(FRAMES), {"bf": "2", "g": "12", "crf": "18"})
 
 
-def mpeg4_avi(path):
-    return _encode(path, "mpeg4", range(FRAMES), {"bf": "2", "g": "12", "qscale": "3"})
+def mpeg4_avi(path, frames=FRAMES):
+    return _encode(path, "mpeg4", range(frames), {"bf": "2", "g": "12", "qscale": "3"})
 
 
 def wrong_count_avi(path):
