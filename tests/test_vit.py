@@ -10,6 +10,7 @@ of vit_zoo's tables. Every comparison is float64 with random weights, every q_bi
 """
 
 import functools
+import math
 import sys
 
 import pytest
@@ -287,3 +288,38 @@ def test_layer_ids_grad_ckpt_and_drop_path():
         m.train()(x).square().sum().backward()
         grads.append([p.grad.clone() for p in m.parameters()])
     assert all(torch.equal(a, b) for a, b in zip(*grads))
+
+
+def test_features_are_the_pooled_normed_tokens():
+    """features.py's default (the head's input) is what the localization models read from VideoMAEv2:
+    fc_norm of the mean token."""
+    import features
+
+    m = ours()
+    x = clip()
+    f, y = features.Extractor(m)(x)
+    with torch.no_grad():
+        assert torch.equal(f, m.fc_norm(m.tokens(x).mean(1))) and torch.equal(y, m(x))
+    with pytest.raises(ValueError, match="not for --arch vit_s16"):
+        features.Extractor(m, layer="blocks.0")
+
+
+def test_the_vit_recipe_trains_a_step_and_evaluates_on_cpu(tmp_path):
+    """recipes/kinetics_videomae_b.txt as written (AdamW, layer decay, drop path, mixing, RandAugment,
+    erasing, 2 reps), at ViT-S on one 4-frame video of 32 px: one optimizer step, then one validation."""
+    import prepare
+    from conftest import logs, run_dir, run_main
+
+    prepare.make_synth(tmp_path, classes=1, videos=1, frames=16, size=(64, 48))
+    common = [
+        "ucf101",
+        str(tmp_path / "train.txt"),
+        str(tmp_path / "val.txt"),
+        f"@{REPO / 'recipes' / 'kinetics_videomae_b.txt'}",
+        *("--arch", "vit_s16", "--t_length", "4", "--new_size", "36", "--crop_size", "32"),
+        *("-b", "1", "--epochs", "1", "-j", "0", "--device", "cpu", "--grad-ckpt"),
+        *("--output_root", str(tmp_path / "o")),
+    ]
+    top1 = run_main(common)
+    log = logs(run_dir(tmp_path / "o", common))[-1]
+    assert math.isfinite(log["train_loss"]) and log["val_top1"] == top1 and log["mixed"]
