@@ -323,3 +323,41 @@ def test_the_vit_recipe_trains_a_step_and_evaluates_on_cpu(tmp_path):
     top1 = run_main(common)
     log = logs(run_dir(tmp_path / "o", common))[-1]
     assert math.isfinite(log["train_loss"]) and log["val_top1"] == top1 and log["mixed"]
+
+
+def test_videomae_test_clip_placements():
+    """VideoMAE's Kinetics test (datasets.py VideoClsDataset: 5 clips over the frames 0, 4, 8, ...) and
+    its SSv2 test (SSVideoClsDataset: segment-based, 2 views), worked by hand."""
+    import data
+
+    clips = data.sample_indices(300, 16, 4, "test", 5, start_index=0, placement="videomae")
+    # 75 strided frames, step (75 - 16) / 4 = 14.75: starts int(0, 14.75, 29.5, 44.25, 59)
+    assert (
+        clips[:, 0].tolist() == [0, 56, 116, 176, 236] and (clips[:, 1:] - clips[:, :-1] == 4).all()
+    )
+    short = data.sample_indices(20, 16, 4, "test", 2, start_index=1, placement="videomae")
+    assert short[0].tolist() == [1, 5, 9, 13, 17] + [17] * 11 and (short[1] == short[0]).all()
+    val = data.sample_indices(300, 16, 4, "val", start_index=0, placement="videomae")
+    # their validation clip: end (64 + 300) // 2 = 182, linspace(118, 182, 16) clamped to 181
+    assert val[0].tolist() == [
+        118,
+        122,
+        126,
+        130,
+        135,
+        139,
+        143,
+        147,
+        152,
+        156,
+        160,
+        164,
+        169,
+        173,
+        177,
+        181,
+    ]
+    ssv2 = data.sample_indices(100, 16, 2, "test", 2, start_index=0, placement="videomae-ssv2")
+    # tick 6.25: view 0 int(6.25 x), view 1 int(3.125 + 6.25 x)
+    assert ssv2[0, :4].tolist() == [0, 6, 12, 18] and ssv2[1, :4].tolist() == [3, 9, 15, 21]
+    assert ssv2[0, -1] == 93 and ssv2[1, -1] == 96
