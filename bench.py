@@ -1101,6 +1101,34 @@ def bench_features(args):
     return res
 
 
+def vit_gpu_rows(args):
+    """bench.py gpu's ViT rows: a bf16 training step of ViT-S/16 and ViT-B/16 on 16x224 clips (-b clips),
+    without and with --grad-ckpt: clips/s and peak memory (max_memory_allocated, reset per row)."""
+    rows = []
+    for arch in ("vit_s16", "vit_b16"):
+        clip = [
+            "--arch",
+            arch,
+            "-b",
+            str(args.batch_size),
+            "--t_length",
+            "16",
+            "--crop_size",
+            "224",
+        ]
+        argv = ["model", *clip, "--device", "cuda", "--iters", str(args.iters), "--amp", "bf16"]
+        res = bench_model(get_args_parser().parse_args([*argv, "--grad-ckpt"]))
+        for name in ("bf16", "bf16+grad-ckpt"):
+            r = res["rows"][name]
+            rows.append(
+                (
+                    f"{arch} 16x224 step, {name}",
+                    f"{r['clips_s']:.1f} clips/s, peak {r['peak_gib']:.2f} GiB",
+                )
+            )
+    return rows
+
+
 def bench_gpu(args):
     """The CUDA-only tests (pytest -k cuda), then model rows (fp32, bf16, fp16, channels-last, compile),
     real loader vs in-memory batches, and --decode_device cuda: one markdown table for docs/performance.md."""
@@ -1144,6 +1172,7 @@ def bench_gpu(args):
                 f"{last['clips_s']:.1f} clips/s, peak {last['peak_gib']:.2f} GiB",
             )
         )
+    rows += vit_gpu_rows(args)
     for name, flags in (
         ("JPEGs decoded by the loader", []),
         ("--decode_device cuda (nvJPEG)", ["--decode_device", "cuda"]),
