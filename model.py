@@ -31,6 +31,8 @@ import torch
 import torch.nn as nn
 import torchvision
 
+import vit
+
 
 def init_conv_bn(*modules):
     """torchvision's ResNet init for the given convs and BatchNorms (not their children): each
@@ -171,10 +173,12 @@ RESNET_2D = {
     "resnet101": (torchvision.models.resnet.Bottleneck, (3, 4, 23, 3)),
 }
 ARCHS_2D = tuple(RESNET_2D) + ("mobilenet_v2",)
-ARCHS = tuple(ARCH_SPECS) + TV_VIDEO + ARCHS_2D
+# The VideoMAE / VideoMAEv2 video ViTs (vit.py; 3D clips only, vit.build).
+VITS = tuple(vit.VIT_SPECS)
+ARCHS = tuple(ARCH_SPECS) + TV_VIDEO + ARCHS_2D + VITS
 # Archs with stochastic depth (--drop-path): torchvision's `stochastic_depth_prob`, whose default each
-# builder keeps when --drop-path is not given (mvit 0.2, swin3d_t 0.1, swin3d_s/b 0.3).
-DROP_PATH = ("mvit_v1_b", "mvit_v2_s", "swin3d_t", "swin3d_s", "swin3d_b")
+# builder keeps when --drop-path is not given (mvit 0.2, swin3d_t 0.1, swin3d_s/b 0.3; the ViTs 0).
+DROP_PATH = ("mvit_v1_b", "mvit_v2_s", "swin3d_t", "swin3d_s", "swin3d_b") + VITS
 # --layer-decay's layers: the parameter names that open a block, per arch (module registration order is
 # the forward order in all of them). BEiT (Bao et al. 2022, Sec. 2.6) and VideoMAE number the patch
 # embedding 0, the blocks 1..L and the head L + 1; the ResNets' blocks here are their four stages.
@@ -187,8 +191,11 @@ LAYERS = {
     "swin3d_t": _SWIN,
     "swin3d_s": _SWIN,
     "swin3d_b": _SWIN,
+    **{
+        a: _MVIT for a in VITS
+    },  # patch_embed and pos_embed 0, blocks.i i + 1, fc_norm and head L + 1
 }
-HEAD_NORM = ("norm.",)  # the transformers' final norm sits with the head (layer L + 1)
+HEAD_NORM = ("norm.", "fc_norm.")  # the transformers' final norm sits with the head (layer L + 1)
 
 
 def min_frames(spec):
@@ -498,6 +505,8 @@ def mode_error(arch, mode):
     """Why `arch` cannot run in --mode `mode`, in one line; None if it can (train.check_args asks first)."""
     if mode == "3D" and arch in ARCHS_2D:
         return f"--arch {arch} is a 2D network: use --mode TSN or --mode 2D"
+    if mode != "3D" and arch in VITS:
+        return f"--arch {arch} is a video ViT over 3D clips: use --mode 3D, not --mode {mode}"
     if mode != "3D" and arch in TV_VIDEO:
         return f"--mode {mode} takes a 2D arch ({', '.join(ARCHS_2D)}) or a resnet*_3d one, not --arch {arch}"
     if mode == "2D" and arch not in ARCHS_2D:
@@ -506,13 +515,24 @@ def mode_error(arch, mode):
 
 
 def build_model(
-    arch, num_classes, dropout=0.0, mode=None, t_length=1, num_segments=1, shift=0, drop_path=None
+    arch,
+    num_classes,
+    dropout=0.0,
+    mode=None,
+    t_length=1,
+    num_segments=1,
+    shift=0,
+    drop_path=None,
+    crop_size=224,
+    grad_ckpt=False,
 ):
     """An arch from ARCHS with a `num_classes` head, randomly initialised (zoo.build_model adds weights:
     it sets `pretrained_info`, None here, to the normalisation they expect). mode "TSN" / "2D": the
     arch segment by segment (Consensus), snippets of t_length frames; shift > 0: TSM with 1/shift of
     the channels shifted each way over the num_segments * t_length frames of a clip. mode None: 2D for a
-    2D arch, else 3D. drop_path: DROP_PATH's stochastic depth (None: the builder's default)."""
+    2D arch, else 3D. drop_path: DROP_PATH's stochastic depth (None: the builder's default). The ViTs
+    are built for t_length x crop_size clips (their position table); grad_ckpt: recompute their blocks
+    in the backward (activation checkpointing)."""
     if drop_path is not None and arch not in DROP_PATH:
         raise ValueError(
             f"--drop-path: {arch} has no stochastic depth (these have: {', '.join(DROP_PATH)})"
@@ -529,6 +549,10 @@ def build_model(
         model = SegmentMobileNetV2(num_classes=num_classes, dropout=dropout)
     elif arch in ARCH_SPECS:
         model = ResNet3D(arch, num_classes, dropout)
+    elif arch in VITS:
+        model = vit.build(
+            arch, num_classes, t_length, crop_size, dropout, drop_path, grad_ckpt=grad_ckpt
+        )
     elif arch in TV_VIDEO:
         if arch.startswith(("s3d", "mvit")):  # their `dropout` argument is the head dropout
             model = torchvision.models.get_model(arch, num_classes=num_classes, dropout=dropout)

@@ -61,6 +61,7 @@ import model as models
 import prepare  # the start-up folder check and the demo's synthetic data
 import report
 import rundir
+import vit  # the VideoMAE ViTs' clip geometry
 import zoo  # --pretrained: the model zoos' weights
 from errors import fail, warn
 
@@ -109,6 +110,7 @@ PROCESS_FLAGS = {
     "sync_bn",
     "channels_last",
     "compile",
+    "grad_ckpt",
     "test_clips",
     "test_crops",
     "save_scores",
@@ -485,6 +487,9 @@ def add_run_args(p):
     )
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument(
+        "--grad-ckpt", dest="grad_ckpt", action="store_true", help="ViTs: recompute blocks (memory)"
+    )
+    p.add_argument(
         "--seed", default=0, type=natural, help="seed for init, sampling and augmentation"
     )
 
@@ -581,6 +586,8 @@ def check_mode(args):
         )
     if models.mode_error(args.arch, args.mode):
         fail(models.mode_error(args.arch, args.mode))
+    if args.arch in models.VITS and vit.geometry_error(args.arch, args.t_length, args.crop_size):
+        fail(vit.geometry_error(args.arch, args.t_length, args.crop_size))
     if (
         args.shift == 1 or args.shift > 64
     ):  # 2/shift of the channels move; 64: the fewest a block has
@@ -609,6 +616,8 @@ def check_recipe_args(args):
             f"--drop-path {args.drop_path}: --arch {args.arch} has no stochastic depth "
             f"(these have: {', '.join(models.DROP_PATH)})"
         )
+    if args.grad_ckpt and args.arch not in models.VITS:
+        fail(f"--grad-ckpt: checkpoints the blocks of the ViTs ({', '.join(models.VITS)}) only")
     if args.use_ema and not args.model_ema and not args.evaluate:
         fail("--use-ema needs --model-ema (there is no EMA to use)")
     if args.decode_device == "cuda" and (
@@ -963,6 +972,8 @@ def make_model(args):
         num_segments=args.num_segments,
         shift=args.shift,
         drop_path=args.drop_path,
+        crop_size=args.crop_size,
+        grad_ckpt=args.grad_ckpt,
     )
     if args.t_length < getattr(model, "min_t", 1):
         raise ValueError(
@@ -1071,8 +1082,9 @@ def set_train_mode(net, args):
 
 
 # Decayed by --norm-weight-decay, with the 1-D parameters: absolute position embeddings and class tokens
-# (mvit's pos_encoding.*), Swin's relative position bias tables (Video Swin / mmaction2: decay_mult 0).
-EMBEDDINGS = ("pos_encoding.", "relative_position_bias_table")
+# (mvit's pos_encoding.*), Swin's relative position bias tables (Video Swin / mmaction2: decay_mult 0), a
+# ViT's learned position table (VideoMAE's no_weight_decay: pos_embed).
+EMBEDDINGS = ("pos_encoding.", "relative_position_bias_table", "pos_embed")
 
 
 def param_groups(model, args):

@@ -29,6 +29,7 @@ import torchvision
 
 import checkpoint
 import model as models
+import vit_zoo
 from model import ARCH_SPECS, HEAD, copy_weights, strip_prefixes
 
 
@@ -360,7 +361,7 @@ def build_model(
     .pyth / Caffe2 .pkl, mmaction2). `pretrained_info`: None without weights, else {format, mean, std}."""
     if inflate not in ("mean", "center"):
         raise ValueError(f"inflate must be 'mean' or 'center', got {inflate!r}")
-    if arch in models.TV_VIDEO and pretrained in ("imagenet", "imagenet_v2"):
+    if arch in models.TV_VIDEO + models.VITS and pretrained in ("imagenet", "imagenet_v2"):
         raise ValueError(
             f"--pretrained {pretrained} is for the resnet*_3d archs; "
             f"{arch} takes none or a 3D checkpoint file"
@@ -379,6 +380,8 @@ def load_pretrained(model, src, inflate="mean"):
     checkpoint. Strict: every tensor but the classifier must fit. Prints one summary line, sets
     model.pretrained_info = {"format", "mean", "std"} (the normalisation the weights expect)."""
     arch = getattr(model, "arch", "the model")
+    if arch in models.VITS:  # the VideoMAE layouts (vit_zoo.py)
+        return vit_zoo.load(model, src, {z.signature: z.name for z in ZOOS})
     if src in ("imagenet", "imagenet_v2"):
         state, name = imagenet_state_dict(arch, src)
         zoo = TORCHVISION

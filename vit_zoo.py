@@ -1,0 +1,311 @@
+"""Pretrained weights for vit.py's VideoMAE / VideoMAEv2 ViTs, from every layout they are published in.
+
+    vit_zoo.load(model, "vit_b_k400_ft.pth")  # or a pretraining .pth, a transformers folder, mmaction2
+
+Layouts (recognised by a key only they have, renamed by a small table of rules, each citing its files):
+- videomae: the official fine-tuned checkpoints, MCG-NJU/VideoMAE and OpenGVLab/VideoMAEv2
+  models/modeling_finetune.py; vit.py uses their names, so this is a copy. Saved under "model", "module"
+  (DeepSpeed, run_class_finetuning.py --model_key model|module), "state_dict", or bare.
+- videomae-pretrain: the official pretraining checkpoints (models/modeling_pretrain.py
+  PretrainVisionTransformer): encoder.* kept; the decoder, encoder_to_decoder and mask_token dropped; the
+  encoder's final norm dropped (the fine-tuning model pools and normalises with fc_norm instead: what
+  run_class_finetuning.py's load leaves as unexpected); fc_norm and head are new.
+- transformers: a folder of transformers' VideoMAEForVideoClassification / VideoMAEModel /
+  VideoMAEForPreTraining (config.json + model.safetensors or pytorch_model.bin;
+  transformers/models/videomae/modeling_videomae.py). Read with safetensors / torch.load, never by
+  importing transformers. query / key / value are joined into qkv; the q and v biases (q_bias / v_bias
+  in transformers 4 and the hub files, query.bias / value.bias in transformers 5) are kept.
+- mmaction2: mmaction/models/backbones/vit_mae.py VisionTransformer under Recognizer3D's backbone.*
+  (mmcv PatchEmbed `projection`, FFN `layers.0.0` / `layers.1`, pos_embed a buffer) and
+  cls_head.fc_cls (heads/timesformer_head.py).
+
+Every load prints one line: loaded, new, dropped and rebuilt / interpolated tensors. Everything else is
+strict: a tensor missing or of another shape, or one the file has that nothing takes, refuses the file
+in one line that names its layout and the network it holds.
+
+Position tables: the official models add a fixed sinusoid table that no checkpoint stores (mmaction2
+stores it as a buffer: recognised by its values and dropped); vit.py builds it for the model's own token
+grid, which is what the official code constructed at another clip length or crop size computes. A
+learned table (use_learnable_pos_emb) is interpolated to the model's grid as VideoMAEv2's
+run_class_finetuning.py does: bicubic over H, W per time step (align_corners=False), then linear over T.
+"""
+
+import json
+import os
+import re
+
+import torch
+import torch.nn.functional as F
+
+import checkpoint
+import vit
+from model import strip_prefixes
+
+# run_class_finetuning.py --imagenet_default_mean_and_std (default True): timm's ImageNet mean / std.
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+DROP = None  # a rule's target: the tensor is dropped (reported)
+
+
+def _same(m):
+    return m[1]
+
+
+# (regex over a whole source name, our name from the match, or DROP); the first rule that matches wins.
+VIDEOMAE_RULES = ((r"(.+)", _same),)  # modeling_finetune.py's names are vit.py's
+PRETRAIN_RULES = (
+    # modeling_pretrain.py: PretrainVisionTransformer.encoder (PretrainVisionTransformerEncoder: its
+    # patch_embed, blocks and final `norm`), .decoder, .encoder_to_decoder, .mask_token.
+    (r"encoder\.norm\.\w+", DROP),
+    (r"encoder\.(.+)", _same),
+    (r"decoder\..+|encoder_to_decoder\..+|mask_token", DROP),
+)
+_HF = r"encoder\.layer\.(\d+)\."  # VideoMAEEncoder.layer[i] (VideoMAELayer)
+TRANSFORMERS_RULES = (
+    # modeling_videomae.py: VideoMAEEmbeddings.patch_embeddings.projection; VideoMAELayer attention.
+    # attention.{query,key,value} (VideoMAESelfAttention), attention.output.dense, intermediate.dense,
+    # output.dense, layernorm_before / _after; VideoMAEForVideoClassification fc_norm / classifier.
+    (r"embeddings\.patch_embeddings\.projection\.(\w+)", r"patch_embed.proj.\1"),
+    (_HF + r"attention\.attention\.(query|key|value)\.weight", r"blocks.\1.attn.\2.weight"),
+    (_HF + r"attention\.attention\.(?:q_bias|query\.bias)", r"blocks.\1.attn.q_bias"),
+    (_HF + r"attention\.attention\.(?:v_bias|value\.bias)", r"blocks.\1.attn.v_bias"),
+    (_HF + r"attention\.output\.dense\.(\w+)", r"blocks.\1.attn.proj.\2"),
+    (_HF + r"intermediate\.dense\.(\w+)", r"blocks.\1.mlp.fc1.\2"),
+    (_HF + r"output\.dense\.(\w+)", r"blocks.\1.mlp.fc2.\2"),
+    (_HF + r"layernorm_before\.(\w+)", r"blocks.\1.norm1.\2"),
+    (_HF + r"layernorm_after\.(\w+)", r"blocks.\1.norm2.\2"),
+    (r"fc_norm\.(\w+)", r"fc_norm.\1"),
+    (r"classifier\.(\w+)", r"head.\1"),
+    # VideoMAEForPreTraining: the encoder's last norm (VideoMAEModel.layernorm) and the decoder.
+    (r"layernorm\.\w+|decoder\..+|encoder_to_decoder\..+|mask_token", DROP),
+)
+MMACTION2_RULES = (
+    # mmaction/models/backbones/vit_mae.py (VisionTransformer, Block, Attention; mmcv's PatchEmbed and
+    # FFN), Recognizer3D's backbone. / cls_head. prefixes, TimeSformerHead.fc_cls.
+    (r"backbone\.patch_embed\.projection\.(\w+)", r"patch_embed.proj.\1"),
+    (r"backbone\.blocks\.(\d+)\.mlp\.layers\.0\.0\.(\w+)", r"blocks.\1.mlp.fc1.\2"),
+    (r"backbone\.blocks\.(\d+)\.mlp\.layers\.1\.(\w+)", r"blocks.\1.mlp.fc2.\2"),
+    (r"backbone\.(blocks\.\d+\.(?:norm[12]\.\w+|attn\.\w+(?:\.\w+)?|gamma_[12]))", _same),
+    (r"backbone\.(pos_embed|fc_norm\.\w+)", _same),
+    (r"cls_head\.fc_cls\.(\w+)", r"head.\1"),
+)
+# layout: (signature key, rules)
+LAYOUTS = {
+    "videomae": ("patch_embed.proj.weight", VIDEOMAE_RULES),
+    "videomae-pretrain": ("encoder.patch_embed.proj.weight", PRETRAIN_RULES),
+    "mmaction2": ("backbone.patch_embed.projection.weight", MMACTION2_RULES),
+    "transformers": ("embeddings.patch_embeddings.projection.weight", TRANSFORMERS_RULES),
+}
+
+
+def read_folder(path):
+    """A transformers folder -> (state dict, config dict)."""
+    config_file = os.path.join(path, "config.json")
+    if not os.path.isfile(config_file):
+        raise ValueError(
+            f"--pretrained {path}: a folder without config.json (not a transformers one)"
+        )
+    with open(config_file) as f:
+        config = json.load(f)
+    st, bin_ = os.path.join(path, "model.safetensors"), os.path.join(path, "pytorch_model.bin")
+    if os.path.isfile(st):
+        import safetensors.torch
+
+        return safetensors.torch.load_file(st), config
+    if os.path.isfile(bin_):
+        return torch.load(bin_, map_location="cpu", weights_only=True), config
+    raise ValueError(f"--pretrained {path}: no model.safetensors nor pytorch_model.bin in it")
+
+
+def read(src):
+    """(state dict in the file's names without wrapper prefixes, the file's outer dict)."""
+    if os.path.isdir(src):
+        state, config = read_folder(src)
+        if config.get("use_mean_pooling") is False and any(
+            k.startswith("classifier.") for k in state
+        ):
+            raise ValueError(
+                f"--pretrained {src}: a transformers VideoMAE classifier without mean pooling "
+                "(use_mean_pooling false): vit.py's head reads the mean of the tokens"
+            )
+        return strip_prefixes(state), {}
+    outer = checkpoint.load(src, "--pretrained")
+    obj = outer
+    for key in ("model", "module", "state_dict", "model_state"):  # run_class_finetuning --model_key
+        if isinstance(obj, dict) and isinstance(obj.get(key), dict):
+            obj = obj[key]
+            break
+    if not isinstance(obj, dict) or not obj or not all(torch.is_tensor(v) for v in obj.values()):
+        raise ValueError(
+            f"--pretrained {src}: not a state dict (nor one under 'model' / 'module' / 'state_dict')"
+        )
+    return strip_prefixes(obj), outer
+
+
+def layout_of(state, src, arch, convnets):
+    """The LAYOUTS name of a state dict; a ConvNet's (convnets: {signature key: layout name}) or an
+    unknown file: ValueError naming what it is."""
+    for name, (signature, _) in LAYOUTS.items():
+        if signature in state:
+            return name
+    other = [name for key, name in convnets.items() if key in state]
+    if not other and any(k.startswith(("conv1.", "layer1.", "features.")) for k in state):
+        other = ["torchvision / ours (a ConvNet)"]
+    what = f"a {other[0]} ConvNet checkpoint" if other else "no VideoMAE ViT layout"
+    raise ValueError(
+        f"--pretrained {src}: {what} (no ViT patch embedding: {', '.join(k for k, _ in LAYOUTS.values())}); "
+        f"--arch {arch} takes a VideoMAE / VideoMAEv2 checkpoint"
+    )
+
+
+def convert(state, rules):
+    """Rename by the first matching rule: (ours, dropped names, names no rule matched)."""
+    out, dropped, unexpected = {}, [], []
+    for k, v in state.items():
+        for pattern, name in rules:
+            m = re.fullmatch(pattern, k)
+            if m and name is DROP:
+                dropped.append(k)
+            elif m:
+                out[m.expand(name) if isinstance(name, str) else name(m)] = v
+            if m:
+                break
+        else:
+            unexpected.append(k)
+    return out, dropped, unexpected
+
+
+def join_qkv(state):
+    """transformers' separate query / key / value weights -> one qkv weight (q rows, then k, then v:
+    the order modeling_finetune.py's Attention splits its qkv output in)."""
+    for k in [k for k in state if k.endswith(".attn.query.weight")]:
+        p = k[: -len("query.weight")]
+        q, kk, v = (state.pop(p + f"{n}.weight") for n in ("query", "key", "value"))
+        assert q.shape == kk.shape == v.shape, f"{p}: q {q.shape}, k {kk.shape}, v {v.shape}"
+        state[p + "qkv.weight"] = torch.cat((q, kk, v))
+    return state
+
+
+def describe(state):
+    """'ViT of width D, L blocks, P px patches' of a state dict in our names (for refusals)."""
+    w = state.get("patch_embed.proj.weight")
+    depth = len({k.split(".")[1] for k in state if k.startswith("blocks.")})
+    if w is None:
+        return "a file without a patch embedding"
+    fits = [a for a, s in vit.VIT_SPECS.items() if (s.width, s.patch) == (w.shape[0], w.shape[-1])]
+    return f"a ViT {w.shape[0]} wide, {depth} blocks, {w.shape[-1]} px patches" + (
+        f" (--arch {fits[0]})" if fits else ""
+    )
+
+
+def is_fixed_table(table):
+    """A stored table that is the sinusoid one (mmaction2's buffer): the same values to float32."""
+    return torch.allclose(table.float(), vit.sinusoid_table(*table.shape[1:]), atol=1e-5)
+
+
+def resize_table(table, src_grid, grid):
+    """A learned (1, T*H*W, C) table from src_grid to grid as VideoMAEv2's run_class_finetuning.py:
+    bicubic over (H, W) per time step, align_corners=False, then linear over T."""
+    (T0, H0, W0), (T, H, W) = src_grid, grid
+    C = table.shape[-1]
+    x = table.reshape(T0, H0, W0, C).permute(0, 3, 1, 2).double()  # (T0, C, H0, W0)
+    if (H0, W0) != (H, W):
+        x = F.interpolate(x, size=(H, W), mode="bicubic", align_corners=False)
+    x = x.permute(2, 3, 1, 0).reshape(H * W, C, T0)  # (HW, C, T0)
+    if T0 != T:
+        x = F.interpolate(x, size=T, mode="linear", align_corners=False)
+    return x.permute(2, 0, 1).reshape(1, T * H * W, C).to(table.dtype)  # (1, T*H*W, C)
+
+
+def source_grid(n, grid):
+    """The token grid of a learned table of n tokens: the model's T if it fits (VideoMAEv2's script
+    assumes that), else 8 (16 frames, the published clips); square in space."""
+    for T in (grid[0], 8):
+        side = round((n // T) ** 0.5)
+        if n == T * side * side:
+            return (T, side, side)
+    return None
+
+
+def position_table(model, state, src):
+    """Handle the file's pos_embed (if any): drop a fixed table, fit a learned one. -> report phrase."""
+    T, H, W = model.grid
+    table = state.pop("pos_embed", None)
+    if table is None or is_fixed_table(table):
+        dropped = " (the file's fixed table dropped)" if table is not None else ""
+        return f"fixed sinusoid table built for {T}x{H}x{W} tokens{dropped}"
+    D = model.spec.width
+    grid = source_grid(table.shape[1], model.grid) if table.dim() == 3 else None
+    if grid is None or table.shape[-1] != D:
+        raise ValueError(
+            f"--pretrained {src}: a pos_embed of shape {tuple(table.shape)} fits no grid of width {D}"
+        )
+    if grid == model.grid:
+        model.set_pos_embed(table)
+        return f"learned table {T}x{H}x{W} copied"
+    model.set_pos_embed(resize_table(table, grid, model.grid))
+    g = "x".join(map(str, grid))
+    return (
+        f"learned table interpolated {g} -> {T}x{H}x{W} tokens (bicubic over H, W, linear over T, "
+        "as VideoMAEv2 run_class_finetuning.py)"
+    )
+
+
+def _few(names, n=3):
+    return ", ".join(names[:n]) + (f", ... ({len(names)})" if len(names) > n else "")
+
+
+@torch.no_grad()
+def load(model, src, convnets=None):
+    """Fill a vit.VideoViT from `src` (a file or a transformers folder) of any LAYOUTS layout, or one of
+    this trainer's checkpoints. Prints the report line; sets model.pretrained_info; returns the counts."""
+    state, outer = read(src)
+    # transformers: VideoMAEForVideoClassification / ForPreTraining hold VideoMAEModel as `videomae.`
+    state = {re.sub(r"^videomae\.", "", k): v for k, v in state.items()}
+    layout = layout_of(state, src, model.arch, convnets or {})
+    state, dropped, unexpected = convert(state, LAYOUTS[layout][1])
+    state = join_qkv(state)
+    ours = isinstance(outer.get("args"), dict) and "model" in outer
+    if unexpected:
+        raise ValueError(
+            f"--pretrained {src}: {len(unexpected)} tensors of the {layout} layout that vit.py has no "
+            f"place for ({_few(unexpected)}): another network?"
+        )
+    pos = position_table(model, state, src)
+    own = model.state_dict()
+    bad = [
+        f"{k} {tuple(v.shape)} here, {tuple(state[k].shape) if k in state else 'missing'} in the file"
+        for k, v in own.items()
+        if k != "pos_embed" and state.get(k, v).shape != v.shape
+    ]
+    missing = [k for k in own if k not in state and k != "pos_embed"]
+    new = [k for k in missing if k.startswith(("head.", "fc_norm."))]
+    extra = [k for k in state if k not in own]
+    absent = [f"{k} missing" for k in missing if k not in new]
+    if [k for k in bad if not k.startswith("head.")] or len(new) != len(missing) or extra:
+        raise ValueError(
+            f"--pretrained {src}: {describe(state)} ({layout} layout) does not fit --arch "
+            f"{model.arch} ({model.spec.width} wide, {model.spec.depth} blocks, "
+            f"{model.spec.patch} px patches): {_few(bad + absent + [k + ' extra' for k in extra])}"
+        )
+    loaded = 0
+    for k, v in state.items():
+        if k.startswith("head.") and v.shape != own[k].shape:
+            new.append(k)  # another number of classes: the head keeps its fresh init
+            continue
+        assert own[k].shape == v.shape, (
+            f"{k}: {tuple(v.shape)} in the file, {tuple(own[k].shape)} here"
+        )
+        own[k].copy_(v)
+        loaded += 1
+    line = f"pretrained {src} ({'ours' if ours else layout}): loaded {loaded}, new {len(new)}"
+    line += f" ({_few(new)})" if new else ""
+    groups = sorted({re.sub(r"\.\d+\..*|\.(weight|bias)$", ".*", k) for k in dropped})
+    line += f", dropped {len(dropped)}" + (f" ({_few(groups, 6)})" if dropped else "")
+    print(f"{line}; position: {pos}")
+    if ours:
+        args = outer["args"]
+        mean, std = tuple(args.get("mean") or MEAN), tuple(args.get("std") or STD)
+    else:
+        mean, std = MEAN, STD
+    model.pretrained_info = {"format": "ours" if ours else layout, "mean": mean, "std": std}
+    return {"loaded": loaded, "new": new, "dropped": dropped, "format": layout, "position": pos}
