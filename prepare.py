@@ -3,7 +3,7 @@
     python prepare.py synth OUT [--classes 4 --videos 24 --frames 32 --size 340x256]
     python prepare.py extract VIDEOS_DIR FRAMES_DIR [--short-side 256 --quality 95 -j N]
     python prepare.py reencode VIDEOS_DIR OUT_DIR [--short-side 256 -j N]
-    python prepare.py lists DIR --ucf101 SPLITS_DIR [--split 1]    (or --hmdb51 SPLITS_DIR)
+    python prepare.py lists DIR --ucf101 SPLITS_DIR [--split 1 --force]    (or --hmdb51 SPLITS_DIR)
     python prepare.py lists DIR --kinetics train.csv validate.csv
     python prepare.py check LIST [--root R --image_tmpl T --full]
 
@@ -465,14 +465,8 @@ def make_lists(
     dataset, of = (
         (f"kinetics{len(classes)}", "the CSV files") if kinetics else (dataset, f"split {split}")
     )
-    paths = {
-        part: os.path.join(
-            out_dir, f"{dataset}_{part}" + ("" if kinetics else f"_split{split}") + "_list.txt"
-        )
-        for part in ("train", "val")
-    }
-    classes_path = os.path.join(out_dir, f"{dataset}_classes.txt")
-    check_overwrite(list(paths.values()), classes_path, classes, force)  # before the long count
+    suffix = "" if kinetics else f"_split{split}"
+    paths, classes_path = output_paths(out_dir, dataset, suffix, classes, force)  # before the count
     folders = _find_videos(frames_dir, image_tmpl, start_index, jobs, decoder)
     lists, warnings_ = {}, []
     for part in ("train", "val"):
@@ -519,10 +513,13 @@ def make_lists(
     return written
 
 
-def check_overwrite(list_paths, classes_path, classes, force):
-    """ValueError naming the files `lists` would replace: existing lists (e.g. frame-folder lists of the
-    same name), or a classes file naming other classes (the same names are the same file)."""
-    taken = [p for p in list_paths if os.path.exists(p)]
+def output_paths(out_dir, dataset, suffix, classes, force):
+    """({part: list path}, classes file path) that `lists` writes. Unless `force`, ValueError naming the
+    files it would replace: existing lists (e.g. frame-folder lists of the same name), or a classes file
+    naming other classes (the same names are the same file)."""
+    paths = {p: os.path.join(out_dir, f"{dataset}_{p}{suffix}_list.txt") for p in ("train", "val")}
+    classes_path = os.path.join(out_dir, f"{dataset}_classes.txt")
+    taken = [p for p in paths.values() if os.path.exists(p)]
     if os.path.exists(classes_path):
         try:
             same = read_class_names(classes_path) == list(classes)
@@ -534,6 +531,7 @@ def check_overwrite(list_paths, classes_path, classes, force):
             f"{', '.join(taken)} already exist{'s' * (len(taken) == 1)}: nothing written (--force "
             "overwrites them; --out DIR writes elsewhere)"
         )
+    return paths, classes_path
 
 
 # ---- check: a list and its frames ---------------------------------------------------------------
@@ -751,7 +749,6 @@ def _parser():
     )
     li.add_argument("--split", type=int, default=1, choices=(1, 2, 3))
     li.add_argument("--out", help="folder for the lists (default: FRAMES_DIR's parent)")
-    li.add_argument("--force", action="store_true", help="overwrite existing list files")
     c = sub.add_parser(
         "check", help="scan a list file's videos; print every problem; exit 1 if any"
     )
@@ -760,9 +757,8 @@ def _parser():
         "--full", action="store_true", help="decode every frame (default: first and last)"
     )
     c.add_argument("--num_classes", type=int, help="labels must be < this")
-    li.add_argument(
-        "-j", "--jobs", type=int, default=os.cpu_count() or 1, help="processes counting frames"
-    )
+    li.add_argument("--force", action="store_true", help="overwrite existing list files")
+    li.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="count processes")
     for q in (li, c):
         q.add_argument(
             "--video_decoder",
