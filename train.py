@@ -546,15 +546,17 @@ def check_device(args):
         args.device = args.device or "cuda"
         return
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    first = (
-        (visible or "").split(",")[0].strip()
-    )  # "", -1, NoDevFiles (Slurm): GPUs hidden on purpose
+    # "", -1, NoDevFiles (Slurm without a GPU): GPUs hidden on purpose; an index or a UUID names one
+    first = (visible or "").split(",")[0].strip()
     names_gpu = first.isdigit() or first.startswith(("GPU-", "MIG-"))
-    asked = [f"--device {args.device}"] if (args.device or "").startswith("cuda") else []
-    if args.device is None:
-        asked += [f"CUDA_VISIBLE_DEVICES={visible}"] if names_gpu else []
-        asked += ["--ddp"] * args.ddp + [f"--amp {args.amp}"] * (args.amp != "off")
-        asked += ["--decode_device cuda"] * (args.decode_device == "cuda")
+    requests = (
+        (f"--device {args.device}", (args.device or "").startswith("cuda")),
+        (f"CUDA_VISIBLE_DEVICES={visible}", args.device is None and names_gpu),
+        ("--ddp", args.device is None and args.ddp),
+        (f"--amp {args.amp}", args.device is None and args.amp != "off"),
+        ("--decode_device cuda", args.device is None and args.decode_device == "cuda"),
+    )
+    asked = [text for text, on in requests if on]
     if asked:
         build = "" if torch.version.cuda else ", this torch is a CPU-only build"
         where = (
@@ -563,7 +565,7 @@ def check_device(args):
             else "CUDA_VISIBLE_DEVICES unset"
         )
         fail(
-            f"{' '.join(asked)} asks for a GPU, but no CUDA GPU is visible ({where}{build}); to run "
+            f"{', '.join(asked)} asks for a GPU, but no CUDA GPU is visible ({where}{build}); to run "
             "on the CPU on purpose, give --device cpu"
         )
     args.device = args.device or "cpu"
@@ -572,15 +574,10 @@ def check_device(args):
 def check_run_folder(args):
     """--output_root / --run_name, else ./output and a name from the flags. --evaluate of a checkpoint file
     with neither given: the checkpoint's own folder, so an evaluation's files sit beside what it scored."""
-    if (
-        args.evaluate
-        and args.resume != "auto"
-        and args.output_root is None
-        and args.run_name is None
-    ):
-        args.output_root, args.run_name = os.path.split(
-            os.path.dirname(os.path.abspath(args.resume))
-        )
+    given = args.output_root is not None or args.run_name is not None
+    if args.evaluate and args.resume != "auto" and not given:
+        folder = os.path.dirname(os.path.abspath(args.resume))
+        args.output_root, args.run_name = os.path.dirname(folder), os.path.basename(folder)
     args.output_root = args.output_root or OUTPUT_ROOT
     args.run_name = args.run_name or run_dir_name(args)
 
