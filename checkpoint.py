@@ -214,6 +214,14 @@ def check_resume_flags(args, path, saved, mid_epoch):
     for key in fixed:
         if key in saved and saved[key] != getattr(args, key):
             fail(f"--resume {path} was trained with --{key} {saved[key]}, not {getattr(args, key)}")
+    segments = saved.get("num_segments", 1)
+    if args.evaluate and saved.get("shift") and segments != args.num_segments:
+        # TSN averages any number of snippets; TSM's shift moves channels between neighbouring segments,
+        # so its layers learned its own count (mmaction2 tests its TSMs at the training count too).
+        fail(
+            f"--resume {path} is a TSM model (--shift {saved['shift']}) trained on {segments} segments: "
+            f"it is evaluated on those, not --num_segments {args.num_segments} (leave the flag out)"
+        )
     for key in [] if args.evaluate else ["opt", "layer_decay"]:  # the optimizer's state and groups
         if key in saved and saved[key] != getattr(args, key):
             fail(

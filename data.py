@@ -284,8 +284,9 @@ def segment_indices(num_frames, t_length, t_stride, mode, num_clips, rng, placem
     (num_clips, N * t_length), snippet-major.
     - train: a uniformly random start inside each segment (N independent draws).
     - val / test: view j of num_clips at fraction (j + 1/2) / num_clips of every segment: one view is
-      the segment centres, int(room / N * (k + 1/2)): TSN's test sampling (tsn-pytorch dataset.py,
-      _get_test_indices), so its 25-snippet test is --num_segments 25 with one view.
+      the segment centres, int(tick / 2 + tick * k) with tick = room / N, summed in that order: TSN's
+      test sampling (tsn-pytorch dataset.py, _get_test_indices) and mmaction2's 2D SampleFrames test,
+      so their 25-snippet test is --num_segments 25 with one view.
     - placement "mmaction2" / "pyslowfast": that zoo's num_clips * N test clips of t_length frames
       (mmaction2's 2D test is SampleFrames(clip_len=1, frame_interval=1, num_clips=N, test_mode=True)),
       view j taking clips j, j + num_clips, ...: every view spans the video."""
@@ -306,8 +307,11 @@ def segment_indices(num_frames, t_length, t_stride, mode, num_clips, rng, placem
         hi = np.maximum((k + 1) * room // num_segments, lo + 1)
         starts = rng.integers(lo, hi)[None, :]  # (1, N); train draws one view
     else:
-        views = (np.arange(num_clips)[:, None] + 0.5) / num_clips  # (V, 1)
-        starts = np.minimum((room / num_segments * (k[None, :] + views)).astype(np.int64), room - 1)
+        # Trap: TSN's int(tick / 2.0 + tick * k) in that float order; room / N * (k + 1/2) rounds the
+        # other way at exact halves (30 frames, 25 segments: segment 12 reads frame 15, not 14).
+        tick = room / float(num_segments)
+        views = (np.arange(num_clips)[:, None] + 0.5) / num_clips  # (V, 1); one view: 1/2
+        starts = np.minimum((tick * views + tick * k[None, :]).astype(np.int64), room - 1)
     idx = np.minimum(starts[..., None] + offsets, num_frames - 1)  # (V, N, t_length)
     return idx.reshape(idx.shape[0], -1).astype(np.int64)
 
@@ -330,11 +334,17 @@ def _pyslowfast_clips(num_frames, t_length, t_stride, num_clips):
 
 def _mmaction2_clips(num_frames, t_length, t_stride, num_clips):
     """mmaction2 `SampleFrames(clip_len=t_length, frame_interval=t_stride, num_clips, test_mode=True)`
-    (mmaction/datasets/transforms/loading.py, 1.x: `_get_test_clips` for 3D recognizers, default
-    out_of_bound_opt='loop'). The clip spans (t_length - 1) * t_stride + 1 frames; max_offset =
-    max(N - span, 0); starts round(k * max_offset / (num_clips - 1)), or max_offset // 2 for one clip.
-    Frames past the end wrap around to the start (modulo N). (mmaction2 0.x instead started clip k at
+    (mmaction/datasets/transforms/loading.py, 1.x `_get_test_clips`, default out_of_bound_opt='loop').
+    clip_len 1 (its 2D recognizers: TSN's 25-snippet test): start k = int(k * tick + tick / 2), tick =
+    N / num_clips, the segment centres of TSN's _get_test_indices. 3D recognizers: the clip spans
+    (t_length - 1) * t_stride + 1 frames; max_offset = max(N - span, 0); starts round(k * max_offset /
+    (num_clips - 1)), or max_offset // 2 for one clip. Frames past the end wrap around to the start
+    (modulo N). (mmaction2 0.x instead started clip k at
     int((k + 1/2) * (N - span + 1) / num_clips); 1.x changed it to the above, "aligned with PySlowFast".)"""
+    if t_length == 1:  # its 2D branch (clip_len 1): the segment centres, as TSN's test indices
+        tick = num_frames / float(num_clips)
+        starts = np.arange(num_clips) * tick + tick / 2.0
+        return np.mod(starts, num_frames).astype(np.int64)[:, None]
     span = (t_length - 1) * t_stride + 1
     max_offset = max(num_frames - span, 0)
     if num_clips > 1:

@@ -3,7 +3,7 @@
     python prepare.py synth OUT [--classes 4 --videos 24 --frames 32 --size 340x256]
     python prepare.py extract VIDEOS_DIR FRAMES_DIR [--short-side 256 --quality 95 -j N]
     python prepare.py reencode VIDEOS_DIR OUT_DIR [--short-side 256 -j N]
-    python prepare.py lists DIR --ucf101 SPLITS_DIR [--split 1]    (or --hmdb51 SPLITS_DIR)
+    python prepare.py lists DIR --ucf101 SPLITS_DIR [--split 1 --force]    (or --hmdb51 SPLITS_DIR)
     python prepare.py lists DIR --kinetics train.csv validate.csv
     python prepare.py check LIST [--root R --image_tmpl T --full]
 
@@ -441,6 +441,7 @@ def make_lists(
     start_index=1,
     jobs=1,
     decoder="auto",
+    force=False,
 ):
     """Write <out_dir>/<dataset>_{train,val}_split<N>_list.txt from the official splits (kinetics:
     <out_dir>/kinetics<classes>_{train,val}_list.txt from its CSV files, `splits_dir` a list of them: a
@@ -449,12 +450,12 @@ def make_lists(
     (flat or per class). Paths are relative to out_dir (default: frames_dir's parent), the lists'
     default root. Also writes <out_dir>/<dataset>_classes.txt: line i = the name of label i
     (read_class_names). Every listed video without a folder or file is reported, one line each.
-    ValueError, and nothing written, if frames_dir is not a folder or a list would be empty."""
+    ValueError, and nothing written, if frames_dir is not a folder, a list would be empty, or (unless
+    `force`) a list file exists, or a classes file with other names."""
     data.check_image_tmpl(image_tmpl, start_index)
     if not os.path.isdir(frames_dir):
         raise ValueError(f"FRAMES_DIR {frames_dir} is not a folder")
     out_dir = out_dir or os.path.dirname(os.path.abspath(frames_dir))
-    folders = _find_videos(frames_dir, image_tmpl, start_index, jobs, decoder)
     classes, entries = (
         _kinetics_entries(splits_dir)
         if dataset == "kinetics"
@@ -464,6 +465,9 @@ def make_lists(
     dataset, of = (
         (f"kinetics{len(classes)}", "the CSV files") if kinetics else (dataset, f"split {split}")
     )
+    suffix = "" if kinetics else f"_split{split}"
+    paths, classes_path = output_paths(out_dir, dataset, suffix, classes, force)  # before the count
+    folders = _find_videos(frames_dir, image_tmpl, start_index, jobs, decoder)
     lists, warnings_ = {}, []
     for part in ("train", "val"):
         lines, missing = [], 0
@@ -496,19 +500,38 @@ def make_lists(
         print(message, file=sys.stderr)
     written = []
     for part, (lines, missing) in lists.items():
-        name = f"{dataset}_{part}" + ("" if kinetics else f"_split{split}") + "_list.txt"
-        path = os.path.join(out_dir, name)
+        path = paths[part]
         with open(path, "w") as f:
             f.writelines(lines)
         print(
             f"wrote {path}: {len(lines)} videos, {len(classes)} classes ({missing} missing, listed above)"
         )
         written.append(path)
-    path = os.path.join(out_dir, f"{dataset}_classes.txt")
-    with open(path, "w", encoding="utf-8") as f:
+    with open(classes_path, "w", encoding="utf-8") as f:
         f.writelines(name + "\n" for name in classes)
-    print(f"wrote {path}: {len(classes)} class names (line 1 = label 0)")
+    print(f"wrote {classes_path}: {len(classes)} class names (line 1 = label 0)")
     return written
+
+
+def output_paths(out_dir, dataset, suffix, classes, force):
+    """({part: list path}, classes file path) that `lists` writes. Unless `force`, ValueError naming the
+    files it would replace: existing lists (e.g. frame-folder lists of the same name), or a classes file
+    naming other classes (the same names are the same file)."""
+    paths = {p: os.path.join(out_dir, f"{dataset}_{p}{suffix}_list.txt") for p in ("train", "val")}
+    classes_path = os.path.join(out_dir, f"{dataset}_classes.txt")
+    taken = [p for p in paths.values() if os.path.exists(p)]
+    if os.path.exists(classes_path):
+        try:
+            same = read_class_names(classes_path) == list(classes)
+        except (ValueError, OSError):
+            same = False
+        taken += [] if same else [classes_path]
+    if taken and not force:
+        raise ValueError(
+            f"{', '.join(taken)} already exist{'s' * (len(taken) == 1)}: nothing written (--force "
+            "overwrites them; --out DIR writes elsewhere)"
+        )
+    return paths, classes_path
 
 
 # ---- check: a list and its frames ---------------------------------------------------------------
@@ -734,9 +757,8 @@ def _parser():
         "--full", action="store_true", help="decode every frame (default: first and last)"
     )
     c.add_argument("--num_classes", type=int, help="labels must be < this")
-    li.add_argument(
-        "-j", "--jobs", type=int, default=os.cpu_count() or 1, help="processes counting frames"
-    )
+    li.add_argument("--force", action="store_true", help="overwrite existing list files")
+    li.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="count processes")
     for q in (li, c):
         q.add_argument(
             "--video_decoder",
@@ -781,6 +803,7 @@ def main(argv=None):
                 a.start_index,
                 a.jobs,
                 a.video_decoder,
+                a.force,
             )
         else:
             return (

@@ -80,6 +80,7 @@ PROJECT = os.path.dirname(os.path.abspath(__file__))
 # `python train.py demo`: recipes/demo.txt learns data.py's synthetic motion classes on a CPU.
 DEMO_RECIPE = os.path.join(PROJECT, "recipes", "demo.txt")
 DEMO_DATA = dict(videos=128, frames=24, size=(64, 48))  # per split; small frames keep it CPU-fast
+OUTPUT_ROOT = "./output"
 SUBCOMMANDS = (
     "predict",
     "features",
@@ -123,7 +124,16 @@ PROCESS_FLAGS = {
 # ---- flags -----------------------------------------------------------------------------------------
 def number(cast, low, below=math.inf, top=math.inf):
     """An argparse type: a `cast` number in [low, below) and <= top. Counts and sizes are >= 1: a 0 would
-    only fail later, as a division by zero."""
+    only fail later, as a division by zero. The error names the range as it is."""
+    kind = "an integer" if cast is int else "a number"
+    if cast is int and below < math.inf:  # integers below B: at most B - 1
+        top, below = min(top, below - 1), math.inf
+    if top < math.inf:
+        want = f"{kind} in [{low}, {top}]"
+    elif below < math.inf:
+        want = f"{kind} in [{low}, {below})"
+    else:
+        want = f"{kind} >= {low}"
 
     def parse(text):
         try:
@@ -131,15 +141,6 @@ def number(cast, low, below=math.inf, top=math.inf):
         except ValueError:
             x = None
         if x is None or not low <= x < below or x > top or not math.isfinite(x):
-            want = (
-                f"in [{low}, {top}]"
-                if top < math.inf
-                else f"an integer >= {low}"
-                if cast is int
-                else f"a number >= {low}"
-                if below == math.inf
-                else f"in [{low}, {below})"
-            )
             raise argparse.ArgumentTypeError(f"must be {want}, got {text!r}")
         return x
 
@@ -397,7 +398,7 @@ def add_augment_args(p):
         "--auto-augment", dest="auto_augment", choices=["ra"], help="ra: RandAugment per clip"
     )
     p.add_argument(
-        "--ra-magnitude", dest="ra_magnitude", default=9, type=number(int, 0, 31), help="0-30"
+        "--ra-magnitude", dest="ra_magnitude", default=9, type=number(int, 0, top=30), help="0-30"
     )
     p.add_argument("--ra-num-ops", dest="ra_num_ops", default=2, type=positive, help="ops per clip")
     p.add_argument(
@@ -451,7 +452,11 @@ def add_run_args(p):
         "-e", "--evaluate", action="store_true", help="only evaluate --resume on val_list"
     )
     p.add_argument("--start-epoch", dest="start_epoch", default=0, type=natural, help="first epoch")
-    p.add_argument("--output_root", default="./output", help="run folders go here")
+    p.add_argument(
+        "--output_root",
+        default=OUTPUT_ROOT,
+        help="run folders go here (--evaluate: the checkpoint's folder unless this or --run_name)",
+    )
     p.add_argument("--run_name", help="run folder (default: from dataset, arch, clip, dropout)")
     p.add_argument(
         "--image_tmpl", default="img_{:05d}.jpg", help="frame file name, .format(number)"
@@ -476,7 +481,9 @@ def add_run_args(p):
     )
     p.add_argument("--ddp", action="store_true", help="DDP under torchrun (else DataParallel)")
     p.add_argument(
-        "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu"
+        "--device",
+        default="cuda" if torch.cuda.is_available() else "cpu",
+        help="cuda | cpu (default: cuda if a GPU is visible; cpu: on the CPU on purpose)",
     )
     p.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"], help="mixed precision")
     p.add_argument(
@@ -511,19 +518,40 @@ def add_eval_args(p):
 def parse_args(argv=None):
     """Command line (recipes included) -> args. A flag not given takes, first found: the demo recipe's
     value (dataset demo), the checkpoint's own (--evaluate: its model and clip flags), the default."""
-    parser = get_args_parser()
+    parser = recipe_parser(get_args_parser().parse_args(argv).dataset)
+    # None: not given, resolved by check_args (check_device, check_run_folder), which must know that.
+    parser.set_defaults(device=None, output_root=None)
     args = parser.parse_args(argv)
-    if args.dataset == "demo":
-        parser.set_defaults(**vars(parser.parse_args(["demo", "@" + DEMO_RECIPE])))
-        args = parser.parse_args(argv)
     if args.evaluate and args.resume:
-        run_dir = os.path.join(args.output_root, args.run_name or run_dir_name(args))
+        run_dir = os.path.join(args.output_root or OUTPUT_ROOT, args.run_name or run_dir_name(args))
         path = checkpoint.auto_checkpoint(run_dir) if args.resume == "auto" else args.resume
         try:
-            args = checkpoint_args(checkpoint.load(path), argv, parser) if path else args
+            ckpt = checkpoint.load(path) if path else None
         except ValueError as e:
             fail(str(e))
+        if ckpt is not None:
+            refuse_zoo_checkpoint(ckpt, path)
+            args = checkpoint_args(ckpt, argv, parser)
     return args
+
+
+def recipe_parser(dataset):
+    """The parser whose defaults a run starts from: demo's are recipes/demo.txt's."""
+    parser = get_args_parser()
+    if dataset == "demo":
+        parser.set_defaults(**vars(parser.parse_args(["demo", "@" + DEMO_RECIPE])))
+    return parser
+
+
+def refuse_zoo_checkpoint(ckpt, path):
+    """--evaluate --resume of a model zoo's file (mmaction2, PySlowFast, pytorchvideo): say what it is
+    (zoo.py recognises it) and that --pretrained reads it, not a line of every weight that did not load."""
+    layout = zoo.zoo_layout(ckpt)
+    if layout:
+        fail(
+            f"--resume {path} is a {layout} checkpoint, not one train.py wrote: start from its weights "
+            f"with --pretrained {path} (zoo.py converts them), then --evaluate the run's model_best.pth"
+        )
 
 
 def checkpoint_args(ckpt, argv, parser=None):
@@ -542,17 +570,15 @@ def check_args(args):
     if args.arch not in models.ARCHS:
         fail(f"--arch {args.arch}: unknown; choose one of: {', '.join(models.ARCHS)}")
     check_mode(args)
-    if args.dataset == "demo":
-        args.train_list = args.train_list or os.path.join(
-            args.output_root, "demo_data", "train.txt"
-        )
-        args.val_list = args.val_list or os.path.join(args.output_root, "demo_data", "val.txt")
-    if not args.train_list or not args.val_list:
-        fail("give train_list and val_list (only 'demo' makes its own)")
+    check_device(args)
     if args.evaluate and not args.resume:
         fail("--evaluate needs --resume CHECKPOINT")
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        fail(f"--device {args.device} but no CUDA GPU is visible; use --device cpu")
+    check_run_folder(args)
+    if args.dataset == "demo":
+        args.train_list = args.train_list or os.path.join(demo_folder(args), "train.txt")
+        args.val_list = args.val_list or os.path.join(demo_folder(args), "val.txt")
+    if not args.train_list or not args.val_list:
+        fail("give train_list and val_list (only 'demo' makes its own)")
     if args.amp == "fp16" and not args.device.startswith("cuda"):
         fail("--amp fp16 needs a CUDA device; use --amp bf16 on CPU")
     if args.sync_bn and not (
@@ -569,7 +595,55 @@ def check_args(args):
         fail(f"--std {args.std}: must be > 0")
     check_recipe_args(args)
     args.freeze_bn = args.freeze_bn or args.fc_only
+
+
+def check_device(args):
+    """--device as given; else cuda if a GPU is visible, else cpu -- unless the command asks for GPUs
+    (CUDA_VISIBLE_DEVICES naming one, --ddp, --amp, --decode_device cuda): then no GPU is an error before
+    any work, not hours of training on the CPU (--device cpu runs there on purpose)."""
+    if torch.cuda.is_available():
+        args.device = args.device or "cuda"
+        return
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    # "", -1, NoDevFiles (Slurm without a GPU): GPUs hidden on purpose; an index or a UUID names one
+    first = (visible or "").split(",")[0].strip()
+    names_gpu = first.isdigit() or first.startswith(("GPU-", "MIG-"))
+    requests = (
+        (f"--device {args.device}", (args.device or "").startswith("cuda")),
+        (f"CUDA_VISIBLE_DEVICES={visible}", args.device is None and names_gpu),
+        ("--ddp", args.device is None and args.ddp),
+        (f"--amp {args.amp}", args.device is None and args.amp != "off"),
+        ("--decode_device cuda", args.device is None and args.decode_device == "cuda"),
+    )
+    asked = [text for text, on in requests if on]
+    if asked:
+        build = "" if torch.version.cuda else ", this torch is a CPU-only build"
+        where = (
+            f"CUDA_VISIBLE_DEVICES={visible}"
+            if visible is not None
+            else "CUDA_VISIBLE_DEVICES unset"
+        )
+        fail(
+            f"{', '.join(asked)} asks for a GPU, but no CUDA GPU is visible ({where}{build}); to run "
+            "on the CPU on purpose, give --device cpu"
+        )
+    args.device = args.device or "cpu"
+
+
+def check_run_folder(args):
+    """--output_root / --run_name, else ./output and a name from the flags. --evaluate of a checkpoint file
+    with neither given: the checkpoint's own folder, so an evaluation's files sit beside what it scored."""
+    given = args.output_root is not None or args.run_name is not None
+    if args.evaluate and args.resume != "auto" and not given:
+        folder = os.path.dirname(os.path.abspath(args.resume))
+        args.output_root, args.run_name = os.path.dirname(folder), os.path.basename(folder)
+    args.output_root = args.output_root or OUTPUT_ROOT
     args.run_name = args.run_name or run_dir_name(args)
+
+
+def demo_folder(args):
+    """Where `python train.py demo` writes its synthetic data: a folder of its own, never the user's."""
+    return os.path.join(args.output_root, "demo_data")
 
 
 def default_t_length(args):
@@ -596,16 +670,20 @@ def check_mode(args):
         )
     if args.shift and args.arch not in models.RESNET_2D:
         fail(f"--shift {args.shift} needs a 2D ResNet arch ({', '.join(models.RESNET_2D)})")
+    if args.shift and args.num_segments == 1:  # it would shift a quarter of the channels out: zeros
+        fail(
+            f"--shift {args.shift} with --num_segments 1: TSM shifts channels between segments; give "
+            "--num_segments N (TSM: 8)"
+        )
 
 
 def check_recipe_args(args):
     """The optimizer, schedule, mixing, clip augmentation, drop path and EMA flags, alone."""
     if args.norm_weight_decay and args.bn_bias_wd:
         fail("--norm-weight-decay and --bn_bias_wd both set the decay of 1-D parameters: give one")
-    if args.lr_min > args.lr or (args.lr_min and args.lr_policy != "cosine"):
+    if args.lr_min > args.lr:
         fail(f"--lr-min {args.lr_min}: the floor of --lr_policy cosine, at most --lr {args.lr}")
-    if args.lr_warmup_start and not args.warmup:
-        fail(f"--lr-warmup-start {args.lr_warmup_start} needs --warmup EPOCHS")
+    check_flags_act(args)
     if args.layer_decay <= 0 or (args.layer_decay < 1 and args.arch not in models.LAYERS):
         fail(
             f"--layer-decay {args.layer_decay}: needs a value in (0, 1] and an arch with layers to number "
@@ -618,8 +696,6 @@ def check_recipe_args(args):
         )
     if args.grad_ckpt and args.arch not in models.VITS:
         fail(f"--grad-ckpt: checkpoints the blocks of the ViTs ({', '.join(models.VITS)}) only")
-    if args.use_ema and not args.model_ema and not args.evaluate:
-        fail("--use-ema needs --model-ema (there is no EMA to use)")
     if args.decode_device == "cuda" and (
         args.auto_augment or args.random_erase or args.color_jitter or args.ra_reps > 1
     ):
@@ -634,6 +710,51 @@ def check_recipe_args(args):
             "--augment_device batch moves --auto-augment / --random-erase / --color-jitter, "
             "and none is on"
         )
+
+
+# Flags that act only with others: (flag, when it acts, what it needs). Given (other than its default)
+# where it would do nothing, it is refused: a run that silently ignores a flag is not the run asked for.
+ACTS_WITH = (
+    ("--lr-min", lambda a: a.lr_policy == "cosine", "--lr_policy cosine"),
+    ("--lr-warmup-start", lambda a: a.warmup > 0, "--warmup EPOCHS"),
+    ("--momentum", lambda a: a.opt == "sgd", "--opt sgd (AdamW has no momentum)"),
+    ("--ra-magnitude", lambda a: a.auto_augment, "--auto-augment ra"),
+    ("--ra-num-ops", lambda a: a.auto_augment, "--auto-augment ra"),
+    ("--mix-prob", lambda a: a.mixup_alpha or a.cutmix_alpha, "--mixup-alpha or --cutmix-alpha"),
+    (
+        "--mix-switch-prob",
+        lambda a: a.mixup_alpha and a.cutmix_alpha,
+        "both --mixup-alpha and --cutmix-alpha",
+    ),
+    (
+        "--mixup-alpha",
+        lambda a: a.mix_prob > 0 and (not a.cutmix_alpha or a.mix_switch_prob < 1),
+        "--mix-prob > 0 (and with --cutmix-alpha, --mix-switch-prob < 1)",
+    ),
+    (
+        "--cutmix-alpha",
+        lambda a: a.mix_prob > 0 and (not a.mixup_alpha or a.mix_switch_prob > 0),
+        "--mix-prob > 0 (and with --mixup-alpha, --mix-switch-prob > 0)",
+    ),
+    ("--model-ema-decay", lambda a: a.model_ema, "--model-ema"),
+    ("--model-ema-steps", lambda a: a.model_ema, "--model-ema"),
+    ("--use-ema", lambda a: a.model_ema, "--model-ema (there is no EMA to use)"),
+)
+
+
+def check_flags_act(args):
+    """ACTS_WITH, for training (--evaluate takes a checkpoint's training flags, which acted or not then)."""
+    if args.evaluate:
+        return
+    parser = recipe_parser(args.dataset)
+    actions = {s: a for a in parser._actions for s in a.option_strings}
+    for flag, acts, needs in ACTS_WITH:
+        dest = actions[flag].dest
+        value = getattr(args, dest)
+        if value != parser.get_default(dest) and not acts(args):
+            given = " ".join([flag, *map(str, value if isinstance(value, list) else [value])])
+            given = flag if value is True else given
+            fail(f"{given} does nothing without {needs}: drop it, or add what it needs")
 
 
 def run_dir_name(args):
@@ -788,12 +909,22 @@ def worker_init_fn(worker_id):
         os.setsid()
 
 
-def build_data(args, rt):
-    if args.dataset == "demo" and not os.path.exists(args.train_list):
+def make_demo_data(args, rt):
+    """`python train.py demo`: its synthetic dataset, made once in demo_folder when a list it uses is the
+    demo's own and missing. A list the user named is theirs: read, never written (a mistyped name is
+    "not found", not a dataset written over the files beside it)."""
+    ours = [os.path.join(demo_folder(args), name) for name in ("train.txt", "val.txt")]
+    used = {os.path.abspath(args.train_list), os.path.abspath(args.val_list)}
+    if used & {os.path.abspath(p) for p in ours} and not all(map(os.path.exists, ours)):
         if rt.rank == 0:
-            prepare.make_synth(os.path.dirname(args.train_list), **DEMO_DATA)
+            prepare.make_synth(demo_folder(args), **DEMO_DATA)
         if rt.world_size > 1:
             dist.barrier()
+
+
+def build_data(args, rt):
+    if args.dataset == "demo":
+        make_demo_data(args, rt)
     for flag, path in (("train_list", args.train_list), ("val_list", args.val_list)):
         if not os.path.isfile(path):
             fail(f"{flag} not found: {path}")

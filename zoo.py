@@ -240,6 +240,26 @@ def _mmaction2_stem_stride(obj):
     return conv if conv == pool else None
 
 
+def _unwrap(obj):
+    """A loaded checkpoint -> (its weights, the key they were under or "blobs" / "bare", the outer dict)."""
+    if isinstance(obj, dict) and isinstance(obj.get("blobs"), dict):
+        return _caffe2_blobs(obj["blobs"]), "blobs", {}
+    for key in ("model_state", "model", "state_dict"):
+        if isinstance(obj, dict) and isinstance(obj.get(key), dict):
+            return obj[key], key, obj
+    return obj, "bare", {}
+
+
+def zoo_layout(obj):
+    """The name of the model zoo (ZOOS: pytorchvideo, pyslowfast, mmaction2, ...) whose layout a loaded
+    checkpoint has, or None (ours, torchvision's, anything else)."""
+    state, _, _ = _unwrap(obj)
+    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+        return None
+    names = strip_prefixes(state)
+    return next((zoo.name for zoo in ZOOS if zoo.signature in names), None)
+
+
 def read_checkpoint(src):
     """(state dict in the file's own names, its Zoo) for a checkpoint file of any layout above,
     ours ("model", with "args"), a "state_dict" / "model_state" wrapper, or a bare state dict."""
@@ -247,14 +267,7 @@ def read_checkpoint(src):
         raise ValueError(
             f"--pretrained {src!r}: no such file (and not imagenet / imagenet_v2 / kinetics400)"
         )
-    obj, kind, outer = checkpoint.load(src, "--pretrained"), "bare", {}
-    if isinstance(obj, dict) and isinstance(obj.get("blobs"), dict):
-        obj, kind = _caffe2_blobs(obj["blobs"]), "blobs"
-    else:
-        for key in ("model_state", "model", "state_dict"):
-            if isinstance(obj, dict) and isinstance(obj.get(key), dict):
-                outer, obj, kind = obj, obj[key], key
-                break
+    obj, kind, outer = _unwrap(checkpoint.load(src, "--pretrained"))
     if (
         not isinstance(obj, dict)
         or not obj

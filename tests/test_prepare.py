@@ -181,3 +181,31 @@ def test_extract_without_pyav_says_how_to_install(tmp_path, monkeypatch):
     with pytest.raises(SystemExit, match="pip install av"):
         prepare.extract(tmp_path, tmp_path / "frames")
     assert not (tmp_path / "frames").exists()
+
+
+def test_lists_never_overwrites_existing_lists_unless_forced(tmp_path, capsys):
+    frames, splits = fake_ucf101(tmp_path)
+    argv = ["lists", str(frames), "--ucf101", str(splits), "-j", "1"]
+    assert prepare.main(argv) == 0
+    out = tmp_path / "ucf"
+    mine = out / "ucf101_train_split1_list.txt"
+    mine.write_text("RGB/v_ApplyEyeMakeup_g08_c01 3 0\n")  # the user's own list of that name
+    before = {p.name: p.read_bytes() for p in out.glob("*.txt")}
+    capsys.readouterr()
+    assert prepare.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(mine) in err and "--force" in err, err
+    assert {p.name: p.read_bytes() for p in out.glob("*.txt")} == before  # nothing written
+    # the same classes file is no conflict; another one is
+    for p in out.glob("ucf101_*_list.txt"):
+        p.unlink()
+    assert prepare.main(argv) == 0
+    classes = out / "ucf101_classes.txt"
+    classes.write_text("run\njump\nwalk\n")
+    for p in out.glob("ucf101_*_list.txt"):
+        p.unlink()
+    capsys.readouterr()
+    assert prepare.main(argv) == 2 and str(classes) in capsys.readouterr().err
+    assert classes.read_text() == "run\njump\nwalk\n" and not list(out.glob("ucf101_*_list.txt"))
+    assert prepare.main([*argv, "--force"]) == 0  # asked for: overwritten
+    assert mine.read_bytes() != before[mine.name] and prepare.read_class_names(classes)[0] != "run"

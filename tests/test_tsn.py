@@ -208,29 +208,42 @@ def test_snippets_keep_their_frames_together():
     assert idx.shape == (12,) and all((np.diff(idx.reshape(3, 4), axis=1) == 2).ravel())
 
 
-def tsn_test_indices(n, N):
-    """tsn-pytorch's _get_test_indices (new_length 1): tick = n / N, offsets int(tick / 2 + tick * k)."""
-    tick = n / float(N)
-    return np.array([int(tick / 2.0 + tick * k) for k in range(N)]) + 1
+def tsn_test_indices(n, N, new_length=1):
+    """yjxiong/tsn-pytorch dataset.py, TSNDataSet._get_test_indices, transcribed: tick = (n - new_length + 1)
+    / float(N), offsets int(tick / 2.0 + tick * x) for x in range(N) -- in that float order -- plus 1; each
+    snippet reads new_length consecutive frames from its offset."""
+    tick = (n - new_length + 1) / float(N)
+    offsets = np.array([int(tick / 2.0 + tick * x) for x in range(N)]) + 1
+    return (offsets[:, None] + np.arange(new_length)).ravel()
 
 
 def mmaction2_sampleframes_test(n, N):
-    """mmaction2 1.x SampleFrames(clip_len=1, frame_interval=1, num_clips=N, test_mode=True), start_index 1:
-    offsets round(k * max(n - 1, 0) / (N - 1)) (max_offset // 2 for N = 1), looped modulo n."""
-    max_offset = max(n - 1, 0)
-    offsets = [round(k * max_offset / (N - 1)) for k in range(N)] if N > 1 else [max_offset // 2]
-    return np.array([o % n for o in offsets]) + 1
+    """open-mmlab/mmaction2 mmaction/datasets/transforms/loading.py (1.x), SampleFrames(clip_len=1,
+    frame_interval=1, num_clips=N, test_mode=True), start_index 1, transcribed: _get_test_clips' 2D branch
+    (clip_len == 1): avg_interval = n / float(N), offsets np.arange(N) * avg_interval + avg_interval / 2.0;
+    transform() loops them modulo n and casts to int32."""
+    avg_interval = n / float(N)
+    offsets = np.arange(N) * avg_interval + avg_interval / 2.0
+    return np.mod(offsets, n).astype(np.int32) + 1
 
 
-@pytest.mark.parametrize("N", [3, 8])
+@pytest.mark.parametrize("N", [3, 8, 25])
 def test_test_indices_follow_tsn_and_mmaction2(N):
+    """Every length 1..3N: our val / test snippets are TSN's, and placement mmaction2 is mmaction2's (both
+    the segment centres; 30 frames at N = 25 is a length where the float order of the sum matters)."""
     for n in range(1, 3 * N + 1):
         for mode in ("val", "test"):
-            assert (
-                data.sample_indices(n, 1, 1, mode, num_segments=N)[0] == tsn_test_indices(n, N)
-            ).all(), n
+            got = data.sample_indices(n, 1, 1, mode, num_segments=N)[0]
+            assert (got == tsn_test_indices(n, N)).all(), (n, got)
         mm = data.sample_indices(n, 1, 1, "test", placement="mmaction2", num_segments=N)[0]
         assert (mm == mmaction2_sampleframes_test(n, N)).all(), (n, mm)
+        if n >= 5:  # snippets of 5 consecutive frames (TSN's new_length for its flow stream)
+            got = data.sample_indices(n, 5, 1, "test", num_segments=N)[0]
+            assert (got == tsn_test_indices(n, N, 5)).all(), (n, got)
+    if N == 25:
+        assert (
+            data.sample_indices(30, 1, 1, "test", num_segments=25)[0][12] == 15
+        )  # 1-based: frame 14
 
 
 def test_multiscale_crops():
