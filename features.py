@@ -208,9 +208,8 @@ class Extractor:
                     f"--layer {layer}: no such module in --arch {getattr(model, 'arch', '?')} "
                     f"(e.g. {', '.join(stages) or 'a name from model.named_modules()'})"
                 )
-            if getattr(model, "arch", "").startswith(
-                ("swin3d", "mvit")
-            ):  # tokens, channels-last stages
+            arch = train.models.ARCHS.get(getattr(model, "arch", None))
+            if arch and arch.tokens:  # tokens, channels-last stages
                 raise ValueError(
                     f"--layer: not for --arch {model.arch} (its stages are not (B, C, T, H, "
                     "W)); leave it out for the classifier's input"

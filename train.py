@@ -533,8 +533,10 @@ def check_mode(args):
         fail(
             f"--shift {args.shift}: must be 0 (off) or 2..64 (TSM: 8, a quarter of the channels move)"
         )
-    if args.shift and args.arch not in models.RESNET_2D:
-        fail(f"--shift {args.shift} needs a 2D ResNet arch ({', '.join(models.RESNET_2D)})")
+    if args.shift and not models.ARCHS[args.arch].shift:
+        fail(
+            f"--shift {args.shift} needs a 2D ResNet arch ({', '.join(models.archs_with('shift'))})"
+        )
 
 
 def check_recipe_args(args):
@@ -545,15 +547,16 @@ def check_recipe_args(args):
         fail(f"--lr-min {args.lr_min}: the floor of --lr_policy cosine, at most --lr {args.lr}")
     if args.lr_warmup_start and not args.warmup:
         fail(f"--lr-warmup-start {args.lr_warmup_start} needs --warmup EPOCHS")
-    if args.layer_decay <= 0 or (args.layer_decay < 1 and args.arch not in models.LAYERS):
+    entry = models.ARCHS[args.arch]
+    if args.layer_decay <= 0 or (args.layer_decay < 1 and not entry.layers):
         fail(
             f"--layer-decay {args.layer_decay}: needs a value in (0, 1] and an arch with layers to number "
-            f"({', '.join(a for a in models.ARCHS if a in models.LAYERS)}), not --arch {args.arch}"
+            f"({', '.join(models.archs_with('layers'))}), not --arch {args.arch}"
         )
-    if args.drop_path is not None and args.arch not in models.DROP_PATH:
+    if args.drop_path is not None and not entry.drop_path:
         fail(
             f"--drop-path {args.drop_path}: --arch {args.arch} has no stochastic depth "
-            f"(these have: {', '.join(models.DROP_PATH)})"
+            f"(these have: {', '.join(models.archs_with('drop_path'))})"
         )
     if args.use_ema and not args.model_ema and not args.evaluate:
         fail("--use-ema needs --model-ema (there is no EMA to use)")
@@ -884,24 +887,20 @@ def make_model(args):
     """The bare model the flags describe, --pretrained weights loaded; ValueError / OSError: one line.
     Training, --evaluate and predict (with a checkpoint's flags: checkpoint_args) all build theirs here."""
     args.t_length = default_t_length(args)
-    model = zoo.build_model(
-        args.arch,
-        args.num_classes,
-        dropout=args.dropout,
-        pretrained=args.pretrained_model or args.pretrained,
-        inflate=args.inflate,
-        mode=args.mode,
-        t_length=args.t_length,
-        num_segments=args.num_segments,
-        shift=args.shift,
-        drop_path=args.drop_path,
-    )
+    pretrained = args.pretrained_model or args.pretrained
+    model = zoo.build_model(model_spec(args), pretrained=pretrained, inflate=args.inflate)
     if args.t_length < getattr(model, "min_t", 1):
         raise ValueError(
             f"--t_length {args.t_length} is too short for --arch {args.arch} "
             f"(needs >= {model.min_t})"
         )
     return model
+
+
+def model_spec(args):
+    """The model.ModelSpec the flags describe: each of its fields is the flag of the same name."""
+    fields = dataclasses.fields(models.ModelSpec)
+    return models.ModelSpec(**{f.name: getattr(args, f.name) for f in fields})
 
 
 def build_net(args, rt):

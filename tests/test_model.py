@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
-from model import ARCH_SPECS, ARCHS, TV_VIDEO
+from model import ARCHS
 from zoo import build_model
 
 
@@ -35,7 +35,7 @@ def still_clip(img, T):
 
 @pytest.mark.parametrize("arch3d", ["resnet18_3d", "resnet50_3d"])
 def test_center_inflation_is_exact(arch3d, tmp_path, capsys):
-    m2d = random_2d_resnet(ARCH_SPECS[arch3d].twin2d)
+    m2d = random_2d_resnet(ARCHS[arch3d].layout.twin2d)
     sd = m2d.state_dict()
     if (
         arch3d == "resnet50_3d"
@@ -164,4 +164,4 @@ def test_clear_errors(tmp_path):
     torch.save(torchvision.models.resnet18().state_dict(), path)
     with pytest.raises(ValueError, match="2D weights do not fit resnet50_3d"):
         build_model("resnet50_3d", 3, pretrained=str(path))
-    assert set(TV_VIDEO) <= set(ARCHS)
+    assert {"r3d_18", "mc3_18", "r2plus1d_18", "s3d", "mvit_v2_s", "swin3d_t"} <= set(ARCHS)
