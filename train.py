@@ -81,37 +81,6 @@ SUBCOMMANDS = (
     "features",
     "export",
 )  # `python train.py predict ...` runs predict.py (__main__)
-# Flags about this process, not about the model or its clips: --evaluate and predict never take these
-# from a checkpoint. Every other saved flag they do (so a flag you add reaches them with no edit there).
-PROCESS_FLAGS = {
-    "train_list",
-    "val_list",
-    "pretrained",
-    "pretrained_model",
-    "class_names",
-    "batch_size",
-    "tensorboard",
-    "workers",
-    "resume",
-    "evaluate",
-    "start_epoch",
-    "output_root",
-    "run_name",
-    "data_root",
-    "decode_device",
-    "ddp",
-    "device",
-    "amp",
-    "sync_bn",
-    "channels_last",
-    "compile",
-    "test_clips",
-    "test_crops",
-    "save_scores",
-    "video_decoder",
-    "read_timeout",
-    "use_ema",
-}
 
 
 # ---- flags -----------------------------------------------------------------------------------------
@@ -162,41 +131,35 @@ class Parser(argparse.ArgumentParser):
 
 def get_args_parser():
     p = Parser(prog="train.py", description="Train / evaluate 3D, TSN/TSM and 2D video networks.")
-    p.add_argument(
-        "dataset", help=f"{', '.join(NUM_CLASSES)} (sets the classes), demo, or any name"
-    )
-    p.add_argument(
-        "train_list", nargs="?", help="list file: '<frame_dir> <num_frames> <label>' per line"
-    )
-    p.add_argument(
-        "val_list", nargs="?", help="validation list file, same format (demo: both optional)"
-    )
-    add_model_args(
-        p.add_argument_group("model and clips", "what the model is and the clips it sees")
-    )
-    add_optim_args(
-        p.add_argument_group("optimisation", "the recipe: optimizer, schedule, fine-tuning")
-    )
-    add_recipe_args(p.add_argument_group("modern recipe", "AdamW, layer decay, drop path, EMA"))
-    add_augment_args(p.add_argument_group("augmentation", "mixing and clip augmentation"))
-    add_run_args(p.add_argument_group("run", "this process: data access, devices, monitoring"))
-    add_eval_args(p.add_argument_group("evaluation", "--evaluate: views and protocol"))
+    for group in FLAG_GROUPS:
+        group.add(p.add_argument_group(group.title, group.about))
     return p
 
 
 def add_model_args(p):
-    """Model and clip flags (the original project's)."""
-    p.add_argument("-a", "--arch", default="resnet50_3d", help=f"one of: {', '.join(models.ARCHS)}")
+    """What the network is (its weights' shapes)."""
     p.add_argument(
-        "--dro", "--dropout", dest="dropout", default=0.2, type=fraction, help="dropout before fc"
+        "-a",
+        "--arch",
+        default="resnet50_3d",
+        help=f"3D: {', '.join(models.archs_with('modes', '3D'))}; "
+        f"2D: {', '.join(models.archs_with('modes', '2D'))}",
     )
+    p.add_argument("--num_classes", type=positive, help="override the number of classes")
     p.add_argument(
         "--mode", default="3D", choices=["3D", "TSN", "2D"], help="3D clips | TSN segments | 2D"
     )
-    p.add_argument("--num_segments", default=1, type=positive, help="TSN/2D: a snippet per segment")
     p.add_argument(
-        "--shift", default=0, type=natural, help="TSM: shift 1/N of channels each way, 0: off"
+        "--shift",
+        default=0,
+        type=natural,
+        help=f"TSM: shift 1/N of channels each way, 0: off ({', '.join(models.archs_with('shift'))})",
     )
+
+
+def add_clip_args(p):
+    """What the network sees: the clips, their sampling, size and placement."""
+    p.add_argument("--num_segments", default=1, type=positive, help="TSN/2D: a snippet per segment")
     p.add_argument("--t_length", type=positive, help="frames per clip/snippet; 16, TSN/2D: 1")
     p.add_argument("--t_stride", default=4, type=positive, help="frames between sampled frames")
     p.add_argument(
@@ -204,24 +167,17 @@ def add_model_args(p):
     )
     p.add_argument("--crop_size", default=224, type=positive, help="square crop in px")
     p.add_argument(
-        "--pretrained", nargs="?", const="imagenet", help="imagenet (bare), kinetics400, PATH..."
+        "--test_sampling", default="ours", choices=data.PLACEMENTS, help="where val/test clips go"
     )
-    p.add_argument("--pretrained_model", help="PATH to pretrained weights (overrides --pretrained)")
+
+
+def add_input_args(p):
+    """The dataset, its frame files and the input normalisation."""
     p.add_argument(
-        "--inflate", default="mean", choices=["mean", "center"], help="2D kernels over time"
-    )
-    p.add_argument("--num_classes", type=positive, help="override the number of classes")
-    p.add_argument(
-        "--class_names", help="one name per line (default: <dataset>_classes.txt by train_list)"
-    )
-    p.add_argument(
-        "--train_crop",
-        default="jitter",
-        choices=data.TRAIN_CROPS,
-        help="scale jitter | TSN's multiscale corner crops",
+        "dataset", help=f"{', '.join(NUM_CLASSES)} (sets the classes), demo, or any name"
     )
     p.add_argument(
-        "--no_flip", action="store_true", help=f"no train flips (always: {sorted(NO_FLIP)})"
+        "--image_tmpl", default="img_{:05d}.jpg", help="frame file name, .format(number)"
     )
     p.add_argument(
         "--mean", type=float, nargs=3, help="input mean, RGB in [0, 1] (default: the weights')"
@@ -229,16 +185,14 @@ def add_model_args(p):
     p.add_argument(
         "--std", type=float, nargs=3, help="input std, RGB in [0, 1] (default: the weights')"
     )
+    p.add_argument(
+        "--max_bad_videos", default=100, type=natural, help="bad videos replaced before a stop"
+    )
 
 
 def add_optim_args(p):
-    """The optimizer, schedule and fine-tuning flags."""
+    """The recipe's optimizer and schedule."""
     p.add_argument("--epochs", default=95, type=positive, help="total epochs")
-    # Per process: -b (DataParallel splits it over the GPUs) and -j. Global: the SGD step, b x processes x
-    # iter_size clips, and the --lr it takes (never rescaled when the batch changes).
-    p.add_argument(
-        "-b", "--batch-size", dest="batch_size", default=64, type=positive, help="clips/process"
-    )
     p.add_argument(
         "--iter_size", default=1, type=positive, help="batches accumulated into one SGD step"
     )
@@ -254,37 +208,6 @@ def add_optim_args(p):
     p.add_argument(
         "--warmup", default=0.0, type=nonnegative, help="epochs of linear lr warmup, per step"
     )
-    p.add_argument("--momentum", default=0.9, type=nonnegative, help="SGD momentum")
-    p.add_argument(
-        "--wd", "--weight-decay", dest="weight_decay", default=5e-4, type=nonnegative, help="L2"
-    )
-    p.add_argument(
-        "--bn_bias_wd", action="store_true", help="--wd on BN and biases too (the original)"
-    )
-    p.add_argument(
-        "--clip-grad", dest="clip_grad", default=0.0, type=nonnegative, help="max norm, 0: off"
-    )
-    p.add_argument(
-        "--label-smoothing", dest="label_smoothing", default=0.0, type=fraction, help="in [0, 1)"
-    )
-    p.add_argument(
-        "--freeze_bn", action="store_true", help="fine-tuning: BN statistics and affine fixed"
-    )
-    p.add_argument("--fc_only", action="store_true", help="fine-tuning: train the classifier only")
-
-
-def add_recipe_args(p):
-    """The transformers' recipe (PySlowFast's MViT, Video Swin, VideoMAE), usable with any arch."""
-    p.add_argument(
-        "--opt", default="sgd", choices=["sgd", "adamw"], help="optimizer (adamw: no --momentum)"
-    )
-    p.add_argument(
-        "--norm-weight-decay",
-        dest="norm_weight_decay",
-        default=0.0,
-        type=nonnegative,
-        help="wd of norms, biases, position embeddings, class tokens (--bn_bias_wd: --wd)",
-    )
     p.add_argument(
         "--lr-min", dest="lr_min", default=0.0, type=nonnegative, help="cosine: lr at --epochs"
     )
@@ -295,6 +218,30 @@ def add_recipe_args(p):
         type=nonnegative,
         help="--warmup starts from this lr (else 0)",
     )
+    p.add_argument("--momentum", default=0.9, type=nonnegative, help="SGD momentum")
+    p.add_argument(
+        "--wd", "--weight-decay", dest="weight_decay", default=5e-4, type=nonnegative, help="L2"
+    )
+    p.add_argument(
+        "--norm-weight-decay",
+        dest="norm_weight_decay",
+        default=0.0,
+        type=nonnegative,
+        help="wd of norms, biases, position embeddings, class tokens (--bn_bias_wd: --wd)",
+    )
+    p.add_argument(
+        "--clip-grad", dest="clip_grad", default=0.0, type=nonnegative, help="max norm, 0: off"
+    )
+    p.add_argument(
+        "--seed", default=0, type=natural, help="seed for init, sampling and augmentation"
+    )
+
+
+def add_optimizer_state_args(p):
+    """What the optimizer's state and parameter groups are."""
+    p.add_argument(
+        "--opt", default="sgd", choices=["sgd", "adamw"], help="optimizer (adamw: no --momentum)"
+    )
     p.add_argument(
         "--layer-decay",
         dest="layer_decay",
@@ -303,7 +250,27 @@ def add_recipe_args(p):
         help="layer i of L's lr x this^(L + 1 - i) (BEiT; stem 0, head L + 1); 1: off",
     )
     p.add_argument(
-        "--drop-path", dest="drop_path", type=fraction, help="stochastic depth (default: arch's)"
+        "--bn_bias_wd", action="store_true", help="--wd on BN and biases too (the original)"
+    )
+    p.add_argument(
+        "--freeze_bn", action="store_true", help="fine-tuning: BN statistics and affine fixed"
+    )
+    p.add_argument("--fc_only", action="store_true", help="fine-tuning: train the classifier only")
+
+
+def add_regular_args(p):
+    """The recipe's dropout, drop path, label smoothing and weight averaging."""
+    p.add_argument(
+        "--dro", "--dropout", dest="dropout", default=0.2, type=fraction, help="dropout before fc"
+    )
+    p.add_argument(
+        "--drop-path",
+        dest="drop_path",
+        type=fraction,
+        help=f"stochastic depth (default: arch's): {', '.join(models.archs_with('drop_path'))}",
+    )
+    p.add_argument(
+        "--label-smoothing", dest="label_smoothing", default=0.0, type=fraction, help="in [0, 1)"
     )
     p.add_argument(
         "--model-ema", dest="model_ema", action="store_true", help="EMA of weights and buffers"
@@ -322,16 +289,19 @@ def add_recipe_args(p):
         type=positive,
         help="optimizer steps per EMA update",
     )
-    p.add_argument(
-        "--use-ema",
-        dest="use_ema",
-        action="store_true",
-        help="--evaluate / predict: the EMA weights; training: the EMA top-1 picks model_best",
-    )
 
 
 def add_augment_args(p):
     """Batch mixing (MixUp / CutMix) and per-clip augmentation."""
+    p.add_argument(
+        "--train_crop",
+        default="jitter",
+        choices=data.TRAIN_CROPS,
+        help="scale jitter | TSN's multiscale corner crops",
+    )
+    p.add_argument(
+        "--no_flip", action="store_true", help=f"no train flips (always: {sorted(NO_FLIP)})"
+    )
     p.add_argument(
         "--mixup-alpha", dest="mixup_alpha", default=0.0, type=nonnegative, help="0: off"
     )
@@ -374,19 +344,14 @@ def add_augment_args(p):
     )
 
 
-def add_run_args(p):
-    """Where and how this process runs: data access, devices, monitoring."""
+def add_weights_args(p):
+    """Where the weights come from."""
     p.add_argument(
-        "-p", "--print-freq", dest="print_freq", default=20, type=positive, help="every N steps"
+        "--pretrained", nargs="?", const="imagenet", help="imagenet (bare), kinetics400, PATH..."
     )
+    p.add_argument("--pretrained_model", help="PATH to pretrained weights (overrides --pretrained)")
     p.add_argument(
-        "-ef", "--eval-freq", dest="eval_freq", default=2, type=positive, help="every N epochs"
-    )
-    p.add_argument(
-        "--tensorboard", action="store_true", help="also TensorBoard files in RUN/tensorboard"
-    )
-    p.add_argument(
-        "-j", "--workers", default=4, type=natural, help="loader worker processes per process"
+        "--inflate", default="mean", choices=["mean", "center"], help="2D kernels over time"
     )
     p.add_argument(
         "--resume", default="", help="checkpoint PATH, or auto (the run folder's, if any)"
@@ -395,19 +360,38 @@ def add_run_args(p):
         "-e", "--evaluate", action="store_true", help="only evaluate --resume on val_list"
     )
     p.add_argument("--start-epoch", dest="start_epoch", default=0, type=natural, help="first epoch")
-    p.add_argument("--output_root", default="./output", help="run folders go here")
-    p.add_argument("--run_name", help="run folder (default: from dataset, arch, clip, dropout)")
     p.add_argument(
-        "--image_tmpl", default="img_{:05d}.jpg", help="frame file name, .format(number)"
+        "--use-ema",
+        dest="use_ema",
+        action="store_true",
+        help="--evaluate / predict: the EMA weights; training: the EMA top-1 picks model_best",
+    )
+
+
+def add_eval_args(p):
+    """--evaluate's views."""
+    p.add_argument("--test_clips", default=1, type=positive, help="--evaluate: clips per video")
+    p.add_argument(
+        "--test_crops", default=1, type=int, choices=[1, 3, 10], help="--evaluate: crops per clip"
+    )
+
+
+def add_device_args(p):
+    """Where this process's data is, how it is read, what computes on it."""
+    p.add_argument(
+        "train_list", nargs="?", help="list file: '<frame_dir> <num_frames> <label>' per line"
+    )
+    p.add_argument(
+        "val_list", nargs="?", help="validation list file, same format (demo: both optional)"
     )
     p.add_argument(
         "--data_root", help="folder frame_dirs are relative to (default: each list's folder)"
     )
     p.add_argument(
-        "--read_timeout", default=600, type=nonnegative, help="s a file read may take, 0: any"
+        "--class_names", help="one name per line (default: <dataset>_classes.txt by train_list)"
     )
     p.add_argument(
-        "--max_bad_videos", default=100, type=natural, help="bad videos replaced before a stop"
+        "--read_timeout", default=600, type=nonnegative, help="s a file read may take, 0: any"
     )
     p.add_argument(
         "--decode_device", default="cpu", choices=["cpu", "cuda"], help="JPEGs: loader or nvJPEG"
@@ -418,10 +402,10 @@ def add_run_args(p):
         choices=data.VIDEO_DECODERS,
         help="video files: auto = TorchCodec if FFmpeg's libraries load, else PyAV",
     )
-    p.add_argument("--ddp", action="store_true", help="DDP under torchrun (else DataParallel)")
     p.add_argument(
         "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu"
     )
+    p.add_argument("--ddp", action="store_true", help="DDP under torchrun (else DataParallel)")
     p.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"], help="mixed precision")
     p.add_argument(
         "--sync-bn", dest="sync_bn", action="store_true", help="BN statistics over DDP processes"
@@ -430,22 +414,124 @@ def add_run_args(p):
         "--channels-last", dest="channels_last", action="store_true", help="channels_last_3d"
     )
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument(
-        "--seed", default=0, type=natural, help="seed for init, sampling and augmentation"
-    )
 
 
-def add_eval_args(p):
-    """Evaluation views and protocol."""
-    p.add_argument("--test_clips", default=1, type=positive, help="--evaluate: clips per video")
+def add_run_args(p):
+    """This process's batch, loaders, logs and run folder."""
+    # Per process: -b (DataParallel splits it over the GPUs) and -j. Global: the SGD step, b x processes x
+    # iter_size clips, and the --lr it takes (never rescaled when the batch changes).
     p.add_argument(
-        "--test_crops", default=1, type=int, choices=[1, 3, 10], help="--evaluate: crops per clip"
+        "-b", "--batch-size", dest="batch_size", default=64, type=positive, help="clips/process"
     )
     p.add_argument(
-        "--test_sampling", default="ours", choices=data.PLACEMENTS, help="where val/test clips go"
+        "-j", "--workers", default=4, type=natural, help="loader worker processes per process"
+    )
+    p.add_argument(
+        "-p", "--print-freq", dest="print_freq", default=20, type=positive, help="every N steps"
+    )
+    p.add_argument(
+        "-ef", "--eval-freq", dest="eval_freq", default=2, type=positive, help="every N epochs"
+    )
+    p.add_argument(
+        "--tensorboard", action="store_true", help="also TensorBoard files in RUN/tensorboard"
     )
     p.add_argument(
         "--save_scores", action="store_true", help="also write the per-video scores (.npz)"
+    )
+    p.add_argument("--output_root", default="./output", help="run folders go here")
+    p.add_argument("--run_name", help="run folder (default: from dataset, arch, clip, dropout)")
+
+
+@dataclass(frozen=True)
+class FlagGroup:
+    """An argparse group: flags by what they are about, which says how the code treats them. The lists
+    other code needs are derived from these (flag_sets): a flag added to a group needs no other edit."""
+
+    title: str
+    about: str
+    add: object  # add_*_args(argparse group)
+    process: bool = (
+        False  # about this process: --evaluate / predict never take it from a checkpoint
+    )
+    scores: bool = (
+        True  # may change what an evaluation scores: its value names the evaluation files
+    )
+    kept: str = ""  # a resumed run keeps it: "always", or "training" (--evaluate may change it)
+
+
+FLAG_GROUPS = (
+    FlagGroup(
+        "model", "what the network is; a resumed run keeps it", add_model_args, kept="always"
+    ),
+    FlagGroup(
+        "clips",
+        "what the network sees; a resumed training run keeps it",
+        add_clip_args,
+        kept="training",
+    ),
+    FlagGroup("input", "the dataset, its frames and the normalisation", add_input_args),
+    FlagGroup("optimisation", "the recipe: optimizer and schedule", add_optim_args, scores=False),
+    FlagGroup(
+        "optimizer state",
+        "the optimizer's state and parameter groups; a resumed training run keeps them",
+        add_optimizer_state_args,
+        scores=False,
+        kept="training",
+    ),
+    FlagGroup(
+        "regularisation", "the recipe: dropout, drop path, EMA", add_regular_args, scores=False
+    ),
+    FlagGroup(
+        "augmentation", "the recipe: mixing and clip augmentation", add_augment_args, scores=False
+    ),
+    FlagGroup(
+        "weights", "this process: where the weights come from", add_weights_args, process=True
+    ),
+    FlagGroup("evaluation", "this process: --evaluate's views", add_eval_args, process=True),
+    FlagGroup(
+        "devices and data",
+        "this process: where the data is, how it is read, what computes",
+        add_device_args,
+        process=True,
+    ),
+    FlagGroup(
+        "run",
+        "this process: batch, loaders, logs, run folder",
+        add_run_args,
+        process=True,
+        scores=False,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class FlagSets:
+    """The flag lists derived from FLAG_GROUPS."""
+
+    process: frozenset  # never taken from a checkpoint (checkpoint_args)
+    scores: tuple  # name --evaluate's files (rundir.evaluation_files)
+    kept: tuple  # a resumed run keeps them (checkpoint.check_resume_flags)
+    kept_training: tuple  # a resumed training run keeps them
+    names: dict  # dest -> its flag as typed (t_length -> --t_length, layer_decay -> --layer-decay)
+
+
+def flag_sets(parser=None):
+    """FlagSets of `parser` (get_args_parser()): each flag counts as its group says."""
+    parser = parser or get_args_parser()
+    dests = {g.title: [a.dest for a in g._group_actions] for g in parser._action_groups}
+
+    def flags(pick):
+        return tuple(d for g in FLAG_GROUPS if pick(g) for d in dests.get(g.title, ()))
+
+    return FlagSets(
+        frozenset(flags(lambda g: g.process)),
+        flags(lambda g: g.scores),
+        flags(lambda g: g.kept == "always"),
+        flags(lambda g: bool(g.kept)),
+        {
+            a.dest: next((o for o in a.option_strings if o.startswith("--")), a.dest)
+            for a in parser._actions
+        },
     )
 
 
@@ -469,12 +555,12 @@ def parse_args(argv=None):
 
 def checkpoint_args(ckpt, argv, parser=None):
     """The args that rebuild a checkpoint's model and clips: the flags in `argv`, else the checkpoint's own
-    (all but PROCESS_FLAGS), else the defaults. --evaluate and predict both come through here and then
+    (all but flag_sets().process), else the defaults. --evaluate and predict both come through here and then
     make_dataset / make_model, so neither can drift from what the checkpoint was trained with."""
     parser = parser or get_args_parser()
     saved = ckpt.get("args") if isinstance(ckpt.get("args"), dict) else {}
-    known = {action.dest for action in parser._actions}
-    parser.set_defaults(**{k: v for k, v in saved.items() if k in known and k not in PROCESS_FLAGS})
+    known, process = {action.dest for action in parser._actions}, flag_sets(parser).process
+    parser.set_defaults(**{k: v for k, v in saved.items() if k in known and k not in process})
     return parser.parse_args(argv)
 
 
@@ -1222,7 +1308,7 @@ def report_evaluation(args, rt, d, res, clips, crops, tag=None):
 
 def evaluate_checkpoint(args, rt, net, d):
     """--evaluate: the metrics, the per-class report and its files; the last line is the one scripts parse."""
-    tag = rundir.evaluation_files(args, rt)
+    tag = rundir.evaluation_files(args, rt, flag_sets().scores)
     try:
         res = evaluate(net, d, args, rt)
     except data.BadVideo as e:
@@ -1296,7 +1382,7 @@ def main(args):
     args.world_size = (
         rt.world_size
     )  # saved with the args: a mid-epoch resume needs the same global batch
-    ckpt = checkpoint.resume(args, rt, net, progress)
+    ckpt = checkpoint.resume(args, rt, net, progress, flag_sets())
     rundir.resumed(args, rt, ckpt)
     d.class_names = d.class_names or (ckpt or {}).get(
         "class_names"
