@@ -252,10 +252,11 @@ def add_optimizer_state_args(p):
     p.add_argument(
         "--bn_bias_wd", action="store_true", help="--wd on BN and biases too (the original)"
     )
+    # --fc_only before --freeze_bn, which it implies: a resume that adds it is refused naming it.
+    p.add_argument("--fc_only", action="store_true", help="fine-tuning: train the classifier only")
     p.add_argument(
         "--freeze_bn", action="store_true", help="fine-tuning: BN statistics and affine fixed"
     )
-    p.add_argument("--fc_only", action="store_true", help="fine-tuning: train the classifier only")
 
 
 def add_regular_args(p):
