@@ -206,14 +206,10 @@ def auto_checkpoint(run_dir):
     return path if os.path.exists(path) else ""
 
 
-def check_resume_flags(args, path, saved, mid_epoch):
-    """Flags a run cannot change. --epochs, --lr_steps, --warmup, --lr can: the schedule follows them."""
-    fixed = ["arch", "num_classes", "mode", "shift"] + (
-        [] if args.evaluate else ["t_length", "t_stride", "crop_size", "num_segments"]
-    )
-    for key in fixed:
-        if key in saved and saved[key] != getattr(args, key):
-            fail(f"--resume {path} was trained with --{key} {saved[key]}, not {getattr(args, key)}")
+def check_resume_flags(args, path, saved, mid_epoch, flags):
+    """Flags a run cannot change: flags.kept, and to continue training flags.kept_training (train.flag_sets:
+    the model, clip and optimizer-state groups). --epochs, --lr_steps, --warmup, --lr can: the schedule
+    follows them."""
     segments = saved.get("num_segments", 1)
     if args.evaluate and saved.get("shift") and segments != args.num_segments:
         # TSN averages any number of snippets; TSM's shift moves channels between neighbouring segments,
@@ -222,19 +218,16 @@ def check_resume_flags(args, path, saved, mid_epoch):
             f"--resume {path} is a TSM model (--shift {saved['shift']}) trained on {segments} segments: "
             f"it is evaluated on those, not --num_segments {args.num_segments} (leave the flag out)"
         )
-    for key in [] if args.evaluate else ["opt", "layer_decay"]:  # the optimizer's state and groups
-        if key in saved and saved[key] != getattr(args, key):
+    for key in flags.kept if args.evaluate else flags.kept_training:
+        was, now, flag = saved.get(key), getattr(args, key), flags.names[key]
+        if isinstance(now, bool) and bool(was) != now:
             fail(
-                f"--resume {path} was trained with --{key.replace('_', '-')} {saved[key]}, not "
-                f"{getattr(args, key)}: a run cannot change it"
-            )
-    for key in (
-        [] if args.evaluate else ["bn_bias_wd", "fc_only", "freeze_bn"]
-    ):  # they shape the optimizer
-        if bool(saved.get(key)) != bool(getattr(args, key)):
-            fail(
-                f"--resume {path} was trained {'with' if saved.get(key) else 'without'} --{key}: a run "
+                f"--resume {path} was trained {'with' if was else 'without'} {flag}: a run "
                 f"cannot change it (start a new run from its weights with --pretrained {path})"
+            )
+        if not isinstance(now, bool) and key in saved and was != now:
+            fail(
+                f"--resume {path} was trained with {flag} {was}, not {now}: a run cannot change it"
             )
     if mid_epoch and "batch_size" in saved:
         was = saved["batch_size"] * saved.get("iter_size", 1) * saved.get("world_size", 1)
@@ -246,9 +239,10 @@ def check_resume_flags(args, path, saved, mid_epoch):
             )
 
 
-def resume(args, rt, net, progress):
+def resume(args, rt, net, progress, flags):
     """--resume: the weights and, to continue training, the optimizer, GradScaler, Progress and this rank's
-    RNG state. Returns the checkpoint, or None for a fresh run."""
+    RNG state; `flags`: train.flag_sets(), what a run keeps. Returns the checkpoint, or None for a fresh
+    run."""
     if args.resume == "auto":
         args.resume = auto_checkpoint(rt.run_dir)
         if args.evaluate and not args.resume:
@@ -264,7 +258,7 @@ def resume(args, rt, net, progress):
                 "--pretrained PATH"
             )
         saved = ckpt.get("args") if isinstance(ckpt.get("args"), dict) else {}
-        check_resume_flags(args, args.resume, saved, ckpt.get("iter", 0) > 0)
+        check_resume_flags(args, args.resume, saved, ckpt.get("iter", 0) > 0, flags)
         load_weights(net.bare, ckpt, args.resume, args, ema=args.evaluate and args.use_ema)
     except ValueError as e:
         fail(str(e))

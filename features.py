@@ -232,7 +232,8 @@ def window_error(model, window, args):
         )
     elif window < getattr(model, "min_t", 1):
         return f"--window {window} is too short for --arch {arch} (needs >= {model.min_t})"
-    elif arch in train.models.TV_VIDEO:  # no rule stated: one clip through the model says it
+    elif train.models.ARCHS[arch].build is train.models.torchvision_video:
+        # torchvision's video archs state no rule: one clip through the model says it
         x = torch.zeros(1, 3, window, args.crop_size, args.crop_size)
         try:
             with torch.no_grad():
@@ -264,9 +265,8 @@ class Extractor:
                     f"--layer {layer}: no such module in --arch {getattr(model, 'arch', '?')} "
                     f"(e.g. {', '.join(stages) or 'a name from model.named_modules()'})"
                 )
-            if getattr(model, "arch", "").startswith(
-                ("swin3d", "mvit", "vit_")
-            ):  # tokens, channels-last stages
+            arch = train.models.ARCHS.get(getattr(model, "arch", None))
+            if arch and arch.tokens:  # tokens, channels-last stages
                 raise ValueError(
                     f"--layer: not for --arch {model.arch} (its stages are not (B, C, T, H, "
                     "W)); leave it out for the classifier's input"

@@ -24,8 +24,11 @@ References
   facebookresearch/pytorchvideo (models/resnet.py, hub), open-mmlab/mmaction2 (ResNet3d, i3d_r50 configs).
 """
 
+import dataclasses
+import functools
 import re
-from typing import NamedTuple, Optional
+from dataclasses import dataclass
+from typing import Callable, NamedTuple, Optional
 
 import torch
 import torch.nn as nn
@@ -129,73 +132,22 @@ class ArchSpec(NamedTuple):
     stem_stride_t: int = 1  # temporal stride of conv1 AND of the first max-pool
 
 
-ARCH_SPECS = {
-    "resnet10_3d": ArchSpec(
-        BasicBlock3D, (1, 1, 1, 1), 5, True, I3D, None
-    ),  # tiny CPU arch for tests/demo
-    "resnet18_3d": ArchSpec(BasicBlock3D, (2, 2, 2, 2), 5, True, I3D, "resnet18"),
-    "resnet34_3d": ArchSpec(BasicBlock3D, (3, 4, 6, 3), 5, True, I3D, "resnet34"),
-    # PySlowFast I3D_8x8_R50 = pytorchvideo i3d_r50: Kinetics weights trained on 8x8 clips
-    # (8 frames, stride 8).
-    "resnet50_3d": ArchSpec(Bottleneck3D, (3, 4, 6, 3), 5, True, I3D, "resnet50"),
-    "resnet101_3d": ArchSpec(Bottleneck3D, (3, 4, 23, 3), 5, True, I3D, "resnet101"),
-    # PySlowFast SLOW_8x8_R50 = pytorchvideo slow_r50 = mmaction2 slowonly_r50 (8x8 clips).
-    "resnet50_3d_slowonly": ArchSpec(Bottleneck3D, (3, 4, 6, 3), 1, False, SLOW, "resnet50"),
-    # mmaction2's i3d_r50 (configs/_base_/models/i3d_r50.py: conv1 5x7x7 with conv1_stride_t=2, the first
-    # max-pool with pool1_stride_t=2, pool2, inflate ((1,1,1),(1,0,1,0),(1,0,1,0,1,0),(0,1,0)), 3x1x1).
-    # Same tensors as resnet50_3d, another network: time shrinks 4x in the stem and 8x before res3. Its
-    # Kinetics-400 weights were trained on 32x2x1 clips (SampleFrames clip_len=32, frame_interval=2:
-    # 32 frames, every 2nd; --t_length 32 --t_stride 2) at 224 px, ImageNet mean/std.
-    "resnet50_3d_mmaction": ArchSpec(
-        Bottleneck3D, (3, 4, 6, 3), 5, True, I3D, "resnet50", stem_stride_t=2
-    ),
-}
-# torchvision.models.video, for comparison. Their own input limits apply: mvit_v1_b takes exactly
-# 16x224x224 (absolute position embedding), s3d ends in a fixed 2x7x7 average pool (16x224x224
-# clips work, small ones fail inside torch). We do not re-check these limits.
-TV_VIDEO = (
-    "r3d_18",
-    "mc3_18",
-    "r2plus1d_18",
-    "s3d",
-    "mvit_v1_b",
-    "mvit_v2_s",
-    "swin3d_t",
-    "swin3d_s",
-    "swin3d_b",
-)
-# torchvision's 2D ImageNet networks, under torchvision's own names and parameter names (so --pretrained
-# imagenet loads its files as they are): ResNet (block, blocks per stage) as torchvision.models.resnetNN.
-RESNET_2D = {
-    "resnet18": (torchvision.models.resnet.BasicBlock, (2, 2, 2, 2)),
-    "resnet34": (torchvision.models.resnet.BasicBlock, (3, 4, 6, 3)),
-    "resnet50": (torchvision.models.resnet.Bottleneck, (3, 4, 6, 3)),
-    "resnet101": (torchvision.models.resnet.Bottleneck, (3, 4, 23, 3)),
-}
-ARCHS_2D = tuple(RESNET_2D) + ("mobilenet_v2",)
-# The VideoMAE / VideoMAEv2 video ViTs (vit.py; 3D clips only, vit.build).
-VITS = tuple(vit.VIT_SPECS)
-ARCHS = tuple(ARCH_SPECS) + TV_VIDEO + ARCHS_2D + VITS
-# Archs with stochastic depth (--drop-path): torchvision's `stochastic_depth_prob`, whose default each
-# builder keeps when --drop-path is not given (mvit 0.2, swin3d_t 0.1, swin3d_s/b 0.3; the ViTs 0).
-DROP_PATH = ("mvit_v1_b", "mvit_v2_s", "swin3d_t", "swin3d_s", "swin3d_b") + VITS
-# --layer-decay's layers: the parameter names that open a block, per arch (module registration order is
-# the forward order in all of them). BEiT (Bao et al. 2022, Sec. 2.6) and VideoMAE number the patch
-# embedding 0, the blocks 1..L and the head L + 1; the ResNets' blocks here are their four stages.
-# Names between blocks (Swin's patch merging) take the block before them, as mmpretrain's Swin rule does.
-_STAGES, _MVIT, _SWIN = r"layer\d+\.", r"blocks\.\d+\.", r"features\.\d+\.\d+\."
-LAYERS = {
-    **{a: _STAGES for a in (*ARCH_SPECS, *RESNET_2D, "r3d_18", "mc3_18", "r2plus1d_18")},
-    "mvit_v1_b": _MVIT,
-    "mvit_v2_s": _MVIT,
-    "swin3d_t": _SWIN,
-    "swin3d_s": _SWIN,
-    "swin3d_b": _SWIN,
-    **{
-        a: _MVIT for a in VITS
-    },  # patch_embed and pos_embed 0, blocks.i i + 1, fc_norm and head L + 1
-}
-HEAD_NORM = ("norm.", "fc_norm.")  # the transformers' final norm sits with the head (layer L + 1)
+# The ResNet-3D layouts: archs, each one entry of ARCHS below (resnet3d).
+R10 = ArchSpec(BasicBlock3D, (1, 1, 1, 1), 5, True, I3D, None)  # tiny CPU arch for tests/demo
+R18 = ArchSpec(BasicBlock3D, (2, 2, 2, 2), 5, True, I3D, "resnet18")
+R34 = ArchSpec(BasicBlock3D, (3, 4, 6, 3), 5, True, I3D, "resnet34")
+# PySlowFast I3D_8x8_R50 = pytorchvideo i3d_r50: Kinetics weights trained on 8x8 clips
+# (8 frames, stride 8).
+R50 = ArchSpec(Bottleneck3D, (3, 4, 6, 3), 5, True, I3D, "resnet50")
+R101 = ArchSpec(Bottleneck3D, (3, 4, 23, 3), 5, True, I3D, "resnet101")
+# PySlowFast SLOW_8x8_R50 = pytorchvideo slow_r50 = mmaction2 slowonly_r50 (8x8 clips).
+R50_SLOW = ArchSpec(Bottleneck3D, (3, 4, 6, 3), 1, False, SLOW, "resnet50")
+# mmaction2's i3d_r50 (configs/_base_/models/i3d_r50.py: conv1 5x7x7 with conv1_stride_t=2, the first
+# max-pool with pool1_stride_t=2, pool2, inflate ((1,1,1),(1,0,1,0),(1,0,1,0,1,0),(0,1,0)), 3x1x1).
+# Same tensors as resnet50_3d, another network: time shrinks 4x in the stem and 8x before res3. Its
+# Kinetics-400 weights were trained on 32x2x1 clips (SampleFrames clip_len=32, frame_interval=2:
+# 32 frames, every 2nd; --t_length 32 --t_stride 2) at 224 px, ImageNet mean/std.
+R50_MMACTION = R50._replace(stem_stride_t=2)
 
 
 def min_frames(spec):
@@ -237,12 +189,13 @@ class FrameMaxPool(nn.Module):
 
 
 class ResNet3D(nn.Module):
-    """One of ARCH_SPECS. Module names follow torchvision's ResNet; pool2/dropout hold no weights."""
+    """A ResNet-3D of layout `spec` (an ArchSpec). Module names follow torchvision's ResNet;
+    pool2/dropout hold no weights."""
 
-    def __init__(self, arch, num_classes, dropout=0.0, zero_init_residual=False):
+    arch = "resnet3d"  # build_model names it after its --arch
+
+    def __init__(self, spec, num_classes, dropout=0.0, zero_init_residual=False):
         super().__init__()
-        spec = ARCH_SPECS[arch]
-        self.arch = arch
         self.min_t = min_frames(spec)  # forward() checks it for a clear message
         self.inplanes = 64
         st = spec.stem_stride_t  # 1, or mmaction2 i3d_r50's 2 (conv1_stride_t = pool1_stride_t = 2)
@@ -395,14 +348,9 @@ class Consensus:
 class SegmentResNet2D(Consensus, torchvision.models.ResNet):
     """torchvision's ResNet, segment by segment; dropout before fc (TSN's), in the weightless avgpool."""
 
-    def __init__(self, arch, num_classes, dropout=0.0):
-        block, layers = RESNET_2D[arch]
+    def __init__(self, block, layers, num_classes, dropout=0.0):
         super().__init__(block, list(layers), num_classes=num_classes)
         self.avgpool = nn.Sequential(self.avgpool, nn.Dropout(dropout))
-
-
-class SegmentMobileNetV2(Consensus, torchvision.models.MobileNetV2):
-    """torchvision's MobileNetV2 (its `dropout` is the head's), segment by segment."""
 
 
 class SegmentResNet3D(Consensus, ResNet3D):
@@ -451,7 +399,7 @@ def add_shift(model, frames, div):
     `frames` frames of a clip (mmaction2 ResNetTSM shift_place='blockres', shift_div=8)."""
     if not isinstance(model, SegmentResNet2D):
         raise ValueError(
-            f"--shift needs a 2D ResNet arch ({', '.join(RESNET_2D)}), not {model.arch}"
+            f"--shift needs a 2D ResNet arch ({', '.join(archs_with('shift'))}), not {model.arch}"
         )
     for block in model.modules():
         if isinstance(
@@ -462,6 +410,7 @@ def add_shift(model, frames, div):
     return model
 
 
+HEAD_NORM = ("norm.", "fc_norm.")  # the transformers' final norm sits with the head (layer L + 1)
 HEAD = (
     "fc.",
     "head.",
@@ -470,10 +419,11 @@ HEAD = (
 
 
 def layer_ids(arch, names):
-    """Parameter names (in registration order) -> ({name: layer i}, L) for --layer-decay (LAYERS)."""
+    """Parameter names (in registration order) -> ({name: layer i}, L) for --layer-decay (the arch's
+    entry's `layers`)."""
     ids, blocks = {}, []
     for name in names:
-        block = re.match(LAYERS[arch], name)
+        block = re.match(ARCHS[arch].layers, name)
         if block and block.group(0) not in blocks:
             blocks.append(block.group(0))
         ids[name] = (
@@ -501,69 +451,214 @@ def set_drop_path(model, top):
         m.p = m.p / built * top
 
 
+# ---- the archs: one registry ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What build_model builds; train.model_spec fills it from the flags of the same names."""
+
+    arch: str
+    num_classes: int
+    dropout: float = 0.0  # before the classifier
+    mode: Optional[str] = None  # "3D" | "TSN" | "2D"; None: the arch's own (the first of its modes)
+    t_length: int = 1  # frames per clip (3D) or per snippet (TSN / 2D)
+    num_segments: int = 1  # snippets per clip (TSN / 2D)
+    shift: int = 0  # TSM: 1/shift of the channels each way over the clip's frames; 0: off
+    drop_path: Optional[float] = None  # stochastic depth; None: the builder's default
+    crop_size: int = 224  # input height = width (for archs that size position embeddings by it)
+    grad_ckpt: bool = (
+        False  # the ViTs: recompute each block in the backward (activation checkpointing)
+    )
+
+
+class Arch(NamedTuple):
+    """One entry of ARCHS: how to build an arch and what it supports. train.check_args, -h and
+    build_model read these fields; nothing else lists archs."""
+
+    build: Callable  # ModelSpec -> nn.Module with a spec.num_classes head, randomly initialised
+    modes: tuple  # the --mode values it runs in; the first is its own (ModelSpec.mode None)
+    shift: bool = False  # TSM's --shift (on a 2D ResNet's residual blocks)
+    drop_path: bool = False  # --drop-path: torchvision's stochastic depth
+    layers: Optional[str] = (
+        None  # --layer-decay: the pattern of the parameter names opening a block
+    )
+    layout: Optional[ArchSpec] = (
+        None  # a ResNet-3D: its layout (zoo.py: ImageNet twin, stem stride)
+    )
+    tokens: bool = False  # stages are token sequences, not (B, C, T, H, W) (features.py --layer)
+
+
+def resnet3d(layout):
+    """The ARCHS entry of a ResNet-3D of `layout`: 3D, or TSN over dense snippets of --t_length."""
+
+    def build(spec):
+        if spec.mode == "3D":
+            return ResNet3D(layout, spec.num_classes, spec.dropout)
+        model = SegmentResNet3D(layout, spec.num_classes, spec.dropout)
+        model.snippet = spec.t_length
+        return model
+
+    return Arch(build, ("3D", "TSN"), layers=_STAGES, layout=layout)
+
+
+def resnet2d(block, layers):
+    """The ARCHS entry of torchvision's 2D ResNet of (block, blocks per stage), segment by segment."""
+    return Arch(
+        lambda spec: SegmentResNet2D(block, layers, spec.num_classes, spec.dropout),
+        ("2D", "TSN"),
+        shift=True,
+        layers=_STAGES,
+    )
+
+
+@functools.cache
+def segment_class(cls):
+    """`cls` with Consensus's forward in front, made once per class."""
+    return type(f"Segment{cls.__name__}", (Consensus, cls), {"__module__": __name__})
+
+
+def torchvision_2d(spec):
+    """A builder: torchvision's 2D classifier named --arch (its `dropout` is the head's), segment by
+    segment. Its class becomes segment_class(its class): parameter names stay torchvision's, so
+    --pretrained imagenet loads torchvision's files as they are."""
+    model = torchvision.models.get_model(
+        spec.arch, num_classes=spec.num_classes, dropout=spec.dropout
+    )
+    model.__class__ = segment_class(type(model))
+    return model
+
+
+def torchvision_video(spec):
+    """A builder: torchvision.models.video's --arch, for comparison. Their own input limits apply:
+    mvit_v1_b takes exactly 16x224x224 (absolute position embedding), s3d ends in a fixed 2x7x7
+    average pool (16x224x224 clips work, small ones fail inside torch). We do not re-check them."""
+    if spec.arch.startswith(("s3d", "mvit")):  # their `dropout` argument is the head dropout
+        model = torchvision.models.get_model(
+            spec.arch, num_classes=spec.num_classes, dropout=spec.dropout
+        )
+    else:  # no head dropout: add one after the (weightless) avgpool, so names stay torchvision's
+        model = torchvision.models.get_model(spec.arch, num_classes=spec.num_classes)
+        model.avgpool = nn.Sequential(model.avgpool, nn.Dropout(spec.dropout))
+    set_drop_path(model, spec.drop_path)
+    return model
+
+
+def vit_video(spec):
+    """A builder: a VideoMAE ViT (vit.py) for t_length x crop_size clips (its position table)."""
+    return vit.build(
+        spec.arch,
+        spec.num_classes,
+        spec.t_length,
+        spec.crop_size,
+        spec.dropout,
+        spec.drop_path,
+        grad_ckpt=spec.grad_ckpt,
+    )
+
+
+# --layer-decay's layers: the parameter names that open a block (module registration order is the
+# forward order in all of them). BEiT (Bao et al. 2022, Sec. 2.6) and VideoMAE number the patch
+# embedding 0, the blocks 1..L and the head L + 1; the ResNets' blocks here are their four stages.
+# Names between blocks (Swin's patch merging) take the block before them, as mmpretrain's Swin rule
+# does. --drop-path: torchvision's `stochastic_depth_prob`, whose default each builder keeps when
+# --drop-path is not given (mvit 0.2, swin3d_t 0.1, swin3d_s/b 0.3).
+_STAGES, _MVIT, _SWIN = r"layer\d+\.", r"blocks\.\d+\.", r"features\.\d+\.\d+\."
+_VIDEO = ("3D",)
+BASIC, BOTTLENECK = torchvision.models.resnet.BasicBlock, torchvision.models.resnet.Bottleneck
+# --arch NAME -> its entry: the one list of archs. Adding an arch is one entry here: a builder (any
+# function of a ModelSpec, from this module or another: import its module above, e.g. vit.build for
+# the ViTs; that module takes the spec as it comes and does not import this one) and what it
+# supports. A torchvision 2D classifier as a TSN backbone is one line:
+#     "efficientnet_b0": Arch(torchvision_2d, ("2D", "TSN")),
+ARCHS = {
+    "resnet10_3d": resnet3d(R10),
+    "resnet18_3d": resnet3d(R18),
+    "resnet34_3d": resnet3d(R34),
+    "resnet50_3d": resnet3d(R50),
+    "resnet101_3d": resnet3d(R101),
+    "resnet50_3d_slowonly": resnet3d(R50_SLOW),
+    "resnet50_3d_mmaction": resnet3d(R50_MMACTION),
+    "r3d_18": Arch(torchvision_video, _VIDEO, layers=_STAGES),
+    "mc3_18": Arch(torchvision_video, _VIDEO, layers=_STAGES),
+    "r2plus1d_18": Arch(torchvision_video, _VIDEO, layers=_STAGES),
+    "s3d": Arch(torchvision_video, _VIDEO),
+    "mvit_v1_b": Arch(torchvision_video, _VIDEO, drop_path=True, layers=_MVIT, tokens=True),
+    "mvit_v2_s": Arch(torchvision_video, _VIDEO, drop_path=True, layers=_MVIT, tokens=True),
+    "swin3d_t": Arch(torchvision_video, _VIDEO, drop_path=True, layers=_SWIN, tokens=True),
+    "swin3d_s": Arch(torchvision_video, _VIDEO, drop_path=True, layers=_SWIN, tokens=True),
+    "swin3d_b": Arch(torchvision_video, _VIDEO, drop_path=True, layers=_SWIN, tokens=True),
+    # torchvision's 2D ImageNet networks, under torchvision's names and parameter names (so
+    # --pretrained imagenet loads its files as they are).
+    "resnet18": resnet2d(BASIC, (2, 2, 2, 2)),
+    "resnet34": resnet2d(BASIC, (3, 4, 6, 3)),
+    "resnet50": resnet2d(BOTTLENECK, (3, 4, 6, 3)),
+    "resnet101": resnet2d(BOTTLENECK, (3, 4, 23, 3)),
+    "mobilenet_v2": Arch(torchvision_2d, ("2D", "TSN")),
+    # The VideoMAE / VideoMAEv2 video ViTs (vit.py; 3D clips only; patch embedding and position table
+    # layer 0, blocks.i layer i + 1, fc_norm and head L + 1).
+    **{
+        a: Arch(vit_video, _VIDEO, drop_path=True, layers=_MVIT, tokens=True) for a in vit.VIT_SPECS
+    },
+}
+# The ViTs, for the flags only they take (--grad-ckpt) and their own weights (vit_zoo.py).
+VITS = tuple(vit.VIT_SPECS)
+
+
+def archs_with(field, value=True):
+    """The archs whose entry has `field` (shift, drop_path, layers, ...), or `value` in it (modes)."""
+    return [
+        a
+        for a, e in ARCHS.items()
+        if (
+            value in getattr(e, field)
+            if isinstance(getattr(e, field), tuple)
+            else getattr(e, field)
+        )
+    ]
+
+
 def mode_error(arch, mode):
     """Why `arch` cannot run in --mode `mode`, in one line; None if it can (train.check_args asks first)."""
-    if mode == "3D" and arch in ARCHS_2D:
-        return f"--arch {arch} is a 2D network: use --mode TSN or --mode 2D"
-    if mode != "3D" and arch in VITS:
+    modes = ARCHS[arch].modes
+    if mode in modes:
+        return None
+    if ARCHS[arch].build is vit_video:
         return f"--arch {arch} is a video ViT over 3D clips: use --mode 3D, not --mode {mode}"
-    if mode != "3D" and arch in TV_VIDEO:
-        return f"--mode {mode} takes a 2D arch ({', '.join(ARCHS_2D)}) or a resnet*_3d one, not --arch {arch}"
-    if mode == "2D" and arch not in ARCHS_2D:
-        return f"--mode 2D takes a 2D arch ({', '.join(ARCHS_2D)}), not --arch {arch}"
-    return None
+    if "3D" not in modes:
+        return f"--arch {arch} is a 2D network: use --mode {' or --mode '.join(modes)}"
+    others = [a for a in archs_with("modes", mode) if a not in archs_with("modes", "2D")]
+    also = f" or a 3D one ({', '.join(others)})" if others else ""
+    return f"--mode {mode} takes a 2D arch ({', '.join(archs_with('modes', '2D'))}){also}, not --arch {arch}"
 
 
-def build_model(
-    arch,
-    num_classes,
-    dropout=0.0,
-    mode=None,
-    t_length=1,
-    num_segments=1,
-    shift=0,
-    drop_path=None,
-    crop_size=224,
-    grad_ckpt=False,
-):
-    """An arch from ARCHS with a `num_classes` head, randomly initialised (zoo.build_model adds weights:
-    it sets `pretrained_info`, None here, to the normalisation they expect). mode "TSN" / "2D": the
-    arch segment by segment (Consensus), snippets of t_length frames; shift > 0: TSM with 1/shift of
-    the channels shifted each way over the num_segments * t_length frames of a clip. mode None: 2D for a
-    2D arch, else 3D. drop_path: DROP_PATH's stochastic depth (None: the builder's default). The ViTs
-    are built for t_length x crop_size clips (their position table); grad_ckpt: recompute their blocks
-    in the backward (activation checkpointing)."""
-    if drop_path is not None and arch not in DROP_PATH:
-        raise ValueError(
-            f"--drop-path: {arch} has no stochastic depth (these have: {', '.join(DROP_PATH)})"
-        )
-    mode = mode or ("2D" if arch in ARCHS_2D else "3D")
-    if mode_error(arch, mode):
-        raise ValueError(mode_error(arch, mode))
-    if mode != "3D" and arch in ARCH_SPECS:
-        model = SegmentResNet3D(arch, num_classes, dropout)
-        model.snippet = t_length
-    elif arch in RESNET_2D:
-        model = SegmentResNet2D(arch, num_classes, dropout)
-    elif arch == "mobilenet_v2":
-        model = SegmentMobileNetV2(num_classes=num_classes, dropout=dropout)
-    elif arch in ARCH_SPECS:
-        model = ResNet3D(arch, num_classes, dropout)
-    elif arch in VITS:
-        model = vit.build(
-            arch, num_classes, t_length, crop_size, dropout, drop_path, grad_ckpt=grad_ckpt
-        )
-    elif arch in TV_VIDEO:
-        if arch.startswith(("s3d", "mvit")):  # their `dropout` argument is the head dropout
-            model = torchvision.models.get_model(arch, num_classes=num_classes, dropout=dropout)
-        else:  # no head dropout: add one after the (weightless) avgpool, so names stay torchvision's
-            model = torchvision.models.get_model(arch, num_classes=num_classes)
-            model.avgpool = nn.Sequential(model.avgpool, nn.Dropout(dropout))
-        set_drop_path(model, drop_path)
-    else:
-        raise ValueError(f"unknown arch {arch!r}; choose one of: {', '.join(ARCHS)}")
-    model.arch = arch
-    if shift:
-        add_shift(model, num_segments * t_length, shift)
+def as_spec(spec, *args, **fields):
+    """A ModelSpec, or its fields: as_spec("resnet18", 10, mode="TSN") = ModelSpec("resnet18", 10, ...)."""
+    return spec if isinstance(spec, ModelSpec) else ModelSpec(spec, *args, **fields)
+
+
+def build_model(spec, *args, **fields):
+    """The arch of a ModelSpec (or its fields, as_spec) with a `num_classes` head, randomly initialised
+    (zoo.build_model adds weights: it sets `pretrained_info`, None here, to the normalisation they
+    expect). mode "TSN" / "2D": the arch segment by segment (Consensus), snippets of t_length frames;
+    shift > 0: TSM with 1/shift of the channels shifted each way over the num_segments * t_length
+    frames of a clip. drop_path: stochastic depth (None: the builder's default)."""
+    spec = as_spec(spec, *args, **fields)
+    entry = ARCHS.get(spec.arch)
+    if entry is None:
+        raise ValueError(f"unknown arch {spec.arch!r}; choose one of: {', '.join(ARCHS)}")
+    if spec.drop_path is not None and not entry.drop_path:
+        have = ", ".join(archs_with("drop_path"))
+        raise ValueError(f"--drop-path: {spec.arch} has no stochastic depth (these have: {have})")
+    spec = dataclasses.replace(spec, mode=spec.mode or entry.modes[0])
+    if mode_error(spec.arch, spec.mode):
+        raise ValueError(mode_error(spec.arch, spec.mode))
+    if spec.shift and not entry.shift:
+        have = ", ".join(archs_with("shift"))
+        raise ValueError(f"--shift needs a 2D ResNet arch ({have}), not {spec.arch}")
+    model = entry.build(spec)
+    model.arch = spec.arch
+    if spec.shift:
+        add_shift(model, spec.num_segments * spec.t_length, spec.shift)
     model.pretrained_info = None
     return model

@@ -132,32 +132,12 @@ def append_log(rt, log):
             rt.tensorboard.add_scalar(key, value, log["epoch"])
 
 
-# Flags that change what an evaluation scores (besides clips, crops and --test_sampling, named in full).
-RESULT_FLAGS = (
-    "arch",
-    "num_classes",
-    "val_list",
-    "data_root",
-    "image_tmpl",
-    "t_length",
-    "t_stride",
-    "new_size",
-    "crop_size",
-    "amp",
-    "channels_last",
-    "decode_device",
-    "mode",
-    "num_segments",
-    "shift",
-    "use_ema",
-)
-
-
-def evaluation_files(args, rt):
+def evaluation_files(args, rt, flags):
     """--evaluate's files (report.evaluation_paths), named <clips>x<crops>_<test_sampling>_<hash of the
-    checkpoint file, RESULT_FLAGS and the normalisation>: two protocols never overwrite each other.
-    Rank 0 checks it can write them all BEFORE evaluating: a failure is one line at once, not after it."""
-    settings = {k: getattr(args, k, None) for k in RESULT_FLAGS}
+    checkpoint file, the values of `flags` (train.flag_sets().scores: those that may change the scores)
+    and the normalisation>: two protocols never overwrite each other. Rank 0 checks it can write them
+    all BEFORE evaluating: a failure is one line at once, not after it."""
+    settings = {k: getattr(args, k, None) for k in flags}
     settings.update(resume=os.path.realpath(args.resume), mean=list(rt.mean), std=list(rt.std))
     digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[
         :8

@@ -86,39 +86,6 @@ SUBCOMMANDS = (
     "features",
     "export",
 )  # `python train.py predict ...` runs predict.py (__main__)
-# Flags about this process, not about the model or its clips: --evaluate and predict never take these
-# from a checkpoint. Every other saved flag they do (so a flag you add reaches them with no edit there).
-PROCESS_FLAGS = {
-    "train_list",
-    "val_list",
-    "pretrained",
-    "pretrained_model",
-    "class_names",
-    "batch_size",
-    "tensorboard",
-    "workers",
-    "resume",
-    "evaluate",
-    "start_epoch",
-    "output_root",
-    "run_name",
-    "data_root",
-    "decode_device",
-    "augment_device",
-    "ddp",
-    "device",
-    "amp",
-    "sync_bn",
-    "channels_last",
-    "compile",
-    "grad_ckpt",
-    "test_clips",
-    "test_crops",
-    "save_scores",
-    "video_decoder",
-    "read_timeout",
-    "use_ema",
-}
 
 
 # ---- flags -----------------------------------------------------------------------------------------
@@ -204,41 +171,35 @@ def get_args_parser():
         "CKPT --out DIR` saves per-window features; `train.py export --resume CKPT OUT` writes ONNX "
         "or .pt2.",
     )
-    p.add_argument(
-        "dataset", help=f"{', '.join(NUM_CLASSES)} (sets the classes), demo, or any name"
-    )
-    p.add_argument(
-        "train_list", nargs="?", help="list file: '<frame_dir> <num_frames> <label>' per line"
-    )
-    p.add_argument(
-        "val_list", nargs="?", help="validation list file, same format (demo: both optional)"
-    )
-    add_model_args(
-        p.add_argument_group("model and clips", "what the model is and the clips it sees")
-    )
-    add_optim_args(
-        p.add_argument_group("optimisation", "the recipe: optimizer, schedule, fine-tuning")
-    )
-    add_recipe_args(p.add_argument_group("modern recipe", "AdamW, layer decay, drop path, EMA"))
-    add_augment_args(p.add_argument_group("augmentation", "mixing and clip augmentation"))
-    add_run_args(p.add_argument_group("run", "this process: data access, devices, monitoring"))
-    add_eval_args(p.add_argument_group("evaluation", "--evaluate: views and protocol"))
+    for group in FLAG_GROUPS:
+        group.add(p.add_argument_group(group.title, group.about))
     return p
 
 
 def add_model_args(p):
-    """Model and clip flags (the original project's)."""
-    p.add_argument("-a", "--arch", default="resnet50_3d", help=f"one of: {', '.join(models.ARCHS)}")
+    """What the network is (its weights' shapes)."""
     p.add_argument(
-        "--dro", "--dropout", dest="dropout", default=0.2, type=fraction, help="dropout before fc"
+        "-a",
+        "--arch",
+        default="resnet50_3d",
+        help=f"3D: {', '.join(models.archs_with('modes', '3D'))}; "
+        f"2D: {', '.join(models.archs_with('modes', '2D'))}",
     )
+    p.add_argument("--num_classes", type=positive, help="override the number of classes")
     p.add_argument(
         "--mode", default="3D", choices=["3D", "TSN", "2D"], help="3D clips | TSN segments | 2D"
     )
-    p.add_argument("--num_segments", default=1, type=positive, help="TSN/2D: a snippet per segment")
     p.add_argument(
-        "--shift", default=0, type=natural, help="TSM: shift 1/N of channels each way, 0: off"
+        "--shift",
+        default=0,
+        type=natural,
+        help=f"TSM: shift 1/N of channels each way, 0: off ({', '.join(models.archs_with('shift'))})",
     )
+
+
+def add_clip_args(p):
+    """What the network sees: the clips, their sampling, size and placement."""
+    p.add_argument("--num_segments", default=1, type=positive, help="TSN/2D: a snippet per segment")
     p.add_argument("--t_length", type=positive, help="frames per clip/snippet; 16, TSN/2D: 1")
     p.add_argument("--t_stride", default=4, type=positive, help="frames between sampled frames")
     p.add_argument(
@@ -246,28 +207,17 @@ def add_model_args(p):
     )
     p.add_argument("--crop_size", default=224, type=positive, help="square crop in px")
     p.add_argument(
-        "--pretrained",
-        nargs="?",
-        const="imagenet",
-        type=no_weights,
-        help="imagenet (bare), kinetics400, PATH...; none: from scratch (after a recipe's)",
+        "--test_sampling", default="ours", choices=data.PLACEMENTS, help="where val/test clips go"
     )
-    p.add_argument("--pretrained_model", help="PATH to pretrained weights (overrides --pretrained)")
+
+
+def add_input_args(p):
+    """The dataset, its frame files and the input normalisation."""
     p.add_argument(
-        "--inflate", default="mean", choices=["mean", "center"], help="2D kernels over time"
-    )
-    p.add_argument("--num_classes", type=positive, help="override the number of classes")
-    p.add_argument(
-        "--class_names", help="one name per line (default: <dataset>_classes.txt by train_list)"
+        "dataset", help=f"{', '.join(NUM_CLASSES)} (sets the classes), demo, or any name"
     )
     p.add_argument(
-        "--train_crop",
-        default="jitter",
-        choices=data.TRAIN_CROPS,
-        help="scale jitter | TSN's multiscale corner crops",
-    )
-    p.add_argument(
-        "--no_flip", action="store_true", help=f"no train flips (always: {sorted(NO_FLIP)})"
+        "--image_tmpl", default="img_{:05d}.jpg", help="frame file name, .format(number)"
     )
     p.add_argument(
         "--mean", type=float, nargs=3, help="input mean, RGB in [0, 1] (default: the weights')"
@@ -275,16 +225,14 @@ def add_model_args(p):
     p.add_argument(
         "--std", type=float, nargs=3, help="input std, RGB in [0, 1] (default: the weights')"
     )
+    p.add_argument(
+        "--max_bad_videos", default=100, type=natural, help="bad videos replaced before a stop"
+    )
 
 
 def add_optim_args(p):
-    """The optimizer, schedule and fine-tuning flags."""
+    """The recipe's optimizer and schedule."""
     p.add_argument("--epochs", default=95, type=positive, help="total epochs")
-    # Per process: -b (DataParallel splits it over the GPUs) and -j. Global: the SGD step, b x processes x
-    # iter_size clips, and the --lr it takes (never rescaled when the batch changes).
-    p.add_argument(
-        "-b", "--batch-size", dest="batch_size", default=64, type=positive, help="clips/process"
-    )
     p.add_argument(
         "--iter_size", default=1, type=positive, help="batches accumulated into one SGD step"
     )
@@ -300,37 +248,6 @@ def add_optim_args(p):
     p.add_argument(
         "--warmup", default=0.0, type=nonnegative, help="epochs of linear lr warmup, per step"
     )
-    p.add_argument("--momentum", default=0.9, type=nonnegative, help="SGD momentum")
-    p.add_argument(
-        "--wd", "--weight-decay", dest="weight_decay", default=5e-4, type=nonnegative, help="L2"
-    )
-    p.add_argument(
-        "--bn_bias_wd", action="store_true", help="--wd on BN and biases too (the original)"
-    )
-    p.add_argument(
-        "--clip-grad", dest="clip_grad", default=0.0, type=nonnegative, help="max norm, 0: off"
-    )
-    p.add_argument(
-        "--label-smoothing", dest="label_smoothing", default=0.0, type=fraction, help="in [0, 1)"
-    )
-    p.add_argument(
-        "--freeze_bn", action="store_true", help="fine-tuning: BN statistics and affine fixed"
-    )
-    p.add_argument("--fc_only", action="store_true", help="fine-tuning: train the classifier only")
-
-
-def add_recipe_args(p):
-    """The transformers' recipe (PySlowFast's MViT, Video Swin, VideoMAE), usable with any arch."""
-    p.add_argument(
-        "--opt", default="sgd", choices=["sgd", "adamw"], help="optimizer (adamw: no --momentum)"
-    )
-    p.add_argument(
-        "--norm-weight-decay",
-        dest="norm_weight_decay",
-        default=0.0,
-        type=nonnegative,
-        help="wd of norms, biases, position embeddings, class tokens (--bn_bias_wd: --wd)",
-    )
     p.add_argument(
         "--lr-min", dest="lr_min", default=0.0, type=nonnegative, help="cosine: lr at --epochs"
     )
@@ -341,6 +258,30 @@ def add_recipe_args(p):
         type=nonnegative,
         help="--warmup starts from this lr (else 0)",
     )
+    p.add_argument("--momentum", default=0.9, type=nonnegative, help="SGD momentum")
+    p.add_argument(
+        "--wd", "--weight-decay", dest="weight_decay", default=5e-4, type=nonnegative, help="L2"
+    )
+    p.add_argument(
+        "--norm-weight-decay",
+        dest="norm_weight_decay",
+        default=0.0,
+        type=nonnegative,
+        help="wd of norms, biases, position embeddings, class tokens (--bn_bias_wd: --wd)",
+    )
+    p.add_argument(
+        "--clip-grad", dest="clip_grad", default=0.0, type=nonnegative, help="max norm, 0: off"
+    )
+    p.add_argument(
+        "--seed", default=0, type=natural, help="seed for init, sampling and augmentation"
+    )
+
+
+def add_optimizer_state_args(p):
+    """What the optimizer's state and parameter groups are."""
+    p.add_argument(
+        "--opt", default="sgd", choices=["sgd", "adamw"], help="optimizer (adamw: no --momentum)"
+    )
     p.add_argument(
         "--layer-decay",
         dest="layer_decay",
@@ -349,7 +290,28 @@ def add_recipe_args(p):
         help="layer i of L's lr x this^(L + 1 - i) (BEiT; stem 0, head L + 1); 1: off",
     )
     p.add_argument(
-        "--drop-path", dest="drop_path", type=fraction, help="stochastic depth (default: arch's)"
+        "--bn_bias_wd", action="store_true", help="--wd on BN and biases too (the original)"
+    )
+    # --fc_only before --freeze_bn, which it implies: a resume that adds it is refused naming it.
+    p.add_argument("--fc_only", action="store_true", help="fine-tuning: train the classifier only")
+    p.add_argument(
+        "--freeze_bn", action="store_true", help="fine-tuning: BN statistics and affine fixed"
+    )
+
+
+def add_regular_args(p):
+    """The recipe's dropout, drop path, label smoothing and weight averaging."""
+    p.add_argument(
+        "--dro", "--dropout", dest="dropout", default=0.2, type=fraction, help="dropout before fc"
+    )
+    p.add_argument(
+        "--drop-path",
+        dest="drop_path",
+        type=fraction,
+        help=f"stochastic depth (default: arch's): {', '.join(models.archs_with('drop_path'))}",
+    )
+    p.add_argument(
+        "--label-smoothing", dest="label_smoothing", default=0.0, type=fraction, help="in [0, 1)"
     )
     p.add_argument(
         "--model-ema", dest="model_ema", action="store_true", help="EMA of weights and buffers"
@@ -368,16 +330,19 @@ def add_recipe_args(p):
         type=positive,
         help="optimizer steps per EMA update",
     )
-    p.add_argument(
-        "--use-ema",
-        dest="use_ema",
-        action="store_true",
-        help="--evaluate / predict: the EMA weights; training: the EMA top-1 picks model_best",
-    )
 
 
 def add_augment_args(p):
     """Batch mixing (MixUp / CutMix) and per-clip augmentation."""
+    p.add_argument(
+        "--train_crop",
+        default="jitter",
+        choices=data.TRAIN_CROPS,
+        help="scale jitter | TSN's multiscale corner crops",
+    )
+    p.add_argument(
+        "--no_flip", action="store_true", help=f"no train flips (always: {sorted(NO_FLIP)})"
+    )
     p.add_argument(
         "--mixup-alpha", dest="mixup_alpha", default=0.0, type=nonnegative, help="0: off"
     )
@@ -418,32 +383,20 @@ def add_augment_args(p):
         type=positive,
         help="repeated augmentation: clips per video per step (-b counts videos)",
     )
-    p.add_argument(
-        "--augment_device",
-        default="loader",
-        choices=["loader", "batch"],
-        help="clip augmentation: in the loader, or drawn there and applied to the batch on --device",
-    )
 
 
-def add_run_args(p):
-    """Where and how this process runs: data access, devices, monitoring."""
+def add_weights_args(p):
+    """Where the weights come from."""
     p.add_argument(
-        "-p", "--print-freq", dest="print_freq", default=20, type=positive, help="every N steps"
+        "--pretrained",
+        nargs="?",
+        const="imagenet",
+        type=no_weights,
+        help="imagenet (bare), kinetics400, PATH...; none: from scratch (after a recipe's)",
     )
+    p.add_argument("--pretrained_model", help="PATH to pretrained weights (overrides --pretrained)")
     p.add_argument(
-        "-ef", "--eval-freq", dest="eval_freq", default=2, type=positive, help="every N epochs"
-    )
-    p.add_argument(
-        "--tensorboard", action="store_true", help="also TensorBoard files in RUN/tensorboard"
-    )
-    p.add_argument(
-        "-j",
-        "--workers",
-        default=default_workers(),
-        type=natural,
-        help=f"loader worker processes per process (default: 4, at most the CPUs this process may "
-        f"use: {default_workers()} here)",
+        "--inflate", default="mean", choices=["mean", "center"], help="2D kernels over time"
     )
     p.add_argument(
         "--resume", default="", help="checkpoint PATH, or auto (the run folder's, if any)"
@@ -453,22 +406,37 @@ def add_run_args(p):
     )
     p.add_argument("--start-epoch", dest="start_epoch", default=0, type=natural, help="first epoch")
     p.add_argument(
-        "--output_root",
-        default=OUTPUT_ROOT,
-        help="run folders go here (--evaluate: the checkpoint's folder unless this or --run_name)",
+        "--use-ema",
+        dest="use_ema",
+        action="store_true",
+        help="--evaluate / predict: the EMA weights; training: the EMA top-1 picks model_best",
     )
-    p.add_argument("--run_name", help="run folder (default: from dataset, arch, clip, dropout)")
+
+
+def add_eval_args(p):
+    """--evaluate's views."""
+    p.add_argument("--test_clips", default=1, type=positive, help="--evaluate: clips per video")
     p.add_argument(
-        "--image_tmpl", default="img_{:05d}.jpg", help="frame file name, .format(number)"
+        "--test_crops", default=1, type=int, choices=[1, 3, 10], help="--evaluate: crops per clip"
+    )
+
+
+def add_device_args(p):
+    """Where this process's data is, how it is read, what computes on it."""
+    p.add_argument(
+        "train_list", nargs="?", help="list file: '<frame_dir> <num_frames> <label>' per line"
+    )
+    p.add_argument(
+        "val_list", nargs="?", help="validation list file, same format (demo: both optional)"
     )
     p.add_argument(
         "--data_root", help="folder frame_dirs are relative to (default: each list's folder)"
     )
     p.add_argument(
-        "--read_timeout", default=600, type=nonnegative, help="s a file read may take, 0: any"
+        "--class_names", help="one name per line (default: <dataset>_classes.txt by train_list)"
     )
     p.add_argument(
-        "--max_bad_videos", default=100, type=natural, help="bad videos replaced before a stop"
+        "--read_timeout", default=600, type=nonnegative, help="s a file read may take, 0: any"
     )
     p.add_argument(
         "--decode_device", default="cpu", choices=["cpu", "cuda"], help="JPEGs: loader or nvJPEG"
@@ -479,12 +447,12 @@ def add_run_args(p):
         choices=data.VIDEO_DECODERS,
         help="video files: auto = TorchCodec if FFmpeg's libraries load, else PyAV",
     )
-    p.add_argument("--ddp", action="store_true", help="DDP under torchrun (else DataParallel)")
     p.add_argument(
         "--device",
         default="cuda" if torch.cuda.is_available() else "cpu",
         help="cuda | cpu (default: cuda if a GPU is visible; cpu: on the CPU on purpose)",
     )
+    p.add_argument("--ddp", action="store_true", help="DDP under torchrun (else DataParallel)")
     p.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"], help="mixed precision")
     p.add_argument(
         "--sync-bn", dest="sync_bn", action="store_true", help="BN statistics over DDP processes"
@@ -497,21 +465,138 @@ def add_run_args(p):
         "--grad-ckpt", dest="grad_ckpt", action="store_true", help="ViTs: recompute blocks (memory)"
     )
     p.add_argument(
-        "--seed", default=0, type=natural, help="seed for init, sampling and augmentation"
+        "--augment_device",
+        default="loader",
+        choices=["loader", "batch"],
+        help="clip augmentation: in the loader, or drawn there and applied to the batch on --device",
     )
 
 
-def add_eval_args(p):
-    """Evaluation views and protocol."""
-    p.add_argument("--test_clips", default=1, type=positive, help="--evaluate: clips per video")
+def add_run_args(p):
+    """This process's batch, loaders, logs and run folder."""
+    # Per process: -b (DataParallel splits it over the GPUs) and -j. Global: the SGD step, b x processes x
+    # iter_size clips, and the --lr it takes (never rescaled when the batch changes).
     p.add_argument(
-        "--test_crops", default=1, type=int, choices=[1, 3, 10], help="--evaluate: crops per clip"
+        "-b", "--batch-size", dest="batch_size", default=64, type=positive, help="clips/process"
     )
     p.add_argument(
-        "--test_sampling", default="ours", choices=data.PLACEMENTS, help="where val/test clips go"
+        "-j",
+        "--workers",
+        default=default_workers(),
+        type=natural,
+        help=f"loader worker processes per process (default: 4, at most the CPUs this process may "
+        f"use: {default_workers()} here)",
+    )
+    p.add_argument(
+        "-p", "--print-freq", dest="print_freq", default=20, type=positive, help="every N steps"
+    )
+    p.add_argument(
+        "-ef", "--eval-freq", dest="eval_freq", default=2, type=positive, help="every N epochs"
+    )
+    p.add_argument(
+        "--tensorboard", action="store_true", help="also TensorBoard files in RUN/tensorboard"
     )
     p.add_argument(
         "--save_scores", action="store_true", help="also write the per-video scores (.npz)"
+    )
+    p.add_argument(
+        "--output_root",
+        default=OUTPUT_ROOT,
+        help="run folders go here (--evaluate: the checkpoint's folder unless this or --run_name)",
+    )
+    p.add_argument("--run_name", help="run folder (default: from dataset, arch, clip, dropout)")
+
+
+@dataclass(frozen=True)
+class FlagGroup:
+    """An argparse group: flags by what they are about, which says how the code treats them. The lists
+    other code needs are derived from these (flag_sets): a flag added to a group needs no other edit."""
+
+    title: str
+    about: str
+    add: object  # add_*_args(argparse group)
+    process: bool = (
+        False  # about this process: --evaluate / predict never take it from a checkpoint
+    )
+    scores: bool = (
+        True  # may change what an evaluation scores: its value names the evaluation files
+    )
+    kept: str = ""  # a resumed run keeps it: "always", or "training" (--evaluate may change it)
+
+
+FLAG_GROUPS = (
+    FlagGroup(
+        "model", "what the network is; a resumed run keeps it", add_model_args, kept="always"
+    ),
+    FlagGroup(
+        "clips",
+        "what the network sees; a resumed training run keeps it",
+        add_clip_args,
+        kept="training",
+    ),
+    FlagGroup("input", "the dataset, its frames and the normalisation", add_input_args),
+    FlagGroup("optimisation", "the recipe: optimizer and schedule", add_optim_args, scores=False),
+    FlagGroup(
+        "optimizer state",
+        "the optimizer's state and parameter groups; a resumed training run keeps them",
+        add_optimizer_state_args,
+        scores=False,
+        kept="training",
+    ),
+    FlagGroup(
+        "regularisation", "the recipe: dropout, drop path, EMA", add_regular_args, scores=False
+    ),
+    FlagGroup(
+        "augmentation", "the recipe: mixing and clip augmentation", add_augment_args, scores=False
+    ),
+    FlagGroup(
+        "weights", "this process: where the weights come from", add_weights_args, process=True
+    ),
+    FlagGroup("evaluation", "this process: --evaluate's views", add_eval_args, process=True),
+    FlagGroup(
+        "devices and data",
+        "this process: where the data is, how it is read, what computes",
+        add_device_args,
+        process=True,
+    ),
+    FlagGroup(
+        "run",
+        "this process: batch, loaders, logs, run folder",
+        add_run_args,
+        process=True,
+        scores=False,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class FlagSets:
+    """The flag lists derived from FLAG_GROUPS."""
+
+    process: frozenset  # never taken from a checkpoint (checkpoint_args)
+    scores: tuple  # name --evaluate's files (rundir.evaluation_files)
+    kept: tuple  # a resumed run keeps them (checkpoint.check_resume_flags)
+    kept_training: tuple  # a resumed training run keeps them
+    names: dict  # dest -> its flag as typed (t_length -> --t_length, layer_decay -> --layer-decay)
+
+
+def flag_sets(parser=None):
+    """FlagSets of `parser` (get_args_parser()): each flag counts as its group says."""
+    parser = parser or get_args_parser()
+    dests = {g.title: [a.dest for a in g._group_actions] for g in parser._action_groups}
+
+    def flags(pick):
+        return tuple(d for g in FLAG_GROUPS if pick(g) for d in dests.get(g.title, ()))
+
+    return FlagSets(
+        frozenset(flags(lambda g: g.process)),
+        flags(lambda g: g.scores),
+        flags(lambda g: g.kept == "always"),
+        flags(lambda g: bool(g.kept)),
+        {
+            a.dest: next((o for o in a.option_strings if o.startswith("--")), a.dest)
+            for a in parser._actions
+        },
     )
 
 
@@ -556,12 +641,12 @@ def refuse_zoo_checkpoint(ckpt, path):
 
 def checkpoint_args(ckpt, argv, parser=None):
     """The args that rebuild a checkpoint's model and clips: the flags in `argv`, else the checkpoint's own
-    (all but PROCESS_FLAGS), else the defaults. --evaluate and predict both come through here and then
+    (all but flag_sets().process), else the defaults. --evaluate and predict both come through here and then
     make_dataset / make_model, so neither can drift from what the checkpoint was trained with."""
     parser = parser or get_args_parser()
     saved = ckpt.get("args") if isinstance(ckpt.get("args"), dict) else {}
-    known = {action.dest for action in parser._actions}
-    parser.set_defaults(**{k: v for k, v in saved.items() if k in known and k not in PROCESS_FLAGS})
+    known, process = {action.dest for action in parser._actions}, flag_sets(parser).process
+    parser.set_defaults(**{k: v for k, v in saved.items() if k in known and k not in process})
     return parser.parse_args(argv)
 
 
@@ -668,8 +753,10 @@ def check_mode(args):
         fail(
             f"--shift {args.shift}: must be 0 (off) or 2..64 (TSM: 8, a quarter of the channels move)"
         )
-    if args.shift and args.arch not in models.RESNET_2D:
-        fail(f"--shift {args.shift} needs a 2D ResNet arch ({', '.join(models.RESNET_2D)})")
+    if args.shift and not models.ARCHS[args.arch].shift:
+        fail(
+            f"--shift {args.shift} needs a 2D ResNet arch ({', '.join(models.archs_with('shift'))})"
+        )
     if args.shift and args.num_segments == 1:  # it would shift a quarter of the channels out: zeros
         fail(
             f"--shift {args.shift} with --num_segments 1: TSM shifts channels between segments; give "
@@ -684,15 +771,16 @@ def check_recipe_args(args):
     if args.lr_min > args.lr:
         fail(f"--lr-min {args.lr_min}: the floor of --lr_policy cosine, at most --lr {args.lr}")
     check_flags_act(args)
-    if args.layer_decay <= 0 or (args.layer_decay < 1 and args.arch not in models.LAYERS):
+    entry = models.ARCHS[args.arch]
+    if args.layer_decay <= 0 or (args.layer_decay < 1 and not entry.layers):
         fail(
             f"--layer-decay {args.layer_decay}: needs a value in (0, 1] and an arch with layers to number "
-            f"({', '.join(a for a in models.ARCHS if a in models.LAYERS)}), not --arch {args.arch}"
+            f"({', '.join(models.archs_with('layers'))}), not --arch {args.arch}"
         )
-    if args.drop_path is not None and args.arch not in models.DROP_PATH:
+    if args.drop_path is not None and not entry.drop_path:
         fail(
             f"--drop-path {args.drop_path}: --arch {args.arch} has no stochastic depth "
-            f"(these have: {', '.join(models.DROP_PATH)})"
+            f"(these have: {', '.join(models.archs_with('drop_path'))})"
         )
     if args.grad_ckpt and args.arch not in models.VITS:
         fail(f"--grad-ckpt: checkpoints the blocks of the ViTs ({', '.join(models.VITS)}) only")
@@ -1092,26 +1180,20 @@ def make_model(args):
     """The bare model the flags describe, --pretrained weights loaded; ValueError / OSError: one line.
     Training, --evaluate and predict (with a checkpoint's flags: checkpoint_args) all build theirs here."""
     args.t_length = default_t_length(args)
-    model = zoo.build_model(
-        args.arch,
-        args.num_classes,
-        dropout=args.dropout,
-        pretrained=args.pretrained_model or args.pretrained,
-        inflate=args.inflate,
-        mode=args.mode,
-        t_length=args.t_length,
-        num_segments=args.num_segments,
-        shift=args.shift,
-        drop_path=args.drop_path,
-        crop_size=args.crop_size,
-        grad_ckpt=args.grad_ckpt,
-    )
+    pretrained = args.pretrained_model or args.pretrained
+    model = zoo.build_model(model_spec(args), pretrained=pretrained, inflate=args.inflate)
     if args.t_length < getattr(model, "min_t", 1):
         raise ValueError(
             f"--t_length {args.t_length} is too short for --arch {args.arch} "
             f"(needs >= {model.min_t})"
         )
     return model
+
+
+def model_spec(args):
+    """The model.ModelSpec the flags describe: each of its fields is the flag of the same name."""
+    fields = dataclasses.fields(models.ModelSpec)
+    return models.ModelSpec(**{f.name: getattr(args, f.name) for f in fields})
 
 
 def build_net(args, rt):
@@ -1445,7 +1527,7 @@ def report_evaluation(args, rt, d, res, clips, crops, tag=None):
 
 def evaluate_checkpoint(args, rt, net, d):
     """--evaluate: the metrics, the per-class report and its files; the last line is the one scripts parse."""
-    tag = rundir.evaluation_files(args, rt)
+    tag = rundir.evaluation_files(args, rt, flag_sets().scores)
     try:
         res = evaluate(net, d, args, rt)
     except data.BadVideo as e:
@@ -1519,7 +1601,7 @@ def main(args):
     args.world_size = (
         rt.world_size
     )  # saved with the args: a mid-epoch resume needs the same global batch
-    ckpt = checkpoint.resume(args, rt, net, progress)
+    ckpt = checkpoint.resume(args, rt, net, progress, flag_sets())
     rundir.resumed(args, rt, ckpt)
     d.class_names = d.class_names or (ckpt or {}).get(
         "class_names"

@@ -30,7 +30,7 @@ import torchvision
 import checkpoint
 import model as models
 import vit_zoo
-from model import ARCH_SPECS, HEAD, copy_weights, strip_prefixes
+from model import HEAD, copy_weights, strip_prefixes
 
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -290,7 +290,7 @@ def read_checkpoint(src):
         return state, TORCHVISION
     if kind == "model":  # ours: the normalisation it was trained with is in its args
         args = outer.get("args") if isinstance(outer.get("args"), dict) else {}
-        spec = ARCH_SPECS.get(args.get("arch"))
+        spec = layout(args.get("arch"))
         return state, Zoo(
             "ours",
             None,
@@ -318,9 +318,7 @@ def convert_state_dict(state, rules):
 
 
 def imagenet_state_dict(arch, version):
-    twin = (
-        ARCH_SPECS[arch].twin2d if arch in ARCH_SPECS else arch if arch in models.ARCHS_2D else None
-    )
+    twin = imagenet_twin(arch)
     if twin is None:
         raise ValueError(
             f"{arch} has no ImageNet 2D counterpart in torchvision; "
@@ -349,10 +347,11 @@ def imagenet_state_dict(arch, version):
 def _check_stem(model, zoo, name):
     """Weights of another temporal stride in the stem have the same shapes and compute another
     network (mmaction2's i3d_r50 vs resnet50_3d): refuse them when the file tells its stride."""
-    spec = ARCH_SPECS.get(getattr(model, "arch", None))
+    spec = layout(getattr(model, "arch", None))
     if spec is None or zoo.stem_stride_t in (None, spec.stem_stride_t):
         return
-    fits = [a for a, s in ARCH_SPECS.items() if s == spec._replace(stem_stride_t=zoo.stem_stride_t)]
+    other = spec._replace(stem_stride_t=zoo.stem_stride_t)
+    fits = [a for a in models.ARCHS if layout(a) == other]
     hint = f": use --arch {fits[0]}" if fits else ""
     raise ValueError(
         f"--pretrained {name}: {zoo.name} weights of a network with temporal stride "
@@ -365,23 +364,38 @@ def _few(names, n=4):
     return ", ".join(names[:n]) + (", ..." if len(names) > n else "")
 
 
+def layout(arch):
+    """A ResNet-3D arch's layout (model.ArchSpec), None for any other arch."""
+    entry = models.ARCHS.get(arch)
+    return entry.layout if entry else None
+
+
+def imagenet_twin(arch):
+    """The torchvision 2D network whose ImageNet weights fit `arch` (inflated into a ResNet-3D), or
+    None: a ResNet-3D's layout names it; a 2D arch is its own."""
+    entry = models.ARCHS.get(arch)
+    if entry is None or entry.layout:
+        return entry and entry.layout.twin2d
+    return arch if "2D" in entry.modes else None
+
+
 @torch.no_grad()
-def build_model(
-    arch, num_classes, dropout=0.0, pretrained=None, inflate="mean", drop_path=None, **segments
-):
-    """model.build_model, then `pretrained`: None | "imagenet" | "imagenet_v2" | "kinetics400" | a 2D
-    torchvision ResNet state dict | a 3D checkpoint (ours, "state_dict", bare, pytorchvideo, PySlowFast
-    .pyth / Caffe2 .pkl, mmaction2). `pretrained_info`: None without weights, else {format, mean, std}."""
+def build_model(spec, *args, pretrained=None, inflate="mean", **fields):
+    """model.build_model of a ModelSpec (or its fields: model.as_spec), then `pretrained`: None |
+    "imagenet" | "imagenet_v2" | "kinetics400" | a 2D torchvision ResNet state dict | a 3D checkpoint
+    (ours, "state_dict", bare, pytorchvideo, PySlowFast .pyth / Caffe2 .pkl, mmaction2).
+    `pretrained_info`: None without weights, else {format, mean, std}."""
+    spec = models.as_spec(spec, *args, **fields)
     if inflate not in ("mean", "center"):
         raise ValueError(f"inflate must be 'mean' or 'center', got {inflate!r}")
-    if arch in models.TV_VIDEO + models.VITS and pretrained in ("imagenet", "imagenet_v2"):
+    entry = models.ARCHS.get(spec.arch)  # None: build_model says "unknown arch"
+    video_only = entry and entry.build in (models.torchvision_video, models.vit_video)
+    if video_only and pretrained in ("imagenet", "imagenet_v2"):
         raise ValueError(
             f"--pretrained {pretrained} is for the resnet*_3d archs; "
-            f"{arch} takes none or a 3D checkpoint file"
+            f"{spec.arch} takes none or a 3D checkpoint file"
         )
-    model = models.build_model(
-        arch, num_classes, dropout, drop_path=drop_path, **segments
-    )  # mode, shift...
+    model = models.build_model(spec)
     if pretrained not in (None, "", "none"):
         load_pretrained(model, pretrained, inflate)
     return model
@@ -449,7 +463,7 @@ def load_pretrained(model, src, inflate="mean"):
         )
     if unused:
         line += f"; unused in the file: {_few(unused)}"
-    spec = ARCH_SPECS.get(arch)
+    spec = layout(arch)
     if zoo.name == "mmaction2" and zoo.stem_stride_t is None and spec and spec.conv1_t > 1:
         line += (
             "; the file does not say its stem's temporal stride: mmaction2's i3d_r50 weights "

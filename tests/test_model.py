@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
-from model import ARCH_SPECS, ARCHS, TV_VIDEO, FrameMaxPool, ResNet3D
+from model import ARCHS, FrameMaxPool, ResNet3D, R10
 from zoo import build_model
 
 
@@ -35,7 +35,7 @@ def still_clip(img, T):
 
 @pytest.mark.parametrize("arch3d", ["resnet18_3d", "resnet50_3d"])
 def test_center_inflation_is_exact(arch3d, tmp_path, capsys):
-    m2d = random_2d_resnet(ARCH_SPECS[arch3d].twin2d)
+    m2d = random_2d_resnet(ARCHS[arch3d].layout.twin2d)
     sd = m2d.state_dict()
     if (
         arch3d == "resnet50_3d"
@@ -165,7 +165,7 @@ def test_clear_errors(tmp_path):
     torch.save(torchvision.models.resnet18().state_dict(), path)
     with pytest.raises(ValueError, match="2D weights do not fit resnet50_3d"):
         build_model("resnet50_3d", 3, pretrained=str(path))
-    assert set(TV_VIDEO) <= set(ARCHS)
+    assert {"r3d_18", "mc3_18", "r2plus1d_18", "s3d", "mvit_v2_s", "swin3d_t"} <= set(ARCHS)
 
 
 @pytest.mark.parametrize("t_stride", [1, 2])
@@ -182,7 +182,7 @@ def test_frame_max_pool_is_max_pool3d_without_overlapping_3d_windows(t_stride, f
     gy = torch.randn_like(ref)
     assert torch.equal(ref, got) and got.is_contiguous(memory_format=fmt)
     assert torch.equal(*(torch.autograd.grad(y, x, gy)[0] for y in (ref, got)))
-    net = ResNet3D("resnet10_3d", 4)
+    net = ResNet3D(R10, 4)
     assert not [
         m for m in net.modules() if isinstance(m, torch.nn.MaxPool3d) and m.kernel_size != m.stride
     ]

@@ -17,7 +17,7 @@ import torch.nn as nn
 
 import model as models
 import zoo
-from model import ARCH_SPECS, ArchSpec, Bottleneck3D
+from model import ARCHS, ArchSpec, Bottleneck3D, resnet3d
 from zoo import build_model
 
 KINETICS = {"mean": (0.45, 0.45, 0.45), "std": (0.225, 0.225, 0.225)}
@@ -347,6 +347,9 @@ def test_kinetics400_offline_says_where_to_put_the_file(tmp_path, monkeypatch, n
 # ---- named specs, init a block can rely on ---------------------------------------------------------------
 
 
+LAYOUTS = {arch: entry.layout for arch, entry in ARCHS.items() if entry.layout}  # the ResNet-3Ds
+
+
 class ZeroInitBottleneck(Bottleneck3D):
     """A forked block with its own init: last BN zeroed (Goyal et al.), conv2 a constant."""
 
@@ -357,10 +360,10 @@ class ZeroInitBottleneck(Bottleneck3D):
 
 
 def test_block_keeps_its_own_init(monkeypatch):
-    spec = ARCH_SPECS["resnet50_3d"]._replace(
+    spec = ARCHS["resnet50_3d"].layout._replace(
         block=ZeroInitBottleneck, layers=(1, 1, 1, 1), twin2d=None
     )
-    monkeypatch.setitem(ARCH_SPECS, "zero_init_r50", spec)
+    monkeypatch.setitem(ARCHS, "zero_init_r50", resnet3d(spec))
     m = build_model("zero_init_r50", 3)
     blocks = [b for b in m.modules() if isinstance(b, ZeroInitBottleneck)]
     assert len(blocks) == 4
@@ -374,12 +377,12 @@ def test_block_keeps_its_own_init(monkeypatch):
 
 
 def test_arch_specs_are_named_records():
-    for arch, spec in ARCH_SPECS.items():
+    for arch, spec in LAYOUTS.items():
         assert isinstance(spec, ArchSpec) and spec.block in (models.BasicBlock3D, Bottleneck3D)
-    assert ARCH_SPECS["resnet50_3d_mmaction"] == ARCH_SPECS["resnet50_3d"]._replace(stem_stride_t=2)
+    assert LAYOUTS["resnet50_3d_mmaction"] == LAYOUTS["resnet50_3d"]._replace(stem_stride_t=2)
 
 
-@pytest.mark.parametrize("arch", list(ARCH_SPECS))
+@pytest.mark.parametrize("arch", list(LAYOUTS))
 def test_min_t_is_the_fewest_frames_that_work(arch):
     with torch.device("meta"):  # shapes only
         m = build_model(arch, 3)

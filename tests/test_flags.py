@@ -1,0 +1,96 @@
+"""One place for each fact: the flags sort themselves by their argparse group (train.FLAG_GROUPS), and
+the archs are one registry (model.ARCHS). A flag or an arch added there reaches every use with no other
+edit; these tests add one in a scratch copy and follow it."""
+
+import pytest
+import torch
+
+import model as models
+import predict
+import train
+from conftest import TINY, one_line_error, run_dir, run_main
+
+
+def ungrouped(parser):
+    """The flags of `parser` in none of train.FLAG_GROUPS (argparse's own groups hold them)."""
+    titles = {g.title for g in train.FLAG_GROUPS}
+    return [
+        a.dest
+        for g in parser._action_groups
+        if g.title not in titles
+        for a in g._group_actions
+        if a.dest != "help"
+    ]
+
+
+def test_every_flag_belongs_to_a_group():
+    parser = train.get_args_parser()
+    assert ungrouped(parser) == []
+    parser.add_argument("--stray", help="a flag added with no group")  # what a forker might do
+    assert ungrouped(parser) == ["stray"]
+    titles = [g.title for g in parser._action_groups]
+    for group in train.FLAG_GROUPS:  # each group is in the parser, and holds flags
+        assert parser._action_groups[titles.index(group.title)]._group_actions, group.title
+
+
+def test_the_lists_derived_from_the_groups():
+    flags = train.flag_sets()
+    assert {"batch_size", "resume", "device", "test_clips", "pretrained"} <= flags.process
+    assert not {"arch", "t_length", "image_tmpl", "mean", "test_sampling"} & flags.process
+    assert {"arch", "t_length", "val_list", "amp", "use_ema"} <= set(flags.scores)
+    assert not {"lr", "workers", "print_freq", "mixup_alpha"} & set(flags.scores)
+    assert set(flags.kept) == {"arch", "num_classes", "mode", "shift"}
+    assert {"t_length", "crop_size", "num_segments", "opt", "layer_decay", "fc_only"} <= set(
+        flags.kept_training
+    )
+    assert flags.names["layer_decay"] == "--layer-decay" and flags.names["t_length"] == "--t_length"
+
+
+def scratch_parser(real=train.get_args_parser):
+    """train.py's parser with one more flag in the clips group, as a forker adds one."""
+    parser = real()
+    clips = next(g for g in parser._action_groups if g.title == "clips")
+    clips.add_argument("--scratch", default=1, type=int, help="a flag added by a test")
+    return parser
+
+
+def test_a_flag_added_to_a_group_reaches_evaluate_predict_and_the_file_names(
+    lists, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(train, "get_args_parser", scratch_parser)
+    common = ["ucf101", *lists, *TINY, "--output_root", str(tmp_path)]
+    run_main([*common, "--epochs", "1", "--scratch", "3"])
+    folder = run_dir(tmp_path, common)
+    ckpt = str(folder / "checkpoint.pth")
+    assert torch.load(ckpt, weights_only=False)["args"]["scratch"] == 3
+    # --evaluate and predict take it from the checkpoint, as every model and clip flag.
+    assert train.parse_args([*common, "--evaluate", "--resume", ckpt]).scratch == 3
+    assert predict.load_checkpoint(ckpt, "cpu", 1, 1)[1].scratch == 3
+    # Its value names the evaluation files: another value is another file, the same value the same.
+    for value in ("3", "5", "3"):
+        run_main([*common, "--evaluate", "--resume", ckpt, "--scratch", value])
+    assert len(list(folder.glob("per_class_1x1_ours_*.csv"))) == 2
+    # A resumed training run keeps it, as it keeps the other clip flags.
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        run_main([*common, "--epochs", "2", "--resume", ckpt, "--scratch", "5"])
+    one_line_error(capsys, "--scratch 3, not 5", "cannot change", exc=e)
+
+
+def test_efficientnet_b0_as_a_tsn_backbone_is_one_registry_entry(lists, tmp_path, monkeypatch):
+    monkeypatch.setitem(
+        models.ARCHS, "efficientnet_b0", models.Arch(models.torchvision_2d, ("2D", "TSN"))
+    )
+    assert "efficientnet_b0" in train.get_args_parser().format_help()  # -h lists it
+    common = ["ucf101", *lists, *TINY, "--output_root", str(tmp_path), "--arch", "efficientnet_b0"]
+    common += ["--mode", "TSN", "--num_segments", "2", "--t_length", "1", "--num_classes", "4"]
+    init = models.build_model("efficientnet_b0", 4, mode="TSN", num_segments=2)
+    assert isinstance(init, models.Consensus) and isinstance(init, torch.nn.Module)
+    run_main([*common, "--epochs", "1"])
+    trained = torch.load(run_dir(tmp_path, common) / "checkpoint.pth", weights_only=False)["model"]
+    # torchvision's own names, so its ImageNet files load as they are
+    assert trained.keys() == init.state_dict().keys()
+    assert trained["classifier.1.weight"].shape == (4, 1280)
+    assert not torch.equal(trained["classifier.1.weight"], init.state_dict()["classifier.1.weight"])
+    with pytest.raises(SystemExit):  # its entry says which modes it runs in
+        train.check_args(train.parse_args([*common, "--mode", "3D", "--num_segments", "1"]))
