@@ -208,6 +208,13 @@ def auto_checkpoint(run_dir):
 
 def check_resume_flags(args, path, saved, mid_epoch):
     """Flags a run cannot change. --epochs, --lr_steps, --warmup, --lr can: the schedule follows them."""
+    if bool(saved.get("pretrain")) != bool(getattr(args, "pretrain", False)):
+        if saved.get("pretrain"):
+            fail(
+                f"--resume {path} is a pretraining checkpoint (train.py pretrain): fine-tune from it "
+                f"with --pretrained {path}, not --resume"
+            )
+        fail(f"--resume {path} is not a pretraining checkpoint: train.py pretrain cannot resume it")
     fixed = ["arch", "num_classes", "mode", "shift"] + (
         [] if args.evaluate else ["t_length", "t_stride", "crop_size", "num_segments"]
     )

@@ -81,6 +81,7 @@ SUBCOMMANDS = (
     "predict",
     "features",
     "export",
+    "pretrain",
 )  # `python train.py predict ...` runs predict.py (__main__)
 # Flags about this process, not about the model or its clips: --evaluate and predict never take these
 # from a checkpoint. Every other saved flag they do (so a flag you add reaches them with no edit there).
@@ -113,6 +114,7 @@ PROCESS_FLAGS = {
     "video_decoder",
     "read_timeout",
     "use_ema",
+    "pretrain",  # --evaluate / predict of a pretraining checkpoint: refused (fine-tune it first)
 }
 
 
@@ -183,6 +185,7 @@ def get_args_parser():
     add_augment_args(p.add_argument_group("augmentation", "mixing and clip augmentation"))
     add_run_args(p.add_argument_group("run", "this process: data access, devices, monitoring"))
     add_eval_args(p.add_argument_group("evaluation", "--evaluate: views and protocol"))
+    add_pretrain_args(p.add_argument_group("pretraining", "--pretrain: VideoMAE (pretrain.py)"))
     return p
 
 
@@ -291,6 +294,20 @@ def add_recipe_args(p):
         "--lr-min", dest="lr_min", default=0.0, type=nonnegative, help="cosine: lr at --epochs"
     )
     p.add_argument(
+        "--opt-betas",
+        dest="opt_betas",
+        type=nonnegative,
+        nargs=2,
+        help="AdamW betas (default: torch's 0.9 0.999; VideoMAE pretraining 0.9 0.95)",
+    )
+    p.add_argument(
+        "--lr-batch",
+        dest="lr_batch",
+        default=0,
+        type=natural,
+        help="--lr, --lr-min, --lr-warmup-start are per N clips: x global batch / N (0: as given)",
+    )
+    p.add_argument(
         "--lr-warmup-start",
         dest="lr_warmup_start",
         default=0.0,
@@ -329,6 +346,29 @@ def add_recipe_args(p):
         dest="use_ema",
         action="store_true",
         help="--evaluate / predict: the EMA weights; training: the EMA top-1 picks model_best",
+    )
+
+
+def add_pretrain_args(p):
+    """VideoMAE masked-autoencoder pretraining (pretrain.py; `python train.py pretrain ...` sets it)."""
+    p.add_argument(
+        "--pretrain", action="store_true", help="pretrain a ViT: no labels (pretrain.py)"
+    )
+    p.add_argument(
+        "--mask-ratio", dest="mask_ratio", default=0.9, type=float, help="tubes masked, in (0, 1)"
+    )
+    p.add_argument(
+        "--decoder-depth", dest="decoder_depth", default=4, type=positive, help="decoder blocks"
+    )
+    p.add_argument(
+        "--raw-target", dest="raw_target", action="store_true", help="pixels, not patch-normalised"
+    )
+    p.add_argument(
+        "--vis-videos",
+        dest="vis_videos",
+        default=4,
+        type=natural,
+        help="val videos drawn per epoch",
     )
 
 
@@ -581,6 +621,9 @@ def run_dir_name(args):
     segments = (f"_segments{args.num_segments}" if args.num_segments > 1 else "") + (
         f"_shift{args.shift}" if args.shift else ""
     )
+    if getattr(args, "pretrain", False):  # VideoMAE pretraining: no head, so no dropout
+        mask = f"mask{args.mask_ratio}"
+        return f"{args.dataset}_{args.arch}_pretrain_{mask}_length{t_length}_stride{args.t_stride}"
     return (
         f"{args.dataset}_{args.arch}_{args.mode}{segments}_length{t_length}_stride{args.t_stride}"
         f"_dropout{args.dropout}"
@@ -915,9 +958,10 @@ def make_model(args):
     return model
 
 
-def build_net(args, rt):
+def build_net(args, rt, model=None):
+    """The Net of `model` (default: make_model's) on the device, wrapped, with its optimizer."""
     try:
-        model = make_model(args)
+        model = make_model(args) if model is None else model
     except (ValueError, OSError) as e:
         fail(str(e))
     stem_t = (
@@ -967,8 +1011,9 @@ def build_net(args, rt):
     # The optimizer is built after wrapping: SyncBN conversion makes new parameters. Fused on CUDA: its step
     # takes GradScaler's found-inf flag on the device (the unfused one syncs to skip a step: fp16).
     groups, fused = param_groups(model, args), rt.device.type == "cuda" or None
+    betas = tuple(args.opt_betas or (0.9, 0.999))  # torch's default
     net.optimizer = (
-        torch.optim.AdamW(groups, lr=args.lr, fused=fused)
+        torch.optim.AdamW(groups, lr=args.lr, betas=betas, fused=fused)
         if args.opt == "adamw"
         else torch.optim.SGD(groups, lr=args.lr, momentum=args.momentum, fused=fused)
     )
@@ -1004,8 +1049,8 @@ def set_train_mode(net, args):
 
 # Decayed by --norm-weight-decay, with the 1-D parameters: absolute position embeddings and class tokens
 # (mvit's pos_encoding.*), Swin's relative position bias tables (Video Swin / mmaction2: decay_mult 0), a
-# ViT's learned position table (VideoMAE's no_weight_decay: pos_embed).
-EMBEDDINGS = ("pos_encoding.", "relative_position_bias_table", "pos_embed")
+# ViT's learned position table and the pretraining mask token (VideoMAE's no_weight_decay).
+EMBEDDINGS = ("pos_encoding.", "relative_position_bias_table", "pos_embed", "mask_token")
 
 
 def param_groups(model, args):
@@ -1034,7 +1079,7 @@ def param_groups(model, args):
 def lr_at(args, step, steps_per_epoch):
     """The lr of optimizer step `step` (0-based, global): a pure function of the flags, so a resumed run with
     other --epochs / --lr_steps / --warmup follows the new flags. Warmup ramps linearly to the schedule."""
-    epoch = step / steps_per_epoch
+    epoch, scale = step / steps_per_epoch, lr_batch_scale(args)
     if (
         args.lr_policy == "cosine"
     ):  # PySlowFast's lr_policy "cosine", end lr --lr-min (COSINE_END_LR)
@@ -1043,7 +1088,15 @@ def lr_at(args, step, steps_per_epoch):
     else:
         lr = args.lr * 0.1 ** sum(step >= round(m * steps_per_epoch) for m in args.lr_steps)
     warmup_steps, start = round(args.warmup * steps_per_epoch), args.lr_warmup_start
-    return start + (lr - start) * min(1.0, (step + 1) / warmup_steps) if warmup_steps else lr
+    lr = start + (lr - start) * min(1.0, (step + 1) / warmup_steps) if warmup_steps else lr
+    return lr * scale
+
+
+def lr_batch_scale(args):
+    """--lr-batch N: the lrs are given for N clips; this run's global batch / N (VideoMAE: lr x B / 256)."""
+    if not args.lr_batch:
+        return 1.0
+    return args.batch_size * args.iter_size * getattr(args, "world_size", 1) / args.lr_batch
 
 
 # ---- one epoch of training -------------------------------------------------------------------------
@@ -1091,9 +1144,21 @@ def to_model_input(clips, labels, info, rt):
     return x.contiguous(memory_format=rt.memory_format), labels.to(rt.device, non_blocking=True)
 
 
+def classify(criterion):
+    """The step's forward and loss, (model, x, targets, info) -> (logits, loss): `criterion` on the
+    logits. train_one_epoch takes any such function (pretrain.py's reconstruction loss: logits None)."""
+
+    def forward_loss(model, x, targets, info):
+        logits = model(x)
+        return logits, criterion(logits, targets)
+
+    return forward_loss
+
+
 def train_one_epoch(args, rt, d, net, criterion, progress):
     """Train from progress.iter to the end of progress.epoch; returns this rank's Meter. After each
-    optimizer step, rundir.end_of_step saves and exits if a signal came or too many videos were bad."""
+    optimizer step, rundir.end_of_step saves and exits if a signal came or too many videos were bad.
+    criterion: `classify`'s kind of function."""
     epoch, meter = progress.epoch, report.Meter(start=progress.iter)
     set_train_mode(net, args)
     batches, bad = (
@@ -1118,11 +1183,8 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
             g["lr"] = lr * g["lr_scale"]  # --layer-decay; else 1
         # DDP averages gradients in every backward; accumulating, only the step's last batch needs that.
         with net.ddp.no_sync() if net.ddp is not None and not last else contextlib.nullcontext():
-            with rt.autocast:
-                logits = net.train(x)
-                loss = criterion(
-                    logits, targets
-                )  # soft or hard targets, --label-smoothing on either
+            with rt.autocast:  # classify: soft or hard targets; pretrain.py: the masked tubes
+                logits, loss = criterion(net.train, x, targets, info)
             net.scaler.scale(
                 loss / args.iter_size
             ).backward()  # mean over the step's iter_size x b clips
@@ -1299,12 +1361,16 @@ def validate_and_log(args, rt, net, d, progress, meter):
 
 
 def main(args):
+    if args.pretrain:  # VideoMAE pretraining: pretrain.py (imported here: it imports train.py)
+        import pretrain
+
+        return pretrain.main(args)
     check_args(args)
     rt = setup_runtime(args)
     rundir.prepare_run_dir(args, rt, get_args_parser())
     d = build_data(args, rt)
     net = build_net(args, rt)
-    criterion = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
+    criterion = classify(nn.CrossEntropyLoss(label_smoothing=args.label_smoothing))
     progress = checkpoint.Progress()
     args.world_size = (
         rt.world_size
