@@ -257,12 +257,12 @@ def masked_loss(mean, std, spec, raw=False):
     def forward_loss(model, x, labels, info):
         mask = info["mask"].to(x.device, non_blocking=True).flatten(1)
         with torch.no_grad():
-            pixels = x.float() * s.to(x.device) + m.to(x.device)  # in [0, 1]
+            pixels = x * s.to(x) + m.to(x)  # in [0, 1]; x: float32 (float64 in the tests)
             target = targets(pixels, spec.patch, spec.tubelet, raw)
             B, _, C = target.shape
             target = target[mask].reshape(B, -1, C)
         out = model(x, mask)
-        return None, ((out.float() - target) ** 2).mean()
+        return None, ((out.to(target.dtype) - target) ** 2).mean()  # AMP: in float32
 
     return forward_loss
 
@@ -276,7 +276,7 @@ def reconstruct(pixels, mask, out, patch, tubelet=2, raw=False):
     grid = (T // tubelet, H // patch, W // patch)
     sq = patches(pixels, patch, tubelet)
     mean, std = patch_stats(sq)
-    pred = out.float().reshape(B, -1, sq.shape[2], C)
+    pred = out.to(sq.dtype).reshape(B, -1, sq.shape[2], C)
     if not raw:
         pred = pred * std[mask].reshape(pred.shape[0], -1, 1, C) + mean[mask].reshape(B, -1, 1, C)
     rec = sq.clone()
@@ -289,7 +289,7 @@ def picture(pixels, visible, rec, tubelet=2):
     """One image: per video three rows (input, visible tubelets, reconstruction), a column per tubelet
     (its first frame); (3, H', W') in [0, 1]."""
     rows = [
-        v[:, :, ::tubelet].permute(1, 0, 2, 3)
+        v[:, ::tubelet].permute(1, 0, 2, 3)
         for b in range(len(pixels))
         for v in (pixels[b], visible[b], rec[b])
     ]
