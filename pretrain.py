@@ -378,7 +378,7 @@ def check_args(args):
     if int(args.mask_ratio * (args.crop_size // spec.patch) ** 2) == 0:
         fail(f"--mask-ratio {args.mask_ratio} hides no patch of a {args.crop_size} px frame")
     refused = {
-        "--evaluate": args.evaluate,
+        "--test_clips / --test_crops": args.test_clips * args.test_crops > 1,
         "--pretrained": args.pretrained or args.pretrained_model,
         "--decode_device cuda": args.decode_device == "cuda",
         "--mixup-alpha / --cutmix-alpha": args.mixup_alpha or args.cutmix_alpha,
@@ -442,6 +442,10 @@ def main(args):
     args.world_size = rt.world_size
     ckpt = checkpoint.resume(args, rt, net, progress)
     rundir.resumed(args, rt, ckpt)
+    if args.evaluate:  # the checkpoint's val reconstruction loss (DDP: shards summed, exact)
+        loss = validate(net, d, args, rt, loss_fn)
+        print(f" * val reconstruction loss {loss:.6f}")
+        return loss
     rundir.open_tensorboard(args, rt)
     print(start_line(args, rt, d, net.bare))
     t_run = time.time()
