@@ -223,7 +223,7 @@ def add_model_args(p):
         "--train_crop",
         default="jitter",
         choices=data.TRAIN_CROPS,
-        help="scale jitter | TSN's multiscale corner crops",
+        help="scale jitter | TSN's multiscale corner crops | 13 places (VideoMAE pretraining)",
     )
     p.add_argument(
         "--no_flip", action="store_true", help=f"no train flips (always: {sorted(NO_FLIP)})"

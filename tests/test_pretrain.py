@@ -18,6 +18,7 @@ import torch
 import torch.nn as nn
 from PIL import Image
 
+import data
 import pretrain
 import train
 from conftest import TINY, one_line_error, run_main
@@ -216,3 +217,45 @@ def test_bad_inputs_one_line(tiny_data, tmp_path, capsys, flags, needle):
         run_main(pretrain_args(tiny_data, tmp_path, *flags))
     one_line_error(capsys, needle, exc=e)
     assert not any(tmp_path.iterdir())  # refused before any work
+
+
+@pytest.mark.parametrize(
+    "recipe, ratio, stride, lr, batch",
+    [
+        ("kinetics_videomae_pretrain", 0.9, 4, 1.5e-4, 32),
+        ("sthv2_videomae_pretrain", 0.9, 2, 1.5e-4, 32),
+        ("ucf101_videomae_pretrain", 0.75, 4, 3e-4, 24),
+    ],
+)
+def test_recipes_are_the_official_scripts(recipe, ratio, stride, lr, batch):
+    args = train.parse_args(["ucf101", "t.txt", "v.txt", f"@recipes/{recipe}.txt"])
+    assert args.pretrain and args.arch == "vit_b16" and args.decoder_depth == 4
+    assert (args.mask_ratio, args.t_stride, args.lr, args.batch_size) == (ratio, stride, lr, batch)
+    assert (args.opt, args.opt_betas, args.weight_decay) == ("adamw", [0.9, 0.95], 0.05)
+    assert args.train_crop == "multiscale13" and args.no_flip and args.lr_policy == "cosine"
+    # lr x global batch / 256: K400's 64 GPUs x 32 clips give 1.2e-3 once warm
+    args.world_size = 64 if batch == 32 else 8
+    end = int(args.warmup * 10)  # 10 steps per epoch: the first step past the warmup
+    scale = batch * args.world_size / 256
+    assert train.lr_batch_scale(args) == scale
+    cosine = 0.5 * (1 + np.cos(np.pi * (end - 1) / 10 / args.epochs))  # warm at step end - 1
+    want = scale * (args.lr_min + (lr - args.lr_min) * cosine)
+    assert train.lr_at(args, end - 1, 10) == pytest.approx(want, rel=1e-9)
+    assert train.lr_at(args, 0, 10) == pytest.approx(scale * (1e-6 + (lr - 1e-6) / end))  # warming
+
+
+def places(more):
+    """The (y, x) places, in quarters of the slack, that multiscale_box draws on a 100 x 140 frame."""
+    rng, out = np.random.default_rng(0), set()
+    for _ in range(2000):
+        y, x, h, w = data.multiscale_box(100, 140, 0, 64, rng, more)
+        dy, dx = (100 - int(h)) // 4, (140 - int(w)) // 4
+        if dy and dx:
+            out.add((round(y / dy), round(x / dx)))
+    return out
+
+
+def test_the_pretraining_crop_has_13_places():
+    # VideoMAE's GroupMultiScaleCrop(more_fix_crop=True): corners, centre, edge centres, quarter points
+    assert len(places(False)) == 5 and len(places(True)) == 13
+    assert places(True) == set(data.FIX_PLACES + data.MORE_FIX_PLACES)
