@@ -259,3 +259,27 @@ def test_the_pretraining_crop_has_13_places():
     # VideoMAE's GroupMultiScaleCrop(more_fix_crop=True): corners, centre, edge centres, quarter points
     assert len(places(False)) == 5 and len(places(True)) == 13
     assert places(True) == set(data.FIX_PLACES + data.MORE_FIX_PLACES)
+
+
+def test_grad_ckpt_gives_the_same_gradients():
+    torch.manual_seed(0)
+    plain = pretrain.PretrainViT("vit_t16", 4, 64, decoder_depth=2)
+    ckpt = pretrain.PretrainViT("vit_t16", 4, 64, decoder_depth=2, grad_ckpt=True)
+    ckpt.load_state_dict(plain.state_dict())
+    x = torch.randn(2, 3, 4, 64, 64)
+    mask = torch.stack([pretrain.draw_mask(plain.grid, 0.75, 0, 0, i) for i in range(2)])
+    loss_fn = pretrain.masked_loss(MEAN, STD, plain.spec)
+    grads, calls = [], []
+    for m in (plain, ckpt):
+        m.train()
+        seen = []
+        for blk in (
+            m.encoder.blocks[0],
+            m.decoder.blocks[0],
+        ):  # count the forwards (recomputed too)
+            blk.forward = lambda x, f=blk.forward: (seen.append(1), f(x))[1]
+        loss_fn(m, x, None, {"mask": mask})[1].backward()
+        grads.append([p.grad for p in m.parameters()])
+        calls.append(len(seen))
+    assert calls == [2, 4]  # --grad-ckpt: each block runs again in the backward
+    assert all(torch.equal(a, b) for a, b in zip(*grads))
