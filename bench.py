@@ -427,11 +427,16 @@ def rate_device_part(ds, K, mode, batch=8, rounds=3):
 
 
 # ---- model and train: one training step, as train.py does it -----------------------------------
-def make_step(args, device, amp=None, channels_last=False, compile=False):
+def make_step(args, device, amp=None, channels_last=False, compile=False, grad_ckpt=False):
     """A fresh model and its training step on a uint8 clip batch: forward, backward, SGD, as in train.py."""
     torch.manual_seed(args.seed)
     model = models.build_model(
-        args.arch, args.num_classes, t_length=args.t_length, **segments(args)
+        args.arch,
+        args.num_classes,
+        t_length=args.t_length,
+        crop_size=args.crop_size,  # a ViT's position table is built for its clips
+        grad_ckpt=grad_ckpt,
+        **segments(args),
     )
     model = model.to(device).train()
     if channels_last:
@@ -526,7 +531,7 @@ def clip_frames(args):  # frames per clip (TSN: num_segments snippets of t_lengt
 def count(arch, num_classes, t_length, crop_size, **seg):
     """Parameters and forward GMACs of one clip, on the meta device: shapes only, instant at any size."""
     with torch.device("meta"):
-        m = models.build_model(arch, num_classes, t_length=t_length, **seg)
+        m = models.build_model(arch, num_classes, t_length=t_length, crop_size=crop_size, **seg)
         with FlopCounterMode(display=False) as fc:
             m(torch.empty(1, 3, t_length * seg.get("num_segments", 1), crop_size, crop_size))
     return sum(p.numel() for p in m.parameters()), fc.get_total_flops() / 2 / 1e9  # a MAC = 2 flops
@@ -542,6 +547,10 @@ COMPARE = {
     "TSM-R50 8 segments": dict(arch="resnet50", mode="TSN", t_length=1, num_segments=8, shift=8),
     "mvit_v2_s 16x224": dict(ONE_CLIP, arch="mvit_v2_s"),
     "swin3d_t 16x224": dict(ONE_CLIP, arch="swin3d_t"),
+    # VideoMAE (Tong et al. 2022, Table 6 / model zoo): ViT-S 57 G, ViT-B 180 G "FLOPs" per 16x224 view
+    # (fvcore's count, which is MACs: the GMACs column compares with them directly)
+    "ViT-S/16 16x224": dict(ONE_CLIP, arch="vit_s16"),
+    "ViT-B/16 16x224": dict(ONE_CLIP, arch="vit_b16"),
 }
 
 
@@ -567,6 +576,62 @@ def compare_archs(args):
         )
         out[name] = {"params": params, "gmacs_per_video": gmacs, "cpu_s_per_step": 1 / clips_s}
         print(f"{name:20s} {params / 1e6:7.2f}M {gmacs:12.2f} {1 / clips_s:17.2f}")
+    if args.iters:
+        out.update(compare_vit_implementations(args))
+    return out
+
+
+def reference_vits(num_classes):
+    """ViT-S/16 for 16x224 clips as transformers' VideoMAEForVideoClassification (SDPA attention) and as
+    the official eager model (tests/reference/videomaev2, needs timm) build it, where installed:
+    {name: (module, forward on (B, 3, T, H, W))}. Bench-only imports: the trainer never imports either."""
+    out = {}
+    try:
+        import transformers
+
+        config = transformers.VideoMAEConfig(
+            hidden_size=384,
+            num_attention_heads=6,
+            intermediate_size=1536,
+            num_labels=num_classes,
+            attn_implementation="sdpa",
+        )
+        hf = transformers.VideoMAEForVideoClassification(config)
+        out["transformers ViT-S (SDPA)"] = (hf, lambda x: hf(pixel_values=x.transpose(1, 2)).logits)
+    except ImportError:
+        pass
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        sys.path.insert(0, os.path.join(here, "tests", "reference"))
+        from videomaev2 import modeling_finetune
+
+        ref = modeling_finetune.vit_small_patch16_224(num_classes=num_classes)
+        out["official ViT-S (eager)"] = (ref, ref)
+    except ImportError:
+        pass
+    return out
+
+
+def compare_vit_implementations(args):
+    """CPU s/step (batch 1, fp32, forward + backward + SGD on a 16x224 clip, this process's threads) of
+    vit_s16 beside transformers' and the official implementation of the same network."""
+    torch.manual_seed(args.seed)
+    x, y = torch.randn(1, 3, 16, 224, 224), torch.randint(0, args.num_classes, (1,))
+    ours = models.build_model("vit_s16", args.num_classes, t_length=16)
+    rows = {"vit_s16 (this project)": (ours, ours), **reference_vits(args.num_classes)}
+    out = {}
+    for name, (module, forward) in rows.items():
+        module.train()
+        opt = torch.optim.SGD(module.parameters(), lr=1e-3, momentum=0.9)
+        times = []
+        for _ in range(1 + args.iters):  # the first is warmup
+            t0 = time.perf_counter()
+            nn.functional.cross_entropy(forward(x), y).backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            times.append(time.perf_counter() - t0)
+        out[name] = {"cpu_s_per_step": min(times[1:])}
+        print(f"{name:32s} {'':>21s} {min(times[1:]):8.2f}  (best of {args.iters})")
     return out
 
 
@@ -587,6 +652,8 @@ def bench_model(args):
         rows.append((rows[-1][0] + "+channels-last", rows[-1][1] | {"channels_last": True}))
     if args.compile:
         rows.append((rows[-1][0] + "+compile", rows[-1][1] | {"compile": True}))
+    if getattr(args, "grad_ckpt", False):  # the same steps, the ViT's blocks recomputed: memory
+        rows.append((rows[-1][0] + "+grad-ckpt", rows[-1][1] | {"grad_ckpt": True}))
     out = {"settings": vars(args), "params": params, "gmacs_per_clip": gmacs, "rows": {}}
     print(
         f"\nmodel {args.arch}, {args.num_classes} classes, "
@@ -1034,6 +1101,34 @@ def bench_features(args):
     return res
 
 
+def vit_gpu_rows(args):
+    """bench.py gpu's ViT rows: a bf16 training step of ViT-S/16 and ViT-B/16 on 16x224 clips (-b clips),
+    without and with --grad-ckpt: clips/s and peak memory (max_memory_allocated, reset per row)."""
+    rows = []
+    for arch in ("vit_s16", "vit_b16"):
+        clip = [
+            "--arch",
+            arch,
+            "-b",
+            str(args.batch_size),
+            "--t_length",
+            "16",
+            "--crop_size",
+            "224",
+        ]
+        argv = ["model", *clip, "--device", "cuda", "--iters", str(args.iters), "--amp", "bf16"]
+        res = bench_model(get_args_parser().parse_args([*argv, "--grad-ckpt"]))
+        for name in ("bf16", "bf16+grad-ckpt"):
+            r = res["rows"][name]
+            rows.append(
+                (
+                    f"{arch} 16x224 step, {name}",
+                    f"{r['clips_s']:.1f} clips/s, peak {r['peak_gib']:.2f} GiB",
+                )
+            )
+    return rows
+
+
 def bench_gpu(args):
     """The CUDA-only tests (pytest -k cuda), then model rows (fp32, bf16, fp16, channels-last, compile),
     real loader vs in-memory batches, and --decode_device cuda: one markdown table for docs/performance.md."""
@@ -1077,6 +1172,7 @@ def bench_gpu(args):
                 f"{last['clips_s']:.1f} clips/s, peak {last['peak_gib']:.2f} GiB",
             )
         )
+    rows += vit_gpu_rows(args)
     for name, flags in (
         ("JPEGs decoded by the loader", []),
         ("--decode_device cuda (nvJPEG)", ["--decode_device", "cuda"]),
@@ -1235,6 +1331,9 @@ def get_args_parser():
         "--num_segments", default=1, type=int, help="TSN/2D: snippets of --t_length per video"
     )
     m.add_argument("--shift", default=0, type=int, help="TSM: 1/N of the channels shifted each way")
+    m.add_argument(
+        "--grad-ckpt", dest="grad_ckpt", action="store_true", help="ViTs: a row with it (memory)"
+    )
     m.add_argument(
         "--compare",
         action="store_true",

@@ -162,7 +162,9 @@ def tiny_checkpoint(path, class_names=None, **override):
     """A checkpoint as train.py writes it (what predict, features and export read): a random tiny arch."""
     torch.manual_seed(0)
     args = dict(CKPT_ARGS, **override)
-    net = model.build_model(args["arch"], args["num_classes"])
+    net = model.build_model(  # a ViT's position table is built for its clips
+        args["arch"], args["num_classes"], t_length=args["t_length"], crop_size=args["crop_size"]
+    )
     torch.save(
         {
             "model": net.state_dict(),

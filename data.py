@@ -207,7 +207,8 @@ def check_image_tmpl(image_tmpl, start_index=1):
 
 
 # ---- sampling: pure functions of (sizes, mode, rng) ----------------------------------------------
-PLACEMENTS = ("ours", "pyslowfast", "mmaction2")  # where test clips go: see sample_indices
+# where test clips go: see sample_indices
+PLACEMENTS = ("ours", "pyslowfast", "mmaction2", "videomae", "videomae-ssv2")
 
 
 def sample_indices(
@@ -231,7 +232,8 @@ def sample_indices(
     is too long, the clip is every frame followed by repeats of the last. Frame numbers never leave
     [start_index, start_index + num_frames - 1].
     `placement` picks another zoo's val/test clips instead (train clips are always ours): "pyslowfast"
-    (`_pyslowfast_clips`) or "mmaction2" (`_mmaction2_clips`); their short-video rules are theirs.
+    (`_pyslowfast_clips`), "mmaction2" (`_mmaction2_clips`), "videomae" (Kinetics, `_videomae_clips`) or
+    "videomae-ssv2" (segment-based, `_videomae_ssv2_clips`); their short-video rules are theirs.
     num_segments > 1 (TSN / TSM): one snippet of t_length frames per segment, see `segment_indices`;
     then a clip is (num_segments * t_length) frames, the snippets one after the other."""
     if mode not in MODES:
@@ -248,9 +250,7 @@ def sample_indices(
             + start_index
         )
     if mode != "train" and placement != "ours":
-        clips = (_pyslowfast_clips if placement == "pyslowfast" else _mmaction2_clips)(
-            num_frames, t_length, t_stride, num_clips
-        )
+        clips = ZOO_CLIPS[placement](num_frames, t_length, t_stride, num_clips)
         return clips.astype(np.int64) + start_index
     offsets = _offsets(num_frames, t_length, t_stride)
     room = max(0, num_frames - offsets[-1] - 1)  # possible starts: 0 .. room
@@ -290,9 +290,7 @@ def segment_indices(num_frames, t_length, t_stride, mode, num_clips, rng, placem
       (mmaction2's 2D test is SampleFrames(clip_len=1, frame_interval=1, num_clips=N, test_mode=True)),
       view j taking clips j, j + num_clips, ...: every view spans the video."""
     if mode != "train" and placement != "ours":
-        clips = (_pyslowfast_clips if placement == "pyslowfast" else _mmaction2_clips)(
-            num_frames, t_length, t_stride, num_clips * num_segments
-        )
+        clips = ZOO_CLIPS[placement](num_frames, t_length, t_stride, num_clips * num_segments)
         return (
             clips.reshape(num_segments, num_clips, t_length)
             .transpose(1, 0, 2)
@@ -345,6 +343,51 @@ def _mmaction2_clips(num_frames, t_length, t_stride, num_clips):
         starts = np.array([max_offset // 2])
     idx = starts.astype(np.int64)[:, None] + np.arange(t_length)[None, :] * t_stride
     return np.mod(idx, num_frames)
+
+
+def _videomae_clips(num_frames, t_length, t_stride, num_clips):
+    """VideoMAE's Kinetics clips (MCG-NJU/VideoMAE and OpenGVLab/VideoMAEv2 datasets.py VideoClsDataset).
+    Test (num_clips > 1, --test_num_segment): the frames 0, t_stride, 2 t_stride, ... (the last repeated up
+    to t_length), clip k the t_length of them from int(k * step), step = max(M - t_length, 0) /
+    (num_clips - 1) for M such frames. One clip (their validation mode): converted = t_length * t_stride,
+    end = (converted + N) // 2, the clip np.linspace(end - converted, end, t_length) clamped to
+    [end - converted, end - 1] and truncated; a video of at most `converted` frames takes
+    np.linspace(0, N, N // t_stride) padded with N, clamped to N - 1."""
+    if num_clips == 1:
+        converted = t_length * t_stride
+        if num_frames <= converted:
+            idx = np.linspace(0, num_frames, num=num_frames // t_stride)
+            idx = np.concatenate((idx, np.ones(t_length - num_frames // t_stride) * num_frames))
+            return np.clip(idx, 0, num_frames - 1).astype(np.int64)[None, :]
+        end = (converted + num_frames) // 2
+        idx = np.linspace(end - converted, end, num=t_length)
+        return np.clip(idx, end - converted, end - 1).astype(np.int64)[None, :]
+    frames = list(range(0, num_frames, t_stride))
+    frames += frames[-1:] * (t_length - len(frames))
+    step = max((len(frames) - t_length) / (num_clips - 1), 0)
+    starts = [int(k * step) for k in range(num_clips)]
+    return np.array([frames[s : s + t_length] for s in starts], dtype=np.int64)
+
+
+def _videomae_ssv2_clips(num_frames, t_length, t_stride, num_clips):
+    """VideoMAE's Something-Something v2 test clips (datasets.py SSVideoClsDataset, segment-based; the
+    stride is not used): tick = N / t_length; clip v of num_clips takes int(v * tick / num_clips + tick *
+    x) for x < t_length -- all clips' frames sorted together, clip v every num_clips-th from v, as
+    theirs reads them."""
+    tick = num_frames / float(t_length)
+    every = [
+        int(v * tick / num_clips + tick * x) for v in range(num_clips) for x in range(t_length)
+    ]
+    every = np.sort(np.array(every, dtype=np.int64))
+    return np.stack([every[v::num_clips] for v in range(num_clips)])
+
+
+ZOO_CLIPS = {
+    "pyslowfast": _pyslowfast_clips,
+    "mmaction2": _mmaction2_clips,
+    "videomae": _videomae_clips,
+    "videomae-ssv2": _videomae_ssv2_clips,
+}
 
 
 # ---- crops and transforms: uint8 frames -> clips -------------------------------------------------
@@ -908,7 +951,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     """`ds[i] -> (clip, label, info)`: clip uint8 (3, T, crop, crop) in train/val mode; in test mode
     (V, 3, T, crop, crop) with V = num_clips * num_crops, clip-major (view = clip * num_crops + crop).
     info: {"bad": ""} and in train mode "box" (see `load_clip`). test_sampling: `sample_indices`'s
-    placement of val/test clips ("ours", "pyslowfast", "mmaction2").
+    placement of val/test clips (PLACEMENTS).
 
     Randomness: sample i of epoch e uses np.random.default_rng([seed, e, i]) and nothing else, so clips
     do not depend on the number of workers, their order or a resume point (numpy's GLOBAL RNG, copied

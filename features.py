@@ -209,7 +209,7 @@ class Extractor:
                     f"(e.g. {', '.join(stages) or 'a name from model.named_modules()'})"
                 )
             if getattr(model, "arch", "").startswith(
-                ("swin3d", "mvit")
+                ("swin3d", "mvit", "vit_")
             ):  # tokens, channels-last stages
                 raise ValueError(
                     f"--layer: not for --arch {model.arch} (its stages are not (B, C, T, H, "

@@ -171,7 +171,9 @@ class VideoViT(nn.Module):
         self.patch_embed = PatchEmbed(D, spec.patch, spec.tubelet)
         T_, H_, W_ = self.grid
         self.register_buffer("pos_embed", sinusoid_table(T_ * H_ * W_, D), persistent=False)
-        rates = torch.linspace(0, drop_path, spec.depth).tolist()  # stochastic depth rising to top
+        # stochastic depth rising to `drop_path` (float32 steps, as the official torch.linspace); on the CPU
+        # even when built on the meta device (bench.py counts)
+        rates = torch.linspace(0, drop_path, spec.depth, device="cpu").tolist()
         self.blocks = nn.ModuleList(
             Block(D, spec.heads, spec.mlp_ratio, rates[i], init_values) for i in range(spec.depth)
         )

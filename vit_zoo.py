@@ -191,11 +191,7 @@ def describe(state):
     depth = len({k.split(".")[1] for k in state if k.startswith("blocks.")})
     if w is None:
         return "a file without a patch embedding"
-    fits = [
-        a
-        for a, s in vit.VIT_SPECS.items()
-        if (s.width, s.depth, s.patch) == (w.shape[0], depth, w.shape[-1])
-    ]
+    fits = [a for a, s in vit.VIT_SPECS.items() if (s.width, s.patch) == (w.shape[0], w.shape[-1])]
     return f"a ViT {w.shape[0]} wide, {depth} blocks, {w.shape[-1]} px patches" + (
         f" (--arch {fits[0]})" if fits else ""
     )
@@ -303,7 +299,8 @@ def load(model, src, convnets=None):
         loaded += 1
     line = f"pretrained {src} ({'ours' if ours else layout}): loaded {loaded}, new {len(new)}"
     line += f" ({_few(new)})" if new else ""
-    line += f", dropped {len(dropped)}" + (f" ({_few(dropped)})" if dropped else "")
+    groups = sorted({re.sub(r"\.\d+\..*|\.(weight|bias)$", ".*", k) for k in dropped})
+    line += f", dropped {len(dropped)}" + (f" ({_few(groups, 6)})" if dropped else "")
     print(f"{line}; position: {pos}")
     if ours:
         args = outer["args"]

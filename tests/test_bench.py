@@ -490,6 +490,9 @@ def test_bench_model_compare_rows_are_the_published_sizes(tmp_path, capsys):
         ("I3D-R50 16x4", 28.04, 56.8),
         ("mvit_v2_s 16x224", 34.54, 64.2),
         ("swin3d_t 16x224", 28.16, 43.9),
+        # VideoMAE's ViT-S / ViT-B: 22M / 87M parameters, 57 / 180 G(MAC) per 16x224 view (its README)
+        ("ViT-S/16 16x224", 22.03, 57),
+        ("ViT-B/16 16x224", 86.53, 180),
     ):
         assert rows[name]["params"] / 1e6 == pytest.approx(params, abs=0.01), name
         assert rows[name]["gmacs_per_video"] == pytest.approx(gmacs, rel=0.01), name

@@ -345,6 +345,7 @@ def test_killed_run_restarted_on_two_processes_writes_every_video_once(inputs, t
 EXPORTED = {
     "resnet50_3d": dict(arch="resnet50_3d"),
     "tsm_resnet18": dict(arch="resnet18", mode="TSN", num_segments=3, shift=8, t_length=1),
+    "vit_t16": dict(arch="vit_t16"),  # VideoMAE's ViT (SDPA attention, the fixed position table)
 }
 
 

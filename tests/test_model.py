@@ -99,8 +99,9 @@ def test_odd_T_and_other_archs_shapes():
         assert build_model("resnet10_3d", 3).eval()(torch.randn(1, 3, 3, 31, 31)).shape == (1, 3)
         assert build_model("resnet18_3d", 3).eval()(torch.randn(1, 3, 4, 35, 35)).shape == (1, 3)
     with torch.device("meta"):  # every arch builds and maps a 16x224x224 clip to num_classes
-        for arch in ARCHS:
-            assert build_model(arch, 7, dropout=0.5)(torch.empty(2, 3, 16, 224, 224)).shape == (
+        for arch in ARCHS:  # (t_length: the clip a ViT's position table is built for)
+            net = build_model(arch, 7, dropout=0.5, t_length=16)
+            assert net(torch.empty(2, 3, 16, 224, 224)).shape == (
                 2,
                 7,
             ), arch
