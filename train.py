@@ -1361,10 +1361,8 @@ def validate_and_log(args, rt, net, d, progress, meter):
 
 
 def main(args):
-    if args.pretrain:  # VideoMAE pretraining: pretrain.py (imported here: it imports train.py)
-        import pretrain
-
-        return pretrain.main(args)
+    if args.pretrain:  # pretrain.py imports train.py, so train.py never imports it (see __main__)
+        fail("--pretrain: pretrain.main(args) runs it (`python train.py` hands it over)")
     check_args(args)
     rt = setup_runtime(args)
     rundir.prepare_run_dir(args, rt, get_args_parser())
@@ -1419,7 +1417,11 @@ if __name__ == "__main__":
     )
     if sys.argv[1:2] and sys.argv[1] in SUBCOMMANDS and os.path.isfile(script):
         os.execv(sys.executable, [sys.executable, script, *sys.argv[2:]])
+    args = parse_args()
+    if args.pretrain:  # --pretrain, given or from a recipe: `train.py pretrain` (pretrain.py)
+        pretrain_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pretrain.py")
+        os.execv(sys.executable, [sys.executable, pretrain_py, *sys.argv[1:]])
     try:
-        main(parse_args())
+        main(args)
     except data.BadVideo as e:  # e.g. a training video whose replacements were all unreadable too
         fail(str(e))
