@@ -210,6 +210,13 @@ def check_resume_flags(args, path, saved, mid_epoch, flags):
     """Flags a run cannot change: flags.kept, and to continue training flags.kept_training (train.flag_sets:
     the model, clip and optimizer-state groups). --epochs, --lr_steps, --warmup, --lr can: the schedule
     follows them."""
+    if bool(saved.get("pretrain")) != bool(getattr(args, "pretrain", False)):
+        if saved.get("pretrain"):
+            fail(
+                f"--resume {path} is a pretraining checkpoint (train.py pretrain): fine-tune from it "
+                f"with --pretrained {path}, not --resume"
+            )
+        fail(f"--resume {path} is not a pretraining checkpoint: train.py pretrain cannot resume it")
     segments = saved.get("num_segments", 1)
     if args.evaluate and saved.get("shift") and segments != args.num_segments:
         # TSN averages any number of snippets; TSM's shift moves channels between neighbouring segments,

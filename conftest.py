@@ -85,8 +85,13 @@ def trainer_flags(request):
 
 # ---- running train.py ------------------------------------------------------------------------------
 def run_main(argv):
-    """train.main in this process."""
-    return train.main(train.parse_args(argv))
+    """train.main in this process (pretrain.main for --pretrain, as `python train.py` hands it over)."""
+    args = train.parse_args(argv)
+    if args.pretrain:
+        import pretrain  # a test-side import: train.py itself never imports pretrain.py
+
+        return pretrain.main(args)
+    return train.main(args)
 
 
 def run_cli(argv, timeout=240, **kw):

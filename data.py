@@ -461,21 +461,28 @@ def train_box(height, width, new_size, crop_size, rng):
 
 
 MULTISCALE = (1, 0.875, 0.75, 0.66)  # TSN's GroupMultiScaleCrop scales of the short side
-TRAIN_CROPS = ("jitter", "multiscale")  # train_box, multiscale_box
+TRAIN_CROPS = ("jitter", "multiscale", "multiscale13")  # train_box, multiscale_box (5 / 13 places)
+# (y, x) in quarters of the slack: the corners and centre; with more_fix_crop (tsn-pytorch's and
+# VideoMAE's GroupMultiScaleCrop default, its pretraining crop) 8 more: the edge centres and quarter points.
+FIX_PLACES = ((0, 0), (0, 4), (4, 0), (4, 4), (2, 2))
+MORE_FIX_PLACES = ((2, 0), (2, 4), (4, 2), (0, 2), (1, 1), (1, 3), (3, 1), (3, 3))
 
 
-def multiscale_box(height, width, new_size, crop_size, rng):
+def multiscale_box(height, width, new_size, crop_size, rng, more_places=False):
     """TSN's training crop (tsn-pytorch transforms.py GroupMultiScaleCrop, fix_crop with the 5 corner /
     centre offsets; mmaction2 MultiScaleCrop(scales=(1, .875, .75, .66), max_wh_scale_gap=1,
     random_crop=False)) as a `train_box` box in ORIGINAL pixels: crop height and width each a scale of
     the short side, at most one step apart in the list, at one of 5 places (corners, centre), then
     resized to crop_size x crop_size (aspect not kept). Scale-free: the box is the same fraction of the
-    frame whatever its size, so new_size plays no part."""
+    frame whatever its size, so new_size plays no part. more_places: at one of 13 places
+    (MORE_FIX_PLACES too: MCG-NJU/VideoMAE transforms.py GroupMultiScaleCrop, more_fix_crop=True, the
+    pretraining crop of its datasets.py DataAugmentationForVideoMAE)."""
     sizes = [int(min(height, width) * s) for s in MULTISCALE]
     pairs = [(h, w) for i, h in enumerate(sizes) for j, w in enumerate(sizes) if abs(i - j) <= 1]
     h, w = pairs[int(rng.integers(len(pairs)))]
     dy, dx = (height - h) // 4, (width - w) // 4
-    y, x = ((0, 0), (0, 4), (4, 0), (4, 4), (2, 2))[int(rng.integers(5))]
+    places = FIX_PLACES + MORE_FIX_PLACES if more_places else FIX_PLACES
+    y, x = places[int(rng.integers(len(places)))]
     return (float(y * dy), float(x * dx), float(h), float(w))
 
 
@@ -1205,9 +1212,11 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         if self.mode == "train":  # draws: frames, then per clip box, flip, augment -- in this order
             views, boxes, drawn = [], [], []
             for _ in range(self.reps):  # repeated augmentation: `reps` clips of the same frames
-                box = (multiscale_box if self.train_crop == "multiscale" else train_box)(
-                    H, W, self.new_size, self.crop_size, rng
-                )  # one box for every frame (snippet)
+                if self.train_crop == "jitter":  # one box for every frame (snippet)
+                    box = train_box(H, W, self.new_size, self.crop_size, rng)
+                else:
+                    more = self.train_crop == "multiscale13"
+                    box = multiscale_box(H, W, self.new_size, self.crop_size, rng, more)
                 # finish_box follows train_box's rescaled pixel grid; a multi-scale box is off that grid
                 finish = finish_box if self.train_crop == "jitter" else resample_box
                 crop, box = (

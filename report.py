@@ -317,7 +317,9 @@ class Meter:
 
     def update(self, loss, logits, labels, it):
         n, loss = len(labels), loss.detach().float()
-        self.sums = self.sums + torch.stack([loss * n, (logits.argmax(1) == labels).sum().float()])
+        # logits None: a loss without classes (pretraining's reconstruction), nothing is correct
+        correct = loss * 0 if logits is None else (logits.argmax(1) == labels).sum().float()
+        self.sums = self.sums + torch.stack([loss * n, correct])
         first = ~loss.isfinite() & (self.bad[0] < 0)
         self.bad = (torch.where(first, it, self.bad[0]), torch.where(first, loss, self.bad[1]))
         self.clips, self.n_log = self.clips + n, self.n_log + n

@@ -85,6 +85,7 @@ SUBCOMMANDS = (
     "predict",
     "features",
     "export",
+    "pretrain",
 )  # `python train.py predict ...` runs predict.py (__main__)
 
 
@@ -252,6 +253,20 @@ def add_optim_args(p):
         "--lr-min", dest="lr_min", default=0.0, type=nonnegative, help="cosine: lr at --epochs"
     )
     p.add_argument(
+        "--opt-betas",
+        dest="opt_betas",
+        type=nonnegative,
+        nargs=2,
+        help="AdamW betas (default: torch's 0.9 0.999; VideoMAE pretraining 0.9 0.95)",
+    )
+    p.add_argument(
+        "--lr-batch",
+        dest="lr_batch",
+        default=0,
+        type=natural,
+        help="--lr, --lr-min, --lr-warmup-start are per N clips: x global batch / N (0: as given)",
+    )
+    p.add_argument(
         "--lr-warmup-start",
         dest="lr_warmup_start",
         default=0.0,
@@ -332,13 +347,36 @@ def add_regular_args(p):
     )
 
 
+def add_pretrain_args(p):
+    """VideoMAE masked-autoencoder pretraining (pretrain.py; `python train.py pretrain ...` sets it)."""
+    p.add_argument(
+        "--pretrain", action="store_true", help="pretrain a ViT: no labels (pretrain.py)"
+    )
+    p.add_argument(
+        "--mask-ratio", dest="mask_ratio", default=0.9, type=float, help="tubes masked, in (0, 1)"
+    )
+    p.add_argument(
+        "--decoder-depth", dest="decoder_depth", default=4, type=positive, help="decoder blocks"
+    )
+    p.add_argument(
+        "--raw-target", dest="raw_target", action="store_true", help="pixels, not patch-normalised"
+    )
+    p.add_argument(
+        "--vis-videos",
+        dest="vis_videos",
+        default=4,
+        type=natural,
+        help="val videos drawn per epoch",
+    )
+
+
 def add_augment_args(p):
     """Batch mixing (MixUp / CutMix) and per-clip augmentation."""
     p.add_argument(
         "--train_crop",
         default="jitter",
         choices=data.TRAIN_CROPS,
-        help="scale jitter | TSN's multiscale corner crops",
+        help="scale jitter | TSN's multiscale corner crops | 13 places (VideoMAE pretraining)",
     )
     p.add_argument(
         "--no_flip", action="store_true", help=f"no train flips (always: {sorted(NO_FLIP)})"
@@ -558,6 +596,12 @@ FLAG_GROUPS = (
         "this process: where the data is, how it is read, what computes",
         add_device_args,
         process=True,
+    ),
+    FlagGroup(
+        "pretraining",
+        "--pretrain: VideoMAE masked autoencoding (pretrain.py); a resumed run keeps them",
+        add_pretrain_args,
+        kept="training",
     ),
     FlagGroup(
         "run",
@@ -851,6 +895,9 @@ def run_dir_name(args):
     segments = (f"_segments{args.num_segments}" if args.num_segments > 1 else "") + (
         f"_shift{args.shift}" if args.shift else ""
     )
+    if getattr(args, "pretrain", False):  # VideoMAE pretraining: no head, so no dropout
+        mask = f"mask{args.mask_ratio}"
+        return f"{args.dataset}_{args.arch}_pretrain_{mask}_length{t_length}_stride{args.t_stride}"
     return (
         f"{args.dataset}_{args.arch}_{args.mode}{segments}_length{t_length}_stride{args.t_stride}"
         f"_dropout{args.dropout}"
@@ -1196,9 +1243,10 @@ def model_spec(args):
     return models.ModelSpec(**{f.name: getattr(args, f.name) for f in fields})
 
 
-def build_net(args, rt):
+def build_net(args, rt, model=None):
+    """The Net of `model` (default: make_model's) on the device, wrapped, with its optimizer."""
     try:
-        model = make_model(args)
+        model = make_model(args) if model is None else model
     except (ValueError, OSError) as e:
         fail(str(e))
     stem_t = (
@@ -1272,7 +1320,8 @@ def make_optimizer(model, args, fused):
     flag on the device (the unfused one syncs to skip a step: fp16)."""
     groups = param_groups(model, args)
     if args.opt == "adamw":
-        return torch.optim.AdamW(groups, lr=args.lr, fused=fused or None)
+        betas = tuple(args.opt_betas or (0.9, 0.999))  # torch's default; VideoMAE pretraining 0.95
+        return torch.optim.AdamW(groups, lr=args.lr, betas=betas, fused=fused or None)
     optimizer = torch.optim.SGD(groups, lr=args.lr, momentum=args.momentum, fused=fused or None)
     # fp16 trap: fused SGD's first step makes its momentum buffers with empty_like and fills them in the
     # kernel, which GradScaler's found-inf flag skips whole. The first fp16 steps usually overflow (initial
@@ -1296,8 +1345,8 @@ def set_train_mode(net, args):
 
 # Decayed by --norm-weight-decay, with the 1-D parameters: absolute position embeddings and class tokens
 # (mvit's pos_encoding.*), Swin's relative position bias tables (Video Swin / mmaction2: decay_mult 0), a
-# ViT's learned position table (VideoMAE's no_weight_decay: pos_embed).
-EMBEDDINGS = ("pos_encoding.", "relative_position_bias_table", "pos_embed")
+# ViT's learned position table and the pretraining mask token (VideoMAE's no_weight_decay).
+EMBEDDINGS = ("pos_encoding.", "relative_position_bias_table", "pos_embed", "mask_token")
 
 
 def param_groups(model, args):
@@ -1326,7 +1375,7 @@ def param_groups(model, args):
 def lr_at(args, step, steps_per_epoch):
     """The lr of optimizer step `step` (0-based, global): a pure function of the flags, so a resumed run with
     other --epochs / --lr_steps / --warmup follows the new flags. Warmup ramps linearly to the schedule."""
-    epoch = step / steps_per_epoch
+    epoch, scale = step / steps_per_epoch, lr_batch_scale(args)
     if (
         args.lr_policy == "cosine"
     ):  # PySlowFast's lr_policy "cosine", end lr --lr-min (COSINE_END_LR)
@@ -1335,7 +1384,15 @@ def lr_at(args, step, steps_per_epoch):
     else:
         lr = args.lr * 0.1 ** sum(step >= round(m * steps_per_epoch) for m in args.lr_steps)
     warmup_steps, start = round(args.warmup * steps_per_epoch), args.lr_warmup_start
-    return start + (lr - start) * min(1.0, (step + 1) / warmup_steps) if warmup_steps else lr
+    lr = start + (lr - start) * min(1.0, (step + 1) / warmup_steps) if warmup_steps else lr
+    return lr * scale
+
+
+def lr_batch_scale(args):
+    """--lr-batch N: the lrs are given for N clips; this run's global batch / N (VideoMAE: lr x B / 256)."""
+    if not args.lr_batch:
+        return 1.0
+    return args.batch_size * args.iter_size * getattr(args, "world_size", 1) / args.lr_batch
 
 
 # ---- one epoch of training -------------------------------------------------------------------------
@@ -1383,9 +1440,21 @@ def to_model_input(clips, labels, info, rt):
     return x.contiguous(memory_format=rt.memory_format), labels.to(rt.device, non_blocking=True)
 
 
+def classify(criterion):
+    """The step's forward and loss, (model, x, targets, info) -> (logits, loss): `criterion` on the
+    logits. train_one_epoch takes any such function (pretrain.py's reconstruction loss: logits None)."""
+
+    def forward_loss(model, x, targets, info):
+        logits = model(x)
+        return logits, criterion(logits, targets)
+
+    return forward_loss
+
+
 def train_one_epoch(args, rt, d, net, criterion, progress):
     """Train from progress.iter to the end of progress.epoch; returns this rank's Meter. After each
-    optimizer step, rundir.end_of_step saves and exits if a signal came or too many videos were bad."""
+    optimizer step, rundir.end_of_step saves and exits if a signal came or too many videos were bad.
+    criterion: `classify`'s kind of function."""
     epoch, meter = progress.epoch, report.Meter(start=progress.iter)
     set_train_mode(net, args)
     batches, bad = (
@@ -1410,11 +1479,8 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
             g["lr"] = lr * g["lr_scale"]  # --layer-decay; else 1
         # DDP averages gradients in every backward; accumulating, only the step's last batch needs that.
         with net.ddp.no_sync() if net.ddp is not None and not last else contextlib.nullcontext():
-            with rt.autocast:
-                logits = net.train(x)
-                loss = criterion(
-                    logits, targets
-                )  # soft or hard targets, --label-smoothing on either
+            with rt.autocast:  # classify: soft or hard targets; pretrain.py: the masked tubes
+                logits, loss = criterion(net.train, x, targets, info)
             net.scaler.scale(
                 loss / args.iter_size
             ).backward()  # mean over the step's iter_size x b clips
@@ -1591,12 +1657,14 @@ def validate_and_log(args, rt, net, d, progress, meter):
 
 
 def main(args):
+    if args.pretrain:  # pretrain.py imports train.py, so train.py never imports it (see __main__)
+        fail("--pretrain: pretrain.main(args) runs it (`python train.py` hands it over)")
     check_args(args)
     rt = setup_runtime(args)
     rundir.prepare_run_dir(args, rt, get_args_parser())
     d = build_data(args, rt)
     net = build_net(args, rt)
-    criterion = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
+    criterion = classify(nn.CrossEntropyLoss(label_smoothing=args.label_smoothing))
     progress = checkpoint.Progress()
     args.world_size = (
         rt.world_size
@@ -1645,8 +1713,12 @@ if __name__ == "__main__":
     )
     if sys.argv[1:2] and sys.argv[1] in SUBCOMMANDS and os.path.isfile(script):
         os.execv(sys.executable, [sys.executable, script, *sys.argv[2:]])
+    args = parse_args()
+    if args.pretrain:  # --pretrain, given or from a recipe: `train.py pretrain` (pretrain.py)
+        pretrain_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pretrain.py")
+        os.execv(sys.executable, [sys.executable, pretrain_py, *sys.argv[1:]])
     try:
-        main(parse_args())
+        main(args)
     except BaseException as e:
         # a one-line error, a traceback, Ctrl-C: no run folder left holding only args.txt
         rundir.remove_if_unused()

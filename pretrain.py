@@ -1,0 +1,468 @@
+"""VideoMAE pretraining: a masked autoencoder on your own unlabelled videos, for vit.py's ViTs.
+
+    python train.py pretrain ucf101 train.txt val.txt @recipes/ucf101_videomae_pretrain.txt
+    python train.py ucf101 train.txt val.txt --arch vit_b16 --pretrained RUN/checkpoint.pth ...  # fine-tune
+
+`python train.py pretrain ARGS` is `python train.py ARGS --pretrain`: the same lists (labels ignored), run
+folder, checkpoints, SIGTERM / --resume auto, DDP, --iter_size, --amp, --grad-ckpt and bad-video
+replacement as training (train.train_one_epoch runs the step with `masked_loss` as its loss).
+
+Each clip is cut into tubelets of 2 x P x P pixels; `tube_mask` hides round-down(ratio x n) of the n
+positions of one frame's grid and the same positions in every tubelet (TubeMaskingGenerator), drawn from
+the sample's own generator (seed, epoch, index): any worker count and a resumed run draw the same masks.
+The encoder sees the visible tokens only; the decoder (narrow, `DECODERS`) gets them with a learned mask
+token at every hidden position, both plus a fixed sinusoid table, and predicts the hidden tubelets' pixels:
+normalised per patch and channel (mean and unbiased std over its 2 x P x P pixels, + 1e-6) of the clip
+before input normalisation, or raw with --raw-target. The loss is their mean squared error.
+
+The checkpoint's weights carry the official names (models/modeling_pretrain.py PretrainVisionTransformer:
+encoder.patch_embed, encoder.blocks.i, encoder.norm, encoder_to_decoder, mask_token, decoder.blocks.i,
+decoder.norm, decoder.head; the position tables are not stored, as there), so `official_state` is the
+identity, the official code loads them with load_state_dict, and `--pretrained PATH` (vit_zoo's
+"videomae-pretrain" layout) fine-tunes them: encoder.* in, encoder.norm and the decoder out, a new
+fc_norm and head.
+
+Each epoch: the reconstruction loss on the val clips (a fixed mask per video) beside the train loss in
+log.jsonl and curves.png, and reconstruction_eNNN.png (and TensorBoard's "reconstruction"): per val video
+the input frames, the visible tubelets and the reconstruction, drawn as run_videomae_vis.py does (hidden
+patches predicted, de-normalised with the input patch's own mean and std; visible ones the input's).
+
+References
+- Tong, Song, Wang, Wang. VideoMAE: Masked Autoencoders are Data-Efficient Learners for Self-Supervised
+  Video Pre-Training. NeurIPS 2022.
+- He et al. Masked Autoencoders Are Scalable Vision Learners. CVPR 2022 (normalised pixel targets).
+- Followed: OpenGVLab/VideoMAEv2 models/modeling_pretrain.py (PretrainVisionTransformer*),
+  engine_for_pretraining.py (targets and loss), dataset/masking_generator.py (TubeMaskingGenerator),
+  run_mae_pretraining.py (defaults); MCG-NJU/VideoMAE run_videomae_vis.py (the picture) and
+  scripts/*/pretrain.sh (the recipes in recipes/*_videomae_pretrain.txt).
+"""
+
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.utils.checkpoint
+import torchvision
+from torch.utils.data import DataLoader, Subset
+
+import checkpoint
+import data
+import rundir
+import train
+import vit
+from errors import fail
+
+# Decoder (width, heads) per encoder: modeling_pretrain.py pretrain_videomae_{small,base,large,huge,giant}
+# (decoder_embed_dim, decoder_num_heads); its depth is --decoder-depth (run_mae_pretraining.py default 4,
+# as every scripts/*/pretrain.sh). vit_t16 (a CPU test arch, not published): half its width.
+DECODERS = {
+    "vit_t16": (96, 3),
+    "vit_s16": (192, 3),
+    "vit_b16": (384, 6),
+    "vit_l16": (512, 8),
+    "vit_h16": (512, 8),
+    "vit_g14": (512, 8),
+}
+PATCH_EPS = 1e-6  # engine_for_pretraining.py: (x - mean) / (unbiased std + 1e-6)
+MASK_STREAM = (
+    0x6D61736B  # "mask": the mask's generator is the sample's (seed, epoch, index, MASK_STREAM)
+)
+
+
+# ---- masks -----------------------------------------------------------------------------------------
+def tube_mask(grid, ratio, perm):
+    """(T', H', W') token grid, mask ratio and a permutation of the H'W' positions of a frame -> bool
+    (T'H'W',) mask, True = hidden: TubeMaskingGenerator's [0] * (n - k) + [1] * k shuffled by `perm`, k =
+    int(ratio * n) (rounded down, as there), tiled over the T' tubelets (time-major, as the tokens)."""
+    T_, H_, W_ = grid
+    n = H_ * W_
+    k = int(ratio * n)
+    frame = torch.cat([torch.zeros(n - k, dtype=torch.bool), torch.ones(k, dtype=torch.bool)])
+    return frame[torch.as_tensor(perm)].repeat(T_)
+
+
+def draw_mask(grid, ratio, seed, epoch, index):
+    """The mask of sample `index` in `epoch`: a permutation from its own generator (np.random's shuffle
+    of the same state is the same permutation, so the official generator's draws compare exactly)."""
+    rng = np.random.default_rng([seed, epoch, index, MASK_STREAM])
+    return tube_mask(grid, ratio, rng.permutation(grid[1] * grid[2]))
+
+
+class MaskedClips(torch.utils.data.Dataset):
+    """A train.make_dataset dataset whose items carry info["mask"], (T'H'W',) bool: draw_mask of the
+    dataset's seed, its epoch (set_epoch: the wrapped one's) and the item's index."""
+
+    def __init__(self, ds, grid, ratio):
+        self.ds, self.grid, self.ratio = ds, grid, ratio
+
+    def __getattr__(self, name):  # set_epoch, videos, encoded, ...: the wrapped dataset's
+        if name == "ds":  # not yet set (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.ds, name)
+
+    def __len__(self):
+        return len(self.ds)
+
+    def __getitem__(self, index):
+        clip, label, info = self.ds[index]
+        mask = draw_mask(self.grid, self.ratio, self.ds.seed, self.ds.epoch, index)
+        return clip, label, {**info, "mask": mask}
+
+
+# ---- the model -------------------------------------------------------------------------------------
+def _xavier(m):
+    """modeling_pretrain.py's encoder / decoder _init_weights: Linear xavier uniform, bias 0; LN 1 / 0."""
+    if isinstance(m, nn.Linear):
+        nn.init.xavier_uniform_(m.weight)
+        if m.bias is not None:
+            nn.init.zeros_(m.bias)
+    elif isinstance(m, nn.LayerNorm):
+        nn.init.ones_(m.weight)
+        nn.init.zeros_(m.bias)
+
+
+def run_blocks(blocks, x, grad_ckpt):
+    for blk in blocks:
+        if grad_ckpt and blk.training and torch.is_grad_enabled():  # recompute in the backward
+            x = torch.utils.checkpoint.checkpoint(blk, x, use_reentrant=False)
+        else:
+            x = blk(x)
+    return x
+
+
+class Encoder(nn.Module):
+    """PretrainVisionTransformerEncoder: vit.py's patch embedding and blocks, a final LayerNorm, and the
+    forward on the visible tokens only."""
+
+    def __init__(self, spec, grid, drop_path=0.0, grad_ckpt=False):
+        super().__init__()
+        D = spec.width
+        self.patch_embed = vit.PatchEmbed(D, spec.patch, spec.tubelet)
+        self.register_buffer(
+            "pos_embed", vit.sinusoid_table(int(np.prod(grid)), D), persistent=False
+        )
+        rates = torch.linspace(0, drop_path, spec.depth).tolist()
+        self.blocks = nn.ModuleList(
+            vit.Block(D, spec.heads, spec.mlp_ratio, rates[i]) for i in range(spec.depth)
+        )
+        self.norm = nn.LayerNorm(D, eps=vit.EPS)
+        self.grad_ckpt = grad_ckpt
+        self.apply(_xavier)
+
+    def forward(self, x, mask):
+        """x (B, 3, T, H, W), mask (B, N) bool, the same count per row -> visible tokens (B, N_vis, D)."""
+        x = self.patch_embed(x) + self.pos_embed.to(x.dtype)
+        B, _, D = x.shape
+        x = x[~mask].reshape(B, -1, D)  # ~mask: visible, in token order
+        return self.norm(run_blocks(self.blocks, x, self.grad_ckpt))
+
+
+class Decoder(nn.Module):
+    """PretrainVisionTransformerDecoder: blocks, LayerNorm, a linear head to the tubelet's pixels."""
+
+    def __init__(self, width, heads, depth, mlp_ratio, out, grad_ckpt=False):
+        super().__init__()
+        self.blocks = nn.ModuleList(vit.Block(width, heads, mlp_ratio) for _ in range(depth))
+        self.norm = nn.LayerNorm(width, eps=vit.EPS)
+        self.head = nn.Linear(width, out)
+        self.grad_ckpt = grad_ckpt
+        self.apply(_xavier)
+
+    def forward(self, x, n_masked):  # the last n_masked tokens are the hidden ones
+        x = run_blocks(self.blocks, x, self.grad_ckpt)
+        return self.head(self.norm(x[:, -n_masked:]))
+
+
+class PretrainViT(nn.Module):
+    """PretrainVisionTransformer for vit.VIT_SPECS[arch] over t_length x crop_size clips:
+    (x, mask) -> predictions (B, N_masked, tubelet * P * P * 3) for the hidden tokens, in token order."""
+
+    def __init__(self, arch, t_length, crop_size, decoder_depth=4, drop_path=0.0, grad_ckpt=False):
+        super().__init__()
+        spec = self.spec = vit.VIT_SPECS[arch]
+        self.arch = arch
+        self.grid = (t_length // spec.tubelet, crop_size // spec.patch, crop_size // spec.patch)
+        width, heads = DECODERS[arch]
+        self.encoder = Encoder(spec, self.grid, drop_path, grad_ckpt)
+        out = 3 * spec.tubelet * spec.patch**2
+        self.decoder = Decoder(width, heads, decoder_depth, spec.mlp_ratio, out, grad_ckpt)
+        self.encoder_to_decoder = nn.Linear(spec.width, width, bias=False)
+        self.mask_token = nn.Parameter(torch.zeros(1, 1, width))
+        nn.init.trunc_normal_(self.mask_token, std=0.02, a=-0.02, b=0.02)
+        n = int(np.prod(self.grid))
+        self.register_buffer("pos_embed", vit.sinusoid_table(n, width), persistent=False)
+
+    def forward(self, x, mask):
+        x_vis = self.encoder_to_decoder(self.encoder(x, mask))  # (B, N_vis, C)
+        B, _, C = x_vis.shape
+        pos = self.pos_embed.to(x_vis.dtype).expand(B, -1, -1)
+        # the visible tokens keep their order; the positions follow them (no unshuffling needed)
+        pos_vis, pos_mask = pos[~mask].reshape(B, -1, C), pos[mask].reshape(B, -1, C)
+        x = torch.cat([x_vis + pos_vis, self.mask_token.to(x_vis.dtype) + pos_mask], dim=1)
+        return self.decoder(x, pos_mask.shape[1])
+
+
+def official_state(state):
+    """Our pretraining weights -> the official PretrainVisionTransformer's state dict (and the layout
+    the official fine-tuning script reads, `encoder.*` kept): the names are the same, so this is the
+    identity; tests/test_pretrain.py loads it into the official model strictly."""
+    return dict(state)
+
+
+# ---- targets and loss ------------------------------------------------------------------------------
+def patches(x, patch, tubelet=2):
+    """(B, C, T, H, W) -> (B, N, tubelet * patch * patch, C): engine_for_pretraining.py's rearrange
+    'b c (t p0) (h p1) (w p2) -> b (t h w) (p0 p1 p2) c', tokens in the encoder's order."""
+    B, C, T, H, W = x.shape
+    x = x.reshape(B, C, T // tubelet, tubelet, H // patch, patch, W // patch, patch)
+    x = x.permute(0, 2, 4, 6, 3, 5, 7, 1)  # b t h w p0 p1 p2 c
+    return x.reshape(B, -1, tubelet * patch * patch, C)
+
+
+def unpatch(p, grid, patch, tubelet=2):
+    """patches' inverse: (B, N, tubelet * patch * patch, C) -> (B, C, T, H, W)."""
+    B, _, _, C = p.shape
+    T_, H_, W_ = grid
+    p = p.reshape(B, T_, H_, W_, tubelet, patch, patch, C).permute(0, 7, 1, 4, 2, 5, 3, 6)
+    return p.reshape(B, C, T_ * tubelet, H_ * patch, W_ * patch)
+
+
+def patch_stats(sq):
+    """Per patch and channel: mean and unbiased std + eps over the pixels (dim -2)."""
+    return sq.mean(dim=-2, keepdim=True), sq.var(
+        dim=-2, unbiased=True, keepdim=True
+    ).sqrt() + PATCH_EPS
+
+
+def targets(pixels, patch, tubelet=2, raw=False):
+    """Clip in [0, 1] (B, 3, T, H, W) -> (B, N, tubelet * P * P * 3): per-patch normalised pixels, flattened
+    pixel-major then channel ('b n p c -> b n (p c)'), or raw (the same order: '(p0 p1 p2 c)')."""
+    sq = patches(pixels, patch, tubelet)
+    if not raw:
+        mean, std = patch_stats(sq)
+        sq = (sq - mean) / std
+    return sq.flatten(2)
+
+
+def masked_loss(mean, std, spec, raw=False):
+    """train_one_epoch's loss function, (model, x, labels, info) -> (None, loss): the mean squared error of
+    the hidden tubelets' predictions against their targets; x is the normalised clip (mean, std undo it
+    as the official engine does)."""
+    m = torch.tensor(mean).view(1, 3, 1, 1, 1)
+    s = torch.tensor(std).view(1, 3, 1, 1, 1)
+
+    def forward_loss(model, x, labels, info):
+        mask = info["mask"].to(x.device, non_blocking=True).flatten(1)
+        with torch.no_grad():
+            pixels = x * s.to(x) + m.to(x)  # in [0, 1]; x: float32 (float64 in the tests)
+            target = targets(pixels, spec.patch, spec.tubelet, raw)
+            B, _, C = target.shape
+            target = target[mask].reshape(B, -1, C)
+        out = model(x, mask)
+        return None, ((out.to(target.dtype) - target) ** 2).mean()  # AMP: in float32
+
+    return forward_loss
+
+
+# ---- the reconstruction picture --------------------------------------------------------------------
+def reconstruct(pixels, mask, out, patch, tubelet=2, raw=False):
+    """run_videomae_vis.py: clip in [0, 1] (B, 3, T, H, W), mask (B, N), predictions (B, N_masked, D) ->
+    (visible, reconstruction), each (B, 3, T, H, W): the hidden patches black / predicted (normalised
+    ones de-normalised with the input patch's own mean and std), the visible ones the input's."""
+    B, C, T, H, W = pixels.shape
+    grid = (T // tubelet, H // patch, W // patch)
+    sq = patches(pixels, patch, tubelet)
+    mean, std = patch_stats(sq)
+    pred = out.to(sq.dtype).reshape(B, -1, sq.shape[2], C)
+    if not raw:
+        pred = pred * std[mask].reshape(pred.shape[0], -1, 1, C) + mean[mask].reshape(B, -1, 1, C)
+    rec = sq.clone()
+    rec[mask] = pred.reshape(-1, *sq.shape[2:])
+    keep = (~mask)[:, :, None, None].to(sq.dtype)
+    return unpatch(sq * keep, grid, patch, tubelet), unpatch(rec, grid, patch, tubelet).clamp(0, 1)
+
+
+def picture(pixels, visible, rec, tubelet=2):
+    """One image: per video three rows (input, visible tubelets, reconstruction), a column per tubelet
+    (its first frame); (3, H', W') in [0, 1]."""
+    rows = [
+        v[:, ::tubelet].permute(1, 0, 2, 3)
+        for b in range(len(pixels))
+        for v in (pixels[b], visible[b], rec[b])
+    ]
+    return torchvision.utils.make_grid(
+        torch.cat(rows), nrow=rows[0].shape[0], padding=2, pad_value=1.0
+    )
+
+
+# ---- validation ------------------------------------------------------------------------------------
+@torch.no_grad()
+def validate(net, d, args, rt, loss_fn):
+    """The reconstruction loss over the val videos (this rank's shard, summed over ranks: exact)."""
+    net.eval.eval()
+    total, n = 0.0, 0
+    for clips, labels, info in d.val_loader:
+        x = data.normalize(
+            clips.to(rt.device).contiguous(memory_format=rt.memory_format), rt.mean, rt.std
+        )
+        with rt.autocast:
+            _, loss = loss_fn(net.eval, x, labels, info)
+        total, n = total + loss.item() * len(clips), n + len(clips)
+    total, n = rt.all_sum([total, n])
+    return total / max(n, 1)
+
+
+@torch.no_grad()
+def draw(net, d, args, rt, epoch):
+    """Rank 0: reconstruction_eNNN.png of the first --vis-videos val videos, and TensorBoard's image."""
+    k = min(args.vis_videos, len(d.val_ds))
+    if rt.rank != 0 or k == 0:
+        return None
+    clips, _, info = train.collate_fn(args)([d.val_masked[i] for i in range(k)])
+    x = data.normalize(clips.to(rt.device), rt.mean, rt.std)
+    mask = info["mask"].to(rt.device)
+    net.eval.eval()
+    with rt.autocast:
+        out = net.eval(x, mask)
+    pixels = x.float() * torch.tensor(rt.std, device=x.device).view(1, 3, 1, 1, 1)
+    pixels = pixels + torch.tensor(rt.mean, device=x.device).view(1, 3, 1, 1, 1)
+    spec = net.bare.spec
+    visible, rec = reconstruct(pixels, mask, out, spec.patch, spec.tubelet, args.raw_target)
+    image = picture(pixels.clamp(0, 1).cpu(), visible.cpu(), rec.cpu(), spec.tubelet)
+    path = os.path.join(rt.run_dir, f"reconstruction_e{epoch:03d}.png")
+    torchvision.utils.save_image(image, path)
+    if rt.tensorboard:
+        rt.tensorboard.add_image("reconstruction", image, epoch)
+    return path
+
+
+def validate_and_log(args, rt, net, d, progress, meter, loss_fn):
+    """End of an epoch: val reconstruction loss and picture (every -ef epochs), checkpoint.pth, log line."""
+    epoch = progress.epoch
+    loss_sum, _, seen = rt.all_sum(meter.totals(epoch))
+    log = {
+        "epoch": epoch,
+        "lr": net.optimizer.param_groups[0]["lr"],
+        "train_loss": loss_sum / seen if seen else None,
+        "val_loss": None,
+    }
+    progress.epoch, progress.iter = epoch + 1, 0
+    if (epoch + 1) % args.eval_freq == 0 or epoch + 1 == args.epochs:
+        try:
+            log["val_loss"] = validate(net, d, args, rt, loss_fn)
+            path = draw(net, d, args, rt, epoch)
+        except data.BadVideo as e:
+            checkpoint.save(args, rt, net, progress, d)
+            fail(f"validation stopped (checkpoint.pth saved): {e}")
+        print(f"epoch {epoch} * val reconstruction loss {log['val_loss']:.4f}; {path}")
+    log["epoch_time"] = time.time() - meter.t_epoch
+    checkpoint.save(args, rt, net, progress, d)
+    rundir.append_log(rt, log)
+    return log
+
+
+# ---- the run ---------------------------------------------------------------------------------------
+def check_args(args):
+    """Pretraining's one-line refusals, before anything is read; then train.check_args."""
+    if args.arch not in DECODERS:
+        fail(f"--arch {args.arch}: pretraining takes a video ViT ({', '.join(DECODERS)})")
+    if not 0 < args.mask_ratio < 1:
+        fail(f"--mask-ratio {args.mask_ratio}: must be in (0, 1)")
+    args.t_length = train.default_t_length(args)
+    if vit.geometry_error(args.arch, args.t_length, args.crop_size):
+        fail(vit.geometry_error(args.arch, args.t_length, args.crop_size))
+    spec = vit.VIT_SPECS[args.arch]
+    if int(args.mask_ratio * (args.crop_size // spec.patch) ** 2) == 0:
+        fail(f"--mask-ratio {args.mask_ratio} hides no patch of a {args.crop_size} px frame")
+    refused = {
+        "--test_clips / --test_crops": args.test_clips * args.test_crops > 1,
+        "--pretrained": args.pretrained or args.pretrained_model,
+        "--decode_device cuda": args.decode_device == "cuda",
+        "--mixup-alpha / --cutmix-alpha": args.mixup_alpha or args.cutmix_alpha,
+        "--ra-reps": args.ra_reps > 1,
+        "--model-ema": args.model_ema,
+    }
+    for flag, given in refused.items():
+        if given:
+            fail(f"{flag}: not with --pretrain (pretraining starts from random weights, no labels)")
+    train.check_args(args)
+
+
+def build_model(args):
+    return PretrainViT(
+        args.arch,
+        args.t_length,
+        args.crop_size,
+        args.decoder_depth,
+        args.drop_path or 0.0,
+        args.grad_ckpt,
+    )
+
+
+def mask_data(args, rt, d, grid):
+    """Masks on the train items (drawn per epoch) and the val items (epoch 0's, fixed)."""
+    d.train_ds = MaskedClips(d.train_ds, grid, args.mask_ratio)
+    d.val_masked = MaskedClips(d.val_ds, grid, args.mask_ratio)
+    d.val_loader = DataLoader(
+        Subset(d.val_masked, d.val_indices),
+        batch_size=args.batch_size,
+        num_workers=args.workers,
+        pin_memory=rt.device.type == "cuda",
+        worker_init_fn=train.worker_init_fn,
+        collate_fn=train.collate_fn(args),
+        generator=torch.Generator().manual_seed(args.seed),
+    )
+
+
+def start_line(args, rt, d, model):
+    n = int(np.prod(model.grid))
+    hidden = model.grid[0] * int(args.mask_ratio * model.grid[1] * model.grid[2])
+    params = sum(p.numel() for p in model.parameters()) / 1e6
+    return (
+        f"run folder {rt.run_dir}: pretraining {args.arch} ({params:.1f}M parameters with the "
+        f"decoder) on {len(d.train_ds)} train / {len(d.val_ds)} val videos, {n - hidden} of {n} "
+        f"tokens visible, {rt.world_size} process(es) x batch {args.batch_size} x iter_size "
+        f"{args.iter_size}, {d.steps_per_epoch} steps/epoch, lr x {train.lr_batch_scale(args):g}, "
+        f"device {rt.device}"
+    )
+
+
+def main(args):
+    check_args(args)
+    rt = train.setup_runtime(args)
+    rundir.prepare_run_dir(args, rt, train.get_args_parser())
+    d = train.build_data(args, rt)
+    net = train.build_net(args, rt, build_model(args))
+    mask_data(args, rt, d, net.bare.grid)
+    loss_fn = masked_loss(rt.mean, rt.std, net.bare.spec, args.raw_target)
+    progress = checkpoint.Progress()
+    args.world_size = rt.world_size
+    ckpt = checkpoint.resume(args, rt, net, progress)
+    rundir.resumed(args, rt, ckpt)
+    if args.evaluate:  # the checkpoint's val reconstruction loss (DDP: shards summed, exact)
+        loss = validate(net, d, args, rt, loss_fn)
+        print(f" * val reconstruction loss {loss:.6f}")
+        return loss
+    rundir.open_tensorboard(args, rt)
+    print(start_line(args, rt, d, net.bare))
+    t_run = time.time()
+    with rundir.stop_on_signals():
+        while progress.epoch < args.epochs:
+            meter = train.train_one_epoch(args, rt, d, net, loss_fn, progress)
+            validate_and_log(args, rt, net, d, progress, meter, loss_fn)
+            rundir.exit_if_signalled(rt, progress)
+    ckpt_path = os.path.join(rt.run_dir, "checkpoint.pth")
+    print(f"done in {time.time() - t_run:.0f}s: fine-tune it with --pretrained {ckpt_path}")
+    if rt.world_size > 1:
+        torch.distributed.destroy_process_group()
+    return None
+
+
+if __name__ == "__main__":  # `python train.py pretrain ARGS` hands over here
+    try:
+        main(train.parse_args([*sys.argv[1:], "--pretrain"]))
+    except data.BadVideo as e:
+        fail(str(e))

@@ -1,0 +1,285 @@
+"""VideoMAE pretraining (pretrain.py): the masks, model and loss against the official code, the picture,
+a run that fine-tunes, and the one-line refusals.
+
+The reference is OpenGVLab/VideoMAEv2 (MIT; tests/reference/videomaev2, vendored unchanged with its
+LICENSE): models/modeling_pretrain.py (PretrainVisionTransformer) and dataset/masking_generator.py
+(TubeMaskingGenerator). engine_for_pretraining.py's target and loss lines need einops and its utils
+module, so `official_loss` below transcribes them, the rearranges as explicit per-patch slices.
+Resume and worker-count exactness: tests/test_exact.py with --trainer-flags (docs/pretrain.md).
+"""
+
+import itertools
+import json
+from functools import partial
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+from PIL import Image
+
+import data
+import pretrain
+import train
+from conftest import TINY, one_line_error, run_main
+from tests.reference.videomaev2.masking_generator import TubeMaskingGenerator
+from tests.reference.videomaev2.modeling_pretrain import PretrainVisionTransformer
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)  # IMAGENET_DEFAULT_MEAN / STD
+
+
+def official_model(depth=4, decoder_depth=4):
+    """modeling_pretrain.py's PretrainVisionTransformer at vit_t16's size (192 wide, 3 heads), its
+    pretrain_videomae_* arguments (qkv_bias, LayerNorm eps 1e-6), for 4 x 64 x 64 clips."""
+    return PretrainVisionTransformer(
+        img_size=64,
+        patch_size=16,
+        encoder_embed_dim=192,
+        encoder_depth=depth,
+        encoder_num_heads=3,
+        decoder_num_classes=1536,
+        decoder_embed_dim=96,
+        decoder_depth=decoder_depth,
+        decoder_num_heads=3,
+        mlp_ratio=4,
+        qkv_bias=True,
+        norm_layer=partial(nn.LayerNorm, eps=1e-6),
+        all_frames=4,
+        tubelet_size=2,
+    )
+
+
+def official_loss(model, images, bool_masked_pos, normlize_target=True, patch_size=16):
+    """engine_for_pretraining.py train_one_epoch's loss (no decoder masking: decode_masked_pos =
+    ~bool_masked_pos), its rearranges written as slices."""
+    decode_masked_pos = ~bool_masked_pos
+    mean = torch.as_tensor(MEAN, dtype=images.dtype)[None, :, None, None, None]
+    std = torch.as_tensor(STD, dtype=images.dtype)[None, :, None, None, None]
+    unnorm_images = images * std + mean
+    B, C, T, H, W = images.shape
+    squeeze = torch.stack(  # 'b c (t p0) (h p1) (w p2) -> b (t h w) (p0 p1 p2) c'
+        [
+            unnorm_images[:, :, 2 * t : 2 * t + 2, 16 * h : 16 * h + 16, 16 * w : 16 * w + 16]
+            .permute(0, 2, 3, 4, 1)
+            .reshape(B, -1, C)
+            for t, h, w in itertools.product(range(T // 2), range(H // 16), range(W // 16))
+        ],
+        1,
+    )
+    if normlize_target:
+        images_norm = (squeeze - squeeze.mean(dim=-2, keepdim=True)) / (
+            squeeze.var(dim=-2, unbiased=True, keepdim=True).sqrt() + 1e-6
+        )
+        images_patch = images_norm.reshape(B, squeeze.shape[1], -1)  # 'b n p c -> b n (p c)'
+    else:
+        images_patch = squeeze.reshape(B, squeeze.shape[1], -1)  # '... (p0 p1 p2 c)'
+    B, N, C = images_patch.shape
+    labels = images_patch[~decode_masked_pos].reshape(B, -1, C)
+    outputs = model(images, bool_masked_pos, decode_masked_pos)
+    loss = (outputs - labels) ** 2
+    loss = loss.mean(dim=-1)
+    cal_loss_mask = bool_masked_pos[~decode_masked_pos].reshape(B, -1)
+    return (loss * cal_loss_mask).sum() / cal_loss_mask.sum()
+
+
+def random_pair(seed=0):
+    """Our vit_t16 pretraining model (4 x 64 px clips) with random weights (every q/v bias non-zero), and
+    the official model holding the same weights through official_state, strictly."""
+    torch.manual_seed(seed)
+    ours = pretrain.PretrainViT("vit_t16", 4, 64, decoder_depth=2)
+    with torch.no_grad():
+        for p in ours.parameters():
+            p.normal_(0, 0.05)
+    official = official_model(depth=4, decoder_depth=2)
+    official.load_state_dict(pretrain.official_state(ours.state_dict()), strict=True)
+    return ours.double().eval(), official.double().eval()
+
+
+def test_mask_is_the_official_tube_mask():
+    grid = (2, 4, 4)
+    for seed, ratio in itertools.product(range(5), (0.9, 0.75, 0.6)):  # 0.6: 9.6 -> 9
+        np.random.seed(seed)
+        ref = TubeMaskingGenerator(grid, ratio)()  # np.random.shuffle of [0] * (n - k) + [1] * k
+        np.random.seed(seed)
+        perm = np.random.permutation(16)  # the same draws as that shuffle
+        ours = pretrain.tube_mask(grid, ratio, perm)
+        assert np.array_equal(ours.numpy(), ref.reshape(-1).astype(bool))
+        frames = ours.view(2, 16)
+        assert (frames.sum(1) == int(ratio * 16)).all() and (frames[0] == frames[1]).all()
+
+
+def test_masks_come_from_the_sample_generator():
+    grid = (4, 7, 7)
+    a = pretrain.draw_mask(grid, 0.9, 0, 3, 5)
+    assert torch.equal(a, pretrain.draw_mask(grid, 0.9, 0, 3, 5))  # any worker, any resume
+    assert a.sum() == 4 * int(0.9 * 49)
+    others = [pretrain.draw_mask(grid, 0.9, *k) for k in ((1, 3, 5), (0, 4, 5), (0, 3, 6))]
+    assert all(not torch.equal(a, b) for b in others)
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_loss_equals_the_official_computation(raw):
+    ours, official = random_pair()
+    torch.manual_seed(1)
+    x = torch.randn(2, 3, 4, 64, 64, dtype=torch.float64)
+    mask = torch.stack([pretrain.draw_mask(ours.grid, 0.75, 0, 0, i) for i in range(2)])
+    with torch.no_grad():
+        ref = official_loss(official, x, mask, normlize_target=not raw)
+        _, loss = pretrain.masked_loss(MEAN, STD, ours.spec, raw)(ours, x, None, {"mask": mask})
+        assert torch.allclose(ours(x, mask), official(x, mask), rtol=1e-9, atol=1e-12)
+    assert abs(loss.item() - ref.item()) / ref.item() < 1e-6, (loss.item(), ref.item())
+
+
+def test_targets_are_normalised_per_patch_with_unbiased_variance():
+    pixels = torch.rand(1, 3, 2, 16, 16, dtype=torch.float64)
+    t = pretrain.targets(pixels, 16).view(1, 1, 512, 3)
+    p = pixels[0].permute(1, 2, 3, 0).reshape(512, 3)  # the one patch, (pixels, channel)
+    assert torch.allclose(t[0, 0], (p - p.mean(0)) / (p.std(0, unbiased=True) + 1e-6))
+
+
+def test_reconstruction_keeps_the_visible_patches():
+    ours, _ = random_pair()
+    torch.manual_seed(2)
+    pixels = torch.rand(2, 3, 4, 64, 64, dtype=torch.float64)
+    mask = torch.stack([pretrain.draw_mask(ours.grid, 0.75, 0, 0, i) for i in range(2)])
+    x = (pixels - torch.tensor(MEAN).view(1, 3, 1, 1, 1)) / torch.tensor(STD).view(1, 3, 1, 1, 1)
+    with torch.no_grad():
+        out = ours(x, mask)
+    visible, rec = pretrain.reconstruct(pixels, mask, out, 16)
+    keep = pretrain.unpatch(
+        (~mask)[:, :, None, None].expand(-1, -1, 512, 3).double(), ours.grid, 16
+    ).bool()
+    assert torch.equal(rec[keep], pixels[keep]) and torch.equal(visible[keep], pixels[keep])
+    assert (visible[~keep] == 0).all()  # hidden: black, as run_videomae_vis.py's masked frames
+    assert not torch.allclose(rec[~keep], pixels[~keep], atol=1e-3)  # predicted there
+    image = pretrain.picture(pixels, visible, rec)
+    assert image.shape == (3, 2 * 3 * 66 + 2, 2 * 66 + 2)  # 3 rows per video, a column per tubelet
+    assert torch.equal(image[:, 2:66, 2:66], pixels[0, :, 0])  # the first input frame, as it came
+
+
+def pretrain_args(data, root, *extra):
+    return [
+        "ucf101",
+        *data,
+        *TINY,
+        "--pretrain",
+        "--arch",
+        "vit_t16",
+        "--opt",
+        "adamw",
+        "--lr",
+        "1e-3",
+        "--output_root",
+        str(root),
+        *extra,
+    ]
+
+
+def test_pretraining_run_writes_its_picture_and_fine_tunes(tiny_data, tmp_path, capsys):
+    args = pretrain_args(tiny_data, tmp_path, "--epochs", "2", "-ef", "1", "--vis-videos", "2")
+    run_main(args)
+    run = tmp_path / train.run_dir_name(train.parse_args(args))
+    log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in log] == [0, 1] and all(r["val_loss"] > 0 for r in log)
+    assert Image.open(run / "reconstruction_e001.png").size == (2 * 34 + 2, 2 * 3 * 34 + 2)
+    state = torch.load(run / "checkpoint.pth", weights_only=False)["model"]
+    assert "decoder.head.weight" in state and "encoder.blocks.0.attn.q_bias" in state
+    # --pretrained: the encoder in, its last norm and the decoder out, a new fc_norm and head
+    capsys.readouterr()
+    ft = ["ucf101", *tiny_data, *TINY, "--arch", "vit_t16", "--epochs", "1"]
+    ft += ["--pretrained", str(run / "checkpoint.pth"), "--output_root", str(tmp_path / "ft")]
+    run_main(ft)
+    assert "new 4 (fc_norm.weight" in capsys.readouterr().out
+    name = train.run_dir_name(train.parse_args(ft))
+    tuned = torch.load(tmp_path / "ft" / name / "checkpoint.pth", weights_only=False)
+    assert (
+        tuned["model"]["patch_embed.proj.weight"].shape
+        == state["encoder.patch_embed.proj.weight"].shape
+    )
+    # a pretraining checkpoint given to --resume of a fine-tuning run: one line
+    with pytest.raises(SystemExit) as e:
+        run_main([*ft[:-1], str(tmp_path / "ft2"), "--resume", str(run / "checkpoint.pth")])
+    one_line_error(capsys, "is a pretraining checkpoint", "--pretrained", exc=e)
+
+
+@pytest.mark.parametrize(
+    "flags, needle",
+    [
+        (["--arch", "resnet10_3d"], "pretraining takes a video ViT"),
+        (["--mask-ratio", "1"], "--mask-ratio 1.0: must be in (0, 1)"),
+        (["--mask-ratio", "0"], "--mask-ratio 0.0: must be in (0, 1)"),
+        (["--crop_size", "40"], "--crop_size 40"),
+        (["--t_length", "5"], "--t_length 5"),
+    ],
+)
+def test_bad_inputs_one_line(tiny_data, tmp_path, capsys, flags, needle):
+    with pytest.raises(SystemExit) as e:
+        run_main(pretrain_args(tiny_data, tmp_path, *flags))
+    one_line_error(capsys, needle, exc=e)
+    assert not any(tmp_path.iterdir())  # refused before any work
+
+
+@pytest.mark.parametrize(
+    "recipe, ratio, stride, lr, batch",
+    [
+        ("kinetics_videomae_pretrain", 0.9, 4, 1.5e-4, 32),
+        ("sthv2_videomae_pretrain", 0.9, 2, 1.5e-4, 32),
+        ("ucf101_videomae_pretrain", 0.75, 4, 3e-4, 24),
+    ],
+)
+def test_recipes_are_the_official_scripts(recipe, ratio, stride, lr, batch):
+    args = train.parse_args(["ucf101", "t.txt", "v.txt", f"@recipes/{recipe}.txt"])
+    assert args.pretrain and args.arch == "vit_b16" and args.decoder_depth == 4
+    assert (args.mask_ratio, args.t_stride, args.lr, args.batch_size) == (ratio, stride, lr, batch)
+    assert (args.opt, args.opt_betas, args.weight_decay) == ("adamw", [0.9, 0.95], 0.05)
+    assert args.train_crop == "multiscale13" and args.no_flip and args.lr_policy == "cosine"
+    # lr x global batch / 256: K400's 64 GPUs x 32 clips give 1.2e-3 once warm
+    args.world_size = 64 if batch == 32 else 8
+    end = int(args.warmup * 10)  # 10 steps per epoch: the first step past the warmup
+    scale = batch * args.world_size / 256
+    assert train.lr_batch_scale(args) == scale
+    cosine = 0.5 * (1 + np.cos(np.pi * (end - 1) / 10 / args.epochs))  # warm at step end - 1
+    want = scale * (args.lr_min + (lr - args.lr_min) * cosine)
+    assert train.lr_at(args, end - 1, 10) == pytest.approx(want, rel=1e-9)
+    assert train.lr_at(args, 0, 10) == pytest.approx(scale * (1e-6 + (lr - 1e-6) / end))  # warming
+
+
+def places(more):
+    """The (y, x) places, in quarters of the slack, that multiscale_box draws on a 100 x 140 frame."""
+    rng, out = np.random.default_rng(0), set()
+    for _ in range(2000):
+        y, x, h, w = data.multiscale_box(100, 140, 0, 64, rng, more)
+        dy, dx = (100 - int(h)) // 4, (140 - int(w)) // 4
+        if dy and dx:
+            out.add((round(y / dy), round(x / dx)))
+    return out
+
+
+def test_the_pretraining_crop_has_13_places():
+    # VideoMAE's GroupMultiScaleCrop(more_fix_crop=True): corners, centre, edge centres, quarter points
+    assert len(places(False)) == 5 and len(places(True)) == 13
+    assert places(True) == set(data.FIX_PLACES + data.MORE_FIX_PLACES)
+
+
+def test_grad_ckpt_gives_the_same_gradients():
+    torch.manual_seed(0)
+    plain = pretrain.PretrainViT("vit_t16", 4, 64, decoder_depth=2)
+    ckpt = pretrain.PretrainViT("vit_t16", 4, 64, decoder_depth=2, grad_ckpt=True)
+    ckpt.load_state_dict(plain.state_dict())
+    x = torch.randn(2, 3, 4, 64, 64)
+    mask = torch.stack([pretrain.draw_mask(plain.grid, 0.75, 0, 0, i) for i in range(2)])
+    loss_fn = pretrain.masked_loss(MEAN, STD, plain.spec)
+    grads, calls = [], []
+    for m in (plain, ckpt):
+        m.train()
+        seen = []
+        for blk in (
+            m.encoder.blocks[0],
+            m.decoder.blocks[0],
+        ):  # count the forwards (recomputed too)
+            blk.forward = lambda x, f=blk.forward: (seen.append(1), f(x))[1]
+        loss_fn(m, x, None, {"mask": mask})[1].backward()
+        grads.append([p.grad for p in m.parameters()])
+        calls.append(len(seen))
+    assert calls == [2, 4]  # --grad-ckpt: each block runs again in the backward
+    assert all(torch.equal(a, b) for a, b in zip(*grads))
