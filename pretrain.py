@@ -440,7 +440,7 @@ def main(args):
     loss_fn = masked_loss(rt.mean, rt.std, net.bare.spec, args.raw_target)
     progress = checkpoint.Progress()
     args.world_size = rt.world_size
-    ckpt = checkpoint.resume(args, rt, net, progress)
+    ckpt = checkpoint.resume(args, rt, net, progress, train.flag_sets())
     rundir.resumed(args, rt, ckpt)
     if args.evaluate:  # the checkpoint's val reconstruction loss (DDP: shards summed, exact)
         loss = validate(net, d, args, rt, loss_fn)
