@@ -2,7 +2,7 @@
 
 A dataset is a list file, one video per line: `<frame_dir> <num_frames> <label>` (the TSN / TSM / mmaction2
 "rawframes" format; the original project's). Frame i of a video is `frame_dir/image_tmpl.format(i)`,
-i = start_index .. start_index + num_frames - 1. A line may name a video file instead (VIDEO_FILES), as
+i = start_index .. start_index + num_frames - 1. A line may name a video file instead (decode.VIDEO_FILES), as
 `<video> <num_frames> <label>` or mmaction2's `<video> <label>`: its frame i is the (i - start_index)-th
 frame a plain decode gives, read exactly by `open_video` (TorchCodec, else PyAV; docs/video.md).
 
@@ -25,79 +25,23 @@ References
   batched nvJPEG decoding of a list of JPEGs on CUDA.
 """
 
-import copy
 import dataclasses
 import functools
-import io
 import math
 import os
 import re
-import threading
-import warnings
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image
 from torchvision import tv_tensors
 from torchvision.transforms import v2
 
-try:  # TorchCodec (>= 0.16): libjpeg-turbo on the CPU, nvJPEG on CUDA; no FFmpeg needed for images
-    from torchcodec.decoders import (
-        decode_image as codec_decode_image,
-        decode_jpeg as codec_decode_jpeg,
-    )
-
-    _NO_CODEC = None
-except (
-    ImportError,
-    OSError,
-    RuntimeError,
-) as e:  # not installed (Pillow decodes, ~1.3x slower) or broken
-    codec_decode_image = codec_decode_jpeg = None
-    _NO_CODEC = f"{type(e).__name__}: {e}"
-    if not isinstance(
-        e, ImportError
-    ):  # installed but its libraries do not load (a wheel for another torch)
-        warnings.warn(
-            f"TorchCodec is installed but does not load ({_NO_CODEC}); decoding frames with Pillow"
-        )
-try:  # torchvision's decoders: deprecated in 0.29, kept as a choice for `bench.py data`
-    from torchvision.io import ImageReadMode, decode_image, decode_jpeg as tv_decode_jpeg
-except ImportError:
-    decode_image = tv_decode_jpeg = None
-try:  # PyAV's wheel bundles FFmpeg: video files work right after `pip install -r requirements.txt`
-    import av
-except ImportError:
-    av = None
-try:  # TorchCodec's video decoder needs FFmpeg's shared libraries (its wheel ships none)
-    from torchcodec._core import ops as _codec_ops
-    from torchcodec.decoders import VideoDecoder
-
-    _NO_VIDEO_CODEC = (
-        None if getattr(_codec_ops, "_FFMPEG_AVAILABLE", True) else "no FFmpeg libraries"
-    )
-except (ImportError, OSError, RuntimeError) as e:
-    VideoDecoder, _NO_VIDEO_CODEC = None, f"{type(e).__name__}: {e}"
-
-# decode_frame's decoder: "torchcodec", "torchvision" (bit-identical on JPEGs: both call libjpeg-turbo)
-# or "pil"; module-level so `bench.py data` can time each (a worker keeps the value it started with).
-DECODERS = ("torchcodec", "torchvision", "pil")
-DECODER = "torchcodec" if codec_decode_image is not None else "pil"
-
-# torchvision >= 0.29 deprecates its image decoders (in favour of TorchCodec) and warns on every call.
-# Silenced once here, for that message only: a catch_warnings() around each call costs ~3% of a clip.
-warnings.filterwarnings(
-    "ignore",
-    message="The image decoding and encoding capabilities of TorchVision",
-    category=DeprecationWarning,
-)
+import decode
+import gpudecode
 
 MEAN = (0.485, 0.456, 0.406)  # ImageNet RGB statistics, the inflated 2D weights expect them
 STD = (0.229, 0.224, 0.225)
-DECODE_CHUNK = (
-    1 << 30
-)  # decode_batch: bytes of full-size frames per batched GPU decode (1080p: ~170)
 MODES = ("train", "val", "test")
 
 
@@ -149,7 +93,7 @@ def _columns(fields, ints):
 def read_list(list_file, root=None, num_classes=None, problems=None, decoder="auto"):
     """Parse a list file into Videos. A bad line raises ValueError("list:LINE: what: the line"), or,
     if `problems` is a list, goes into it as (LINE, message) and is skipped (`check` reports them all).
-    A path may be a frame folder or a video file (VIDEO_FILES); `<video> <label>` lines (mmaction2's)
+    A path may be a frame folder or a video file (decode.VIDEO_FILES); `<video> <label>` lines (mmaction2's)
     have their frames counted here with `decoder` (0 if unreadable: loading it is then a BadVideo), so
     only they open a file: three-column lists open none.
     Only whole lines starting with '#' are comments: a frame folder may contain '#' or spaces (but not
@@ -170,18 +114,20 @@ def read_list(list_file, root=None, num_classes=None, problems=None, decoder="au
                 raise ValueError(_columns(fields, ints))
             path, *numbers = line.rsplit(maxsplit=ints)
             path = os.path.normpath(os.path.join(root, path.replace("\\", "/")))
-            if ints == 1 and not is_video_file(path):  # "dir x 3": a frame folder's line gone wrong
+            if ints == 1 and not decode.is_video_file(
+                path
+            ):  # "dir x 3": a frame folder's line gone wrong
                 raise ValueError(
                     _columns(fields, ints)
                     if len(fields) > 2
-                    else f"'<video> <label>' names a video file ({' '.join(VIDEO_FILES)})"
+                    else f"'<video> <label>' names a video file ({' '.join(decode.VIDEO_FILES)})"
                 )
             *num_frames, label = map(int, numbers)
             if num_frames and num_frames[0] < 1:
                 raise ValueError(f"num_frames must be >= 1, got {num_frames[0]}")
             if label < 0 or (num_classes is not None and label >= num_classes):
                 raise ValueError(f"label {label} outside [0, {num_classes or 'num_classes'})")
-            num_frames = num_frames[0] if num_frames else video_frames(path, decoder)
+            num_frames = num_frames[0] if num_frames else decode.video_frames(path, decoder)
         except ValueError as e:
             if problems is None:
                 raise ValueError(f"{list_file}:{n}: {e}: {line}") from None
@@ -645,255 +591,7 @@ def collate(batch):
     return clips.movedim(-1, -4), labels, info  # (B, [V,] 3, T, H, W)
 
 
-# ---- decoding: files -> uint8 frames -------------------------------------------------------------
-def read_encoded(path, count=-1):
-    """A file's bytes (the first `count`; -1: all) as a 1-D uint8 tensor, what decoders take; OSError."""
-    return torch.from_numpy(np.fromfile(path, dtype=np.uint8, count=count))
-
-
-def is_jpeg(data):
-    return (
-        data.numel() >= 3 and bytes(data[:3].tolist()) == b"\xff\xd8\xff"
-    )  # SOI + the next marker
-
-
-def decode_frame(source, decoder=None):
-    """An image file (path) or its bytes (1-D uint8 tensor) -> uint8 (H, W, 3) tensor, decoded with
-    `decoder` (default: DECODER). Raises OSError / RuntimeError if missing or corrupt. TorchCodec and
-    torchvision give the same pixels on JPEGs (tested), as (3, H, W) views of (H, W, 3) memory."""
-    decoder = decoder or DECODER
-    data = source if isinstance(source, torch.Tensor) else read_encoded(source)
-    if decoder == "pil":
-        with Image.open(io.BytesIO(data.numpy())) as img:
-            return torch.from_numpy(np.array(img.convert("RGB")))
-    if decoder == "torchcodec" and codec_decode_image is not None:
-        try:  # decode_jpeg straight away: decode_image would sniff the format from the bytes again
-            img = (codec_decode_jpeg if is_jpeg(data) else codec_decode_image)(data, mode="RGB")
-        except (
-            ValueError
-        ) as e:  # "Unsupported or unrecognized image format": a corrupt file, for us
-            raise RuntimeError(str(e)) from None
-    elif decoder == "torchvision" and decode_image is not None:
-        img = decode_image(data, mode=ImageReadMode.RGB)
-    else:
-        why = f" ({_NO_CODEC})" if decoder == "torchcodec" else ""
-        raise ValueError(
-            f"decoder {decoder!r} is not available here{why}; choose from {available_decoders()}"
-        )
-    if img.dim() != 3:  # an animated GIF / WebP: (N, 3, H, W)
-        raise RuntimeError(f"{img.shape[0]} images in one file (an animation), expected one frame")
-    return img.permute(1, 2, 0)  # (H, W, 3) view of HWC memory
-
-
-def available_decoders():
-    return [
-        d for d, ok in zip(DECODERS, (codec_decode_image, decode_image, Image)) if ok is not None
-    ]
-
-
-def _size_change(frame, first):
-    return f"frame is {tuple(frame.shape)}, the first frame {tuple(first.shape)}"
-
-
-def _why(err):
-    """A decode error without torchvision's C++ source location ("decode_jpeg, /path.cpp:171, ...")."""
-    return re.sub(r"^\w+, \S+:\d+, ", "", str(err))
-
-
-# ---- video files: exact frames ---------------------------------------------------------------------
-VIDEO_FILES = (".mp4", ".avi", ".mkv", ".webm", ".mov")
-VIDEO_DECODERS = ("auto", "torchcodec", "pyav")
-_AV_ERRORS = (OSError, ValueError, RuntimeError, IndexError) + (
-    (av.error.FFmpegError,) if av else ()
-)
-
-
-def is_video_file(path):
-    return os.path.splitext(str(path))[1].lower() in VIDEO_FILES
-
-
-def pick_video_decoder(choice="auto"):
-    """--video_decoder -> the decoder used: TorchCodec if FFmpeg's libraries load, else PyAV."""
-    if choice not in VIDEO_DECODERS:
-        raise ValueError(f"--video_decoder must be one of {VIDEO_DECODERS}, got {choice!r}")
-    if choice != "pyav" and VideoDecoder is not None and _NO_VIDEO_CODEC is None:
-        return "torchcodec"
-    if choice == "torchcodec" or av is None:
-        raise ValueError(
-            f"--video_decoder {choice}: TorchCodec's video decoder is not available here "
-            f"({_NO_VIDEO_CODEC}): install FFmpeg's libraries or PyAV (pip install av)"
-        )
-    return "pyav"
-
-
-def video_frames(path, decoder="auto"):
-    """Frames in a video file (open_video's count: no decoding), 0 if it cannot be read."""
-    try:
-        return open_video(path, pick_video_decoder(decoder))[0]
-    except RuntimeError:
-        return 0
-
-
-def open_video(source, decoder="pyav", device="cpu"):
-    """A video file (path, or its bytes as a 1-D uint8 tensor) -> (num_frames, read): read(indices) ->
-    list of uint8 (H, W, 3) tensors on `device`, from the file opened once. Frame k is the k-th frame a
-    plain decode from the start outputs: `extract`'s img_{k+1:05d}.jpg. Failures: RuntimeError, one line.
-    TorchCodec's VideoDecoder runs in exact mode: opening scans the packets (no decoding), and
-    get_frames_at decodes forward from the keyframe before each run of frames, each frame once. AVI
-    files always go to PyAV, counted from the first frame: AVI stores no presentation timestamps,
-    FFmpeg reconstructs them, and with B-frames TorchCodec's exact mode returns the frame before the one
-    asked for after a seek, and fails on the last one (tests/videos.py: h264.avi, mpeg4.avi)."""
-    try:
-        head = (
-            source[:12].numpy()
-            if isinstance(source, torch.Tensor)
-            else np.fromfile(source, np.uint8, 12)
-        )
-        avi = head[:4].tobytes() == b"RIFF" and head[8:12].tobytes() == b"AVI "
-        if decoder == "torchcodec" and not avi:
-            vd = VideoDecoder(source, seek_mode="exact", dimension_order="NHWC", device=device)
-            n, read = (
-                vd.metadata.num_frames or 0,
-                lambda need: dict(zip(need, vd.get_frames_at(need).data)),
-            )
-        else:
-            n, read = _pyav_open(source, avi)
-    except _AV_ERRORS as e:
-        raise RuntimeError(" ".join(f"{type(e).__name__}: {e}".split())) from None
-
-    def frames(indices):
-        if len(indices) and (min(indices) < 0 or max(indices) >= n):
-            raise RuntimeError(f"frame {max(indices) + 1} asked for, the video has {n} frames")
-        try:
-            got = read(sorted({int(i) for i in indices})) if len(indices) else {}
-        except _AV_ERRORS as e:
-            raise RuntimeError(" ".join(f"{type(e).__name__}: {e}".split())) from None
-        return [torch.as_tensor(got[int(i)]).to(device) for i in indices]
-
-    return n, frames
-
-
-def _pyav_open(source, avi):
-    """PyAV. Opening demuxes the video packets (no decoding): frame k is the packet with the k-th
-    smallest timestamp, leaving out those an mp4 edit list discards (a plain decode drops their frames).
-    A read decodes from the last keyframe at or before its first frame and takes frames by timestamp,
-    which names a frame exactly (never "the frame at about this time"). Without usable timestamps
-    (AVI, missing or repeated ones), or if a frame is not where they say, it counts frames from the
-    start of the file, opened afresh."""
-    box = [_av_open(source)]
-    # One converter for the file's frames, one thread: frame.to_ndarray(format="rgb24") builds a new
-    # swscale context for every frame (and may start threads), 4x the cost of the conversion itself.
-    reformatter = av.video.reformatter.VideoReformatter()
-
-    def rgb(frame):
-        return reformatter.reformat(frame, format="rgb24", threads=1).to_ndarray()
-
-    packets = [(p.pts, p.is_keyframe) for p in box[0].demux(video=0) if p.size and not p.is_discard]
-    pts, keys = [t for t, _ in packets], [t for t, key in packets if key]
-    timed = not avi and None not in pts and len(set(pts)) == len(pts)
-    pts = sorted(pts) if timed else pts
-
-    def read(need):  # sorted distinct indices -> {index: RGB frame}
-        got, wanted = {}, {pts[k]: k for k in need} if timed else {}
-        if timed:
-            start = max((t for t in keys if t <= pts[need[0]]), default=pts[0])
-            box[0].seek(start, backward=True, stream=box[0].streams.video[0])
-            for frame in box[0].decode(video=0):
-                if frame.pts in wanted:
-                    got[wanted[frame.pts]] = rgb(frame)
-                if len(got) == len(need) or (frame.pts or 0) > pts[need[-1]]:
-                    break  # frames come out in timestamp order: one not out by now never will be
-        if len(got) < len(need):
-            box[0].close()
-            box[0] = _av_open(source)
-            decoded = zip(range(need[-1] + 1), box[0].decode(video=0))  # stops after need[-1]
-            got = {k: rgb(f) for k, f in decoded if k in need}
-        if len(got) < len(need):
-            raise RuntimeError(f"frame {need[-1] + 1} asked for, a decode gives fewer")
-        return got
-
-    return len(pts), read
-
-
-def _av_open(source):
-    container = av.open(
-        io.BytesIO(source.numpy().tobytes()) if isinstance(source, torch.Tensor) else source
-    )
-    if not container.streams.video:
-        raise ValueError("no video stream")
-    container.streams.video[
-        0
-    ].codec_context.thread_count = 1  # one core per loader worker, as TorchCodec
-    return container
-
-
 # ---- the dataset ---------------------------------------------------------------------------------
-class BadVideo(Exception):
-    """A listed video that cannot be read: its folder or a frame is missing, a frame is empty, truncated,
-    undecodable, or of another size than the first. One line: "<list>:<line>: <frame path>: <reason>
-    (video <folder>)". Train mode replaces such a video (VideoFrameDataset.__getitem__); val/test raise."""
-
-    def __init__(self, video, path=None, reason=None):
-        if (
-            path is None
-        ):  # BadVideo(text): how a DataLoader worker's exception is re-raised in the main
-            # process (torch's ExceptionWrapper passes the worker's whole traceback): keep its last line
-            mark = f"{type(self).__name__}: "
-            lines = [ln for ln in str(video).splitlines() if mark in ln] or [str(video)]
-            self.video = self.path = self.reason = None
-            super().__init__(lines[-1].split(mark, 1)[-1])
-            return
-        self.video, self.path, self.reason = video, path, reason
-        super().__init__(f"{video.list_file}:{video.line}: {path}: {reason} (video {video.path})")
-
-    def __reduce__(
-        self,
-    ):  # pickled (multiprocessing): re-created with the same fields, or the same text
-        return BadVideo, (
-            (self.video, self.path, self.reason) if self.path is not None else (str(self),)
-        )
-
-
-class ReadTimeout(BadVideo):
-    """A frame whose read never returned (a FIFO in its place, a stalled network mount): never replaced,
-    the run ends with this one line -- the reading thread stays blocked, and the next read may block too."""
-
-    def __reduce__(self):
-        return ReadTimeout, (
-            (self.video, self.path, self.reason) if self.path is not None else (str(self),)
-        )
-
-
-def read_files(video, paths, timeout=None, count=-1):
-    """Each path's bytes (read_encoded), or the OSError its read raised. timeout (s): the reads run in a
-    daemon thread; one still blocked after `timeout` raises ReadTimeout naming its file (an open() or
-    read() cannot be interrupted, and a hang would stop every worker of the run silently)."""
-    out = []
-
-    def work():
-        for path in paths:
-            try:
-                out.append(read_encoded(path, count))
-            except OSError as e:
-                out.append(e)
-
-    if not timeout:
-        work()
-        return out
-    reader = threading.Thread(
-        target=work, daemon=True
-    )  # daemon: a blocked one never delays the exit
-    reader.start()
-    reader.join(timeout)
-    if reader.is_alive():
-        raise ReadTimeout(
-            video,
-            paths[min(len(out), len(paths) - 1)],
-            f"no data after --read_timeout {timeout:g} s (a FIFO? a stalled network mount?)",
-        )
-    return out
-
-
 BAD_ATTEMPTS = 4  # train mode: replacements tried for one unreadable video before giving up
 
 
@@ -982,7 +680,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         # would take ~20x the time)
         self.finish_crop = finish_crop or augment is not None
         self.augment, self.reps = augment, reps if mode == "train" else 1  # reps: clips per video
-        self.video_decoder = pick_video_decoder(video_decoder)  # for the list's video files, if any
+        self.video_decoder = decode.pick_video_decoder(
+            video_decoder
+        )  # for the list's video files, if any
         self.videos = read_list(list_file, root, num_classes, decoder=self.video_decoder)
         self.num_classes = num_classes or max(v.label for v in self.videos) + 1
 
@@ -998,33 +698,33 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     def load_frames(self, video, numbers):
         """Decode frames `numbers` of `video` (decode_frame) -> list of uint8 (H, W, 3) tensors.
         Any failure is a BadVideo naming the frame, the reason, the video and its list line."""
-        if is_video_file(
+        if decode.is_video_file(
             video.path
         ):  # a first read as frames get (a FIFO, a dead mount: read_timeout)
-            read_files(
+            decode.read_files(
                 video, [video.path], self.read_timeout, count=12
             )  # then the decoder reads the file
             return self.read_video(video, numbers)
         frames, paths = [], [self.frame_path(video, int(i)) for i in numbers]
-        for path, blob in zip(paths, read_files(video, paths, self.read_timeout)):
+        for path, blob in zip(paths, decode.read_files(video, paths, self.read_timeout)):
             try:
                 if isinstance(blob, OSError):
                     raise blob
-                img = decode_frame(blob)
+                img = decode.decode_frame(blob)
             except (
                 OSError,
                 RuntimeError,
                 ValueError,
             ) as e:  # PIL: UnidentifiedImageError is an OSError
                 if not os.path.isdir(video.path):
-                    raise BadVideo(video, video.path, "missing folder") from None
+                    raise decode.BadVideo(video, video.path, "missing folder") from None
                 if not os.path.isfile(path):
-                    raise BadVideo(video, path, "missing frame") from None
+                    raise decode.BadVideo(video, path, "missing frame") from None
                 if os.path.getsize(path) == 0:
-                    raise BadVideo(video, path, "empty file (0 bytes)") from None
-                raise BadVideo(video, path, f"unreadable frame: {_why(e)}") from None
+                    raise decode.BadVideo(video, path, "empty file (0 bytes)") from None
+                raise decode.BadVideo(video, path, f"unreadable frame: {decode._why(e)}") from None
             if frames and img.shape != frames[0].shape:
-                raise BadVideo(video, path, _size_change(img, frames[0]))
+                raise decode.BadVideo(video, path, decode._size_change(img, frames[0]))
             frames.append(img)
         return frames
 
@@ -1032,7 +732,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         """Frames `numbers` of a video file (or of its bytes, `source`), opened once, on `device`. The
         file must hold the frames the list says (BadVideo otherwise, naming it and its list line)."""
         try:
-            n, read = open_video(
+            n, read = decode.open_video(
                 video.path if source is None else source, self.video_decoder, device
             )
             if n < max(
@@ -1043,7 +743,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                 )
             frames = read([int(i) - self.start_index for i in numbers])
         except RuntimeError as e:
-            raise BadVideo(
+            raise decode.BadVideo(
                 video,
                 video.path,
                 "missing file"
@@ -1052,46 +752,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             ) from None
         for f in frames[1:]:  # a stream may change size midway
             if f.shape != frames[0].shape:
-                raise BadVideo(video, video.path, _size_change(f, frames[0]))
+                raise decode.BadVideo(video, video.path, decode._size_change(f, frames[0]))
         return frames
-
-    def defer_clip(self, video, rng):
-        """Bytes mode (--decode_device): -> (EncodedClip, {}). load_clip runs as far as choosing the frames,
-        whose files are read but not decoded; the clip keeps a copy of `rng` as load_clip got it, and
-        decode_batch, after decoding, replays load_clip with it: the same draws, the same code, so
-        bytes mode cannot drift from the normal path whatever load_clip samples or how."""
-        replay = copy.deepcopy(rng)
-        try:
-            self.load_clip(video, rng, read=_stop_at_frames)
-            raise AssertionError("load_clip finished without reading its frames")
-        except _FramesChosen as chosen:
-            numbers = tuple(int(i) for i in chosen.numbers)
-        if is_video_file(
-            video.path
-        ):  # the whole file; opened (not decoded) here: bad ones are replaced
-            try:
-                data = read_encoded(video.path)
-            except OSError:
-                raise BadVideo(video, video.path, "missing file") from None
-            self.read_video(video, [], data)
-            return EncodedClip(video, numbers, (video.path,), data, (0, data.numel()), replay), {}
-        paths = tuple(self.frame_path(video, i) for i in numbers)
-        blobs, size = [], None
-        for i, path in zip(numbers, paths):
-            try:
-                with open(path, "rb") as f:
-                    blobs.append(f.read())
-                hw = _encoded_size(blobs[-1])
-            except (OSError, ValueError):
-                hw = None
-            if hw is None or (size is not None and hw != size):
-                # loading the frame(s) as the normal path would raises its own error (replaceable in
-                # train mode); if that decodes after all (a header we cannot parse), ship it
-                self.load_frames(video, [numbers[0], i] if size is not None else [i])
-            size = size or hw
-        offsets = np.cumsum([0] + [len(b) for b in blobs]).tolist()
-        data = torch.frombuffer(bytearray(b"".join(blobs)), dtype=torch.uint8)
-        return EncodedClip(video, numbers, paths, data, tuple(offsets), replay), {}
 
     def __getitem__(self, index):
         """(clip, label, info). Train mode: an unreadable video (BadVideo) is replaced by another one, drawn
@@ -1105,12 +767,16 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             try:
                 clip, info = self.load_clip(video, rng)
                 return clip, video.label, {**info, "bad": "\n".join(bad)}
-            except BadVideo as e:
-                if self.mode != "train" or len(self.videos) < 2 or isinstance(e, ReadTimeout):
+            except decode.BadVideo as e:
+                if (
+                    self.mode != "train"
+                    or len(self.videos) < 2
+                    or isinstance(e, decode.ReadTimeout)
+                ):
                     raise
                 bad.append(str(e))
                 if attempt > BAD_ATTEMPTS:
-                    raise BadVideo(
+                    raise decode.BadVideo(
                         e.video,
                         e.path,
                         f"{e.reason}; the last of {len(bad)} unreadable videos "
@@ -1129,7 +795,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         Its frames come from `read(video, numbers)` (default: load_frames, decoding on this CPU).
         With encoded=True, an EncodedClip instead: see defer_clip."""
         if self.encoded and read is None:
-            return self.defer_clip(video, rng)
+            return gpudecode.defer_clip(self, video, rng)
         if video.num_frames < 1:  # a `<video> <label>` line whose video could not be counted: why
             self.read_video(video, [])
         clips = sample_indices(
@@ -1190,174 +856,3 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         # (`collate` keeps it that way; .contiguous() if you need planar memory).
         x = x.flatten(0, 1).permute(0, 4, 1, 2, 3)
         return (x if self.mode == "test" or self.reps > 1 else x[0]), info
-
-
-# ---- bytes mode: decoding on the device (--decode_device cuda) ------------------------------------
-class _FramesChosen(Exception):
-    """Stops load_clip in defer_clip once it has chosen its frames (control flow, never an error)."""
-
-    def __init__(self, numbers):
-        self.numbers = numbers
-
-
-def _stop_at_frames(video, numbers):
-    raise _FramesChosen(numbers)
-
-
-def _encoded_size(blob):
-    """(H, W) from an image file's header without decoding it: JPEG by its SOF marker (a few us; Pillow
-    takes ~50 us), other formats by Pillow. None if unreadable."""
-    if blob[:3] != b"\xff\xd8\xff":
-        with Image.open(io.BytesIO(blob)) as img:
-            return img.height, img.width
-    k = 2
-    while k + 9 <= len(
-        blob
-    ):  # segments: FF <marker> <2-byte big-endian length including itself> ...
-        if blob[k] != 0xFF:
-            return None
-        marker = blob[k + 1]
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # SOFn (not DHT, JPG, DAC)
-            return int.from_bytes(blob[k + 5 : k + 7], "big"), int.from_bytes(
-                blob[k + 7 : k + 9], "big"
-            )
-        if marker == 0xFF:  # fill byte
-            k += 1
-            continue
-        k += 2 + int.from_bytes(blob[k + 2 : k + 4], "big")
-    return None
-
-
-@dataclasses.dataclass
-class EncodedClip:
-    """One item in bytes mode (--decode_device): the undecoded frame files load_clip chose, and a copy of
-    its generator for decode_batch to replay load_clip after decoding. `data` is all the files, one
-    after another (one tensor: one shared-memory handle per clip from a DataLoader worker); frame k is
-    data[offsets[k]:offsets[k + 1]]."""
-
-    video: Video
-    numbers: tuple  # frame numbers, as load_clip passed them to its reader
-    paths: tuple  # their files, for error messages
-    data: torch.Tensor
-    offsets: tuple
-    rng: np.random.Generator
-
-    def frames(self):
-        return [self.data[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
-
-    def pin_memory(self):  # DataLoader(pin_memory=True) calls it
-        return dataclasses.replace(self, data=self.data.pin_memory())
-
-
-def collate_encoded(batch):
-    """DataLoader collate_fn in bytes mode: (list of EncodedClip, labels[, info collated])."""
-    rest = torch.utils.data.default_collate([item[1:] for item in batch])
-    return ([item[0] for item in batch], *rest)
-
-
-def decode_batch(batch, device, dataset):
-    """A batch of EncodedClips (from collate_encoded) -> the batch that data.collate would have given,
-    its clips decoded and cropped on `device`: (clips, labels[, info]), clips uint8 (B, [V,] 3, T, c, c)
-    in channels_last_3d memory on `device`; labels stay where they are. Whole clips' JPEGs are decoded in
-    batched calls (nvJPEG on CUDA, batched: TorchCodec, else torchvision) of <= DECODE_CHUNK bytes of
-    frames (a batch of 1080p at once: ~6 GB); then each clip is `dataset.load_clip` (the loader's) replayed
-    on the decoded frames with the generator it had in the loader: the same crops and flips, run on the
-    device. On the CPU this is exactly the normal path (tested); on CUDA, nvJPEG's pixels and the float
-    resize differ by a few levels. Video files are decoded one by one, on `device` with TorchCodec
-    (NVDEC on CUDA), else on the CPU and copied."""
-    encoded, labels, *info = batch
-    device = torch.device(device)
-    clips, infos, chunk, size = [], [], [], 0
-    for n, e in enumerate(encoded):
-        chunk, size = chunk + [e], size + _decoded_bytes(e)
-        if n + 1 < len(encoded) and size + _decoded_bytes(encoded[n + 1]) <= DECODE_CHUNK:
-            continue
-        jpegs = [c for c in chunk if not is_video_file(c.video.path)]
-        frames = _decode_on(
-            device,
-            [f for c in jpegs for f in c.frames()],
-            [(c.video, p) for c in jpegs for p in c.paths],
-        )
-        for (
-            e
-        ) in chunk:  # cropped here: the chunk's full-size frames are freed before the next decode
-            if is_video_file(e.video.path):
-                mine = dataset.read_video(e.video, e.numbers, e.data, device)
-            else:
-                mine, frames = (
-                    [f.permute(1, 2, 0) for f in frames[: len(e.numbers)]],
-                    frames[len(e.numbers) :],
-                )
-
-            def read(video, numbers, mine=mine, e=e):
-                if tuple(int(i) for i in numbers) != e.numbers:
-                    raise RuntimeError(
-                        f"load_clip chose other frames on replay ({e.video.path}): "
-                        "it must draw only from rng"
-                    )
-                for f, path in zip(mine, e.paths):
-                    if f.shape != mine[0].shape:
-                        raise BadVideo(e.video, path, _size_change(f, mine[0]))
-                return mine
-
-            clip, clip_info = dataset.load_clip(e.video, copy.deepcopy(e.rng), read=read)
-            clips.append(clip.movedim(-4, -1))  # as collate stacks: the interleaved memory as it is
-            infos.append(clip_info)
-        chunk, size = [], 0
-    out = torch.stack(clips).movedim(-1, -4)
-    if not info:
-        return out, labels
-    extra = (
-        torch.utils.data.default_collate(infos) if infos[0] else {}
-    )  # e.g. info["box"], drawn on replay
-    return out, labels, {**info[0], **extra}
-
-
-def _decoded_bytes(e):  # from the first frame's JPEG header (a few us); else counted as 1080p
-    size = is_jpeg(e.frames()[0]) and _encoded_size(e.frames()[0].numpy().tobytes())
-    return 3 * len(e.numbers) * math.prod(size or (1080, 1920))
-
-
-def _decode_on(device, blobs, where):
-    """Encoded frames (1-D uint8 CPU tensors) -> uint8 (3, H, W) tensors on `device`: decode_frame on the
-    CPU; on CUDA, the JPEGs in one batched nvJPEG call, anything else on the CPU and copied."""
-    if device.type == "cpu":
-        out = []
-        for b, (video, path) in zip(blobs, where):
-            try:
-                out.append(decode_frame(b).permute(2, 0, 1))
-            except (OSError, RuntimeError) as err:
-                raise BadVideo(video, path, f"unreadable frame: {_why(err)}") from None
-        return out
-    jpeg = [k for k, b in enumerate(blobs) if is_jpeg(b)]
-    out = [None] * len(blobs)
-    decode = codec_decode_jpeg or (
-        tv_decode_jpeg
-        and (lambda x, mode, device: tv_decode_jpeg(x, mode=ImageReadMode.RGB, device=device))
-    )
-    if jpeg and not decode:
-        raise RuntimeError(
-            f"decoding on {device} needs TorchCodec (pip install 'torchcodec>=0.16')"
-        )
-    try:
-        decoded = decode([blobs[k] for k in jpeg], mode="RGB", device=device) if jpeg else []
-    except (
-        torch.OutOfMemoryError
-    ):  # never frame by frame: that re-decodes everything, slowly, to no end
-        raise
-    except Exception:  # one bad file fails the whole call (RuntimeError, ValueError, ...): name it
-        for k in jpeg:
-            try:
-                decode([blobs[k]], mode="RGB", device=device)
-            except Exception as err:
-                raise (
-                    err
-                    if isinstance(err, torch.OutOfMemoryError)
-                    else BadVideo(*where[k], f"unreadable frame on {device}: {_why(err)}")
-                ) from None
-        raise
-    for k, img in zip(jpeg, decoded):
-        out[k] = img
-    for k in set(range(len(blobs))) - set(jpeg):
-        out[k] = _decode_on(torch.device("cpu"), [blobs[k]], [where[k]])[0].to(device)
-    return out

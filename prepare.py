@@ -40,6 +40,7 @@ from PIL import Image
 from tqdm import tqdm
 
 import data
+import decode
 
 
 # ---- synthetic data: motion is the only cue -------------------------------------------------------
@@ -206,7 +207,7 @@ def extract(videos_dir, frames_dir, short_side=256, quality=95, jobs=1):
 # decodes every frame from the keyframe before its first. MPEG-4 part 2 takes ~half h264's CPU per clip
 # on one core (for ~1.6x its disk), a keyframe every 12 frames bounds the lead-in, no B-frames keeps
 # decode order = presentation order, a fixed quantiser 3 keeps ~38 dB PSNR, and mp4 keeps timestamps
-# (AVI has none: data.open_video). Train clips then decode at ~0.9x the speed of JPEG frames.
+# (AVI has none: decode.open_video). Train clips then decode at ~0.9x the speed of JPEG frames.
 REENCODE = {"codec": "mpeg4", "gop": 12, "q": 3}
 
 
@@ -358,7 +359,7 @@ def _split_entries(dataset, splits_dir, split):
 
 
 def _count_video(job):
-    return data.video_frames(*job)
+    return decode.video_frames(*job)
 
 
 def _find_videos(frames_dir, image_tmpl, start_index, jobs=1, decoder="auto"):
@@ -373,7 +374,7 @@ def _find_videos(frames_dir, image_tmpl, start_index, jobs=1, decoder="auto"):
         files_ += [
             os.path.join(dirpath, f)
             for f in sorted(files)  # not an interrupted reencode's
-            if data.is_video_file(f) and not f.endswith(".part.mp4")
+            if decode.is_video_file(f) and not f.endswith(".part.mp4")
         ]
     with ProcessPoolExecutor(max(1, jobs)) as pool:
         jobs_ = [(f, decoder) for f in files_]
@@ -518,7 +519,7 @@ def _check_video(v, where, full, decoder):
     if not os.path.isfile(v.path):
         return f"{where}: missing file {v.path}"
     try:
-        n, read = data.open_video(v.path, data.pick_video_decoder(decoder))
+        n, read = decode.open_video(v.path, decode.pick_video_decoder(decoder))
         if n < v.num_frames:
             return f"{where}: {v.num_frames} frames listed, the video has {n} ({v.path})"
         for k in range(0, n, 32) if full else [0]:
@@ -549,7 +550,7 @@ def check(
     for v in tqdm(videos, desc="check", unit="video", disable=None):  # a bar on a terminal only
         where = f"{list_file}:{v.line}"
         frames += v.num_frames
-        if data.is_video_file(v.path):
+        if decode.is_video_file(v.path):
             problems += [(v.line, p) for p in [_check_video(v, where, full, decoder)] if p]
             continue
         if not os.path.isdir(v.path):
@@ -570,9 +571,9 @@ def check(
         for i in numbers if full else sorted({numbers[0], numbers[-1]}) if numbers else []:
             path = os.path.join(v.path, image_tmpl.format(i))
             try:
-                img = data.decode_frame(path)
+                img = decode.decode_frame(path)
             except (OSError, RuntimeError, ValueError) as e:
-                problems.append((v.line, f"{where}: unreadable frame {path}: {data._why(e)}"))
+                problems.append((v.line, f"{where}: unreadable frame {path}: {decode._why(e)}"))
                 continue
             if size is not None and img.shape != size:
                 problems.append(
@@ -632,7 +633,7 @@ def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report
     data.check_image_tmpl(image_tmpl, start_index)
 
     def problem(v):
-        if data.is_video_file(v.path):
+        if decode.is_video_file(v.path):
             return (
                 None if os.path.exists(v.path) else f"{v.list_file}:{v.line}: missing file {v.path}"
             )
@@ -741,7 +742,7 @@ def _parser():
         q.add_argument(
             "--video_decoder",
             default="auto",
-            choices=data.VIDEO_DECODERS,
+            choices=decode.VIDEO_DECODERS,
             help="video files: auto (TorchCodec if FFmpeg's libraries load, else PyAV)",
         )
         q.add_argument("--image_tmpl", default="img_{:05d}.jpg", help="frame file name template")

@@ -55,6 +55,8 @@ from tqdm import tqdm
 
 import checkpoint
 import data
+import decode
+import gpudecode
 import launch
 import model as models
 import prepare  # the start-up folder check and the demo's synthetic data
@@ -415,7 +417,7 @@ def add_run_args(p):
     p.add_argument(
         "--video_decoder",
         default="auto",
-        choices=data.VIDEO_DECODERS,
+        choices=decode.VIDEO_DECODERS,
         help="video files: auto = TorchCodec if FFmpeg's libraries load, else PyAV",
     )
     p.add_argument("--ddp", action="store_true", help="DDP under torchrun (else DataParallel)")
@@ -730,7 +732,7 @@ def build_data(args, rt):
     except (ValueError, OSError) as e:
         fail(str(e))
     args.num_classes = args.num_classes or max(train_ds.num_classes, val_ds.num_classes)
-    if rt.rank == 0 and any(data.is_video_file(v.path) for v in train_ds.videos + val_ds.videos):
+    if rt.rank == 0 and any(decode.is_video_file(v.path) for v in train_ds.videos + val_ds.videos):
         print(
             f"video files: decoded with {train_ds.video_decoder} (AVI files: pyav; --video_decoder)"
         )
@@ -862,7 +864,7 @@ def train_loader(args, d, epoch, start_iter):
 def collate_fn(
     args,
 ):  # --decode_device cuda: batches of encoded frames, decoded by decode_batch in the step
-    return data.collate_encoded if args.decode_device == "cuda" else data.collate
+    return gpudecode.collate_encoded if args.decode_device == "cuda" else data.collate
 
 
 # ---- model and optimizer ---------------------------------------------------------------------------
@@ -1036,24 +1038,24 @@ def lr_at(args, step, steps_per_epoch):
 
 # ---- one epoch of training -------------------------------------------------------------------------
 def decode_on_device(batch, args, rt, net, progress, d, it):
-    """--decode_device cuda: data.decode_batch. A frame that fails only on the GPU cannot be replaced (its
-    loader has moved on). One process saves at the last step boundary first; under DDP the other ranks stop
-    with it."""
+    """--decode_device cuda: gpudecode.decode_batch. A frame that fails only on the GPU cannot be replaced
+    (its loader has moved on). One process saves at the last step boundary first; under DDP the other
+    ranks stop with it."""
     try:
-        return data.decode_batch(batch, rt.device, d.train_ds)
+        return gpudecode.decode_batch(batch, rt.device, d.train_ds)
     except (
         Exception
     ) as e:  # nvJPEG / TorchCodec raise RuntimeError, ValueError, their own kinds; OOM too
         if rt.world_size == 1:
             progress.iter = it - it % args.iter_size
             checkpoint.save(args, rt, net, progress, d)
-        if isinstance(e, data.BadVideo):
+        if isinstance(e, decode.BadVideo):
             fail(
                 f"{e} -- found decoding on the GPU in training; run `python prepare.py check LIST --full` "
                 "and fix it, then --resume auto"
             )
         why = (
-            f"out of GPU memory decoding batch {it} (lower -b or data.DECODE_CHUNK)"
+            f"out of GPU memory decoding batch {it} (lower -b or gpudecode.DECODE_CHUNK)"
             if isinstance(e, torch.OutOfMemoryError)
             else f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
         )
@@ -1153,7 +1155,7 @@ def evaluate(net, d, args, rt):
         quiet = rt.rank != 0 or not sys.stderr.isatty()  # a bar on a terminal; logs stay clean
         for batch in tqdm(d.val_loader, desc="evaluate", unit="batch", disable=quiet, leave=False):
             clips, target, _ = (
-                data.decode_batch(batch, rt.device, d.val_ds) if d.val_ds.encoded else batch
+                gpudecode.decode_batch(batch, rt.device, d.val_ds) if d.val_ds.encoded else batch
             )
             clips = clips.to(rt.device, non_blocking=True)
             if clips.dim() == 5:  # one view per video: (B, 3, T, H, W) -> (B, 1, 3, T, H, W)
@@ -1170,17 +1172,17 @@ def evaluate(net, d, args, rt):
             )  # average views per video
             labels.append(target)
     except (
-        data.BadVideo
+        decode.BadVideo
     ) as e:  # never substituted (it would change the metric); all ranks learn of it below
         error = str(
             e
-        )  # one line, also when a DataLoader worker raised it (data.BadVideo keeps its text)
+        )  # one line, also when a DataLoader worker raised it (decode.BadVideo keeps its text)
     scores = torch.cat(scores) if scores else torch.zeros(0, args.num_classes)
     labels = torch.cat(labels) if labels else torch.zeros(0, dtype=torch.long)
     shards = rt.gather((d.val_indices[: len(labels)], scores, labels, error))
     errors = [s[3] for s in shards if s[3]]
     if errors:
-        raise data.BadVideo(errors[0])
+        raise decode.BadVideo(errors[0])
     # Put every rank's shard back in dataset order.
     all_scores = torch.zeros(len(d.val_ds), args.num_classes)
     all_labels = torch.zeros(len(d.val_ds), dtype=torch.long)
@@ -1226,7 +1228,7 @@ def evaluate_checkpoint(args, rt, net, d):
     tag = rundir.evaluation_files(args, rt)
     try:
         res = evaluate(net, d, args, rt)
-    except data.BadVideo as e:
+    except decode.BadVideo as e:
         fail(f"evaluation stopped: {e}")
     report_evaluation(args, rt, d, res, args.test_clips, args.test_crops, tag)
     print(f" * Acc@1 {res['top1']:.3f} Acc@5 {res['top5']:.3f}")
@@ -1265,7 +1267,7 @@ def validate_and_log(args, rt, net, d, progress, meter):
                 if net.ema
                 else None
             )
-        except data.BadVideo as e:  # the training state is saved first: nothing is lost
+        except decode.BadVideo as e:  # the training state is saved first: nothing is lost
             checkpoint.save(args, rt, net, progress, d)
             fail(f"validation stopped (checkpoint.pth saved): {e}")
         log.update(val_top1=res["top1"], val_top5=res["top5"], val_loss=res["loss"])
@@ -1343,5 +1345,5 @@ if __name__ == "__main__":
         os.execv(sys.executable, [sys.executable, script, *sys.argv[2:]])
     try:
         main(parse_args())
-    except data.BadVideo as e:  # e.g. a training video whose replacements were all unreadable too
+    except decode.BadVideo as e:  # e.g. a training video whose replacements were all unreadable too
         fail(str(e))

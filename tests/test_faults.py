@@ -25,6 +25,7 @@ import torch
 from PIL import Image
 
 import data
+import decode
 import prepare
 from conftest import H, REPO, UCF101_LISTS, W, fake_hmdb51, fake_ucf101, write_frames, write_list
 
@@ -429,7 +430,7 @@ def test_val_and_test_raise_bad_video_naming_frame_and_line(six_videos, how):
     named = break_video(six_videos.parent / "v2", how)
     for mode, extra in (("val", {}), ("test", dict(num_clips=2, num_crops=3))):
         ds = data.VideoFrameDataset(six_videos, mode=mode, **CLIP, **extra)
-        with pytest.raises(data.BadVideo) as e:
+        with pytest.raises(decode.BadVideo) as e:
             ds[2]
         message = str(e.value)
         assert "\n" not in message and message.startswith(
@@ -503,7 +504,7 @@ def test_chains_of_bad_videos_and_giving_up(six_videos):
         for i in range(1, 6):
             try:
                 clip, label, info = ds[i]
-            except data.BadVideo as e:  # every replacement bad too: give up, one line
+            except decode.BadVideo as e:  # every replacement bad too: give up, one line
                 assert "\n" not in str(e) and f"unreadable videos in a row for sample {i}" in str(e)
                 lengths.add("gave up")
                 continue
@@ -521,16 +522,16 @@ def test_bad_video_from_a_worker_is_one_line(six_videos):
     named = break_video(six_videos.parent / "v0", "garbage")
     ds = data.VideoFrameDataset(six_videos, mode="val", **CLIP)
     loader = torch.utils.data.DataLoader(ds, batch_size=2, num_workers=2, collate_fn=data.collate)
-    with pytest.raises(data.BadVideo) as e:
+    with pytest.raises(decode.BadVideo) as e:
         list(loader)
     assert "\n" not in str(e.value), str(e.value)
     assert str(e.value).startswith(f"{six_videos}:2: {named}: unreadable frame"), str(e.value)
     for err in (
         e.value,
-        data.BadVideo(data.read_list(six_videos)[0], str(named), "why"),
+        decode.BadVideo(data.read_list(six_videos)[0], str(named), "why"),
     ):  # pickles as it is
         again = pickle.loads(pickle.dumps(err))
-        assert type(again) is data.BadVideo and str(again) == str(err) and again.path == err.path
+        assert type(again) is decode.BadVideo and str(again) == str(err) and again.path == err.path
 
 
 # ---- check_folders: the fail-early check ----------------------------------------------------------
