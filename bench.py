@@ -60,6 +60,7 @@ timing); BannyStone/Video_Classification_PyTorch lib/transforms.py (the naive pi
 
 import argparse
 import copy
+import dataclasses
 import json
 import os
 import platform
@@ -253,7 +254,8 @@ def data_methods(ds, K, mode, args):
             (AUGMENTED, data.clip_augment(True, random_erase=0.25)),
         ):
             methods[name] = Collated(copy.copy(ds), data.collate)
-            methods[name].ds.finish_crop, methods[name].ds.augment = True, augment
+            d = methods[name].ds
+            d.finish_crop, d.spec = True, dataclasses.replace(d.spec, augment=augment)
     return methods, files
 
 
@@ -649,12 +651,12 @@ def bench_train(args):
         num_workers=args.workers,
         pin_memory=device.type == "cuda",
         drop_last=True,
-        collate_fn=gpudecode.collate_encoded if ds.encoded else data.collate,
+        collate_fn=gpudecode.collate_encoded if ds.spec.encoded else data.collate,
     )
     # --decode_device cuda: nvJPEG decodes each batch in this process; that time counts as "data wait"
     batches = (
         (gpudecode.decode_batch(b, args.decode_device, ds) for b in loader)
-        if ds.encoded
+        if ds.spec.encoded
         else loader
     )
     # Synthetic first: it also warms up the model (cuDNN autotune, compile) before the real loader runs.

@@ -2,17 +2,19 @@
 
 A dataset is a list file, one video per line: `<frame_dir> <num_frames> <label>` (the TSN / TSM / mmaction2
 "rawframes" format; the original project's). Frame i of a video is `frame_dir/image_tmpl.format(i)`,
-i = start_index .. start_index + num_frames - 1. A line may name a video file instead (decode.VIDEO_FILES), as
+i = start_index .. start_index + num_frames - 1. A line may name a video file (decode.VIDEO_FILES), as
 `<video> <num_frames> <label>` or mmaction2's `<video> <label>`: its frame i is the (i - start_index)-th
-frame a plain decode gives, read exactly by `open_video` (TorchCodec, else PyAV; docs/video.md).
+frame a plain decode gives, read exactly by `decode.open_video` (TorchCodec, else PyAV; docs/video.md).
+Kinetics' CSV files and Something-Something v2's JSON lists (with its labels file) are read as lists
+too: `read_list` picks the format by the file (LIST_FORMATS).
 
-    ds = VideoFrameDataset("ucf101_train_split1_list.txt", mode="train")   # root = the list's folder
+    ds = VideoFrameDataset("ucf101_train_split1_list.txt", DataSpec(), "train")  # root: the list's folder
     clip, label, info = ds[0]            # uint8 (3, T, 224, 224); test mode: (V, 3, T, crop, crop)
     x = crop_resize(normalize(clips.to("cuda")), info["box"].to("cuda"))   # a collated train batch
 
-prepare.py makes frame folders, lists and classes files. Frames are decoded by TorchCodec (Pillow
-without it); with `encoded=True` + `collate_encoded` the loader only reads files and `decode_batch` decodes
-batches on the GPU (--decode_device cuda). A clip is its decodes, one crop, at most one resize.
+prepare.py makes frame folders, lists and classes files. Frames are decoded in decode.py (TorchCodec,
+Pillow without it); with `encoded=True` the loader only reads files and gpudecode.py decodes batches on
+the GPU (--decode_device cuda). A clip is its decodes, one crop, at most one resize.
 
 References
 - L. Wang et al., "Temporal Segment Networks", ECCV 2016: the frame-folder list format.
@@ -21,12 +23,13 @@ References
   `ThreeCrop`): dense clips with scale jitter [256, 320] for training; multi-view testing
   (clips spread evenly over the video x 3 crops along the long side).
 - torchvision `references/video_classification`: uint8 clips, resizing on stacked tensors.
-- TorchCodec (pytorch/torchcodec, src/torchcodec/decoders/_image_decoders.py): decode_jpeg / decode_image,
-  batched nvJPEG decoding of a list of JPEGs on CUDA.
+- R. Goyal et al., "The 'something something' video database", ICCV 2017: v2's JSON lists and labels.
 """
 
+import csv
 import dataclasses
 import functools
+import json
 import math
 import os
 import re
@@ -91,43 +94,26 @@ def _columns(fields, ints):
 
 
 def read_list(list_file, root=None, num_classes=None, problems=None, decoder="auto"):
-    """Parse a list file into Videos. A bad line raises ValueError("list:LINE: what: the line"), or,
-    if `problems` is a list, goes into it as (LINE, message) and is skipped (`check` reports them all).
-    A path may be a frame folder or a video file (decode.VIDEO_FILES); `<video> <label>` lines (mmaction2's)
-    have their frames counted here with `decoder` (0 if unreadable: loading it is then a BadVideo), so
-    only they open a file: three-column lists open none.
-    Only whole lines starting with '#' are comments: a frame folder may contain '#' or spaces (but not
-    end in ' <integer>': columns are counted from the right). Backslashes in a frame folder become '/':
-    a list written on Windows works here."""
+    """Parse a list file into Videos; its format is picked by the file (LIST_FORMATS): text lines
+    (`_text_rows`), a Kinetics CSV (`_kinetics_rows`) or a Something-Something v2 JSON list
+    (`_sthv2_rows`). A bad entry raises ValueError("list:LINE: what: the line"), or, if `problems` is a
+    list, goes into it as (LINE, message) and is skipped (`check` reports them all). A path may be a
+    frame folder or a video file (decode.VIDEO_FILES); videos listed without a frame count (mmaction2's
+    `<video> <label>`, the CSV and JSON formats) have their frames counted here with `decoder` (0 if
+    unreadable: loading it is then a BadVideo), so only they open a file: three-column lists open none."""
     list_file = str(list_file)
     root = os.path.dirname(os.path.abspath(list_file)) if root is None else str(root)
+    rows = LIST_FORMATS.get(os.path.splitext(list_file)[1].lower(), (_text_rows,))[0]
     videos = []
-    for n, text in read_text_lines(list_file):
-        line = text.strip()
-        if not line or line.startswith("#"):
-            continue
-        fields, ints = line.split(), 0
-        while ints < len(fields) - 1 and re.fullmatch(r"[+-]?\d+", fields[-1 - ints]):
-            ints += 1
+    for n, line, row in rows(list_file):
         try:
-            if ints not in LIST_FORMS:
-                raise ValueError(_columns(fields, ints))
-            path, *numbers = line.rsplit(maxsplit=ints)
+            if isinstance(row, ValueError):
+                raise row
+            path, num_frames, label = row
             path = os.path.normpath(os.path.join(root, path.replace("\\", "/")))
-            if ints == 1 and not decode.is_video_file(
-                path
-            ):  # "dir x 3": a frame folder's line gone wrong
-                raise ValueError(
-                    _columns(fields, ints)
-                    if len(fields) > 2
-                    else f"'<video> <label>' names a video file ({' '.join(decode.VIDEO_FILES)})"
-                )
-            *num_frames, label = map(int, numbers)
-            if num_frames and num_frames[0] < 1:
-                raise ValueError(f"num_frames must be >= 1, got {num_frames[0]}")
             if label < 0 or (num_classes is not None and label >= num_classes):
                 raise ValueError(f"label {label} outside [0, {num_classes or 'num_classes'})")
-            num_frames = num_frames[0] if num_frames else decode.video_frames(path, decoder)
+            num_frames = num_frames or decode.video_frames(path, decoder)
         except ValueError as e:
             if problems is None:
                 raise ValueError(f"{list_file}:{n}: {e}: {line}") from None
@@ -137,6 +123,155 @@ def read_list(list_file, root=None, num_classes=None, problems=None, decoder="au
     if not videos and problems is None:
         raise ValueError(f"{list_file}: no videos listed")
     return videos
+
+
+def _text_rows(list_file):
+    """Text lines -> (line number, line, (path, num_frames or None, label) or the ValueError). Only whole
+    lines starting with '#' are comments: a frame folder may contain '#' or spaces (but not end in
+    ' <integer>': columns are counted from the right). Backslashes become '/': a Windows list works."""
+    for n, text in read_text_lines(list_file):
+        line = text.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields, ints = line.split(), 0
+        while ints < len(fields) - 1 and re.fullmatch(r"[+-]?\d+", fields[-1 - ints]):
+            ints += 1
+        if ints not in LIST_FORMS:
+            yield n, line, ValueError(_columns(fields, ints))
+            continue
+        path, *numbers = line.rsplit(maxsplit=ints)
+        if ints == 1 and not decode.is_video_file(
+            path
+        ):  # "dir x 3": a frame folder's line gone wrong
+            why = f"'<video> <label>' names a video file ({' '.join(decode.VIDEO_FILES)})"
+            yield n, line, ValueError(_columns(fields, ints) if len(fields) > 2 else why)
+            continue
+        *num_frames, label = map(int, numbers)
+        if num_frames and num_frames[0] < 1:
+            yield n, line, ValueError(f"num_frames must be >= 1, got {num_frames[0]}")
+            continue
+        yield n, line, (path, num_frames[0] if num_frames else None, label)
+
+
+KINETICS_COLUMNS = ("label", "youtube_id", "time_start", "time_end", "split")
+
+
+def kinetics_csv(path):
+    """A Kinetics annotation file (`label,youtube_id,time_start,time_end,split`, the official
+    train.csv / validate.csv) -> [(line number, row dict)]; ValueError if a column is missing."""
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        if not set(KINETICS_COLUMNS) <= set(reader.fieldnames or ()):
+            raise ValueError(
+                f"{path}:1: expected the columns {','.join(KINETICS_COLUMNS)}, got {reader.fieldnames}"
+            )
+        return list(enumerate(reader, 2))
+
+
+def kinetics_name(row):
+    """A Kinetics row's video name, the downloaders' file name: <youtube_id>_<start:06d>_<end:06d>."""
+    try:
+        start, end = int(float(row["time_start"])), int(float(row["time_end"]))
+    except ValueError:
+        raise ValueError("time_start and time_end must be numbers") from None
+    return f"{row['youtube_id']}_{start:06d}_{end:06d}"
+
+
+def _kinetics_rows(list_file):
+    """A Kinetics CSV read as a list: label = the index of its class among the file's sorted class names
+    (the label order of every public Kinetics checkpoint; every official split holds every class); the
+    video is <label>/<name>.mp4 under the root (--data_root), the downloaders' layout. (`prepare.py
+    lists --kinetics` finds videos anywhere, re-encoded ones included, and writes a text list.)"""
+    rows = kinetics_csv(list_file)
+    lookup = {name: k for k, name in enumerate(_kinetics_classes(rows))}
+    for n, row in rows:
+        line = ",".join(str(row.get(c)) for c in KINETICS_COLUMNS)
+        try:
+            name = kinetics_name(row)
+        except ValueError as e:
+            yield n, line, e
+            continue
+        yield n, line, (os.path.join(row["label"], name + ".mp4"), None, lookup[row["label"]])
+
+
+def _kinetics_classes(rows):
+    return sorted({row["label"] for _, row in rows})
+
+
+STHV2_LABELS = "something-something-v2-labels.json"  # beside a Something-Something v2 JSON list
+
+
+def sthv2_labels(labels_file):
+    """something-something-v2-labels.json ({template: "index"}) -> {template without brackets: index}.
+    The train / validation entries name their class by a template with '[something]' placeholders;
+    the labels file's keys are the same templates (with or without the brackets)."""
+    try:
+        with open(labels_file, encoding="utf-8") as f:
+            labels = json.load(f)
+        return {_template(k): int(v) for k, v in labels.items()}
+    except (json.JSONDecodeError, AttributeError, TypeError, ValueError) as e:
+        raise ValueError(f"{labels_file}: not a labels file of {{template: index}}: {e}") from None
+
+
+def _template(text):
+    return text.replace("[", "").replace("]", "")
+
+
+def sthv2_template(entry):
+    """A JSON list entry's template as the labels file's keys (sthv2_labels) hold it."""
+    return _template(entry["template"])
+
+
+def sthv2_entries(list_file):
+    """A Something-Something v2 JSON list ([{"id", "label", "template", "placeholders"}], the official
+    something-something-v2-train.json / -validation.json) -> [(entry number, entry)]."""
+    try:
+        with open(list_file, encoding="utf-8") as f:
+            entries = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{list_file}:{e.lineno}: not JSON: {e.msg}") from None
+    if not isinstance(entries, list):
+        raise ValueError(f"{list_file}: expected a JSON list of videos")
+    return list(enumerate(entries, 1))
+
+
+def _sthv2_rows(list_file):
+    """A Something-Something v2 JSON list: video <id>.webm, label the labels file's index of its
+    template (STHV2_LABELS beside the list); entry k is "line" k of the messages."""
+    labels = sthv2_labels(os.path.join(os.path.dirname(os.path.abspath(list_file)), STHV2_LABELS))
+    for n, entry in sthv2_entries(list_file):
+        line = json.dumps(entry)
+        if not isinstance(entry, dict) or "id" not in entry or "template" not in entry:
+            yield (
+                n,
+                line,
+                ValueError('expected {"id", "template", ...} (the test split has no labels)'),
+            )
+        elif sthv2_template(entry) not in labels:
+            yield n, line, ValueError(f"template not in {STHV2_LABELS}")
+        else:
+            yield n, line, (f"{entry['id']}.webm", None, labels[sthv2_template(entry)])
+
+
+def list_classes(list_file):
+    """The class names a list's own format gives (line i = label i), None for text lists (their classes
+    file is <dataset>_classes.txt, see `class_names`)."""
+    names = LIST_FORMATS.get(os.path.splitext(str(list_file))[1].lower(), (None, None))[1]
+    return names(str(list_file)) if names else None
+
+
+def _sthv2_classes(list_file):
+    labels_file = os.path.join(os.path.dirname(os.path.abspath(list_file)), STHV2_LABELS)
+    with open(labels_file, encoding="utf-8") as f:
+        labels = json.load(f)
+    return [name for name, _ in sorted(labels.items(), key=lambda kv: int(kv[1]))]
+
+
+# list file suffix -> (rows, class names); anything else is text lines
+LIST_FORMATS = {
+    ".csv": (_kinetics_rows, lambda path: _kinetics_classes(kinetics_csv(path))),
+    ".json": (_sthv2_rows, _sthv2_classes),
+}
 
 
 def check_image_tmpl(image_tmpl, start_index=1):
@@ -592,6 +727,115 @@ def collate(batch):
 
 
 # ---- the dataset ---------------------------------------------------------------------------------
+# Datasets whose labels name a direction (a flipped "moving left" is "moving right"): no horizontal flips.
+NO_FLIP = {"sthv1", "sthv2", "demo"}
+
+
+@dataclasses.dataclass(frozen=True)
+class DataSpec:
+    """What VideoFrameDataset makes of a list, besides its mode: train.make_dataset fills one from the
+    flags (a field added here and there reaches training, evaluation, features and predict). The
+    defaults are the reference recipe's."""
+
+    dataset: str = ""  # its name: the flip rule (NO_FLIP) and the classes file (`class_names`)
+    root: str = None  # the list's paths are relative to it; None: the list's folder
+    image_tmpl: str = "img_{:05d}.jpg"  # frame i of a frame folder: image_tmpl.format(i)
+    start_index: int = 1  # number of a video's first frame
+    t_length: int = 16  # frames per clip (TSN: per snippet)
+    t_stride: int = 4
+    num_segments: int = 1  # TSN / TSM: a snippet per segment (`segment_indices`)
+    new_size: int = 256  # short side the crops are taken as if resized to
+    crop_size: int = 224
+    train_crop: str = "jitter"  # TRAIN_CROPS: train_box or multiscale_box
+    flip: bool = True  # train flips (and --test_crops 10's mirrors); never for NO_FLIP datasets
+    augment: object = None  # clip_augment's transform for train clips, or None
+    reps: int = 1  # train: clips per video (repeated augmentation)
+    num_clips: int = 1  # test: clips per video
+    num_crops: int = 1  # test: crops per clip (1, 3, 10)
+    test_sampling: str = "ours"  # PLACEMENTS: where val / test clips go
+    num_classes: int = None  # labels must be below it; None: from the list
+    class_names: str = None  # a classes file; None: see `class_names`
+    seed: int = 0
+    video_decoder: str = "auto"  # decode.VIDEO_DECODERS
+    read_timeout: float = None  # s; None: no limit (see decode.read_files)
+    encoded: bool = (
+        False  # --decode_device: items are EncodedClips, gpudecode.decode_batch decodes them
+    )
+    finish_crop: bool = False  # a CPU model: the loader finishes the train crop (finish_box)
+
+    @property
+    def flips(self):
+        return self.flip and self.dataset not in NO_FLIP
+
+    def check(self, mode):
+        """ValueError naming what is wrong with this spec for `mode`."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if mode != "test" and (self.num_clips, self.num_crops) != (1, 1):
+            raise ValueError(f"num_clips / num_crops are test-mode options (mode={mode!r})")
+        if self.num_crops not in (1, 3, 10) or self.num_clips < 1:
+            raise ValueError(
+                "need num_clips >= 1 and num_crops in (1, 3, 10), got "
+                f"{self.num_clips}, {self.num_crops}"
+            )
+        if self.num_crops == 10 and not self.flips:  # half its views are mirror images
+            raise ValueError(
+                "--test_crops 10 mirrors half of its views, but flips are off here (--no_flip, "
+                "or a dataset whose labels name a direction): use --test_crops 3 or 1"
+            )
+        if self.train_crop not in TRAIN_CROPS or self.num_segments < 1:
+            raise ValueError(
+                f"need train_crop in {TRAIN_CROPS} and num_segments >= 1, got {self.train_crop!r}, "
+                f"{self.num_segments}"
+            )
+        if self.test_sampling not in PLACEMENTS:
+            raise ValueError(
+                f"test_sampling must be one of {PLACEMENTS}, got {self.test_sampling!r}"
+            )
+        if self.t_length < 1 or self.t_stride < 1:
+            raise ValueError(
+                f"t_length and t_stride must be >= 1, got {self.t_length}, {self.t_stride}"
+            )
+        if not 1 <= self.crop_size <= self.new_size:
+            raise ValueError(
+                f"need 1 <= crop_size <= new_size, got {self.crop_size}, {self.new_size}"
+            )
+        check_image_tmpl(self.image_tmpl, self.start_index)
+
+
+def class_names(spec, list_file):
+    """The class names of `list_file`'s labels (name i = label i), or None: the spec's classes file, else
+    <dataset>_classes.txt beside the list (`prepare.py lists` writes it), else those the list's own
+    format names (a Something-Something v2 labels file, a Kinetics CSV's classes). ValueError / OSError
+    for an unreadable or malformed file."""
+    path = spec.class_names or os.path.join(
+        os.path.dirname(os.path.abspath(list_file)), f"{spec.dataset}_classes.txt"
+    )
+    if spec.class_names or (spec.dataset and os.path.isfile(path)):
+        return read_class_names(path)
+    return list_classes(list_file)
+
+
+def read_class_names(path):
+    """A classes file (`<dataset>_classes.txt`, written by prepare.py): line i = the name of label i.
+    ValueError naming file:line for a blank line inside, a duplicate, or no names at all."""
+    lines = read_text_lines(path)
+    while lines and not lines[-1][1].strip():  # the final newline(s)
+        lines.pop()
+    names, seen = [], {}
+    for n, line in lines:
+        name = line.strip()
+        if not name:
+            raise ValueError(f"{path}:{n}: blank line (line i must name class i - 1)")
+        if name in seen:
+            raise ValueError(f"{path}:{n}: class {name!r} repeats line {seen[name]}")
+        seen[name] = n
+        names.append(name)
+    if not names:
+        raise ValueError(f"{path}: no class names")
+    return names
+
+
 BAD_ATTEMPTS = 4  # train mode: replacements tried for one unreadable video before giving up
 
 
@@ -606,85 +850,22 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     into every forked worker, would give all workers the same "random" crops). Call set_epoch(e)
     before iterating: a worker only sees the epoch that the dataset had when the worker started."""
 
-    def __init__(
-        self,
-        list_file,
-        root=None,
-        image_tmpl="img_{:05d}.jpg",
-        t_length=16,
-        t_stride=4,
-        mode="train",
-        new_size=256,
-        crop_size=224,
-        num_clips=1,
-        num_crops=1,
-        flip=True,
-        start_index=1,
-        num_classes=None,
-        seed=0,
-        test_sampling="ours",
-        encoded=False,
-        video_decoder="auto",
-        read_timeout=None,
-        finish_crop=False,
-        num_segments=1,
-        train_crop="jitter",
-        augment=None,
-        reps=1,
-    ):
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        if mode != "test" and (num_clips, num_crops) != (1, 1):
-            raise ValueError(f"num_clips / num_crops are test-mode options (mode={mode!r})")
-        if num_crops not in (1, 3, 10) or num_clips < 1:
-            raise ValueError(
-                f"need num_clips >= 1 and num_crops in (1, 3, 10), got {num_clips}, {num_crops}"
-            )
-        if (
-            num_crops == 10 and not flip
-        ):  # half its views are mirror images: a label naming a direction lies
-            raise ValueError(
-                "--test_crops 10 mirrors half of its views, but flips are off here (--no_flip, "
-                "or a dataset whose labels name a direction): use --test_crops 3 or 1"
-            )
-        if train_crop not in TRAIN_CROPS or num_segments < 1:
-            raise ValueError(
-                f"need train_crop in {TRAIN_CROPS} and num_segments >= 1, got {train_crop!r}, "
-                f"{num_segments}"
-            )
-        if test_sampling not in PLACEMENTS:
-            raise ValueError(f"test_sampling must be one of {PLACEMENTS}, got {test_sampling!r}")
-        if t_length < 1 or t_stride < 1:
-            raise ValueError(f"t_length and t_stride must be >= 1, got {t_length}, {t_stride}")
-        if not 1 <= crop_size <= new_size:
-            raise ValueError(f"need 1 <= crop_size <= new_size, got {crop_size}, {new_size}")
-        check_image_tmpl(image_tmpl, start_index)
-        self.list_file, self.image_tmpl, self.mode = str(list_file), image_tmpl, mode
-        self.t_length, self.t_stride, self.new_size, self.crop_size = (
-            t_length,
-            t_stride,
-            new_size,
-            crop_size,
-        )
-        self.num_clips, self.num_crops, self.flip, self.start_index = (
-            num_clips,
-            num_crops,
-            flip,
-            start_index,
-        )
-        self.seed, self.epoch, self.test_sampling = seed, 0, test_sampling
-        self.num_segments, self.train_crop = num_segments, train_crop  # TSN: a snippet per segment
-        self.read_timeout = read_timeout  # s; None: no limit (see read_files)
-        self.encoded = encoded  # --decode_device: items are EncodedClips, decode_batch decodes them
+    def __init__(self, list_file, spec=DataSpec(), mode="train", **fields):
+        """The videos of `list_file` (read_list: text, Kinetics CSV or Something-Something v2 JSON) as
+        `spec` says, in `mode`; keyword arguments replace fields of `spec` (DataSpec(), the reference
+        recipe, by default)."""
+        spec = dataclasses.replace(spec, **fields)
+        spec.check(mode)
+        self.list_file, self.spec, self.mode, self.epoch = str(list_file), spec, mode, 0
+        self.flip = spec.flips
         # a CPU model, or `augment` (clip_augment: the final pixels): finish_box here, uint8 (crop_resize
         # would take ~20x the time)
-        self.finish_crop = finish_crop or augment is not None
-        self.augment, self.reps = augment, reps if mode == "train" else 1  # reps: clips per video
-        self.video_decoder = decode.pick_video_decoder(
-            video_decoder
-        )  # for the list's video files, if any
-        self.videos = read_list(list_file, root, num_classes, decoder=self.video_decoder)
-        self.num_classes = num_classes or max(v.label for v in self.videos) + 1
+        self.finish_crop = spec.finish_crop or spec.augment is not None
+        self.reps = spec.reps if mode == "train" else 1  # reps: clips per video
+        # for the list's video files, if any
+        self.video_decoder = decode.pick_video_decoder(spec.video_decoder)
+        self.videos = read_list(list_file, spec.root, spec.num_classes, decoder=self.video_decoder)
+        self.num_classes = spec.num_classes or max(v.label for v in self.videos) + 1
 
     def set_epoch(self, epoch):
         self.epoch = int(epoch)
@@ -693,7 +874,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         return len(self.videos)
 
     def frame_path(self, video, i):
-        return os.path.join(video.path, self.image_tmpl.format(i))
+        return os.path.join(video.path, self.spec.image_tmpl.format(i))
 
     def load_frames(self, video, numbers):
         """Decode frames `numbers` of `video` (decode_frame) -> list of uint8 (H, W, 3) tensors.
@@ -702,11 +883,11 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             video.path
         ):  # a first read as frames get (a FIFO, a dead mount: read_timeout)
             decode.read_files(
-                video, [video.path], self.read_timeout, count=12
+                video, [video.path], self.spec.read_timeout, count=12
             )  # then the decoder reads the file
             return self.read_video(video, numbers)
         frames, paths = [], [self.frame_path(video, int(i)) for i in numbers]
-        for path, blob in zip(paths, decode.read_files(video, paths, self.read_timeout)):
+        for path, blob in zip(paths, decode.read_files(video, paths, self.spec.read_timeout)):
             try:
                 if isinstance(blob, OSError):
                     raise blob
@@ -741,7 +922,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                 raise RuntimeError(
                     f"{video.num_frames} frames listed, the video has {n}" if n else "no frames"
                 )
-            frames = read([int(i) - self.start_index for i in numbers])
+            frames = read([int(i) - self.spec.start_index for i in numbers])
         except RuntimeError as e:
             raise decode.BadVideo(
                 video,
@@ -761,7 +942,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         point -- and each failure is one line of info["bad"]; the label is the replacement's. Val/test
         never substitute (it would change the metric): BadVideo propagates."""
         video = self.videos[index]
-        rng = np.random.default_rng([self.seed, self.epoch, index])
+        rng = np.random.default_rng([self.spec.seed, self.epoch, index])
         bad = []
         for attempt in range(1, BAD_ATTEMPTS + 2):
             try:
@@ -784,71 +965,78 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                         "prepare.py check`",
                     ) from None
             # another video, never this sample itself; its clip draws from the same generator
-            rng = np.random.default_rng([self.seed, self.epoch, index, attempt])
+            rng = np.random.default_rng([self.spec.seed, self.epoch, index, attempt])
             j = int(rng.integers(len(self.videos) - 1))
             video = self.videos[j + (j >= index)]
+
+    def choose_frames(self, video, rng):
+        """The frame numbers of `video`'s clip(s), int64 (clips, T) in clip order: sample_indices as the
+        spec says, drawing from `rng` first (gpudecode.defer_clip calls it alone, as load_clip does)."""
+        if video.num_frames < 1:  # a `<video> <label>` line whose video could not be counted: why
+            self.read_video(video, [])
+        return sample_indices(
+            video.num_frames,
+            self.spec.t_length,
+            self.spec.t_stride,
+            self.mode,
+            self.spec.num_clips if self.mode == "test" else 1,
+            rng,
+            self.spec.start_index,
+            self.spec.test_sampling,
+            self.spec.num_segments,
+        )
 
     def load_clip(self, video, rng, read=None):
         """(video, numpy Generator) -> (clip, info). Train: clip uint8 (3, T, crop, crop) and
         info["box"], the float32 (4,) box that `crop_resize` still cuts out on the device (identity
         when the clip is final). Val: (3, T, crop, crop); test: (V, 3, T, crop, crop), clip-major.
         Its frames come from `read(video, numbers)` (default: load_frames, decoding on this CPU).
-        With encoded=True, an EncodedClip instead: see defer_clip."""
-        if self.encoded and read is None:
+        With encoded=True, an EncodedClip instead: see gpudecode.defer_clip."""
+        if self.spec.encoded and read is None:
             return gpudecode.defer_clip(self, video, rng)
-        if video.num_frames < 1:  # a `<video> <label>` line whose video could not be counted: why
-            self.read_video(video, [])
-        clips = sample_indices(
-            video.num_frames,
-            self.t_length,
-            self.t_stride,
-            self.mode,
-            self.num_clips if self.mode == "test" else 1,
-            rng,
-            self.start_index,
-            self.test_sampling,
-            self.num_segments,
-        )
-        numbers, inverse = np.unique(clips, return_inverse=True)  # decode each frame once
+        clips = self.choose_frames(video, rng)  # (clips, T) frame numbers, in clip order
+        # each frame decoded once, in the file's order: `numbers`; `inverse` puts them back below
+        numbers, inverse = np.unique(clips, return_inverse=True)
         frames = (read or self.load_frames)(video, numbers)
         H, W, _ = frames[0].shape
         info = {}
         if self.mode == "train":  # draws: frames, then per clip box, flip, augment -- in this order
             views, boxes = [], []
             for _ in range(self.reps):  # repeated augmentation: `reps` clips of the same frames
-                box = (multiscale_box if self.train_crop == "multiscale" else train_box)(
-                    H, W, self.new_size, self.crop_size, rng
+                box = (multiscale_box if self.spec.train_crop == "multiscale" else train_box)(
+                    H, W, self.spec.new_size, self.spec.crop_size, rng
                 )  # one box for every frame (snippet)
                 # finish_box follows train_box's rescaled pixel grid; a multi-scale box is off that grid
-                finish = finish_box if self.train_crop == "jitter" else resample_box
+                finish = finish_box if self.spec.train_crop == "jitter" else resample_box
                 crop, box = (
-                    (finish(frames, box, self.crop_size), IDENTITY_BOX)
+                    (finish(frames, box, self.spec.crop_size), IDENTITY_BOX)
                     if self.finish_crop
-                    else train_crop(frames, box, self.crop_size)
+                    else train_crop(frames, box, self.spec.crop_size)
                 )
                 if self.flip and rng.random() < 0.5:  # mirror W, and the box
                     crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])
-                views.append(augment_clip(crop, self.augment, rng) if self.augment else crop)
+                views.append(
+                    augment_clip(crop, self.spec.augment, rng) if self.spec.augment else crop
+                )
                 boxes.append(box)
             info["box"] = torch.tensor(boxes if self.reps > 1 else boxes[0], dtype=torch.float32)
         else:
             views = [
-                resized_crop(frames, b, self.crop_size)
-                for b in crop_boxes(H, W, self.mode, self.new_size, self.crop_size, self.num_crops)
+                resized_crop(frames, b, self.spec.crop_size)
+                for b in crop_boxes(
+                    H, W, self.mode, self.spec.new_size, self.spec.crop_size, self.spec.num_crops
+                )
             ]
-            if self.num_crops == 10:  # GroupOverSample's order: each crop, then its mirror image
+            if (
+                self.spec.num_crops == 10
+            ):  # GroupOverSample's order: each crop, then its mirror image
                 views = [v for crop in views for v in (crop, crop.flip(-2))]
-        out = []
-        for x in views:  # (N, c, c, 3)
-            if not np.array_equal(
-                numbers, clips.reshape(-1)
-            ):  # back to clip order: test clips interleave
-                x = x[
-                    torch.from_numpy(inverse.reshape(-1))
-                ]  # or overlap, short videos repeat frames
-            out.append(
-                x.reshape(*clips.shape, *x.shape[1:])
-            )  # (clips, T, c, c, 3); TSN: T = N x t_length
+        # Decode order -> clip order, here only: test clips interleave or overlap, short videos repeat
+        # frames (a clip read in order as it is, no copy). Each view (N, c, c, 3) -> (clips, T, c, c, 3),
+        # TSN: T = N x t_length.
+        if not np.array_equal(numbers, clips.reshape(-1)):
+            views = [x[torch.from_numpy(inverse.reshape(-1))] for x in views]
+        out = [x.reshape(*clips.shape, *x.shape[1:]) for x in views]
         x = (
             out[0].unsqueeze(1) if len(out) == 1 else torch.stack(out, 1)
         )  # (clips, crops, T, c, c, 3)

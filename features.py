@@ -302,10 +302,10 @@ def frame_reader(ds, video):
     once (its packets indexed once); a frame folder reads only the asked frames. BadVideo / RuntimeError."""
     if not decode.is_video_file(video.path):
         return video.num_frames, lambda idx: ds.load_frames(
-            video, [int(i) + ds.start_index for i in idx]
+            video, [int(i) + ds.spec.start_index for i in idx]
         )
     decode.read_files(
-        video, [video.path], ds.read_timeout, count=12
+        video, [video.path], ds.spec.read_timeout, count=12
     )  # a FIFO, a dead mount: BadVideo
     return decode.open_video(video.path, ds.video_decoder)
 

@@ -23,17 +23,6 @@ DECODE_CHUNK = (
 )  # decode_batch: bytes of full-size frames per batched GPU decode (1080p: ~170)
 
 
-class _FramesChosen(Exception):
-    """Stops load_clip in defer_clip once it has chosen its frames (control flow, never an error)."""
-
-    def __init__(self, numbers):
-        self.numbers = numbers
-
-
-def _stop_at_frames(video, numbers):
-    raise _FramesChosen(numbers)
-
-
 def _encoded_size(blob):
     """(H, W) from an image file's header without decoding it: JPEG by its SOF marker (a few us; Pillow
     takes ~50 us), other formats by Pillow. None if unreadable."""
@@ -59,16 +48,13 @@ def _encoded_size(blob):
 
 
 def defer_clip(dataset, video, rng):
-    """Bytes mode (--decode_device): -> (EncodedClip, {}). load_clip runs as far as choosing the frames,
-    whose files are read but not decoded; the clip keeps a copy of `rng` as load_clip got it, and
-    decode_batch, after decoding, replays load_clip with it: the same draws, the same code, so
-    bytes mode cannot drift from the normal path whatever load_clip samples or how."""
+    """Bytes mode (--decode_device): -> (EncodedClip, {}). The frames load_clip would read (its first
+    step, dataset.choose_frames) are read from their files but not decoded; the clip keeps a copy of
+    `rng` as load_clip got it, and decode_batch, after decoding, replays load_clip with it: the same
+    draws, the same code, so bytes mode cannot drift from the normal path (a load_clip that chose other
+    frames on replay is an error there)."""
     replay = copy.deepcopy(rng)
-    try:
-        dataset.load_clip(video, rng, read=_stop_at_frames)
-        raise AssertionError("load_clip finished without reading its frames")
-    except _FramesChosen as chosen:
-        numbers = tuple(int(i) for i in chosen.numbers)
+    numbers = tuple(int(i) for i in np.unique(dataset.choose_frames(video, rng)))
     if decode.is_video_file(
         video.path
     ):  # the whole file; opened (not decoded) here: bad ones are replaced

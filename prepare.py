@@ -5,6 +5,7 @@
     python prepare.py reencode VIDEOS_DIR OUT_DIR [--short-side 256 -j N]
     python prepare.py lists DIR --ucf101 SPLITS_DIR [--split 1]    (or --hmdb51 SPLITS_DIR)
     python prepare.py lists DIR --kinetics train.csv validate.csv
+    python prepare.py lists DIR --sthv2 LABELS_DIR     # Something-Something v2's JSON files
     python prepare.py check LIST [--root R --image_tmpl T --full]
 
 synth writes a small dataset whose only cue is motion (the demo's); extract decodes video files into
@@ -26,7 +27,6 @@ References
 """
 
 import argparse
-import csv
 import importlib.util
 import math
 import os
@@ -397,20 +397,9 @@ def _find_videos(frames_dir, image_tmpl, start_index, jobs=1, decoder="auto"):
 def _kinetics_entries(csv_files):
     """Kinetics annotations (`label,youtube_id,time_start,time_end,split`, one file per split or all
     in one) -> (classes, {"train": [(video name, label, "file:line")], "val": [...]}). Video names are
-    `<youtube_id>_<start:06d>_<end:06d>`, the downloaders' file names. Classes: the sorted names of the
-    train rows (the label order of every public Kinetics checkpoint)."""
-    rows = []
-    for path in csv_files:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            need = {"label", "youtube_id", "time_start", "time_end", "split"}
-            if not need <= set(reader.fieldnames or ()):
-                raise ValueError(
-                    f"{path}:1: expected the columns {','.join(sorted(need))}, "
-                    f"got {reader.fieldnames}"
-                )
-            for n, row in enumerate(reader, 2):
-                rows.append((row, f"{path}:{n}"))
+    `<youtube_id>_<start:06d>_<end:06d>` (data.kinetics_name), the downloaders' file names. Classes: the
+    sorted names of the train rows (the label order of every public Kinetics checkpoint)."""
+    rows = [(row, f"{path}:{n}") for path in csv_files for n, row in data.kinetics_csv(path)]
     classes = sorted({row["label"] for row, _ in rows if row["split"] == "train"})
     if not classes:
         raise ValueError(f"no train rows (split 'train') in {', '.join(map(str, csv_files))}")
@@ -423,13 +412,48 @@ def _kinetics_entries(csv_files):
         if row["label"] not in lookup:
             raise ValueError(f"{where}: class {row['label']!r} has no train video")
         try:
-            start, end = int(float(row["time_start"])), int(float(row["time_end"]))
-        except ValueError:
-            raise ValueError(f"{where}: time_start and time_end must be numbers") from None
-        entries[part].append(
-            (f"{row['youtube_id']}_{start:06d}_{end:06d}", lookup[row["label"]], where)
-        )
+            entries[part].append((data.kinetics_name(row), lookup[row["label"]], where))
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
     return classes, entries
+
+
+STHV2_LISTS = {
+    "train": "something-something-v2-train.json",
+    "val": "something-something-v2-validation.json",
+}
+
+
+def _sthv2_entries(labels_dir):
+    """Something-Something v2's annotations (LABELS_DIR: something-something-v2-labels.json, -train.json,
+    -validation.json) -> (classes, {"train": [(video id, label, "file:entry")], "val": [...]}): the
+    videos are <id>.webm, a label is the labels file's index of the entry's template."""
+    labels_file = os.path.join(labels_dir, data.STHV2_LABELS)
+    classes = data.list_classes(os.path.join(labels_dir, STHV2_LISTS["train"]))
+    labels = data.sthv2_labels(labels_file)
+    entries = {"train": [], "val": []}
+    for part, name in STHV2_LISTS.items():
+        path = os.path.join(labels_dir, name)
+        for n, entry in data.sthv2_entries(path):
+            try:
+                entries[part].append(
+                    (str(entry["id"]), labels[data.sthv2_template(entry)], f"{path}:{n}")
+                )
+            except (KeyError, TypeError):
+                raise ValueError(
+                    f"{path}:{n}: expected an id and a template of {labels_file}: {entry}"
+                ) from None
+    return classes, entries
+
+
+def _official_entries(dataset, splits_dir, split):
+    """-> (the lists' dataset name, classes, entries as _split_entries gives them, what they come from)."""
+    if dataset == "kinetics":
+        classes, entries = _kinetics_entries(splits_dir)
+        return f"kinetics{len(classes)}", classes, entries, "the CSV files"
+    if dataset == "sthv2":
+        return dataset, *_sthv2_entries(splits_dir), "the JSON files"
+    return dataset, *_split_entries(dataset, splits_dir, split), f"split {split}"
 
 
 def make_lists(
@@ -445,7 +469,8 @@ def make_lists(
 ):
     """Write <out_dir>/<dataset>_{train,val}_split<N>_list.txt from the official splits (kinetics:
     <out_dir>/kinetics<classes>_{train,val}_list.txt from its CSV files, `splits_dir` a list of them: a
-    kinetics400 list is train.py's dataset kinetics400, its classes file found beside it), with the
+    kinetics400 list is train.py's dataset kinetics400, its classes file found beside it; sthv2:
+    sthv2_{train,val}_list.txt from the JSON files in `splits_dir`), with the
     frame counts. Frame folders and video files are found by video name anywhere under frames_dir
     (flat or per class). Paths are relative to out_dir (default: frames_dir's parent), the lists'
     default root. Also writes <out_dir>/<dataset>_classes.txt: line i = the name of label i
@@ -456,15 +481,8 @@ def make_lists(
         raise ValueError(f"FRAMES_DIR {frames_dir} is not a folder")
     out_dir = out_dir or os.path.dirname(os.path.abspath(frames_dir))
     folders = _find_videos(frames_dir, image_tmpl, start_index, jobs, decoder)
-    classes, entries = (
-        _kinetics_entries(splits_dir)
-        if dataset == "kinetics"
-        else _split_entries(dataset, splits_dir, split)
-    )
-    kinetics = dataset == "kinetics"
-    dataset, of = (
-        (f"kinetics{len(classes)}", "the CSV files") if kinetics else (dataset, f"split {split}")
-    )
+    dataset, classes, entries, of = _official_entries(dataset, splits_dir, split)
+    splits = of.startswith("split")
     lists, warnings_ = {}, []
     for part in ("train", "val"):
         lines, missing = [], 0
@@ -497,7 +515,7 @@ def make_lists(
         print(message, file=sys.stderr)
     written = []
     for part, (lines, missing) in lists.items():
-        name = f"{dataset}_{part}" + ("" if kinetics else f"_split{split}") + "_list.txt"
+        name = f"{dataset}_{part}" + (f"_split{split}" if splits else "") + "_list.txt"
         path = os.path.join(out_dir, name)
         with open(path, "w") as f:
             f.writelines(lines)
@@ -593,26 +611,6 @@ def check(
     return [message for _, message in problems]
 
 
-def read_class_names(path):
-    """A classes file (`<dataset>_classes.txt`, written by prepare.py): line i = the name of label i.
-    ValueError naming file:line for a blank line inside, a duplicate, or no names at all."""
-    lines = data.read_text_lines(path)
-    while lines and not lines[-1][1].strip():  # the final newline(s)
-        lines.pop()
-    names, seen = [], {}
-    for n, line in lines:
-        name = line.strip()
-        if not name:
-            raise ValueError(f"{path}:{n}: blank line (line i must name class i - 1)")
-        if name in seen:
-            raise ValueError(f"{path}:{n}: class {name!r} repeats line {seen[name]}")
-        seen[name] = n
-        names.append(name)
-    if not names:
-        raise ValueError(f"{path}: no class names")
-    return names
-
-
 # ---- frames on disk: counted here and by predict.py, checked as train.py starts -------------------
 def count_frames(folder, image_tmpl="img_{:05d}.jpg", start_index=1, names=None):
     """Frames start_index, start_index+1, ... present in folder (stops at the first gap)."""
@@ -671,6 +669,37 @@ def _size(text):
     return int(m.group(1)), int(m.group(2))
 
 
+def _lists_parser(sub):
+    """prepare.py lists: where the official splits come from (one of)."""
+    li = sub.add_parser(
+        "lists",
+        help="train/val list files from the official UCF101 / HMDB51 splits "
+        "or Kinetics' CSV files or Something-Something v2's JSON files, for frame folders or video files",
+    )
+    li.add_argument("frames_dir", help="frame folders and/or video files, found by video name")
+    g = li.add_mutually_exclusive_group(required=True)
+    g.add_argument(
+        "--ucf101",
+        metavar="SPLITS_DIR",
+        help="folder with classInd.txt, trainlist0N.txt, testlist0N.txt",
+    )
+    g.add_argument("--hmdb51", metavar="SPLITS_DIR", help="folder with <class>_test_splitN.txt")
+    g.add_argument(
+        "--kinetics",
+        metavar="CSV",
+        nargs="+",
+        help="files of label,youtube_id,time_start,time_end,split rows "
+        "(videos named <youtube_id>_<start:06d>_<end:06d>.*)",
+    )
+    g.add_argument(
+        "--sthv2",
+        metavar="LABELS_DIR",
+        help="Something-Something v2: folder with something-something-v2-labels.json, "
+        "-train.json, -validation.json (videos named <id>.webm)",
+    )
+    return li
+
+
 def _parser():
     p = _OneLineParser(description="Video frame-folder datasets: make, extract, list, check.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -705,26 +734,7 @@ def _parser():
     r.add_argument(
         "--short-side", type=int, default=256, help="resize the short side to this (0: keep)"
     )
-    li = sub.add_parser(
-        "lists",
-        help="train/val list files from the official UCF101 / HMDB51 splits "
-        "or Kinetics' CSV files, for frame folders or video files",
-    )
-    li.add_argument("frames_dir", help="frame folders and/or video files, found by video name")
-    g = li.add_mutually_exclusive_group(required=True)
-    g.add_argument(
-        "--ucf101",
-        metavar="SPLITS_DIR",
-        help="folder with classInd.txt, trainlist0N.txt, testlist0N.txt",
-    )
-    g.add_argument("--hmdb51", metavar="SPLITS_DIR", help="folder with <class>_test_splitN.txt")
-    g.add_argument(
-        "--kinetics",
-        metavar="CSV",
-        nargs="+",
-        help="files of label,youtube_id,time_start,time_end,split rows "
-        "(videos named <youtube_id>_<start:06d>_<end:06d>.*)",
-    )
+    li = _lists_parser(sub)
     li.add_argument("--split", type=int, default=1, choices=(1, 2, 3))
     li.add_argument("--out", help="folder for the lists (default: FRAMES_DIR's parent)")
     c = sub.add_parser(
@@ -770,7 +780,7 @@ def main(argv=None):
             return 1 if reencode(a.src, a.dst, a.short_side, a.jobs) else 0
         elif a.cmd == "lists":
             dataset, splits = next(
-                (d, s) for d in ("ucf101", "hmdb51", "kinetics") if (s := getattr(a, d))
+                (d, s) for d in ("ucf101", "hmdb51", "kinetics", "sthv2") if (s := getattr(a, d))
             )
             make_lists(
                 a.frames_dir,

@@ -65,8 +65,6 @@ import rundir
 import zoo  # --pretrained: the model zoos' weights
 from errors import fail, warn
 
-# Datasets whose labels name a direction (a flipped "moving left" is "moving right"): no horizontal flips.
-NO_FLIP = {"sthv1", "sthv2", "demo"}
 NUM_CLASSES = {
     "ucf101": 101,
     "hmdb51": 51,
@@ -223,7 +221,7 @@ def add_model_args(p):
         help="scale jitter | TSN's multiscale corner crops",
     )
     p.add_argument(
-        "--no_flip", action="store_true", help=f"no train flips (always: {sorted(NO_FLIP)})"
+        "--no_flip", action="store_true", help=f"no train flips (always: {sorted(data.NO_FLIP)})"
     )
     p.add_argument(
         "--mean", type=float, nargs=3, help="input mean, RGB in [0, 1] (default: the weights')"
@@ -663,40 +661,36 @@ class Data:
 
 def make_dataset(args, list_file, mode):
     """The dataset of `list_file` as the flags say. Training, validation, --evaluate and predict (with a
-    checkpoint's flags: checkpoint_args) all build theirs here: an option added here reaches all four."""
+    checkpoint's flags: checkpoint_args) all build theirs here: an option added to data.DataSpec
+    reaches all four."""
+    return data.VideoFrameDataset(list_file, data_spec(args, mode), mode)
+
+
+def data_spec(args, mode):
+    """The flags -> data.DataSpec for `mode`: the fields derived here, and every other field named as
+    its flag filled by name (a flag a checkpoint's args predate keeps the field's default)."""
     test = mode == "test"
-    return data.VideoFrameDataset(
-        list_file,
-        mode=mode,
+    derived = dict(
         root=args.data_root,
-        image_tmpl=args.image_tmpl,
-        t_length=args.t_length,
-        t_stride=args.t_stride,
-        new_size=args.new_size,
-        crop_size=args.crop_size,
+        flip=not args.no_flip,  # and never for data.NO_FLIP's datasets
         num_clips=args.test_clips if test else 1,
         num_crops=args.test_crops if test else 1,
-        test_sampling=args.test_sampling,
-        num_classes=args.num_classes,
-        seed=args.seed,
-        flip=not (args.no_flip or args.dataset in NO_FLIP),
         encoded=args.decode_device == "cuda",
-        video_decoder=getattr(args, "video_decoder", "auto"),
         read_timeout=args.read_timeout or None,
         finish_crop=not args.device.startswith("cuda"),  # a CPU model: the loader finishes the crop
-        num_segments=args.num_segments,
-        train_crop=args.train_crop,
-        augment=data.clip_augment(
+        augment=None,
+        reps=args.ra_reps,
+    )
+    if mode == "train":
+        derived["augment"] = data.clip_augment(
             args.auto_augment == "ra",
             args.ra_num_ops,
             args.ra_magnitude,
             args.color_jitter,
             args.random_erase,
         )
-        if mode == "train"
-        else None,
-        reps=args.ra_reps,
-    )
+    fields = {f.name for f in dataclasses.fields(data.DataSpec)} - set(derived)
+    return data.DataSpec(**{k: v for k, v in vars(args).items() if k in fields}, **derived)
 
 
 def worker_init_fn(worker_id):
@@ -821,21 +815,18 @@ def check_frame_folders(args, *video_lists):
 
 
 def read_class_names(args):
-    """--class_names, or <dataset>_classes.txt beside the train list (from `prepare.py lists`); or None."""
-    path = args.class_names or os.path.join(
-        os.path.dirname(os.path.abspath(args.train_list)), f"{args.dataset}_classes.txt"
-    )
-    if not os.path.isfile(path):
-        if args.class_names:
-            fail(f"--class_names {path}: no such file")
-        return None
+    """--class_names, or <dataset>_classes.txt beside the train list (from `prepare.py lists`), or the
+    names the train list's own format gives (data.class_names); or None."""
+    if args.class_names and not os.path.isfile(args.class_names):
+        fail(f"--class_names {args.class_names}: no such file")
     try:
-        names = prepare.read_class_names(path)
+        names = data.class_names(data_spec(args, "train"), args.train_list)
     except (ValueError, OSError) as e:
         fail(str(e))
-    if len(names) != args.num_classes:
+    if names is not None and len(names) != args.num_classes:
         fail(
-            f"{path} names {len(names)} classes, this run has {args.num_classes} (--num_classes, the lists)"
+            f"{args.class_names or args.train_list}: {len(names)} class names, this run has "
+            f"{args.num_classes} (--num_classes, the lists)"
         )
     return names
 
@@ -1092,7 +1083,7 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
     )  # bad: this step's replaced videos, this rank
     t_end = time.time()
     for it, batch in enumerate(train_loader(args, d, epoch, progress.iter), start=progress.iter):
-        if d.train_ds.encoded:  # --decode_device cuda: nvJPEG, here
+        if d.train_ds.spec.encoded:  # --decode_device cuda: nvJPEG, here
             batch = decode_on_device(batch, args, rt, net, progress, d, it)
         clips, labels, info = batch
         meter.t_wait += time.time() - t_end  # GPU decoding counts as waiting for data
@@ -1155,7 +1146,9 @@ def evaluate(net, d, args, rt):
         quiet = rt.rank != 0 or not sys.stderr.isatty()  # a bar on a terminal; logs stay clean
         for batch in tqdm(d.val_loader, desc="evaluate", unit="batch", disable=quiet, leave=False):
             clips, target, _ = (
-                gpudecode.decode_batch(batch, rt.device, d.val_ds) if d.val_ds.encoded else batch
+                gpudecode.decode_batch(batch, rt.device, d.val_ds)
+                if d.val_ds.spec.encoded
+                else batch
             )
             clips = clips.to(rt.device, non_blocking=True)
             if clips.dim() == 5:  # one view per video: (B, 3, T, H, W) -> (B, 1, 3, T, H, W)

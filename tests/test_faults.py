@@ -236,7 +236,7 @@ def test_lists_reads_bom_split_files_and_writes_classes_in_classind_order(tmp_pa
         ("lists", frames, "--ucf101", splits), ("lists", hmdb_frames, "--hmdb51", hmdb_splits)
     )
     assert ucf[0] == 0 and "Traceback" not in ucf[2], ucf
-    names = prepare.read_class_names(tmp_path / "ucf" / "ucf101_classes.txt")
+    names = data.read_class_names(tmp_path / "ucf" / "ucf101_classes.txt")
     assert names == ["Biking", "HandstandPushups", "ApplyEyeMakeup"]
     lines = 0
     for part in ("train", "val"):
@@ -246,7 +246,7 @@ def test_lists_reads_bom_split_files_and_writes_classes_in_classind_order(tmp_pa
     assert lines == 5  # the BOM'd first line of each split file was not lost
 
     assert hmdb[0] == 0, hmdb
-    names = prepare.read_class_names(tmp_path / "hmdb" / "hmdb51_classes.txt")
+    names = data.read_class_names(tmp_path / "hmdb" / "hmdb51_classes.txt")
     assert names == ["brush_hair", "sword", "sword_exercise"]
     val = data.read_list(tmp_path / "hmdb" / "hmdb51_val_split1_list.txt")
     assert {os.path.basename(v.path): names[v.label] for v in val} == {
@@ -292,14 +292,14 @@ def test_lists_errors_one_line_and_nothing_written(tmp_path):
 def test_read_class_names(tmp_path):
     path = tmp_path / "classes.txt"
     path.write_bytes("\ufeffrun\r\njump\r\n\r\n".encode())  # BOM, CRLF, trailing blank line
-    assert prepare.read_class_names(path) == ["run", "jump"]
+    assert data.read_class_names(path) == ["run", "jump"]
     for text, line in [("run\n\njump\n", 2), ("run\njump\nrun\n", 3)]:
         path.write_text(text)
         with pytest.raises(ValueError, match=re.escape(f"{path}:{line}: ")):
-            prepare.read_class_names(path)
+            data.read_class_names(path)
     path.write_text("\n")
     with pytest.raises(ValueError, match=re.escape(str(path))):
-        prepare.read_class_names(path)
+        data.read_class_names(path)
 
 
 # ---- extract: nothing to extract, stale partial folders ------------------------------------------
