@@ -19,19 +19,19 @@ data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in
   224 crop, random flip) and val clips (centred, short side 256, centre crop), from 340x256 JPEGs
   made once by prepare.make_synth (q95, textured: flat images decode unrealistically fast) into
   ./output/bench_frames (8 videos of 72 frames per list), or from --frames DIR (train.txt, val.txt).
-  (a) decode only: the clip's frame files decoded to uint8 by data.decode_frame and dropped, with each
+  (a) decode only: the clip's frame files decoded to uint8 by decode.decode_frame and dropped, with each
       decoder data.py can use (TorchCodec, torchvision, Pillow) -- the limit of any JPEG-frame pipeline
       on this CPU.
   (b) naive: the original project's pipeline: per frame PIL open+convert, PIL resize, crop and flip,
       then stack, float /255 and ImageNet normalisation (TSN-style Group* transforms).
   (c) data.py: VideoFrameDataset's uint8 (3, T, crop, crop) clip through data.collate, one row per
-      decoder (data.DECODER): the same run shows the pipeline before (torchvision) and after
+      decoder (decode.DECODER): the same run shows the pipeline before (torchvision) and after
       (TorchCodec) the switch. Train clips are cropped around their random box (data.train_box);
       cutting out and enlarging that box (data.crop_resize) and normalisation run batched on the device
       in the training step -- timed apart, on this CPU, in the "device part" line. (b) and (c) both pay
       for collating.
   (d) data.py bytes only: the loader's side of --decode_device cuda (VideoFrameDataset(encoded=True) +
-      data.collate_encoded): it reads the files and ships their bytes; the GPU decodes them.
+      gpudecode.collate_encoded): it reads the files and ships their bytes; the GPU decodes them.
   All rows read the same files: the ones data.py's own __getitem__ chooses for clip i = video i % K
   (`clip_files`: the dataset's bytes mode, not a copy of its sampling). "1 core":
   torch.set_num_threads(1) in this process, best of --repeats rounds run in turn. "N workers": a
@@ -62,6 +62,7 @@ timing); BannyStone/Video_Classification_PyTorch lib/transforms.py (the naive pi
 
 import argparse
 import copy
+import dataclasses
 import json
 import os
 import platform
@@ -82,6 +83,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import augment
 import data
+import decode
+import gpudecode
 import model as models
 import prepare
 import train
@@ -112,10 +115,10 @@ def clip_files(ds, i):
     return list(enc[i][0].paths)
 
 
-DECODE = "(a) decode only, {}"  # data.decode_frame with each decoder data.py can use
+DECODE = "(a) decode only, {}"  # decode.decode_frame with each decoder data.py can use
 NAIVE = "(b) naive (original project)"
-PIPELINE = "(c) data.py, {}"  # data.py's own pipeline with data.DECODER = each decoder
-OURS = PIPELINE.format(data.DECODER)  # data.py as shipped (TorchCodec where installed)
+PIPELINE = "(c) data.py, {}"  # data.py's own pipeline with decode.DECODER = each decoder
+OURS = PIPELINE.format(decode.DECODER)  # data.py as shipped (TorchCodec where installed)
 BYTES = "(d) data.py, bytes only (--decode_device)"
 CPU_BEFORE = (
     "(e) CPU trainer's input, crop_resize in step"  # before: the crop finished in float in the step
@@ -139,7 +142,7 @@ class DecodeOnly(Dataset):
         return len(self.files)
 
     def __getitem__(self, i):
-        return len([data.decode_frame(p, self.decoder) for p in self.files[i]])
+        return len([decode.decode_frame(p, self.decoder) for p in self.files[i]])
 
 
 class Naive(Dataset):
@@ -157,7 +160,7 @@ class Naive(Dataset):
 
 
 class Pipeline(Dataset):
-    """data.py's dataset, its frames decoded with `decoder` (data.DECODER, set in whichever process
+    """data.py's dataset, its frames decoded with `decoder` (decode.DECODER, set in whichever process
     runs the item: this one, or a DataLoader worker)."""
 
     def __init__(self, ds, decoder):
@@ -167,7 +170,7 @@ class Pipeline(Dataset):
         return len(self.ds)
 
     def __getitem__(self, i):
-        data.DECODER = self.decoder
+        decode.DECODER = self.decoder
         return self.ds[i]
 
 
@@ -239,14 +242,14 @@ def rate_loader(dataset, indices, workers, batch=8, collate=None, step=None):
 def data_methods(ds, K, mode, args):
     """The benchmark's rows for one dataset: name -> a map-style dataset whose item i is clip i's work."""
     files = [clip_files(ds, i) for i in range(K)]
-    decoders = data.available_decoders()
+    decoders = decode.available_decoders()
     methods = {DECODE.format(d): DecodeOnly(files, d) for d in decoders}
     methods[NAIVE] = Collated(Naive(files, mode, args), torch.utils.data.default_collate)
     for d in decoders:  # the same pipeline with each decoder: before / after the TorchCodec switch
         methods[PIPELINE.format(d)] = Collated(Pipeline(ds, d), data.collate)
     enc = copy.copy(ds)
     enc.encoded = True  # the loader's side of --decode_device: read the files, ship the bytes
-    methods[BYTES] = Collated(enc, data.collate_encoded)
+    methods[BYTES] = Collated(enc, gpudecode.collate_encoded)
     if (
         mode == "train"
     ):  # (e): all a CPU trainer does before its model: the loader, then train.to_model_input
@@ -258,7 +261,8 @@ def data_methods(ds, K, mode, args):
             (AUG_BATCH, augment.BatchAugment(data.clip_augment(True, random_erase=0.25))),
         ):
             methods[name] = Collated(copy.copy(ds), data.collate)
-            methods[name].ds.finish_crop, methods[name].ds.augment = True, aug
+            d = methods[name].ds
+            d.finish_crop, d.spec = True, dataclasses.replace(d.spec, augment=aug)
     return methods, files
 
 
@@ -296,11 +300,11 @@ def bench_data(args):
             "machine": platform.machine(),
             "cores": os.cpu_count(),
             "torch": torch.__version__,
-            "decoders": data.available_decoders(),
+            "decoders": decode.available_decoders(),
         },
         "modes": {},
     }
-    threads, decoder = torch.get_num_threads(), data.DECODER
+    threads, decoder = torch.get_num_threads(), decode.DECODER
     torch.set_num_threads(1)  # "per core": one intra-op thread, no workers
     try:
         for mode, list_file in (("train", train_list), ("val", val_list)):
@@ -339,7 +343,7 @@ def bench_data(args):
                 if args.workers
                 else {}
             )
-            data.DECODER = decoder
+            decode.DECODER = decoder
             res = summarize(one, many, files)
             res["device_part_cpu_clips_s"] = rate_device_part(ds, K, mode)
             if AUG_BATCH in methods:
@@ -348,7 +352,7 @@ def bench_data(args):
             print_data(res, mode, list_file, methods, args)
     finally:
         torch.set_num_threads(threads)
-        data.DECODER = decoder
+        decode.DECODER = decoder
     return out
 
 
@@ -753,11 +757,13 @@ def bench_train(args):
         num_workers=args.workers,
         pin_memory=device.type == "cuda",
         drop_last=True,
-        collate_fn=data.collate_encoded if ds.encoded else data.collate,
+        collate_fn=gpudecode.collate_encoded if ds.spec.encoded else data.collate,
     )
     # --decode_device cuda: nvJPEG decodes each batch in this process; that time counts as "data wait"
     batches = (
-        (data.decode_batch(b, args.decode_device, ds) for b in loader) if ds.encoded else loader
+        (gpudecode.decode_batch(b, args.decode_device, ds) for b in loader)
+        if ds.spec.encoded
+        else loader
     )
     # Synthetic first: it also warms up the model (cuDNN autotune, compile) before the real loader runs.
     synth, synth_wait = run_steps(step, synthetic_batches(args), args.warmup, args.iters, device)
@@ -857,7 +863,7 @@ def ensure_video_sets(root, short_side):
                 if item.endswith(".part.mp4"):  # an interrupted reencode's
                     continue
                 path = os.path.join(root, name, item)
-                n = prepare.count_frames(path) if name == "frames" else data.video_frames(path)
+                n = prepare.count_frames(path) if name == "frames" else decode.video_frames(path)
                 f.write(f"{name}/{item} {n} 0\n")
     return lists, prep
 
@@ -937,12 +943,12 @@ def video_decoders():
 
     libs = {"pyav": f"PyAV {av.__version__}, its wheel's FFmpeg {av.ffmpeg_version_info}"}
     try:
-        data.pick_video_decoder("torchcodec")
+        decode.pick_video_decoder("torchcodec")
         from torchcodec._core import ops  # the FFmpeg major version whose libraries it loaded
 
         libs["torchcodec"] = f"TorchCodec, FFmpeg {ops.ffmpeg_major_version} shared libraries"
     except (ValueError, ImportError, AttributeError) as e:
-        why = f"{data._NO_VIDEO_CODEC or e}"[:150]
+        why = f"{decode._NO_VIDEO_CODEC or e}"[:150]
         libs["torchcodec"] = f"not available ({why}; docs/video.md: Decoders)"
     return libs
 
@@ -962,7 +968,7 @@ def startup_times(reencoded_list, lines=240_000):
         big = time.perf_counter() - t0
     t0 = time.perf_counter()
     for v in videos:
-        data.video_frames(v.path)
+        decode.video_frames(v.path)
     return {"list_240k_s": big, "count_s_per_video": (time.perf_counter() - t0) / len(videos)}
 
 
@@ -1041,7 +1047,7 @@ def sweep_encodings(args, root, lists):
             prepare.reencode(os.path.join(root, "original"), folder, args.new_size, 1)
             with open(folder + ".txt", "w") as f:
                 f.writelines(
-                    f"{name}/{v} {data.video_frames(os.path.join(folder, v))} 0\n"
+                    f"{name}/{v} {decode.video_frames(os.path.join(folder, v))} 0\n"
                     for v in sorted(os.listdir(folder))
                     if not v.endswith(".part.mp4")
                 )
@@ -1092,8 +1098,10 @@ def bench_features(args):
         t0 = time.perf_counter()
         for folder in folders:
             for k in range(1, args.num_frames + 1):
-                data.decode_frame(data.read_encoded(os.path.join(root, folder, f"img_{k:05d}.jpg")))
-        decode = time.perf_counter() - t0
+                decode.decode_frame(
+                    decode.read_encoded(os.path.join(root, folder, f"img_{k:05d}.jpg"))
+                )
+        decode_s = time.perf_counter() - t0
         with tempfile.TemporaryDirectory() as out:
             t0 = time.perf_counter()
             features.main(
@@ -1127,8 +1135,8 @@ def bench_features(args):
         "videos_per_s": args.videos / took,
         "windows_per_s": windows / took,
         "frames_per_s": frames / took,
-        "decode_only_frames_per_s": frames / decode,
-        "ratio_to_decode_only": decode / took,
+        "decode_only_frames_per_s": frames / decode_s,
+        "ratio_to_decode_only": decode_s / took,
     }
     print(
         f"features ({args.arch}, {args.crop_size} px, 16-frame windows every 16, 1 core): "
@@ -1386,7 +1394,7 @@ def get_args_parser():
         default="cpu",
         choices=["cpu", "cuda"],
         help="cpu: the workers decode; cuda: they ship bytes, nvJPEG decodes batches "
-        "(data.decode_batch)",
+        "(gpudecode.decode_batch)",
     )
     t.add_argument(
         "--augment",
@@ -1438,7 +1446,7 @@ def main(argv=None):
             "features": bench_features,
         }
         out = commands[args.cmd](args)
-    except (ValueError, FileNotFoundError, data.BadVideo) as e:
+    except (ValueError, FileNotFoundError, decode.BadVideo) as e:
         fail(str(e))  # bad sizes, a bad list or frame: data.py / model.py say which
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)

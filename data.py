@@ -2,17 +2,19 @@
 
 A dataset is a list file, one video per line: `<frame_dir> <num_frames> <label>` (the TSN / TSM / mmaction2
 "rawframes" format; the original project's). Frame i of a video is `frame_dir/image_tmpl.format(i)`,
-i = start_index .. start_index + num_frames - 1. A line may name a video file instead (VIDEO_FILES), as
+i = start_index .. start_index + num_frames - 1. A line may name a video file (decode.VIDEO_FILES), as
 `<video> <num_frames> <label>` or mmaction2's `<video> <label>`: its frame i is the (i - start_index)-th
-frame a plain decode gives, read exactly by `open_video` (TorchCodec, else PyAV; docs/video.md).
+frame a plain decode gives, read exactly by `decode.open_video` (TorchCodec, else PyAV; docs/video.md).
+Kinetics' CSV files and Something-Something v2's JSON lists (with its labels file) are read as lists
+too: `read_list` picks the format by the file (LIST_FORMATS).
 
-    ds = VideoFrameDataset("ucf101_train_split1_list.txt", mode="train")   # root = the list's folder
+    ds = VideoFrameDataset("ucf101_train_split1_list.txt", DataSpec(), "train")  # root: the list's folder
     clip, label, info = ds[0]            # uint8 (3, T, 224, 224); test mode: (V, 3, T, crop, crop)
     x = crop_resize(normalize(clips.to("cuda")), info["box"].to("cuda"))   # a collated train batch
 
-prepare.py makes frame folders, lists and classes files. Frames are decoded by TorchCodec (Pillow
-without it); with `encoded=True` + `collate_encoded` the loader only reads files and `decode_batch` decodes
-batches on the GPU (--decode_device cuda). A clip is its decodes, one crop, at most one resize.
+prepare.py makes frame folders, lists and classes files. Frames are decoded in decode.py (TorchCodec,
+Pillow without it); with `encoded=True` the loader only reads files and gpudecode.py decodes batches on
+the GPU (--decode_device cuda). A clip is its decodes, one crop, at most one resize.
 
 References
 - L. Wang et al., "Temporal Segment Networks", ECCV 2016: the frame-folder list format.
@@ -21,83 +23,28 @@ References
   `ThreeCrop`): dense clips with scale jitter [256, 320] for training; multi-view testing
   (clips spread evenly over the video x 3 crops along the long side).
 - torchvision `references/video_classification`: uint8 clips, resizing on stacked tensors.
-- TorchCodec (pytorch/torchcodec, src/torchcodec/decoders/_image_decoders.py): decode_jpeg / decode_image,
-  batched nvJPEG decoding of a list of JPEGs on CUDA.
+- R. Goyal et al., "The 'something something' video database", ICCV 2017: v2's JSON lists and labels.
 """
 
-import copy
+import csv
 import dataclasses
 import functools
-import io
+import json
 import math
 import os
 import re
-import threading
-import warnings
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image
 from torchvision import tv_tensors
 from torchvision.transforms import v2
 
-try:  # TorchCodec (>= 0.16): libjpeg-turbo on the CPU, nvJPEG on CUDA; no FFmpeg needed for images
-    from torchcodec.decoders import (
-        decode_image as codec_decode_image,
-        decode_jpeg as codec_decode_jpeg,
-    )
-
-    _NO_CODEC = None
-except (
-    ImportError,
-    OSError,
-    RuntimeError,
-) as e:  # not installed (Pillow decodes, ~1.3x slower) or broken
-    codec_decode_image = codec_decode_jpeg = None
-    _NO_CODEC = f"{type(e).__name__}: {e}"
-    if not isinstance(
-        e, ImportError
-    ):  # installed but its libraries do not load (a wheel for another torch)
-        warnings.warn(
-            f"TorchCodec is installed but does not load ({_NO_CODEC}); decoding frames with Pillow"
-        )
-try:  # torchvision's decoders: deprecated in 0.29, kept as a choice for `bench.py data`
-    from torchvision.io import ImageReadMode, decode_image, decode_jpeg as tv_decode_jpeg
-except ImportError:
-    decode_image = tv_decode_jpeg = None
-try:  # PyAV's wheel bundles FFmpeg: video files work right after `pip install -r requirements.txt`
-    import av
-except ImportError:
-    av = None
-try:  # TorchCodec's video decoder needs FFmpeg's shared libraries (its wheel ships none)
-    from torchcodec._core import ops as _codec_ops
-    from torchcodec.decoders import VideoDecoder
-
-    _NO_VIDEO_CODEC = (
-        None if getattr(_codec_ops, "_FFMPEG_AVAILABLE", True) else "no FFmpeg libraries"
-    )
-except (ImportError, OSError, RuntimeError) as e:
-    VideoDecoder, _NO_VIDEO_CODEC = None, f"{type(e).__name__}: {e}"
-
-# decode_frame's decoder: "torchcodec", "torchvision" (bit-identical on JPEGs: both call libjpeg-turbo)
-# or "pil"; module-level so `bench.py data` can time each (a worker keeps the value it started with).
-DECODERS = ("torchcodec", "torchvision", "pil")
-DECODER = "torchcodec" if codec_decode_image is not None else "pil"
-
-# torchvision >= 0.29 deprecates its image decoders (in favour of TorchCodec) and warns on every call.
-# Silenced once here, for that message only: a catch_warnings() around each call costs ~3% of a clip.
-warnings.filterwarnings(
-    "ignore",
-    message="The image decoding and encoding capabilities of TorchVision",
-    category=DeprecationWarning,
-)
+import decode
+import gpudecode
 
 MEAN = (0.485, 0.456, 0.406)  # ImageNet RGB statistics, the inflated 2D weights expect them
 STD = (0.229, 0.224, 0.225)
-DECODE_CHUNK = (
-    1 << 30
-)  # decode_batch: bytes of full-size frames per batched GPU decode (1080p: ~170)
 MODES = ("train", "val", "test")
 
 
@@ -147,41 +94,26 @@ def _columns(fields, ints):
 
 
 def read_list(list_file, root=None, num_classes=None, problems=None, decoder="auto"):
-    """Parse a list file into Videos. A bad line raises ValueError("list:LINE: what: the line"), or,
-    if `problems` is a list, goes into it as (LINE, message) and is skipped (`check` reports them all).
-    A path may be a frame folder or a video file (VIDEO_FILES); `<video> <label>` lines (mmaction2's)
-    have their frames counted here with `decoder` (0 if unreadable: loading it is then a BadVideo), so
-    only they open a file: three-column lists open none.
-    Only whole lines starting with '#' are comments: a frame folder may contain '#' or spaces (but not
-    end in ' <integer>': columns are counted from the right). Backslashes in a frame folder become '/':
-    a list written on Windows works here."""
+    """Parse a list file into Videos; its format is picked by the file (LIST_FORMATS): text lines
+    (`_text_rows`), a Kinetics CSV (`_kinetics_rows`) or a Something-Something v2 JSON list
+    (`_sthv2_rows`). A bad entry raises ValueError("list:LINE: what: the line"), or, if `problems` is a
+    list, goes into it as (LINE, message) and is skipped (`check` reports them all). A path may be a
+    frame folder or a video file (decode.VIDEO_FILES); videos listed without a frame count (mmaction2's
+    `<video> <label>`, the CSV and JSON formats) have their frames counted here with `decoder` (0 if
+    unreadable: loading it is then a BadVideo), so only they open a file: three-column lists open none."""
     list_file = str(list_file)
     root = os.path.dirname(os.path.abspath(list_file)) if root is None else str(root)
+    rows = LIST_FORMATS.get(os.path.splitext(list_file)[1].lower(), (_text_rows,))[0]
     videos = []
-    for n, text in read_text_lines(list_file):
-        line = text.strip()
-        if not line or line.startswith("#"):
-            continue
-        fields, ints = line.split(), 0
-        while ints < len(fields) - 1 and re.fullmatch(r"[+-]?\d+", fields[-1 - ints]):
-            ints += 1
+    for n, line, row in rows(list_file):
         try:
-            if ints not in LIST_FORMS:
-                raise ValueError(_columns(fields, ints))
-            path, *numbers = line.rsplit(maxsplit=ints)
+            if isinstance(row, ValueError):
+                raise row
+            path, num_frames, label = row
             path = os.path.normpath(os.path.join(root, path.replace("\\", "/")))
-            if ints == 1 and not is_video_file(path):  # "dir x 3": a frame folder's line gone wrong
-                raise ValueError(
-                    _columns(fields, ints)
-                    if len(fields) > 2
-                    else f"'<video> <label>' names a video file ({' '.join(VIDEO_FILES)})"
-                )
-            *num_frames, label = map(int, numbers)
-            if num_frames and num_frames[0] < 1:
-                raise ValueError(f"num_frames must be >= 1, got {num_frames[0]}")
             if label < 0 or (num_classes is not None and label >= num_classes):
                 raise ValueError(f"label {label} outside [0, {num_classes or 'num_classes'})")
-            num_frames = num_frames[0] if num_frames else video_frames(path, decoder)
+            num_frames = num_frames or decode.video_frames(path, decoder)
         except ValueError as e:
             if problems is None:
                 raise ValueError(f"{list_file}:{n}: {e}: {line}") from None
@@ -191,6 +123,155 @@ def read_list(list_file, root=None, num_classes=None, problems=None, decoder="au
     if not videos and problems is None:
         raise ValueError(f"{list_file}: no videos listed")
     return videos
+
+
+def _text_rows(list_file):
+    """Text lines -> (line number, line, (path, num_frames or None, label) or the ValueError). Only whole
+    lines starting with '#' are comments: a frame folder may contain '#' or spaces (but not end in
+    ' <integer>': columns are counted from the right). Backslashes become '/': a Windows list works."""
+    for n, text in read_text_lines(list_file):
+        line = text.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields, ints = line.split(), 0
+        while ints < len(fields) - 1 and re.fullmatch(r"[+-]?\d+", fields[-1 - ints]):
+            ints += 1
+        if ints not in LIST_FORMS:
+            yield n, line, ValueError(_columns(fields, ints))
+            continue
+        path, *numbers = line.rsplit(maxsplit=ints)
+        if ints == 1 and not decode.is_video_file(
+            path
+        ):  # "dir x 3": a frame folder's line gone wrong
+            why = f"'<video> <label>' names a video file ({' '.join(decode.VIDEO_FILES)})"
+            yield n, line, ValueError(_columns(fields, ints) if len(fields) > 2 else why)
+            continue
+        *num_frames, label = map(int, numbers)
+        if num_frames and num_frames[0] < 1:
+            yield n, line, ValueError(f"num_frames must be >= 1, got {num_frames[0]}")
+            continue
+        yield n, line, (path, num_frames[0] if num_frames else None, label)
+
+
+KINETICS_COLUMNS = ("label", "youtube_id", "time_start", "time_end", "split")
+
+
+def kinetics_csv(path):
+    """A Kinetics annotation file (`label,youtube_id,time_start,time_end,split`, the official
+    train.csv / validate.csv) -> [(line number, row dict)]; ValueError if a column is missing."""
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        if not set(KINETICS_COLUMNS) <= set(reader.fieldnames or ()):
+            raise ValueError(
+                f"{path}:1: expected the columns {','.join(KINETICS_COLUMNS)}, got {reader.fieldnames}"
+            )
+        return list(enumerate(reader, 2))
+
+
+def kinetics_name(row):
+    """A Kinetics row's video name, the downloaders' file name: <youtube_id>_<start:06d>_<end:06d>."""
+    try:
+        start, end = int(float(row["time_start"])), int(float(row["time_end"]))
+    except ValueError:
+        raise ValueError("time_start and time_end must be numbers") from None
+    return f"{row['youtube_id']}_{start:06d}_{end:06d}"
+
+
+def _kinetics_rows(list_file):
+    """A Kinetics CSV read as a list: label = the index of its class among the file's sorted class names
+    (the label order of every public Kinetics checkpoint; every official split holds every class); the
+    video is <label>/<name>.mp4 under the root (--data_root), the downloaders' layout. (`prepare.py
+    lists --kinetics` finds videos anywhere, re-encoded ones included, and writes a text list.)"""
+    rows = kinetics_csv(list_file)
+    lookup = {name: k for k, name in enumerate(_kinetics_classes(rows))}
+    for n, row in rows:
+        line = ",".join(str(row.get(c)) for c in KINETICS_COLUMNS)
+        try:
+            name = kinetics_name(row)
+        except ValueError as e:
+            yield n, line, e
+            continue
+        yield n, line, (os.path.join(row["label"], name + ".mp4"), None, lookup[row["label"]])
+
+
+def _kinetics_classes(rows):
+    return sorted({row["label"] for _, row in rows})
+
+
+STHV2_LABELS = "something-something-v2-labels.json"  # beside a Something-Something v2 JSON list
+
+
+def sthv2_labels(labels_file):
+    """something-something-v2-labels.json ({template: "index"}) -> {template without brackets: index}.
+    The train / validation entries name their class by a template with '[something]' placeholders;
+    the labels file's keys are the same templates (with or without the brackets)."""
+    try:
+        with open(labels_file, encoding="utf-8") as f:
+            labels = json.load(f)
+        return {_template(k): int(v) for k, v in labels.items()}
+    except (json.JSONDecodeError, AttributeError, TypeError, ValueError) as e:
+        raise ValueError(f"{labels_file}: not a labels file of {{template: index}}: {e}") from None
+
+
+def _template(text):
+    return text.replace("[", "").replace("]", "")
+
+
+def sthv2_template(entry):
+    """A JSON list entry's template as the labels file's keys (sthv2_labels) hold it."""
+    return _template(entry["template"])
+
+
+def sthv2_entries(list_file):
+    """A Something-Something v2 JSON list ([{"id", "label", "template", "placeholders"}], the official
+    something-something-v2-train.json / -validation.json) -> [(entry number, entry)]."""
+    try:
+        with open(list_file, encoding="utf-8") as f:
+            entries = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{list_file}:{e.lineno}: not JSON: {e.msg}") from None
+    if not isinstance(entries, list):
+        raise ValueError(f"{list_file}: expected a JSON list of videos")
+    return list(enumerate(entries, 1))
+
+
+def _sthv2_rows(list_file):
+    """A Something-Something v2 JSON list: video <id>.webm, label the labels file's index of its
+    template (STHV2_LABELS beside the list); entry k is "line" k of the messages."""
+    labels = sthv2_labels(os.path.join(os.path.dirname(os.path.abspath(list_file)), STHV2_LABELS))
+    for n, entry in sthv2_entries(list_file):
+        line = json.dumps(entry)
+        if not isinstance(entry, dict) or "id" not in entry or "template" not in entry:
+            yield (
+                n,
+                line,
+                ValueError('expected {"id", "template", ...} (the test split has no labels)'),
+            )
+        elif sthv2_template(entry) not in labels:
+            yield n, line, ValueError(f"template not in {STHV2_LABELS}")
+        else:
+            yield n, line, (f"{entry['id']}.webm", None, labels[sthv2_template(entry)])
+
+
+def list_classes(list_file):
+    """The class names a list's own format gives (line i = label i), None for text lists (their classes
+    file is <dataset>_classes.txt, see `class_names`)."""
+    names = LIST_FORMATS.get(os.path.splitext(str(list_file))[1].lower(), (None, None))[1]
+    return names(str(list_file)) if names else None
+
+
+def _sthv2_classes(list_file):
+    labels_file = os.path.join(os.path.dirname(os.path.abspath(list_file)), STHV2_LABELS)
+    with open(labels_file, encoding="utf-8") as f:
+        labels = json.load(f)
+    return [name for name, _ in sorted(labels.items(), key=lambda kv: int(kv[1]))]
+
+
+# list file suffix -> (rows, class names); anything else is text lines
+LIST_FORMATS = {
+    ".csv": (_kinetics_rows, lambda path: _kinetics_classes(kinetics_csv(path))),
+    ".json": (_sthv2_rows, _sthv2_classes),
+}
 
 
 def check_image_tmpl(image_tmpl, start_index=1):
@@ -705,253 +786,114 @@ def collate(batch):
     return clips.movedim(-1, -4), labels, info  # (B, [V,] 3, T, H, W)
 
 
-# ---- decoding: files -> uint8 frames -------------------------------------------------------------
-def read_encoded(path, count=-1):
-    """A file's bytes (the first `count`; -1: all) as a 1-D uint8 tensor, what decoders take; OSError."""
-    return torch.from_numpy(np.fromfile(path, dtype=np.uint8, count=count))
-
-
-def is_jpeg(data):
-    return (
-        data.numel() >= 3 and bytes(data[:3].tolist()) == b"\xff\xd8\xff"
-    )  # SOI + the next marker
-
-
-def decode_frame(source, decoder=None):
-    """An image file (path) or its bytes (1-D uint8 tensor) -> uint8 (H, W, 3) tensor, decoded with
-    `decoder` (default: DECODER). Raises OSError / RuntimeError if missing or corrupt. TorchCodec and
-    torchvision give the same pixels on JPEGs (tested), as (3, H, W) views of (H, W, 3) memory."""
-    decoder = decoder or DECODER
-    data = source if isinstance(source, torch.Tensor) else read_encoded(source)
-    if decoder == "pil":
-        with Image.open(io.BytesIO(data.numpy())) as img:
-            return torch.from_numpy(np.array(img.convert("RGB")))
-    if decoder == "torchcodec" and codec_decode_image is not None:
-        try:  # decode_jpeg straight away: decode_image would sniff the format from the bytes again
-            img = (codec_decode_jpeg if is_jpeg(data) else codec_decode_image)(data, mode="RGB")
-        except (
-            ValueError
-        ) as e:  # "Unsupported or unrecognized image format": a corrupt file, for us
-            raise RuntimeError(str(e)) from None
-    elif decoder == "torchvision" and decode_image is not None:
-        img = decode_image(data, mode=ImageReadMode.RGB)
-    else:
-        why = f" ({_NO_CODEC})" if decoder == "torchcodec" else ""
-        raise ValueError(
-            f"decoder {decoder!r} is not available here{why}; choose from {available_decoders()}"
-        )
-    if img.dim() != 3:  # an animated GIF / WebP: (N, 3, H, W)
-        raise RuntimeError(f"{img.shape[0]} images in one file (an animation), expected one frame")
-    return img.permute(1, 2, 0)  # (H, W, 3) view of HWC memory
-
-
-def available_decoders():
-    return [
-        d for d, ok in zip(DECODERS, (codec_decode_image, decode_image, Image)) if ok is not None
-    ]
-
-
-def _size_change(frame, first):
-    return f"frame is {tuple(frame.shape)}, the first frame {tuple(first.shape)}"
-
-
-def _why(err):
-    """A decode error without torchvision's C++ source location ("decode_jpeg, /path.cpp:171, ...")."""
-    return re.sub(r"^\w+, \S+:\d+, ", "", str(err))
-
-
-# ---- video files: exact frames ---------------------------------------------------------------------
-VIDEO_FILES = (".mp4", ".avi", ".mkv", ".webm", ".mov")
-VIDEO_DECODERS = ("auto", "torchcodec", "pyav")
-_AV_ERRORS = (OSError, ValueError, RuntimeError, IndexError) + (
-    (av.error.FFmpegError,) if av else ()
-)
-
-
-def is_video_file(path):
-    return os.path.splitext(str(path))[1].lower() in VIDEO_FILES
-
-
-def pick_video_decoder(choice="auto"):
-    """--video_decoder -> the decoder used: TorchCodec if FFmpeg's libraries load, else PyAV."""
-    if choice not in VIDEO_DECODERS:
-        raise ValueError(f"--video_decoder must be one of {VIDEO_DECODERS}, got {choice!r}")
-    if choice != "pyav" and VideoDecoder is not None and _NO_VIDEO_CODEC is None:
-        return "torchcodec"
-    if choice == "torchcodec" or av is None:
-        raise ValueError(
-            f"--video_decoder {choice}: TorchCodec's video decoder is not available here "
-            f"({_NO_VIDEO_CODEC}): install FFmpeg's libraries or PyAV (pip install av)"
-        )
-    return "pyav"
-
-
-def video_frames(path, decoder="auto"):
-    """Frames in a video file (open_video's count: no decoding), 0 if it cannot be read."""
-    try:
-        return open_video(path, pick_video_decoder(decoder))[0]
-    except RuntimeError:
-        return 0
-
-
-def open_video(source, decoder="pyav", device="cpu"):
-    """A video file (path, or its bytes as a 1-D uint8 tensor) -> (num_frames, read): read(indices) ->
-    list of uint8 (H, W, 3) tensors on `device`, from the file opened once. Frame k is the k-th frame a
-    plain decode from the start outputs: `extract`'s img_{k+1:05d}.jpg. Failures: RuntimeError, one line.
-    TorchCodec's VideoDecoder runs in exact mode: opening scans the packets (no decoding), and
-    get_frames_at decodes forward from the keyframe before each run of frames, each frame once. AVI
-    files always go to PyAV, counted from the first frame: AVI stores no presentation timestamps,
-    FFmpeg reconstructs them, and with B-frames TorchCodec's exact mode returns the frame before the one
-    asked for after a seek, and fails on the last one (tests/videos.py: h264.avi, mpeg4.avi)."""
-    try:
-        head = (
-            source[:12].numpy()
-            if isinstance(source, torch.Tensor)
-            else np.fromfile(source, np.uint8, 12)
-        )
-        avi = head[:4].tobytes() == b"RIFF" and head[8:12].tobytes() == b"AVI "
-        if decoder == "torchcodec" and not avi:
-            vd = VideoDecoder(source, seek_mode="exact", dimension_order="NHWC", device=device)
-            n, read = (
-                vd.metadata.num_frames or 0,
-                lambda need: dict(zip(need, vd.get_frames_at(need).data)),
-            )
-        else:
-            n, read = _pyav_open(source, avi)
-    except _AV_ERRORS as e:
-        raise RuntimeError(" ".join(f"{type(e).__name__}: {e}".split())) from None
-
-    def frames(indices):
-        if len(indices) and (min(indices) < 0 or max(indices) >= n):
-            raise RuntimeError(f"frame {max(indices) + 1} asked for, the video has {n} frames")
-        try:
-            got = read(sorted({int(i) for i in indices})) if len(indices) else {}
-        except _AV_ERRORS as e:
-            raise RuntimeError(" ".join(f"{type(e).__name__}: {e}".split())) from None
-        return [torch.as_tensor(got[int(i)]).to(device) for i in indices]
-
-    return n, frames
-
-
-def _pyav_open(source, avi):
-    """PyAV. Opening demuxes the video packets (no decoding): frame k is the packet with the k-th
-    smallest timestamp, leaving out those an mp4 edit list discards (a plain decode drops their frames).
-    A read decodes from the last keyframe at or before its first frame and takes frames by timestamp,
-    which names a frame exactly (never "the frame at about this time"). Without usable timestamps
-    (AVI, missing or repeated ones), or if a frame is not where they say, it counts frames from the
-    start of the file, opened afresh."""
-    box = [_av_open(source)]
-    # One converter for the file's frames, one thread: frame.to_ndarray(format="rgb24") builds a new
-    # swscale context for every frame (and may start threads), 4x the cost of the conversion itself.
-    reformatter = av.video.reformatter.VideoReformatter()
-
-    def rgb(frame):
-        return reformatter.reformat(frame, format="rgb24", threads=1).to_ndarray()
-
-    packets = [(p.pts, p.is_keyframe) for p in box[0].demux(video=0) if p.size and not p.is_discard]
-    pts, keys = [t for t, _ in packets], [t for t, key in packets if key]
-    timed = not avi and None not in pts and len(set(pts)) == len(pts)
-    pts = sorted(pts) if timed else pts
-
-    def read(need):  # sorted distinct indices -> {index: RGB frame}
-        got, wanted = {}, {pts[k]: k for k in need} if timed else {}
-        if timed:
-            start = max((t for t in keys if t <= pts[need[0]]), default=pts[0])
-            box[0].seek(start, backward=True, stream=box[0].streams.video[0])
-            for frame in box[0].decode(video=0):
-                if frame.pts in wanted:
-                    got[wanted[frame.pts]] = rgb(frame)
-                if len(got) == len(need) or (frame.pts or 0) > pts[need[-1]]:
-                    break  # frames come out in timestamp order: one not out by now never will be
-        if len(got) < len(need):
-            box[0].close()
-            box[0] = _av_open(source)
-            decoded = zip(range(need[-1] + 1), box[0].decode(video=0))  # stops after need[-1]
-            got = {k: rgb(f) for k, f in decoded if k in need}
-        if len(got) < len(need):
-            raise RuntimeError(f"frame {need[-1] + 1} asked for, a decode gives fewer")
-        return got
-
-    return len(pts), read
-
-
-def _av_open(source):
-    container = av.open(
-        io.BytesIO(source.numpy().tobytes()) if isinstance(source, torch.Tensor) else source
-    )
-    if not container.streams.video:
-        raise ValueError("no video stream")
-    container.streams.video[
-        0
-    ].codec_context.thread_count = 1  # one core per loader worker, as TorchCodec
-    return container
-
-
 # ---- the dataset ---------------------------------------------------------------------------------
-class BadVideo(Exception):
-    """A listed video that cannot be read: its folder or a frame is missing, a frame is empty, truncated,
-    undecodable, or of another size than the first. One line: "<list>:<line>: <frame path>: <reason>
-    (video <folder>)". Train mode replaces such a video (VideoFrameDataset.__getitem__); val/test raise."""
-
-    def __init__(self, video, path=None, reason=None):
-        if (
-            path is None
-        ):  # BadVideo(text): how a DataLoader worker's exception is re-raised in the main
-            # process (torch's ExceptionWrapper passes the worker's whole traceback): keep its last line
-            mark = f"{type(self).__name__}: "
-            lines = [ln for ln in str(video).splitlines() if mark in ln] or [str(video)]
-            self.video = self.path = self.reason = None
-            super().__init__(lines[-1].split(mark, 1)[-1])
-            return
-        self.video, self.path, self.reason = video, path, reason
-        super().__init__(f"{video.list_file}:{video.line}: {path}: {reason} (video {video.path})")
-
-    def __reduce__(
-        self,
-    ):  # pickled (multiprocessing): re-created with the same fields, or the same text
-        return BadVideo, (
-            (self.video, self.path, self.reason) if self.path is not None else (str(self),)
-        )
+# Datasets whose labels name a direction (a flipped "moving left" is "moving right"): no horizontal flips.
+NO_FLIP = {"sthv1", "sthv2", "demo"}
 
 
-class ReadTimeout(BadVideo):
-    """A frame whose read never returned (a FIFO in its place, a stalled network mount): never replaced,
-    the run ends with this one line -- the reading thread stays blocked, and the next read may block too."""
+@dataclasses.dataclass(frozen=True)
+class DataSpec:
+    """What VideoFrameDataset makes of a list, besides its mode: train.make_dataset fills one from the
+    flags (a field added here and there reaches training, evaluation, features and predict). The
+    defaults are the reference recipe's."""
 
-    def __reduce__(self):
-        return ReadTimeout, (
-            (self.video, self.path, self.reason) if self.path is not None else (str(self),)
-        )
+    dataset: str = ""  # its name: the flip rule (NO_FLIP) and the classes file (`class_names`)
+    root: str = None  # the list's paths are relative to it; None: the list's folder
+    image_tmpl: str = "img_{:05d}.jpg"  # frame i of a frame folder: image_tmpl.format(i)
+    start_index: int = 1  # number of a video's first frame
+    t_length: int = 16  # frames per clip (TSN: per snippet)
+    t_stride: int = 4
+    num_segments: int = 1  # TSN / TSM: a snippet per segment (`segment_indices`)
+    new_size: int = 256  # short side the crops are taken as if resized to
+    crop_size: int = 224
+    train_crop: str = "jitter"  # TRAIN_CROPS: train_box or multiscale_box
+    flip: bool = True  # train flips (and --test_crops 10's mirrors); never for NO_FLIP datasets
+    augment: object = None  # clip_augment's transform for train clips, or None
+    reps: int = 1  # train: clips per video (repeated augmentation)
+    num_clips: int = 1  # test: clips per video
+    num_crops: int = 1  # test: crops per clip (1, 3, 10)
+    test_sampling: str = "ours"  # PLACEMENTS: where val / test clips go
+    num_classes: int = None  # labels must be below it; None: from the list
+    class_names: str = None  # a classes file; None: see `class_names`
+    seed: int = 0
+    video_decoder: str = "auto"  # decode.VIDEO_DECODERS
+    read_timeout: float = None  # s; None: no limit (see decode.read_files)
+    encoded: bool = (
+        False  # --decode_device: items are EncodedClips, gpudecode.decode_batch decodes them
+    )
+    finish_crop: bool = False  # a CPU model: the loader finishes the train crop (finish_box)
+
+    @property
+    def flips(self):
+        return self.flip and self.dataset not in NO_FLIP
+
+    def check(self, mode):
+        """ValueError naming what is wrong with this spec for `mode`."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if mode != "test" and (self.num_clips, self.num_crops) != (1, 1):
+            raise ValueError(f"num_clips / num_crops are test-mode options (mode={mode!r})")
+        if self.num_crops not in (1, 3, 10) or self.num_clips < 1:
+            raise ValueError(
+                "need num_clips >= 1 and num_crops in (1, 3, 10), got "
+                f"{self.num_clips}, {self.num_crops}"
+            )
+        if self.num_crops == 10 and not self.flips:  # half its views are mirror images
+            raise ValueError(
+                "--test_crops 10 mirrors half of its views, but flips are off here (--no_flip, "
+                "or a dataset whose labels name a direction): use --test_crops 3 or 1"
+            )
+        if self.train_crop not in TRAIN_CROPS or self.num_segments < 1:
+            raise ValueError(
+                f"need train_crop in {TRAIN_CROPS} and num_segments >= 1, got {self.train_crop!r}, "
+                f"{self.num_segments}"
+            )
+        if self.test_sampling not in PLACEMENTS:
+            raise ValueError(
+                f"test_sampling must be one of {PLACEMENTS}, got {self.test_sampling!r}"
+            )
+        if self.t_length < 1 or self.t_stride < 1:
+            raise ValueError(
+                f"t_length and t_stride must be >= 1, got {self.t_length}, {self.t_stride}"
+            )
+        if not 1 <= self.crop_size <= self.new_size:
+            raise ValueError(
+                f"need 1 <= crop_size <= new_size, got {self.crop_size}, {self.new_size}"
+            )
+        check_image_tmpl(self.image_tmpl, self.start_index)
 
 
-def read_files(video, paths, timeout=None, count=-1):
-    """Each path's bytes (read_encoded), or the OSError its read raised. timeout (s): the reads run in a
-    daemon thread; one still blocked after `timeout` raises ReadTimeout naming its file (an open() or
-    read() cannot be interrupted, and a hang would stop every worker of the run silently)."""
-    out = []
+def class_names(spec, list_file):
+    """The class names of `list_file`'s labels (name i = label i), or None: the spec's classes file, else
+    <dataset>_classes.txt beside the list (`prepare.py lists` writes it), else those the list's own
+    format names (a Something-Something v2 labels file, a Kinetics CSV's classes). ValueError / OSError
+    for an unreadable or malformed file."""
+    path = spec.class_names or os.path.join(
+        os.path.dirname(os.path.abspath(list_file)), f"{spec.dataset}_classes.txt"
+    )
+    if spec.class_names or (spec.dataset and os.path.isfile(path)):
+        return read_class_names(path)
+    return list_classes(list_file)
 
-    def work():
-        for path in paths:
-            try:
-                out.append(read_encoded(path, count))
-            except OSError as e:
-                out.append(e)
 
-    if not timeout:
-        work()
-        return out
-    reader = threading.Thread(
-        target=work, daemon=True
-    )  # daemon: a blocked one never delays the exit
-    reader.start()
-    reader.join(timeout)
-    if reader.is_alive():
-        raise ReadTimeout(
-            video,
-            paths[min(len(out), len(paths) - 1)],
-            f"no data after --read_timeout {timeout:g} s (a FIFO? a stalled network mount?)",
-        )
-    return out
+def read_class_names(path):
+    """A classes file (`<dataset>_classes.txt`, written by prepare.py): line i = the name of label i.
+    ValueError naming file:line for a blank line inside, a duplicate, or no names at all."""
+    lines = read_text_lines(path)
+    while lines and not lines[-1][1].strip():  # the final newline(s)
+        lines.pop()
+    names, seen = [], {}
+    for n, line in lines:
+        name = line.strip()
+        if not name:
+            raise ValueError(f"{path}:{n}: blank line (line i must name class i - 1)")
+        if name in seen:
+            raise ValueError(f"{path}:{n}: class {name!r} repeats line {seen[name]}")
+        seen[name] = n
+        names.append(name)
+    if not names:
+        raise ValueError(f"{path}: no class names")
+    return names
 
 
 BAD_ATTEMPTS = 4  # train mode: replacements tried for one unreadable video before giving up
@@ -968,83 +910,22 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     into every forked worker, would give all workers the same "random" crops). Call set_epoch(e)
     before iterating: a worker only sees the epoch that the dataset had when the worker started."""
 
-    def __init__(
-        self,
-        list_file,
-        root=None,
-        image_tmpl="img_{:05d}.jpg",
-        t_length=16,
-        t_stride=4,
-        mode="train",
-        new_size=256,
-        crop_size=224,
-        num_clips=1,
-        num_crops=1,
-        flip=True,
-        start_index=1,
-        num_classes=None,
-        seed=0,
-        test_sampling="ours",
-        encoded=False,
-        video_decoder="auto",
-        read_timeout=None,
-        finish_crop=False,
-        num_segments=1,
-        train_crop="jitter",
-        augment=None,
-        reps=1,
-    ):
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        if mode != "test" and (num_clips, num_crops) != (1, 1):
-            raise ValueError(f"num_clips / num_crops are test-mode options (mode={mode!r})")
-        if num_crops not in (1, 3, 10) or num_clips < 1:
-            raise ValueError(
-                f"need num_clips >= 1 and num_crops in (1, 3, 10), got {num_clips}, {num_crops}"
-            )
-        if (
-            num_crops == 10 and not flip
-        ):  # half its views are mirror images: a label naming a direction lies
-            raise ValueError(
-                "--test_crops 10 mirrors half of its views, but flips are off here (--no_flip, "
-                "or a dataset whose labels name a direction): use --test_crops 3 or 1"
-            )
-        if train_crop not in TRAIN_CROPS or num_segments < 1:
-            raise ValueError(
-                f"need train_crop in {TRAIN_CROPS} and num_segments >= 1, got {train_crop!r}, "
-                f"{num_segments}"
-            )
-        if test_sampling not in PLACEMENTS:
-            raise ValueError(f"test_sampling must be one of {PLACEMENTS}, got {test_sampling!r}")
-        if t_length < 1 or t_stride < 1:
-            raise ValueError(f"t_length and t_stride must be >= 1, got {t_length}, {t_stride}")
-        if not 1 <= crop_size <= new_size:
-            raise ValueError(f"need 1 <= crop_size <= new_size, got {crop_size}, {new_size}")
-        check_image_tmpl(image_tmpl, start_index)
-        self.list_file, self.image_tmpl, self.mode = str(list_file), image_tmpl, mode
-        self.t_length, self.t_stride, self.new_size, self.crop_size = (
-            t_length,
-            t_stride,
-            new_size,
-            crop_size,
-        )
-        self.num_clips, self.num_crops, self.flip, self.start_index = (
-            num_clips,
-            num_crops,
-            flip,
-            start_index,
-        )
-        self.seed, self.epoch, self.test_sampling = seed, 0, test_sampling
-        self.num_segments, self.train_crop = num_segments, train_crop  # TSN: a snippet per segment
-        self.read_timeout = read_timeout  # s; None: no limit (see read_files)
-        self.encoded = encoded  # --decode_device: items are EncodedClips, decode_batch decodes them
+    def __init__(self, list_file, spec=DataSpec(), mode="train", **fields):
+        """The videos of `list_file` (read_list: text, Kinetics CSV or Something-Something v2 JSON) as
+        `spec` says, in `mode`; keyword arguments replace fields of `spec` (DataSpec(), the reference
+        recipe, by default)."""
+        spec = dataclasses.replace(spec, **fields)
+        spec.check(mode)
+        self.list_file, self.spec, self.mode, self.epoch = str(list_file), spec, mode, 0
+        self.flip = spec.flips
         # a CPU model, or `augment` (clip_augment: the final pixels): finish_box here, uint8 (crop_resize
         # would take ~20x the time)
-        self.finish_crop = finish_crop or augment is not None
-        self.augment, self.reps = augment, reps if mode == "train" else 1  # reps: clips per video
-        self.video_decoder = pick_video_decoder(video_decoder)  # for the list's video files, if any
-        self.videos = read_list(list_file, root, num_classes, decoder=self.video_decoder)
-        self.num_classes = num_classes or max(v.label for v in self.videos) + 1
+        self.finish_crop = spec.finish_crop or spec.augment is not None
+        self.reps = spec.reps if mode == "train" else 1  # reps: clips per video
+        # for the list's video files, if any
+        self.video_decoder = decode.pick_video_decoder(spec.video_decoder)
+        self.videos = read_list(list_file, spec.root, spec.num_classes, decoder=self.video_decoder)
+        self.num_classes = spec.num_classes or max(v.label for v in self.videos) + 1
 
     def set_epoch(self, epoch):
         self.epoch = int(epoch)
@@ -1053,38 +934,38 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         return len(self.videos)
 
     def frame_path(self, video, i):
-        return os.path.join(video.path, self.image_tmpl.format(i))
+        return os.path.join(video.path, self.spec.image_tmpl.format(i))
 
     def load_frames(self, video, numbers):
         """Decode frames `numbers` of `video` (decode_frame) -> list of uint8 (H, W, 3) tensors.
         Any failure is a BadVideo naming the frame, the reason, the video and its list line."""
-        if is_video_file(
+        if decode.is_video_file(
             video.path
         ):  # a first read as frames get (a FIFO, a dead mount: read_timeout)
-            read_files(
-                video, [video.path], self.read_timeout, count=12
+            decode.read_files(
+                video, [video.path], self.spec.read_timeout, count=12
             )  # then the decoder reads the file
             return self.read_video(video, numbers)
         frames, paths = [], [self.frame_path(video, int(i)) for i in numbers]
-        for path, blob in zip(paths, read_files(video, paths, self.read_timeout)):
+        for path, blob in zip(paths, decode.read_files(video, paths, self.spec.read_timeout)):
             try:
                 if isinstance(blob, OSError):
                     raise blob
-                img = decode_frame(blob)
+                img = decode.decode_frame(blob)
             except (
                 OSError,
                 RuntimeError,
                 ValueError,
             ) as e:  # PIL: UnidentifiedImageError is an OSError
                 if not os.path.isdir(video.path):
-                    raise BadVideo(video, video.path, "missing folder") from None
+                    raise decode.BadVideo(video, video.path, "missing folder") from None
                 if not os.path.isfile(path):
-                    raise BadVideo(video, path, "missing frame") from None
+                    raise decode.BadVideo(video, path, "missing frame") from None
                 if os.path.getsize(path) == 0:
-                    raise BadVideo(video, path, "empty file (0 bytes)") from None
-                raise BadVideo(video, path, f"unreadable frame: {_why(e)}") from None
+                    raise decode.BadVideo(video, path, "empty file (0 bytes)") from None
+                raise decode.BadVideo(video, path, f"unreadable frame: {decode._why(e)}") from None
             if frames and img.shape != frames[0].shape:
-                raise BadVideo(video, path, _size_change(img, frames[0]))
+                raise decode.BadVideo(video, path, decode._size_change(img, frames[0]))
             frames.append(img)
         return frames
 
@@ -1092,7 +973,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         """Frames `numbers` of a video file (or of its bytes, `source`), opened once, on `device`. The
         file must hold the frames the list says (BadVideo otherwise, naming it and its list line)."""
         try:
-            n, read = open_video(
+            n, read = decode.open_video(
                 video.path if source is None else source, self.video_decoder, device
             )
             if n < max(
@@ -1101,9 +982,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                 raise RuntimeError(
                     f"{video.num_frames} frames listed, the video has {n}" if n else "no frames"
                 )
-            frames = read([int(i) - self.start_index for i in numbers])
+            frames = read([int(i) - self.spec.start_index for i in numbers])
         except RuntimeError as e:
-            raise BadVideo(
+            raise decode.BadVideo(
                 video,
                 video.path,
                 "missing file"
@@ -1112,46 +993,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             ) from None
         for f in frames[1:]:  # a stream may change size midway
             if f.shape != frames[0].shape:
-                raise BadVideo(video, video.path, _size_change(f, frames[0]))
+                raise decode.BadVideo(video, video.path, decode._size_change(f, frames[0]))
         return frames
-
-    def defer_clip(self, video, rng):
-        """Bytes mode (--decode_device): -> (EncodedClip, {}). load_clip runs as far as choosing the frames,
-        whose files are read but not decoded; the clip keeps a copy of `rng` as load_clip got it, and
-        decode_batch, after decoding, replays load_clip with it: the same draws, the same code, so
-        bytes mode cannot drift from the normal path whatever load_clip samples or how."""
-        replay = copy.deepcopy(rng)
-        try:
-            self.load_clip(video, rng, read=_stop_at_frames)
-            raise AssertionError("load_clip finished without reading its frames")
-        except _FramesChosen as chosen:
-            numbers = tuple(int(i) for i in chosen.numbers)
-        if is_video_file(
-            video.path
-        ):  # the whole file; opened (not decoded) here: bad ones are replaced
-            try:
-                data = read_encoded(video.path)
-            except OSError:
-                raise BadVideo(video, video.path, "missing file") from None
-            self.read_video(video, [], data)
-            return EncodedClip(video, numbers, (video.path,), data, (0, data.numel()), replay), {}
-        paths = tuple(self.frame_path(video, i) for i in numbers)
-        blobs, size = [], None
-        for i, path in zip(numbers, paths):
-            try:
-                with open(path, "rb") as f:
-                    blobs.append(f.read())
-                hw = _encoded_size(blobs[-1])
-            except (OSError, ValueError):
-                hw = None
-            if hw is None or (size is not None and hw != size):
-                # loading the frame(s) as the normal path would raises its own error (replaceable in
-                # train mode); if that decodes after all (a header we cannot parse), ship it
-                self.load_frames(video, [numbers[0], i] if size is not None else [i])
-            size = size or hw
-        offsets = np.cumsum([0] + [len(b) for b in blobs]).tolist()
-        data = torch.frombuffer(bytearray(b"".join(blobs)), dtype=torch.uint8)
-        return EncodedClip(video, numbers, paths, data, tuple(offsets), replay), {}
 
     def __getitem__(self, index):
         """(clip, label, info). Train mode: an unreadable video (BadVideo) is replaced by another one, drawn
@@ -1159,18 +1002,22 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         point -- and each failure is one line of info["bad"]; the label is the replacement's. Val/test
         never substitute (it would change the metric): BadVideo propagates."""
         video = self.videos[index]
-        rng = np.random.default_rng([self.seed, self.epoch, index])
+        rng = np.random.default_rng([self.spec.seed, self.epoch, index])
         bad = []
         for attempt in range(1, BAD_ATTEMPTS + 2):
             try:
                 clip, info = self.load_clip(video, rng)
                 return clip, video.label, {**info, "bad": "\n".join(bad)}
-            except BadVideo as e:
-                if self.mode != "train" or len(self.videos) < 2 or isinstance(e, ReadTimeout):
+            except decode.BadVideo as e:
+                if (
+                    self.mode != "train"
+                    or len(self.videos) < 2
+                    or isinstance(e, decode.ReadTimeout)
+                ):
                     raise
                 bad.append(str(e))
                 if attempt > BAD_ATTEMPTS:
-                    raise BadVideo(
+                    raise decode.BadVideo(
                         e.video,
                         e.path,
                         f"{e.reason}; the last of {len(bad)} unreadable videos "
@@ -1178,9 +1025,26 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                         "prepare.py check`",
                     ) from None
             # another video, never this sample itself; its clip draws from the same generator
-            rng = np.random.default_rng([self.seed, self.epoch, index, attempt])
+            rng = np.random.default_rng([self.spec.seed, self.epoch, index, attempt])
             j = int(rng.integers(len(self.videos) - 1))
             video = self.videos[j + (j >= index)]
+
+    def choose_frames(self, video, rng):
+        """The frame numbers of `video`'s clip(s), int64 (clips, T) in clip order: sample_indices as the
+        spec says, drawing from `rng` first (gpudecode.defer_clip calls it alone, as load_clip does)."""
+        if video.num_frames < 1:  # a `<video> <label>` line whose video could not be counted: why
+            self.read_video(video, [])
+        return sample_indices(
+            video.num_frames,
+            self.spec.t_length,
+            self.spec.t_stride,
+            self.mode,
+            self.spec.num_clips if self.mode == "test" else 1,
+            rng,
+            self.spec.start_index,
+            self.spec.test_sampling,
+            self.spec.num_segments,
+        )
 
     def load_clip(self, video, rng, read=None):
         """(video, numpy Generator) -> (clip, info). Train: clip uint8 (3, T, crop, crop) and
@@ -1189,70 +1053,60 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         augmentation, for augment.apply). Val: (3, T, crop, crop); test: (V, 3, T, crop, crop),
         clip-major.
         Its frames come from `read(video, numbers)` (default: load_frames, decoding on this CPU).
-        With encoded=True, an EncodedClip instead: see defer_clip."""
-        if self.encoded and read is None:
-            return self.defer_clip(video, rng)
-        if video.num_frames < 1:  # a `<video> <label>` line whose video could not be counted: why
-            self.read_video(video, [])
-        clips = sample_indices(
-            video.num_frames,
-            self.t_length,
-            self.t_stride,
-            self.mode,
-            self.num_clips if self.mode == "test" else 1,
-            rng,
-            self.start_index,
-            self.test_sampling,
-            self.num_segments,
-        )
-        numbers, inverse = np.unique(clips, return_inverse=True)  # decode each frame once
+        With encoded=True, an EncodedClip instead: see gpudecode.defer_clip."""
+        if self.spec.encoded and read is None:
+            return gpudecode.defer_clip(self, video, rng)
+        clips = self.choose_frames(video, rng)  # (clips, T) frame numbers, in clip order
+        # each frame decoded once, in the file's order: `numbers`; `inverse` puts them back below
+        numbers, inverse = np.unique(clips, return_inverse=True)
         frames = (read or self.load_frames)(video, numbers)
         H, W, _ = frames[0].shape
         info = {}
         if self.mode == "train":  # draws: frames, then per clip box, flip, augment -- in this order
             views, boxes, drawn = [], [], []
             for _ in range(self.reps):  # repeated augmentation: `reps` clips of the same frames
-                if self.train_crop == "jitter":  # one box for every frame (snippet)
-                    box = train_box(H, W, self.new_size, self.crop_size, rng)
+                if self.spec.train_crop == "jitter":  # one box for every frame (snippet)
+                    box = train_box(H, W, self.spec.new_size, self.spec.crop_size, rng)
                 else:
-                    more = self.train_crop == "multiscale13"
-                    box = multiscale_box(H, W, self.new_size, self.crop_size, rng, more)
+                    more = self.spec.train_crop == "multiscale13"
+                    box = multiscale_box(H, W, self.spec.new_size, self.spec.crop_size, rng, more)
                 # finish_box follows train_box's rescaled pixel grid; a multi-scale box is off that grid
-                finish = finish_box if self.train_crop == "jitter" else resample_box
+                finish = finish_box if self.spec.train_crop == "jitter" else resample_box
                 crop, box = (
-                    (finish(frames, box, self.crop_size), IDENTITY_BOX)
+                    (finish(frames, box, self.spec.crop_size), IDENTITY_BOX)
                     if self.finish_crop
-                    else train_crop(frames, box, self.crop_size)
+                    else train_crop(frames, box, self.spec.crop_size)
                 )
                 if self.flip and rng.random() < 0.5:  # mirror W, and the box
                     crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])
-                if hasattr(self.augment, "draw"):  # augment.BatchAugment: only its draws, here
-                    drawn.append(self.augment.draw(rng, crop))
+                if hasattr(self.spec.augment, "draw"):  # augment.BatchAugment: only its draws, here
+                    drawn.append(self.spec.augment.draw(rng, crop))
                     views.append(crop)
                 else:
-                    views.append(augment_clip(crop, self.augment, rng) if self.augment else crop)
+                    views.append(
+                        augment_clip(crop, self.spec.augment, rng) if self.spec.augment else crop
+                    )
                 boxes.append(box)
             info["box"] = torch.tensor(boxes if self.reps > 1 else boxes[0], dtype=torch.float32)
             if drawn:  # --augment_device batch: augment.apply augments the batch after the transfer
                 info["augment"] = torch.stack(drawn) if self.reps > 1 else drawn[0]
         else:
             views = [
-                resized_crop(frames, b, self.crop_size)
-                for b in crop_boxes(H, W, self.mode, self.new_size, self.crop_size, self.num_crops)
+                resized_crop(frames, b, self.spec.crop_size)
+                for b in crop_boxes(
+                    H, W, self.mode, self.spec.new_size, self.spec.crop_size, self.spec.num_crops
+                )
             ]
-            if self.num_crops == 10:  # GroupOverSample's order: each crop, then its mirror image
+            if (
+                self.spec.num_crops == 10
+            ):  # GroupOverSample's order: each crop, then its mirror image
                 views = [v for crop in views for v in (crop, crop.flip(-2))]
-        out = []
-        for x in views:  # (N, c, c, 3)
-            if not np.array_equal(
-                numbers, clips.reshape(-1)
-            ):  # back to clip order: test clips interleave
-                x = x[
-                    torch.from_numpy(inverse.reshape(-1))
-                ]  # or overlap, short videos repeat frames
-            out.append(
-                x.reshape(*clips.shape, *x.shape[1:])
-            )  # (clips, T, c, c, 3); TSN: T = N x t_length
+        # Decode order -> clip order, here only: test clips interleave or overlap, short videos repeat
+        # frames (a clip read in order as it is, no copy). Each view (N, c, c, 3) -> (clips, T, c, c, 3),
+        # TSN: T = N x t_length.
+        if not np.array_equal(numbers, clips.reshape(-1)):
+            views = [x[torch.from_numpy(inverse.reshape(-1))] for x in views]
+        out = [x.reshape(*clips.shape, *x.shape[1:]) for x in views]
         x = (
             out[0].unsqueeze(1) if len(out) == 1 else torch.stack(out, 1)
         )  # (clips, crops, T, c, c, 3)
@@ -1260,174 +1114,3 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         # (`collate` keeps it that way; .contiguous() if you need planar memory).
         x = x.flatten(0, 1).permute(0, 4, 1, 2, 3)
         return (x if self.mode == "test" or self.reps > 1 else x[0]), info
-
-
-# ---- bytes mode: decoding on the device (--decode_device cuda) ------------------------------------
-class _FramesChosen(Exception):
-    """Stops load_clip in defer_clip once it has chosen its frames (control flow, never an error)."""
-
-    def __init__(self, numbers):
-        self.numbers = numbers
-
-
-def _stop_at_frames(video, numbers):
-    raise _FramesChosen(numbers)
-
-
-def _encoded_size(blob):
-    """(H, W) from an image file's header without decoding it: JPEG by its SOF marker (a few us; Pillow
-    takes ~50 us), other formats by Pillow. None if unreadable."""
-    if blob[:3] != b"\xff\xd8\xff":
-        with Image.open(io.BytesIO(blob)) as img:
-            return img.height, img.width
-    k = 2
-    while k + 9 <= len(
-        blob
-    ):  # segments: FF <marker> <2-byte big-endian length including itself> ...
-        if blob[k] != 0xFF:
-            return None
-        marker = blob[k + 1]
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # SOFn (not DHT, JPG, DAC)
-            return int.from_bytes(blob[k + 5 : k + 7], "big"), int.from_bytes(
-                blob[k + 7 : k + 9], "big"
-            )
-        if marker == 0xFF:  # fill byte
-            k += 1
-            continue
-        k += 2 + int.from_bytes(blob[k + 2 : k + 4], "big")
-    return None
-
-
-@dataclasses.dataclass
-class EncodedClip:
-    """One item in bytes mode (--decode_device): the undecoded frame files load_clip chose, and a copy of
-    its generator for decode_batch to replay load_clip after decoding. `data` is all the files, one
-    after another (one tensor: one shared-memory handle per clip from a DataLoader worker); frame k is
-    data[offsets[k]:offsets[k + 1]]."""
-
-    video: Video
-    numbers: tuple  # frame numbers, as load_clip passed them to its reader
-    paths: tuple  # their files, for error messages
-    data: torch.Tensor
-    offsets: tuple
-    rng: np.random.Generator
-
-    def frames(self):
-        return [self.data[a:b] for a, b in zip(self.offsets[:-1], self.offsets[1:])]
-
-    def pin_memory(self):  # DataLoader(pin_memory=True) calls it
-        return dataclasses.replace(self, data=self.data.pin_memory())
-
-
-def collate_encoded(batch):
-    """DataLoader collate_fn in bytes mode: (list of EncodedClip, labels[, info collated])."""
-    rest = torch.utils.data.default_collate([item[1:] for item in batch])
-    return ([item[0] for item in batch], *rest)
-
-
-def decode_batch(batch, device, dataset):
-    """A batch of EncodedClips (from collate_encoded) -> the batch that data.collate would have given,
-    its clips decoded and cropped on `device`: (clips, labels[, info]), clips uint8 (B, [V,] 3, T, c, c)
-    in channels_last_3d memory on `device`; labels stay where they are. Whole clips' JPEGs are decoded in
-    batched calls (nvJPEG on CUDA, batched: TorchCodec, else torchvision) of <= DECODE_CHUNK bytes of
-    frames (a batch of 1080p at once: ~6 GB); then each clip is `dataset.load_clip` (the loader's) replayed
-    on the decoded frames with the generator it had in the loader: the same crops and flips, run on the
-    device. On the CPU this is exactly the normal path (tested); on CUDA, nvJPEG's pixels and the float
-    resize differ by a few levels. Video files are decoded one by one, on `device` with TorchCodec
-    (NVDEC on CUDA), else on the CPU and copied."""
-    encoded, labels, *info = batch
-    device = torch.device(device)
-    clips, infos, chunk, size = [], [], [], 0
-    for n, e in enumerate(encoded):
-        chunk, size = chunk + [e], size + _decoded_bytes(e)
-        if n + 1 < len(encoded) and size + _decoded_bytes(encoded[n + 1]) <= DECODE_CHUNK:
-            continue
-        jpegs = [c for c in chunk if not is_video_file(c.video.path)]
-        frames = _decode_on(
-            device,
-            [f for c in jpegs for f in c.frames()],
-            [(c.video, p) for c in jpegs for p in c.paths],
-        )
-        for (
-            e
-        ) in chunk:  # cropped here: the chunk's full-size frames are freed before the next decode
-            if is_video_file(e.video.path):
-                mine = dataset.read_video(e.video, e.numbers, e.data, device)
-            else:
-                mine, frames = (
-                    [f.permute(1, 2, 0) for f in frames[: len(e.numbers)]],
-                    frames[len(e.numbers) :],
-                )
-
-            def read(video, numbers, mine=mine, e=e):
-                if tuple(int(i) for i in numbers) != e.numbers:
-                    raise RuntimeError(
-                        f"load_clip chose other frames on replay ({e.video.path}): "
-                        "it must draw only from rng"
-                    )
-                for f, path in zip(mine, e.paths):
-                    if f.shape != mine[0].shape:
-                        raise BadVideo(e.video, path, _size_change(f, mine[0]))
-                return mine
-
-            clip, clip_info = dataset.load_clip(e.video, copy.deepcopy(e.rng), read=read)
-            clips.append(clip.movedim(-4, -1))  # as collate stacks: the interleaved memory as it is
-            infos.append(clip_info)
-        chunk, size = [], 0
-    out = torch.stack(clips).movedim(-1, -4)
-    if not info:
-        return out, labels
-    extra = (
-        torch.utils.data.default_collate(infos) if infos[0] else {}
-    )  # e.g. info["box"], drawn on replay
-    return out, labels, {**info[0], **extra}
-
-
-def _decoded_bytes(e):  # from the first frame's JPEG header (a few us); else counted as 1080p
-    size = is_jpeg(e.frames()[0]) and _encoded_size(e.frames()[0].numpy().tobytes())
-    return 3 * len(e.numbers) * math.prod(size or (1080, 1920))
-
-
-def _decode_on(device, blobs, where):
-    """Encoded frames (1-D uint8 CPU tensors) -> uint8 (3, H, W) tensors on `device`: decode_frame on the
-    CPU; on CUDA, the JPEGs in one batched nvJPEG call, anything else on the CPU and copied."""
-    if device.type == "cpu":
-        out = []
-        for b, (video, path) in zip(blobs, where):
-            try:
-                out.append(decode_frame(b).permute(2, 0, 1))
-            except (OSError, RuntimeError) as err:
-                raise BadVideo(video, path, f"unreadable frame: {_why(err)}") from None
-        return out
-    jpeg = [k for k, b in enumerate(blobs) if is_jpeg(b)]
-    out = [None] * len(blobs)
-    decode = codec_decode_jpeg or (
-        tv_decode_jpeg
-        and (lambda x, mode, device: tv_decode_jpeg(x, mode=ImageReadMode.RGB, device=device))
-    )
-    if jpeg and not decode:
-        raise RuntimeError(
-            f"decoding on {device} needs TorchCodec (pip install 'torchcodec>=0.16')"
-        )
-    try:
-        decoded = decode([blobs[k] for k in jpeg], mode="RGB", device=device) if jpeg else []
-    except (
-        torch.OutOfMemoryError
-    ):  # never frame by frame: that re-decodes everything, slowly, to no end
-        raise
-    except Exception:  # one bad file fails the whole call (RuntimeError, ValueError, ...): name it
-        for k in jpeg:
-            try:
-                decode([blobs[k]], mode="RGB", device=device)
-            except Exception as err:
-                raise (
-                    err
-                    if isinstance(err, torch.OutOfMemoryError)
-                    else BadVideo(*where[k], f"unreadable frame on {device}: {_why(err)}")
-                ) from None
-        raise
-    for k, img in zip(jpeg, decoded):
-        out[k] = img
-    for k in set(range(len(blobs))) - set(jpeg):
-        out[k] = _decode_on(torch.device("cpu"), [blobs[k]], [where[k]])[0].to(device)
-    return out

@@ -15,7 +15,7 @@ channels: ResNet3D / r3d / r2plus1d: the global average pool (before dropout and
 input averaged over (T, H, W); a model folding segments into the batch (TSN: (B * segments, C)): the
 segment average, as its logits average. --layer NAME pools that module's output over (T, H, W) instead.
 
-Frames are decoded by data.py (the dataset's load_frames for frame folders; data.open_video, opened once
+Frames are decoded by data.py (the dataset's load_frames for frame folders; decode.open_video, opened once
 per video, for video files) and cropped as the checkpoint's --evaluate crops them: the centre square of
 the short side scaled crop_size/new_size, resized to crop_size (--crop center), or the whole frame with its
 short side resized to crop_size (--crop resize); normalised with the checkpoint's mean/std. -j loader
@@ -51,6 +51,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 import data
+import decode
 import prepare
 import train
 from errors import fail
@@ -125,7 +126,7 @@ def get_parser():
     )
     p.add_argument("--image_tmpl", help="frame file name (default: the checkpoint's)")
     p.add_argument(
-        "--video_decoder", default="auto", choices=data.VIDEO_DECODERS, help="video files"
+        "--video_decoder", default="auto", choices=decode.VIDEO_DECODERS, help="video files"
     )
     p.add_argument(
         "--ddp", action="store_true", help="one process per torchrun/srun task, videos sharded"
@@ -305,10 +306,10 @@ def collect(a, args, tmp):
     """INPUTs -> (test-mode dataset of every video, their ids, a report line per input that is no video).
     One list file for train.make_dataset: a frame folder's frames counted, a list file's lines kept."""
     lines, bad = [], []
-    decoder = data.pick_video_decoder(a.video_decoder)
+    decoder = decode.pick_video_decoder(a.video_decoder)
     for src in a.inputs:
         path = os.path.abspath(src)
-        if os.path.isfile(path) and not data.is_video_file(
+        if os.path.isfile(path) and not decode.is_video_file(
             path
         ):  # a list file: its lines, its own errors
             try:
@@ -318,7 +319,7 @@ def collect(a, args, tmp):
                 ]
             except (ValueError, OSError) as e:
                 fail(str(e))
-        elif data.is_video_file(path) and os.path.isfile(path):
+        elif decode.is_video_file(path) and os.path.isfile(path):
             lines.append(f"{path} 1 0")  # counted when opened: every frame of the file is read
         elif os.path.isdir(path):
             n = prepare.count_frames(path, args.image_tmpl)
@@ -338,7 +339,7 @@ def collect(a, args, tmp):
         fail(f"checkpoint settings: {e}")
     ids = [
         os.path.splitext(os.path.basename(v.path))[0]
-        if data.is_video_file(v.path)
+        if decode.is_video_file(v.path)
         else os.path.basename(v.path)
         for v in ds.videos
     ]
@@ -355,14 +356,14 @@ def collect(a, args, tmp):
 def frame_reader(ds, video):
     """-> (frames in the video, read(0-based indices) -> list of uint8 (H, W, 3)). A video file is opened
     once (its packets indexed once); a frame folder reads only the asked frames. BadVideo / RuntimeError."""
-    if not data.is_video_file(video.path):
+    if not decode.is_video_file(video.path):
         return video.num_frames, lambda idx: ds.load_frames(
-            video, [int(i) + ds.start_index for i in idx]
+            video, [int(i) + ds.spec.start_index for i in idx]
         )
-    data.read_files(
-        video, [video.path], ds.read_timeout, count=12
+    decode.read_files(
+        video, [video.path], ds.spec.read_timeout, count=12
     )  # a FIFO, a dead mount: BadVideo
-    return data.open_video(video.path, ds.video_decoder)
+    return decode.open_video(video.path, ds.video_decoder)
 
 
 def to_clips(frames, inverse, shape, args, crop):
@@ -421,7 +422,7 @@ class Chunks(torch.utils.data.IterableDataset):
                     "starts": chunk[:, 0],
                     "frames": n,
                 }
-        except (data.BadVideo, RuntimeError, OSError, ValueError) as e:
+        except (decode.BadVideo, RuntimeError, OSError, ValueError) as e:
             why = getattr(e, "reason", None) or (str(e).splitlines() or [type(e).__name__])[0]
             yield {"k": k, "error": why}
 

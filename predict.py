@@ -22,6 +22,7 @@ import torch
 
 import checkpoint
 import data
+import decode
 import prepare
 import train
 
@@ -89,10 +90,10 @@ def one_video_dataset(source, args):
             raise PredictError(
                 f"no frames named {args.image_tmpl.format(1)} ({args.image_tmpl}) in {source}"
             )
-    elif data.is_video_file(path):
+    elif decode.is_video_file(path):
         line = f"{path} 0"  # mmaction2's `<video> <label>`: the dataset counts its frames
     else:
-        kinds = " ".join(data.VIDEO_FILES)
+        kinds = " ".join(decode.VIDEO_FILES)
         raise PredictError(f"{source}: neither a frame folder nor a video file ({kinds})")
     with tempfile.TemporaryDirectory() as tmp:
         list_file = os.path.join(tmp, "predict.txt")
@@ -113,8 +114,8 @@ def predict_one(model, source, args, batch=8):
     ds, num_frames = one_video_dataset(source, args)
     try:
         views = ds[0][0]  # uint8 (V, 3, T, crop, crop); ds[0] is (clip, label, info)
-    except (OSError, RuntimeError, data.BadVideo) as e:
-        what = "cannot decode video" if data.is_video_file(source) else "cannot read"
+    except (OSError, RuntimeError, decode.BadVideo) as e:
+        what = "cannot decode video" if decode.is_video_file(source) else "cannot read"
         why = (
             getattr(e, "reason", None) or str(e).splitlines()[0]
         )  # BadVideo's reason: no temp list in it

@@ -5,6 +5,7 @@
     python prepare.py reencode VIDEOS_DIR OUT_DIR [--short-side 256 -j N]
     python prepare.py lists DIR --ucf101 SPLITS_DIR [--split 1 --force]    (or --hmdb51 SPLITS_DIR)
     python prepare.py lists DIR --kinetics train.csv validate.csv
+    python prepare.py lists DIR --sthv2 LABELS_DIR     # Something-Something v2's JSON files
     python prepare.py check LIST [--root R --image_tmpl T --full]
 
 synth writes a small dataset whose only cue is motion (the demo's); extract decodes video files into
@@ -26,7 +27,6 @@ References
 """
 
 import argparse
-import csv
 import importlib.util
 import math
 import os
@@ -40,6 +40,7 @@ from PIL import Image
 from tqdm import tqdm
 
 import data
+import decode
 
 
 # ---- synthetic data: motion is the only cue -------------------------------------------------------
@@ -206,7 +207,7 @@ def extract(videos_dir, frames_dir, short_side=256, quality=95, jobs=1):
 # decodes every frame from the keyframe before its first. MPEG-4 part 2 takes ~half h264's CPU per clip
 # on one core (for ~1.6x its disk), a keyframe every 12 frames bounds the lead-in, no B-frames keeps
 # decode order = presentation order, a fixed quantiser 3 keeps ~38 dB PSNR, and mp4 keeps timestamps
-# (AVI has none: data.open_video). Train clips then decode at ~0.9x the speed of JPEG frames.
+# (AVI has none: decode.open_video). Train clips then decode at ~0.9x the speed of JPEG frames.
 REENCODE = {"codec": "mpeg4", "gop": 12, "q": 3}
 
 
@@ -358,7 +359,7 @@ def _split_entries(dataset, splits_dir, split):
 
 
 def _count_video(job):
-    return data.video_frames(*job)
+    return decode.video_frames(*job)
 
 
 def _find_videos(frames_dir, image_tmpl, start_index, jobs=1, decoder="auto"):
@@ -373,7 +374,7 @@ def _find_videos(frames_dir, image_tmpl, start_index, jobs=1, decoder="auto"):
         files_ += [
             os.path.join(dirpath, f)
             for f in sorted(files)  # not an interrupted reencode's
-            if data.is_video_file(f) and not f.endswith(".part.mp4")
+            if decode.is_video_file(f) and not f.endswith(".part.mp4")
         ]
     with ProcessPoolExecutor(max(1, jobs)) as pool:
         jobs_ = [(f, decoder) for f in files_]
@@ -396,20 +397,9 @@ def _find_videos(frames_dir, image_tmpl, start_index, jobs=1, decoder="auto"):
 def _kinetics_entries(csv_files):
     """Kinetics annotations (`label,youtube_id,time_start,time_end,split`, one file per split or all
     in one) -> (classes, {"train": [(video name, label, "file:line")], "val": [...]}). Video names are
-    `<youtube_id>_<start:06d>_<end:06d>`, the downloaders' file names. Classes: the sorted names of the
-    train rows (the label order of every public Kinetics checkpoint)."""
-    rows = []
-    for path in csv_files:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            need = {"label", "youtube_id", "time_start", "time_end", "split"}
-            if not need <= set(reader.fieldnames or ()):
-                raise ValueError(
-                    f"{path}:1: expected the columns {','.join(sorted(need))}, "
-                    f"got {reader.fieldnames}"
-                )
-            for n, row in enumerate(reader, 2):
-                rows.append((row, f"{path}:{n}"))
+    `<youtube_id>_<start:06d>_<end:06d>` (data.kinetics_name), the downloaders' file names. Classes: the
+    sorted names of the train rows (the label order of every public Kinetics checkpoint)."""
+    rows = [(row, f"{path}:{n}") for path in csv_files for n, row in data.kinetics_csv(path)]
     classes = sorted({row["label"] for row, _ in rows if row["split"] == "train"})
     if not classes:
         raise ValueError(f"no train rows (split 'train') in {', '.join(map(str, csv_files))}")
@@ -422,13 +412,48 @@ def _kinetics_entries(csv_files):
         if row["label"] not in lookup:
             raise ValueError(f"{where}: class {row['label']!r} has no train video")
         try:
-            start, end = int(float(row["time_start"])), int(float(row["time_end"]))
-        except ValueError:
-            raise ValueError(f"{where}: time_start and time_end must be numbers") from None
-        entries[part].append(
-            (f"{row['youtube_id']}_{start:06d}_{end:06d}", lookup[row["label"]], where)
-        )
+            entries[part].append((data.kinetics_name(row), lookup[row["label"]], where))
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
     return classes, entries
+
+
+STHV2_LISTS = {
+    "train": "something-something-v2-train.json",
+    "val": "something-something-v2-validation.json",
+}
+
+
+def _sthv2_entries(labels_dir):
+    """Something-Something v2's annotations (LABELS_DIR: something-something-v2-labels.json, -train.json,
+    -validation.json) -> (classes, {"train": [(video id, label, "file:entry")], "val": [...]}): the
+    videos are <id>.webm, a label is the labels file's index of the entry's template."""
+    labels_file = os.path.join(labels_dir, data.STHV2_LABELS)
+    classes = data.list_classes(os.path.join(labels_dir, STHV2_LISTS["train"]))
+    labels = data.sthv2_labels(labels_file)
+    entries = {"train": [], "val": []}
+    for part, name in STHV2_LISTS.items():
+        path = os.path.join(labels_dir, name)
+        for n, entry in data.sthv2_entries(path):
+            try:
+                entries[part].append(
+                    (str(entry["id"]), labels[data.sthv2_template(entry)], f"{path}:{n}")
+                )
+            except (KeyError, TypeError):
+                raise ValueError(
+                    f"{path}:{n}: expected an id and a template of {labels_file}: {entry}"
+                ) from None
+    return classes, entries
+
+
+def _official_entries(dataset, splits_dir, split):
+    """-> (the lists' dataset name, classes, entries as _split_entries gives them, what they come from)."""
+    if dataset == "kinetics":
+        classes, entries = _kinetics_entries(splits_dir)
+        return f"kinetics{len(classes)}", classes, entries, "the CSV files"
+    if dataset == "sthv2":
+        return dataset, *_sthv2_entries(splits_dir), "the JSON files"
+    return dataset, *_split_entries(dataset, splits_dir, split), f"split {split}"
 
 
 def make_lists(
@@ -445,7 +470,8 @@ def make_lists(
 ):
     """Write <out_dir>/<dataset>_{train,val}_split<N>_list.txt from the official splits (kinetics:
     <out_dir>/kinetics<classes>_{train,val}_list.txt from its CSV files, `splits_dir` a list of them: a
-    kinetics400 list is train.py's dataset kinetics400, its classes file found beside it), with the
+    kinetics400 list is train.py's dataset kinetics400, its classes file found beside it; sthv2:
+    sthv2_{train,val}_list.txt from the JSON files in `splits_dir`), with the
     frame counts. Frame folders and video files are found by video name anywhere under frames_dir
     (flat or per class). Paths are relative to out_dir (default: frames_dir's parent), the lists'
     default root. Also writes <out_dir>/<dataset>_classes.txt: line i = the name of label i
@@ -456,16 +482,8 @@ def make_lists(
     if not os.path.isdir(frames_dir):
         raise ValueError(f"FRAMES_DIR {frames_dir} is not a folder")
     out_dir = out_dir or os.path.dirname(os.path.abspath(frames_dir))
-    classes, entries = (
-        _kinetics_entries(splits_dir)
-        if dataset == "kinetics"
-        else _split_entries(dataset, splits_dir, split)
-    )
-    kinetics = dataset == "kinetics"
-    dataset, of = (
-        (f"kinetics{len(classes)}", "the CSV files") if kinetics else (dataset, f"split {split}")
-    )
-    suffix = "" if kinetics else f"_split{split}"
+    dataset, classes, entries, of = _official_entries(dataset, splits_dir, split)
+    suffix = f"_split{split}" if of.startswith("split") else ""
     paths, classes_path = output_paths(out_dir, dataset, suffix, classes, force)  # before the count
     folders = _find_videos(frames_dir, image_tmpl, start_index, jobs, decoder)
     lists, warnings_ = {}, []
@@ -522,7 +540,7 @@ def output_paths(out_dir, dataset, suffix, classes, force):
     taken = [p for p in paths.values() if os.path.exists(p)]
     if os.path.exists(classes_path):
         try:
-            same = read_class_names(classes_path) == list(classes)
+            same = data.read_class_names(classes_path) == list(classes)
         except (ValueError, OSError):
             same = False
         taken += [] if same else [classes_path]
@@ -541,7 +559,7 @@ def _check_video(v, where, full, decoder):
     if not os.path.isfile(v.path):
         return f"{where}: missing file {v.path}"
     try:
-        n, read = data.open_video(v.path, data.pick_video_decoder(decoder))
+        n, read = decode.open_video(v.path, decode.pick_video_decoder(decoder))
         if n < v.num_frames:
             return f"{where}: {v.num_frames} frames listed, the video has {n} ({v.path})"
         for k in range(0, n, 32) if full else [0]:
@@ -572,7 +590,7 @@ def check(
     for v in tqdm(videos, desc="check", unit="video", disable=None):  # a bar on a terminal only
         where = f"{list_file}:{v.line}"
         frames += v.num_frames
-        if data.is_video_file(v.path):
+        if decode.is_video_file(v.path):
             problems += [(v.line, p) for p in [_check_video(v, where, full, decoder)] if p]
             continue
         if not os.path.isdir(v.path):
@@ -593,9 +611,9 @@ def check(
         for i in numbers if full else sorted({numbers[0], numbers[-1]}) if numbers else []:
             path = os.path.join(v.path, image_tmpl.format(i))
             try:
-                img = data.decode_frame(path)
+                img = decode.decode_frame(path)
             except (OSError, RuntimeError, ValueError) as e:
-                problems.append((v.line, f"{where}: unreadable frame {path}: {data._why(e)}"))
+                problems.append((v.line, f"{where}: unreadable frame {path}: {decode._why(e)}"))
                 continue
             if size is not None and img.shape != size:
                 problems.append(
@@ -613,26 +631,6 @@ def check(
         + (f"{len(problems)} problem(s)" if problems else "OK")
     )
     return [message for _, message in problems]
-
-
-def read_class_names(path):
-    """A classes file (`<dataset>_classes.txt`, written by prepare.py): line i = the name of label i.
-    ValueError naming file:line for a blank line inside, a duplicate, or no names at all."""
-    lines = data.read_text_lines(path)
-    while lines and not lines[-1][1].strip():  # the final newline(s)
-        lines.pop()
-    names, seen = [], {}
-    for n, line in lines:
-        name = line.strip()
-        if not name:
-            raise ValueError(f"{path}:{n}: blank line (line i must name class i - 1)")
-        if name in seen:
-            raise ValueError(f"{path}:{n}: class {name!r} repeats line {seen[name]}")
-        seen[name] = n
-        names.append(name)
-    if not names:
-        raise ValueError(f"{path}: no class names")
-    return names
 
 
 # ---- frames on disk: counted here and by predict.py, checked as train.py starts -------------------
@@ -655,7 +653,7 @@ def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report
     data.check_image_tmpl(image_tmpl, start_index)
 
     def problem(v):
-        if data.is_video_file(v.path):
+        if decode.is_video_file(v.path):
             return (
                 None if os.path.exists(v.path) else f"{v.list_file}:{v.line}: missing file {v.path}"
             )
@@ -693,6 +691,37 @@ def _size(text):
     return int(m.group(1)), int(m.group(2))
 
 
+def _lists_parser(sub):
+    """prepare.py lists: where the official splits come from (one of)."""
+    li = sub.add_parser(
+        "lists",
+        help="train/val list files from the official UCF101 / HMDB51 splits "
+        "or Kinetics' CSV files or Something-Something v2's JSON files, for frame folders or video files",
+    )
+    li.add_argument("frames_dir", help="frame folders and/or video files, found by video name")
+    g = li.add_mutually_exclusive_group(required=True)
+    g.add_argument(
+        "--ucf101",
+        metavar="SPLITS_DIR",
+        help="folder with classInd.txt, trainlist0N.txt, testlist0N.txt",
+    )
+    g.add_argument("--hmdb51", metavar="SPLITS_DIR", help="folder with <class>_test_splitN.txt")
+    g.add_argument(
+        "--kinetics",
+        metavar="CSV",
+        nargs="+",
+        help="files of label,youtube_id,time_start,time_end,split rows "
+        "(videos named <youtube_id>_<start:06d>_<end:06d>.*)",
+    )
+    g.add_argument(
+        "--sthv2",
+        metavar="LABELS_DIR",
+        help="Something-Something v2: folder with something-something-v2-labels.json, "
+        "-train.json, -validation.json (videos named <id>.webm)",
+    )
+    return li
+
+
 def _parser():
     p = _OneLineParser(description="Video frame-folder datasets: make, extract, list, check.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -727,26 +756,7 @@ def _parser():
     r.add_argument(
         "--short-side", type=int, default=256, help="resize the short side to this (0: keep)"
     )
-    li = sub.add_parser(
-        "lists",
-        help="train/val list files from the official UCF101 / HMDB51 splits "
-        "or Kinetics' CSV files, for frame folders or video files",
-    )
-    li.add_argument("frames_dir", help="frame folders and/or video files, found by video name")
-    g = li.add_mutually_exclusive_group(required=True)
-    g.add_argument(
-        "--ucf101",
-        metavar="SPLITS_DIR",
-        help="folder with classInd.txt, trainlist0N.txt, testlist0N.txt",
-    )
-    g.add_argument("--hmdb51", metavar="SPLITS_DIR", help="folder with <class>_test_splitN.txt")
-    g.add_argument(
-        "--kinetics",
-        metavar="CSV",
-        nargs="+",
-        help="files of label,youtube_id,time_start,time_end,split rows "
-        "(videos named <youtube_id>_<start:06d>_<end:06d>.*)",
-    )
+    li = _lists_parser(sub)
     li.add_argument("--split", type=int, default=1, choices=(1, 2, 3))
     li.add_argument("--out", help="folder for the lists (default: FRAMES_DIR's parent)")
     c = sub.add_parser(
@@ -763,7 +773,7 @@ def _parser():
         q.add_argument(
             "--video_decoder",
             default="auto",
-            choices=data.VIDEO_DECODERS,
+            choices=decode.VIDEO_DECODERS,
             help="video files: auto (TorchCodec if FFmpeg's libraries load, else PyAV)",
         )
         q.add_argument("--image_tmpl", default="img_{:05d}.jpg", help="frame file name template")
@@ -791,7 +801,7 @@ def main(argv=None):
             return 1 if reencode(a.src, a.dst, a.short_side, a.jobs) else 0
         elif a.cmd == "lists":
             dataset, splits = next(
-                (d, s) for d in ("ucf101", "hmdb51", "kinetics") if (s := getattr(a, d))
+                (d, s) for d in ("ucf101", "hmdb51", "kinetics", "sthv2") if (s := getattr(a, d))
             )
             make_lists(
                 a.frames_dir,

@@ -50,6 +50,7 @@ from torch.utils.data import DataLoader, Subset
 
 import checkpoint
 import data
+import decode
 import rundir
 import train
 import vit
@@ -354,7 +355,7 @@ def validate_and_log(args, rt, net, d, progress, meter, loss_fn):
         try:
             log["val_loss"] = validate(net, d, args, rt, loss_fn)
             path = draw(net, d, args, rt, epoch)
-        except data.BadVideo as e:
+        except decode.BadVideo as e:
             checkpoint.save(args, rt, net, progress, d)
             fail(f"validation stopped (checkpoint.pth saved): {e}")
         print(f"epoch {epoch} * val reconstruction loss {log['val_loss']:.4f}; {path}")
@@ -464,5 +465,5 @@ def main(args):
 if __name__ == "__main__":  # `python train.py pretrain ARGS` hands over here
     try:
         main(train.parse_args([*sys.argv[1:], "--pretrain"]))
-    except data.BadVideo as e:
+    except decode.BadVideo as e:
         fail(str(e))

@@ -277,7 +277,7 @@ def event(rt, text):
 def record_bad_videos(lines, rt, progress):
     """Every rank learns every rank's lines (so all count the same and stop together); each video counts
     once; rank 0 reports it, on stderr and in bad_videos.txt."""
-    new = {}  # video ("<list>:<line>", how data.BadVideo's line starts) -> its first report
+    new = {}  # video ("<list>:<line>", how decode.BadVideo's line starts) -> its first report
     for line in sum(rt.gather(lines), []):
         video = line.split(": ", 1)[0]
         if video not in progress.bad_seen:

@@ -56,6 +56,8 @@ from tqdm import tqdm
 import augment  # --augment_device batch: clip augmentation applied to the batch
 import checkpoint
 import data
+import decode
+import gpudecode
 import launch
 import model as models
 import prepare  # the start-up folder check and the demo's synthetic data
@@ -65,8 +67,6 @@ import vit  # the VideoMAE ViTs' clip geometry
 import zoo  # --pretrained: the model zoos' weights
 from errors import fail, warn
 
-# Datasets whose labels name a direction (a flipped "moving left" is "moving right"): no horizontal flips.
-NO_FLIP = {"sthv1", "sthv2", "demo"}
 NUM_CLASSES = {
     "ucf101": 101,
     "hmdb51": 51,
@@ -379,7 +379,7 @@ def add_augment_args(p):
         help="scale jitter | TSN's multiscale corner crops | 13 places (VideoMAE pretraining)",
     )
     p.add_argument(
-        "--no_flip", action="store_true", help=f"no train flips (always: {sorted(NO_FLIP)})"
+        "--no_flip", action="store_true", help=f"no train flips (always: {sorted(data.NO_FLIP)})"
     )
     p.add_argument(
         "--mixup-alpha", dest="mixup_alpha", default=0.0, type=nonnegative, help="0: off"
@@ -482,7 +482,7 @@ def add_device_args(p):
     p.add_argument(
         "--video_decoder",
         default="auto",
-        choices=data.VIDEO_DECODERS,
+        choices=decode.VIDEO_DECODERS,
         help="video files: auto = TorchCodec if FFmpeg's libraries load, else PyAV",
     )
     p.add_argument(
@@ -987,32 +987,30 @@ class Data:
 
 def make_dataset(args, list_file, mode):
     """The dataset of `list_file` as the flags say. Training, validation, --evaluate and predict (with a
-    checkpoint's flags: checkpoint_args) all build theirs here: an option added here reaches all four."""
+    checkpoint's flags: checkpoint_args) all build theirs here: an option added to data.DataSpec
+    reaches all four."""
+    return data.VideoFrameDataset(list_file, data_spec(args, mode), mode)
+
+
+def data_spec(args, mode):
+    """The flags -> data.DataSpec for `mode`: the fields derived here, and every other field named as
+    its flag filled by name (a flag a checkpoint's args predate keeps the field's default)."""
     test = mode == "test"
-    return data.VideoFrameDataset(
-        list_file,
-        mode=mode,
+    derived = dict(
         root=args.data_root,
-        image_tmpl=args.image_tmpl,
-        t_length=args.t_length,
-        t_stride=args.t_stride,
-        new_size=args.new_size,
-        crop_size=args.crop_size,
+        flip=not args.no_flip,  # and never for data.NO_FLIP's datasets
         num_clips=args.test_clips if test else 1,
         num_crops=args.test_crops if test else 1,
-        test_sampling=args.test_sampling,
-        num_classes=args.num_classes,
-        seed=args.seed,
-        flip=not (args.no_flip or args.dataset in NO_FLIP),
         encoded=args.decode_device == "cuda",
-        video_decoder=getattr(args, "video_decoder", "auto"),
         read_timeout=args.read_timeout or None,
         finish_crop=not args.device.startswith("cuda"),  # a CPU model: the loader finishes the crop
-        num_segments=args.num_segments,
-        train_crop=args.train_crop,
-        augment=clip_augment(args) if mode == "train" else None,
+        augment=None,
         reps=args.ra_reps,
     )
+    if mode == "train":
+        derived["augment"] = clip_augment(args)  # in the loader, or augment.BatchAugment's draws
+    fields = {f.name for f in dataclasses.fields(data.DataSpec)} - set(derived)
+    return data.DataSpec(**{k: v for k, v in vars(args).items() if k in fields}, **derived)
 
 
 def clip_augment(args):
@@ -1073,7 +1071,7 @@ def build_data(args, rt):
     except (ValueError, OSError) as e:
         fail(str(e))
     args.num_classes = args.num_classes or max(train_ds.num_classes, val_ds.num_classes)
-    if rt.rank == 0 and any(data.is_video_file(v.path) for v in train_ds.videos + val_ds.videos):
+    if rt.rank == 0 and any(decode.is_video_file(v.path) for v in train_ds.videos + val_ds.videos):
         print(
             f"video files: decoded with {train_ds.video_decoder} (AVI files: pyav; --video_decoder)"
         )
@@ -1162,21 +1160,18 @@ def check_frame_folders(args, *video_lists):
 
 
 def read_class_names(args):
-    """--class_names, or <dataset>_classes.txt beside the train list (from `prepare.py lists`); or None."""
-    path = args.class_names or os.path.join(
-        os.path.dirname(os.path.abspath(args.train_list)), f"{args.dataset}_classes.txt"
-    )
-    if not os.path.isfile(path):
-        if args.class_names:
-            fail(f"--class_names {path}: no such file")
-        return None
+    """--class_names, or <dataset>_classes.txt beside the train list (from `prepare.py lists`), or the
+    names the train list's own format gives (data.class_names); or None."""
+    if args.class_names and not os.path.isfile(args.class_names):
+        fail(f"--class_names {args.class_names}: no such file")
     try:
-        names = prepare.read_class_names(path)
+        names = data.class_names(data_spec(args, "train"), args.train_list)
     except (ValueError, OSError) as e:
         fail(str(e))
-    if len(names) != args.num_classes:
+    if names is not None and len(names) != args.num_classes:
         fail(
-            f"{path} names {len(names)} classes, this run has {args.num_classes} (--num_classes, the lists)"
+            f"{args.class_names or args.train_list}: {len(names)} class names, this run has "
+            f"{args.num_classes} (--num_classes, the lists)"
         )
     return names
 
@@ -1205,7 +1200,7 @@ def train_loader(args, d, epoch, start_iter):
 def collate_fn(
     args,
 ):  # --decode_device cuda: batches of encoded frames, decoded by decode_batch in the step
-    return data.collate_encoded if args.decode_device == "cuda" else data.collate
+    return gpudecode.collate_encoded if args.decode_device == "cuda" else data.collate
 
 
 # ---- model and optimizer ---------------------------------------------------------------------------
@@ -1397,24 +1392,24 @@ def lr_batch_scale(args):
 
 # ---- one epoch of training -------------------------------------------------------------------------
 def decode_on_device(batch, args, rt, net, progress, d, it):
-    """--decode_device cuda: data.decode_batch. A frame that fails only on the GPU cannot be replaced (its
-    loader has moved on). One process saves at the last step boundary first; under DDP the other ranks stop
-    with it."""
+    """--decode_device cuda: gpudecode.decode_batch. A frame that fails only on the GPU cannot be replaced
+    (its loader has moved on). One process saves at the last step boundary first; under DDP the other
+    ranks stop with it."""
     try:
-        return data.decode_batch(batch, rt.device, d.train_ds)
+        return gpudecode.decode_batch(batch, rt.device, d.train_ds)
     except (
         Exception
     ) as e:  # nvJPEG / TorchCodec raise RuntimeError, ValueError, their own kinds; OOM too
         if rt.world_size == 1:
             progress.iter = it - it % args.iter_size
             checkpoint.save(args, rt, net, progress, d)
-        if isinstance(e, data.BadVideo):
+        if isinstance(e, decode.BadVideo):
             fail(
                 f"{e} -- found decoding on the GPU in training; run `python prepare.py check LIST --full` "
                 "and fix it, then --resume auto"
             )
         why = (
-            f"out of GPU memory decoding batch {it} (lower -b or data.DECODE_CHUNK)"
+            f"out of GPU memory decoding batch {it} (lower -b or gpudecode.DECODE_CHUNK)"
             if isinstance(e, torch.OutOfMemoryError)
             else f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
         )
@@ -1463,7 +1458,7 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
     )  # bad: this step's replaced videos, this rank
     t_end = time.time()
     for it, batch in enumerate(train_loader(args, d, epoch, progress.iter), start=progress.iter):
-        if d.train_ds.encoded:  # --decode_device cuda: nvJPEG, here
+        if d.train_ds.spec.encoded:  # --decode_device cuda: nvJPEG, here
             batch = decode_on_device(batch, args, rt, net, progress, d, it)
         clips, labels, info = batch
         meter.t_wait += time.time() - t_end  # GPU decoding counts as waiting for data
@@ -1523,7 +1518,9 @@ def evaluate(net, d, args, rt):
         quiet = rt.rank != 0 or not sys.stderr.isatty()  # a bar on a terminal; logs stay clean
         for batch in tqdm(d.val_loader, desc="evaluate", unit="batch", disable=quiet, leave=False):
             clips, target, _ = (
-                data.decode_batch(batch, rt.device, d.val_ds) if d.val_ds.encoded else batch
+                gpudecode.decode_batch(batch, rt.device, d.val_ds)
+                if d.val_ds.spec.encoded
+                else batch
             )
             clips = clips.to(rt.device, non_blocking=True)
             if clips.dim() == 5:  # one view per video: (B, 3, T, H, W) -> (B, 1, 3, T, H, W)
@@ -1540,17 +1537,17 @@ def evaluate(net, d, args, rt):
             )  # average views per video
             labels.append(target)
     except (
-        data.BadVideo
+        decode.BadVideo
     ) as e:  # never substituted (it would change the metric); all ranks learn of it below
         error = str(
             e
-        )  # one line, also when a DataLoader worker raised it (data.BadVideo keeps its text)
+        )  # one line, also when a DataLoader worker raised it (decode.BadVideo keeps its text)
     scores = torch.cat(scores) if scores else torch.zeros(0, args.num_classes)
     labels = torch.cat(labels) if labels else torch.zeros(0, dtype=torch.long)
     shards = rt.gather((d.val_indices[: len(labels)], scores, labels, error))
     errors = [s[3] for s in shards if s[3]]
     if errors:
-        raise data.BadVideo(errors[0])
+        raise decode.BadVideo(errors[0])
     # Put every rank's shard back in dataset order.
     all_scores = torch.zeros(len(d.val_ds), args.num_classes)
     all_labels = torch.zeros(len(d.val_ds), dtype=torch.long)
@@ -1596,7 +1593,7 @@ def evaluate_checkpoint(args, rt, net, d):
     tag = rundir.evaluation_files(args, rt, flag_sets().scores)
     try:
         res = evaluate(net, d, args, rt)
-    except data.BadVideo as e:
+    except decode.BadVideo as e:
         fail(f"evaluation stopped: {e}")
     report_evaluation(args, rt, d, res, args.test_clips, args.test_crops, tag)
     print(f" * Acc@1 {res['top1']:.3f} Acc@5 {res['top5']:.3f}")
@@ -1635,7 +1632,7 @@ def validate_and_log(args, rt, net, d, progress, meter):
                 if net.ema
                 else None
             )
-        except data.BadVideo as e:  # the training state is saved first: nothing is lost
+        except decode.BadVideo as e:  # the training state is saved first: nothing is lost
             checkpoint.save(args, rt, net, progress, d)
             fail(f"validation stopped (checkpoint.pth saved): {e}")
         log.update(val_top1=res["top1"], val_top5=res["top5"], val_loss=res["loss"])
@@ -1722,6 +1719,8 @@ if __name__ == "__main__":
     except BaseException as e:
         # a one-line error, a traceback, Ctrl-C: no run folder left holding only args.txt
         rundir.remove_if_unused()
-        if isinstance(e, data.BadVideo):  # e.g. a training video whose replacements all failed too
+        if isinstance(
+            e, decode.BadVideo
+        ):  # e.g. a training video whose replacements all failed too
             fail(str(e))
         raise

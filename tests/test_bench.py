@@ -17,6 +17,8 @@ from torchvision.transforms import v2
 import augment
 import bench
 import data
+import decode
+import gpudecode
 import prepare
 import model as models
 from conftest import REPO
@@ -127,7 +129,7 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
     assert (
         torch.get_num_threads() == threads
     )  # the per-core setting (1 thread) is undone afterwards
-    decoders = data.available_decoders()
+    decoders = decode.available_decoders()
     names = (
         [bench.DECODE.format(d) for d in decoders]
         + [bench.NAIVE]
@@ -136,7 +138,7 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
     )
     assert bench.DECODE.format("pil") in names  # the naive pipeline's decoder ...
     assert (
-        bench.DECODE.format(data.DECODER) in names and bench.OURS in names
+        bench.DECODE.format(decode.DECODER) in names and bench.OURS in names
     )  # ... and data.py's own
     assert set(res["modes"]) == {"train", "val"}
     for mode, r in res["modes"].items():
@@ -205,7 +207,7 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
 def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch, capsys):
     """The 'N workers' column runs the same work as the '1 core' column: for each (a) row the decoder
     alone, for (b) the naive clip with default_collate, for (c) data.py with that row's decoder and
-    data.collate, for (d) the bytes mode with data.collate_encoded; all in batches of 8."""
+    data.collate, for (d) the bytes mode with gpudecode.collate_encoded; all in batches of 8."""
     seen = []
 
     def spy(
@@ -231,11 +233,11 @@ def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch
         tmp_path,
         capsys,
     )
-    decoders = data.available_decoders()
+    decoders = decode.available_decoders()
     expected = [(bench.DecodeOnly, d, None) for d in decoders]
     expected += [(bench.Naive, None, torch.utils.data.default_collate)]
     expected += [(bench.Pipeline, d, data.collate) for d in decoders]
-    expected += [(data.VideoFrameDataset, None, data.collate_encoded)]
+    expected += [(data.VideoFrameDataset, None, gpudecode.collate_encoded)]
     # train only, (e): the CPU trainer's input path, the loader then train.to_model_input in this process
     cpu_rows = [(data.VideoFrameDataset, None, data.collate)] * 2
     aug_rows = [

@@ -17,18 +17,20 @@ from PIL import Image
 
 import bench
 import data
+import decode
+import gpudecode
 import prepare
 from conftest import REPO
 
 needs_codec = pytest.mark.skipif(
-    data.codec_decode_image is None, reason="TorchCodec is not installed"
+    decode.codec_decode_image is None, reason="TorchCodec is not installed"
 )
 needs_tv = pytest.mark.skipif(
-    data.decode_image is None, reason="torchvision has no image decoders here"
+    decode.decode_image is None, reason="torchvision has no image decoders here"
 )
 # torchvision 0.29, as data.py
 pytestmark = pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")
-BadFrame = (data.BadVideo,) if hasattr(data, "BadVideo") else (FileNotFoundError, RuntimeError)
+BadFrame = (decode.BadVideo,) if hasattr(decode, "BadVideo") else (FileNotFoundError, RuntimeError)
 
 
 def textured(h, w, seed=0):
@@ -75,14 +77,14 @@ def test_torchcodec_decode_is_bit_identical_to_torchvision(tmp_path):
     prepare.make_synth(str(tmp_path / "synth"), classes=2, videos=1, frames=3, size=(340, 256))
     paths += [str(p) for p in sorted((tmp_path / "synth" / "train" / "video_0000").glob("*.jpg"))]
     for path in paths:
-        ours = data.decode_frame(path, "torchcodec")
+        ours = decode.decode_frame(path, "torchcodec")
         ref = decode_image(read_file(path), mode=ImageReadMode.RGB).permute(1, 2, 0)
         assert ours.dtype == torch.uint8 and ours.dim() == 3 and ours.shape[2] == 3, path
         assert ours.shape == ref.shape and torch.equal(ours, ref), path
-        assert torch.equal(data.decode_frame(data.read_encoded(path), "torchcodec"), ref), path
+        assert torch.equal(decode.decode_frame(decode.read_encoded(path), "torchcodec"), ref), path
         assert ours.float().std() > 10  # not trivially equal: textured frames
         # Pillow (the fallback) decodes the same frame to the same size, pixels close (other IDCT/upsampling)
-        pil = data.decode_frame(path, "pil")
+        pil = decode.decode_frame(path, "pil")
         assert pil.shape == ours.shape and (pil.float() - ours.float()).abs().mean() < 2, path
 
 
@@ -90,10 +92,12 @@ def test_torchcodec_decode_is_bit_identical_to_torchvision(tmp_path):
 def test_default_decoder_is_torchcodec_and_the_dataset_uses_it(tmp_path, monkeypatch):
     """data.py's clips are decoded by TorchCodec's decode_jpeg: one call per distinct frame."""
     train_list, _ = prepare.make_synth(str(tmp_path), classes=2, videos=2, frames=8, size=(48, 32))
-    assert data.DECODER == "torchcodec" and data.available_decoders()[0] == "torchcodec"
+    assert decode.DECODER == "torchcodec" and decode.available_decoders()[0] == "torchcodec"
     calls = []
-    real = data.codec_decode_jpeg
-    monkeypatch.setattr(data, "codec_decode_jpeg", lambda x, **kw: calls.append(1) or real(x, **kw))
+    real = decode.codec_decode_jpeg
+    monkeypatch.setattr(
+        decode, "codec_decode_jpeg", lambda x, **kw: calls.append(1) or real(x, **kw)
+    )
     ds = data.VideoFrameDataset(
         train_list, mode="val", t_length=4, t_stride=2, new_size=32, crop_size=24
     )
@@ -105,14 +109,14 @@ def test_default_decoder_is_torchcodec_and_the_dataset_uses_it(tmp_path, monkeyp
 def test_pillow_is_the_fallback_only_without_torchcodec(blocked, expected, tmp_path):
     """In a fresh interpreter: TorchCodec when importable, Pillow when it is missing -- and then
     decode_frame still gives (H, W, 3) uint8 frames."""
-    if data.codec_decode_image is None and expected == "torchcodec":
+    if decode.codec_decode_image is None and expected == "torchcodec":
         pytest.skip("TorchCodec is not installed")
     img = tmp_path / "f.jpg"
     Image.fromarray(textured(32, 48)).save(img, quality=95)
     code = (
         f"import sys; sys.modules.update({{m: None for m in {[blocked] if blocked else []}}})\n"
-        f"import data; x = data.decode_frame({str(img)!r})\n"
-        "print(data.DECODER, tuple(x.shape), x.dtype, data.available_decoders())"
+        f"import decode; x = decode.decode_frame({str(img)!r})\n"
+        "print(decode.DECODER, tuple(x.shape), x.dtype, decode.available_decoders())"
     )
     p = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
@@ -126,7 +130,7 @@ def test_unknown_or_unavailable_decoder_is_one_clear_error(tmp_path):
     img = tmp_path / "f.jpg"
     Image.fromarray(textured(16, 16)).save(img)
     with pytest.raises(ValueError, match=r"decoder 'nvdec' is not available here; choose from \["):
-        data.decode_frame(str(img), "nvdec")
+        decode.decode_frame(str(img), "nvdec")
 
 
 # ---- bad frames: still one line ------------------------------------------------------------------
@@ -157,9 +161,9 @@ def bad_frames_dataset(tmp_path, kind, encoded=False):
 @pytest.mark.parametrize("kind", ["missing", "garbage", "bad_marker", "truncated", "other_size"])
 @pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")
 def test_bad_frame_is_one_line_naming_it(kind, decoder, tmp_path, monkeypatch):
-    if decoder not in data.available_decoders():
+    if decoder not in decode.available_decoders():
         pytest.skip(f"{decoder} not available")
-    monkeypatch.setattr(data, "DECODER", decoder)
+    monkeypatch.setattr(decode, "DECODER", decoder)
     ds, path = bad_frames_dataset(tmp_path, kind)
     with pytest.raises(BadFrame) as e:
         ds[0]
@@ -184,10 +188,10 @@ def test_bytes_mode_raises_the_dataset_error_in_the_loader(kind, tmp_path):
 
 def test_bytes_mode_truncated_frame_fails_in_decode_batch_naming_it(tmp_path):
     enc, path = bad_frames_dataset(tmp_path, "truncated", encoded=True)
-    batch = data.collate_encoded([enc[0]])  # the header parses: the loader ships it
-    bad = (data.BadVideo,) if hasattr(data, "BadVideo") else RuntimeError
+    batch = gpudecode.collate_encoded([enc[0]])  # the header parses: the loader ships it
+    bad = (decode.BadVideo,) if hasattr(decode, "BadVideo") else RuntimeError
     with pytest.raises(bad) as e:
-        data.decode_batch(batch, "cpu", enc)
+        gpudecode.decode_batch(batch, "cpu", enc)
     msg = str(e.value)
     assert (
         "\n" not in msg and path in msg and "truncated" in msg and not re.search(r"\.cpp:\d+", msg)
@@ -221,8 +225,8 @@ def test_encoded_size_reads_jpeg_headers(tmp_path):
         with open(path, "rb") as f:
             blob = f.read()
         with Image.open(path) as img:
-            assert data._encoded_size(blob) == (img.height, img.width), name
-    assert data._encoded_size(b"\xff\xd8\xff" + b"\x00" * 20) is None
+            assert gpudecode._encoded_size(blob) == (img.height, img.width), name
+    assert gpudecode._encoded_size(b"\xff\xd8\xff" + b"\x00" * 20) is None
 
 
 # ---- bytes mode == the normal path ---------------------------------------------------------------
@@ -244,17 +248,17 @@ def test_bytes_mode_decode_batch_cpu_equals_normal_path(mode, tmp_path):
     if mode == "test":
         kw.update(num_clips=2, num_crops=3)
     ds, enc = both(train_list, **kw)
-    for epoch, decoder in ((0, data.DECODER), (1, "pil")):
+    for epoch, decoder in ((0, decode.DECODER), (1, "pil")):
         ds.set_epoch(epoch)
         enc.set_epoch(epoch)
-        old, data.DECODER = data.DECODER, decoder
+        old, decode.DECODER = decode.DECODER, decoder
         try:
             normal = data.collate([ds[i] for i in range(len(ds))])
             items = [enc[i] for i in range(len(enc))]
-            assert all(isinstance(it[0], data.EncodedClip) for it in items)
-            deferred = data.decode_batch(data.collate_encoded(items), "cpu", enc)
+            assert all(isinstance(it[0], gpudecode.EncodedClip) for it in items)
+            deferred = gpudecode.decode_batch(gpudecode.collate_encoded(items), "cpu", enc)
         finally:
-            data.DECODER = old
+            decode.DECODER = old
         assert len(deferred) == len(normal) and torch.equal(deferred[1], normal[1])
         a, b = normal[0], deferred[0]
         assert a.shape == b.shape and a.stride() == b.stride() and torch.equal(a, b), (mode, epoch)
@@ -275,9 +279,9 @@ def test_bytes_mode_through_dataloader_workers_equals_normal_path(tmp_path):
         torch.utils.data.DataLoader(ds, batch_size=2, num_workers=0, collate_fn=data.collate)
     )
     loader = torch.utils.data.DataLoader(
-        enc, batch_size=2, num_workers=2, collate_fn=data.collate_encoded
+        enc, batch_size=2, num_workers=2, collate_fn=gpudecode.collate_encoded
     )
-    deferred = [data.decode_batch(b, "cpu", enc) for b in loader]
+    deferred = [gpudecode.decode_batch(b, "cpu", enc) for b in loader]
     assert len(deferred) == len(normal) == 2
     for a, b in zip(normal, deferred):
         assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
@@ -289,13 +293,13 @@ def test_bytes_mode_replays_the_crop_it_sampled(tmp_path):
     train_list, _ = prepare.make_synth(str(tmp_path), classes=2, videos=1, frames=10, size=(96, 64))
     ds, enc = both(train_list, mode="train", t_length=2, t_stride=2, new_size=64, crop_size=32)
     item = enc[0]
-    good = data.decode_batch(data.collate_encoded([item]), "cpu", enc)[0]
+    good = gpudecode.decode_batch(gpudecode.collate_encoded([item]), "cpu", enc)[0]
     assert torch.equal(good, data.collate([ds[0]])[0])
     changed = []
     for seed in range(4):
         item[0].rng = np.random.default_rng([99, seed])
         try:
-            decoded = data.decode_batch(data.collate_encoded([item]), "cpu", enc)[0]
+            decoded = gpudecode.decode_batch(gpudecode.collate_encoded([item]), "cpu", enc)[0]
             changed.append(not torch.equal(decoded, good))
         except RuntimeError as e:  # another start frame: the replay refuses to use the wrong frames
             changed.append("chose other frames" in str(e))
@@ -316,9 +320,9 @@ def test_decode_batch_cuda_matches_cpu(mode, tmp_path):
         kw.update(num_clips=2, num_crops=3)
     ds, enc = both(train_list, **kw)
     cpu = data.collate([ds[i] for i in range(len(ds))])
-    batch = data.collate_encoded([enc[i] for i in range(len(enc))])
+    batch = gpudecode.collate_encoded([enc[i] for i in range(len(enc))])
     batch = ([e.pin_memory() for e in batch[0]], *batch[1:])  # as DataLoader(pin_memory=True) does
-    gpu = data.decode_batch(batch, "cuda", enc)
+    gpu = gpudecode.decode_batch(batch, "cuda", enc)
     x, y = cpu[0], gpu[0]
     assert y.device.type == "cuda" and y.dtype == torch.uint8 and y.shape == x.shape
     assert y.stride() == x.stride()  # collate's layout: channels_last_3d for (B, 3, T, H, W)
@@ -330,14 +334,14 @@ def test_decode_batch_cuda_matches_cpu(mode, tmp_path):
 
 # ---- bench.py data: the dataset's own sampling ---------------------------------------------------
 def decoded_paths(monkeypatch, fn):
-    """The frame files read for decoding (data.read_encoded: the loader's reads and decode_frame's own)
+    """The frame files read for decoding (decode.read_encoded: the loader's reads and decode_frame's own)
     while fn() runs."""
-    seen, real = [], data.read_encoded
+    seen, real = [], decode.read_encoded
     monkeypatch.setattr(
-        data, "read_encoded", lambda path, count=-1: seen.append(path) or real(path, count)
+        decode, "read_encoded", lambda path, count=-1: seen.append(path) or real(path, count)
     )
     fn()
-    monkeypatch.setattr(data, "read_encoded", real)
+    monkeypatch.setattr(decode, "read_encoded", real)
     return seen
 
 
@@ -363,7 +367,7 @@ def test_bench_reads_exactly_the_frames_the_dataset_reads(tmp_path, monkeypatch)
             truth = decoded_paths(monkeypatch, lambda: ds[i])
             files = bench.clip_files(ds, i)
             assert files == truth, (epoch, i)
-            row = bench.DecodeOnly([files], data.DECODER)
+            row = bench.DecodeOnly([files], decode.DECODER)
             assert decoded_paths(monkeypatch, lambda: row[0]) == truth
     epochs = [bench.clip_files(ds, 0)]
     ds.set_epoch(4)
@@ -381,7 +385,7 @@ def test_bench_data_rows_per_decoder_and_share_of_limit(tiny_frames, tmp_path, c
     """bench.py data: decode-only and data.py rows for each decoder, the bytes-only row, and each
     data.py row's share of the fastest decode-only row, in the JSON and the printed line."""
     path = tmp_path / "d.json"
-    decoder = data.DECODER
+    decoder = decode.DECODER
     bench.main(
         [
             "data",
@@ -407,10 +411,10 @@ def test_bench_data_rows_per_decoder_and_share_of_limit(tiny_frames, tmp_path, c
             str(path),
         ]
     )
-    assert data.DECODER == decoder  # restored after timing each decoder
+    assert decode.DECODER == decoder  # restored after timing each decoder
     out = capsys.readouterr().out
     res = json.loads(path.read_text())
-    decoders = data.available_decoders()
+    decoders = decode.available_decoders()
     assert res["settings"]["decoders"] == decoders
     shares = re.findall(r"loader's share of the limit \((.+?)\), 1 core: (.+)", out)
     assert len(shares) == 2, out
@@ -503,8 +507,8 @@ def test_bench_train_decode_device_cuda_runs(tiny_frames, tmp_path):
 
 
 @pytest.mark.skipif(
-    not hasattr(data, "BadVideo"),
-    reason="needs data.BadVideo (train-mode replacement of bad videos)",
+    not hasattr(decode, "BadVideo"),
+    reason="needs decode.BadVideo (train-mode replacement of bad videos)",
 )
 def test_bytes_mode_replaces_a_bad_video_like_the_normal_path(tmp_path):
     """Train mode: a video with a missing frame is replaced in the loader in bytes mode too -- the same
@@ -515,8 +519,8 @@ def test_bytes_mode_replaces_a_bad_video_like_the_normal_path(tmp_path):
             os.remove(tmp_path / "train" / "video_0001" / f"img_{k:05d}.jpg")
     ds, enc = both(train_list, mode="train", t_length=3, t_stride=2, new_size=48, crop_size=32)
     normal = data.collate([ds[i] for i in range(len(ds))])
-    deferred = data.decode_batch(
-        data.collate_encoded([enc[i] for i in range(len(enc))]), "cpu", enc
+    deferred = gpudecode.decode_batch(
+        gpudecode.collate_encoded([enc[i] for i in range(len(enc))]), "cpu", enc
     )
     assert torch.equal(normal[0], deferred[0]) and torch.equal(normal[1], deferred[1])
     assert normal[2]["bad"] == deferred[2]["bad"] and "video_0001" in normal[2]["bad"][1], normal[

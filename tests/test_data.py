@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import data
+import decode
 from conftest import H, NUM_FRAMES, UCF101_LISTS, W, copy_video, write_list
 
 
@@ -21,7 +22,7 @@ SMALL = dict(t_length=4, t_stride=2, new_size=40, crop_size=32)  # tiny clips: (
 
 def frames_of(folder, numbers, tmpl="img_{:05d}.jpg"):
     """Reference decode: uint8 (3, len(numbers), H, W) of the given frame numbers."""
-    frames = [data.decode_frame(os.path.join(folder, tmpl.format(int(i)))) for i in numbers]
+    frames = [decode.decode_frame(os.path.join(folder, tmpl.format(int(i)))) for i in numbers]
     return torch.stack(frames).permute(3, 0, 1, 2)
 
 
@@ -480,7 +481,7 @@ def test_missing_frame_names_frame_video_and_line(synth, tmp_path):
     ds = data.VideoFrameDataset(
         path, mode="val", t_length=NUM_FRAMES, t_stride=1, new_size=40, crop_size=32
     )
-    with pytest.raises(data.BadVideo) as err:
+    with pytest.raises(decode.BadVideo) as err:
         ds[0]
     message = str(err.value)
     assert str(missing) in message and str(video) in message and f"{path}:2" in message
@@ -496,7 +497,7 @@ def test_corrupt_frame_names_frame_and_line(synth, tmp_path, garbage):
     ds = data.VideoFrameDataset(
         path, mode="val", t_length=NUM_FRAMES, t_stride=1, new_size=40, crop_size=32
     )
-    with pytest.raises(data.BadVideo) as err:
+    with pytest.raises(decode.BadVideo) as err:
         ds[0]
     message = str(err.value)
     assert str(bad) in message and str(video) in message and f"{path}:1" in message
@@ -511,7 +512,7 @@ def test_frame_size_change_names_frame_and_line(synth, tmp_path):
     ds = data.VideoFrameDataset(
         path, mode="val", t_length=NUM_FRAMES, t_stride=1, new_size=40, crop_size=32
     )
-    with pytest.raises(data.BadVideo, match=re.escape(f"{path}:1: {odd}")):
+    with pytest.raises(decode.BadVideo, match=re.escape(f"{path}:1: {odd}")):
         ds[0]
 
 
@@ -520,20 +521,20 @@ def test_pillow_fallback_decoder(synth, tmp_path, monkeypatch):
     root, _, val = synth
     ds = data.VideoFrameDataset(val, mode="val", **SMALL)
     fast = ds[1][0]
-    frame = data.decode_frame(str(root / "val" / "video_0001" / "img_00001.jpg"))
+    frame = decode.decode_frame(str(root / "val" / "video_0001" / "img_00001.jpg"))
     gray = tmp_path / "gray.jpg"
     Image.fromarray(np.full((12, 16), 77, np.uint8)).save(gray)
-    assert data.decode_frame(str(gray)).shape == (12, 16, 3)
+    assert decode.decode_frame(str(gray)).shape == (12, 16, 3)
 
-    monkeypatch.setattr(data, "DECODER", "pil")  # what data.py picks when TorchCodec is missing
+    monkeypatch.setattr(decode, "DECODER", "pil")  # what data.py picks when TorchCodec is missing
     slow = ds[1][0]
     assert slow.shape == fast.shape and slow.dtype == torch.uint8
     assert_interleaved(slow)
     assert (slow.int() - fast.int()).abs().max() <= 2
-    pil = data.decode_frame(str(root / "val" / "video_0001" / "img_00001.jpg"))
+    pil = decode.decode_frame(str(root / "val" / "video_0001" / "img_00001.jpg"))
     assert pil.shape == frame.shape == (H, W, 3) and pil.dtype == torch.uint8
     assert (pil.int() - frame.int()).abs().max() <= 2
-    assert data.decode_frame(str(gray)).shape == (12, 16, 3)  # grayscale JPEG -> RGB
+    assert decode.decode_frame(str(gray)).shape == (12, 16, 3)  # grayscale JPEG -> RGB
 
     corrupt = copy_video(root / "val" / "video_0000", tmp_path / "corrupt")
     (corrupt / "img_00002.jpg").write_bytes(os.urandom(200))
@@ -543,9 +544,9 @@ def test_pillow_fallback_decoder(synth, tmp_path, monkeypatch):
     ds = data.VideoFrameDataset(
         path, mode="val", t_length=NUM_FRAMES, t_stride=1, new_size=40, crop_size=32
     )
-    with pytest.raises(data.BadVideo, match=re.escape(f"{path}:1: {corrupt / 'img_00002.jpg'}")):
+    with pytest.raises(decode.BadVideo, match=re.escape(f"{path}:1: {corrupt / 'img_00002.jpg'}")):
         ds[0]
-    with pytest.raises(data.BadVideo, match=re.escape(f"{path}:2: {holed / 'img_00004.jpg'}")):
+    with pytest.raises(decode.BadVideo, match=re.escape(f"{path}:2: {holed / 'img_00004.jpg'}")):
         ds[1]
 
 

@@ -25,6 +25,7 @@ import torch
 from PIL import Image
 
 import data
+import decode
 import prepare
 from conftest import H, REPO, UCF101_LISTS, W, fake_hmdb51, fake_ucf101, write_frames, write_list
 
@@ -235,7 +236,7 @@ def test_lists_reads_bom_split_files_and_writes_classes_in_classind_order(tmp_pa
         ("lists", frames, "--ucf101", splits), ("lists", hmdb_frames, "--hmdb51", hmdb_splits)
     )
     assert ucf[0] == 0 and "Traceback" not in ucf[2], ucf
-    names = prepare.read_class_names(tmp_path / "ucf" / "ucf101_classes.txt")
+    names = data.read_class_names(tmp_path / "ucf" / "ucf101_classes.txt")
     assert names == ["Biking", "HandstandPushups", "ApplyEyeMakeup"]
     lines = 0
     for part in ("train", "val"):
@@ -245,7 +246,7 @@ def test_lists_reads_bom_split_files_and_writes_classes_in_classind_order(tmp_pa
     assert lines == 5  # the BOM'd first line of each split file was not lost
 
     assert hmdb[0] == 0, hmdb
-    names = prepare.read_class_names(tmp_path / "hmdb" / "hmdb51_classes.txt")
+    names = data.read_class_names(tmp_path / "hmdb" / "hmdb51_classes.txt")
     assert names == ["brush_hair", "sword", "sword_exercise"]
     val = data.read_list(tmp_path / "hmdb" / "hmdb51_val_split1_list.txt")
     assert {os.path.basename(v.path): names[v.label] for v in val} == {
@@ -291,14 +292,14 @@ def test_lists_errors_one_line_and_nothing_written(tmp_path):
 def test_read_class_names(tmp_path):
     path = tmp_path / "classes.txt"
     path.write_bytes("\ufeffrun\r\njump\r\n\r\n".encode())  # BOM, CRLF, trailing blank line
-    assert prepare.read_class_names(path) == ["run", "jump"]
+    assert data.read_class_names(path) == ["run", "jump"]
     for text, line in [("run\n\njump\n", 2), ("run\njump\nrun\n", 3)]:
         path.write_text(text)
         with pytest.raises(ValueError, match=re.escape(f"{path}:{line}: ")):
-            prepare.read_class_names(path)
+            data.read_class_names(path)
     path.write_text("\n")
     with pytest.raises(ValueError, match=re.escape(str(path))):
-        prepare.read_class_names(path)
+        data.read_class_names(path)
 
 
 # ---- extract: nothing to extract, stale partial folders ------------------------------------------
@@ -429,7 +430,7 @@ def test_val_and_test_raise_bad_video_naming_frame_and_line(six_videos, how):
     named = break_video(six_videos.parent / "v2", how)
     for mode, extra in (("val", {}), ("test", dict(num_clips=2, num_crops=3))):
         ds = data.VideoFrameDataset(six_videos, mode=mode, **CLIP, **extra)
-        with pytest.raises(data.BadVideo) as e:
+        with pytest.raises(decode.BadVideo) as e:
             ds[2]
         message = str(e.value)
         assert "\n" not in message and message.startswith(
@@ -503,7 +504,7 @@ def test_chains_of_bad_videos_and_giving_up(six_videos):
         for i in range(1, 6):
             try:
                 clip, label, info = ds[i]
-            except data.BadVideo as e:  # every replacement bad too: give up, one line
+            except decode.BadVideo as e:  # every replacement bad too: give up, one line
                 assert "\n" not in str(e) and f"unreadable videos in a row for sample {i}" in str(e)
                 lengths.add("gave up")
                 continue
@@ -521,16 +522,16 @@ def test_bad_video_from_a_worker_is_one_line(six_videos):
     named = break_video(six_videos.parent / "v0", "garbage")
     ds = data.VideoFrameDataset(six_videos, mode="val", **CLIP)
     loader = torch.utils.data.DataLoader(ds, batch_size=2, num_workers=2, collate_fn=data.collate)
-    with pytest.raises(data.BadVideo) as e:
+    with pytest.raises(decode.BadVideo) as e:
         list(loader)
     assert "\n" not in str(e.value), str(e.value)
     assert str(e.value).startswith(f"{six_videos}:2: {named}: unreadable frame"), str(e.value)
     for err in (
         e.value,
-        data.BadVideo(data.read_list(six_videos)[0], str(named), "why"),
+        decode.BadVideo(data.read_list(six_videos)[0], str(named), "why"),
     ):  # pickles as it is
         again = pickle.loads(pickle.dumps(err))
-        assert type(again) is data.BadVideo and str(again) == str(err) and again.path == err.path
+        assert type(again) is decode.BadVideo and str(again) == str(err) and again.path == err.path
 
 
 # ---- check_folders: the fail-early check ----------------------------------------------------------

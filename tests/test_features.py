@@ -21,6 +21,7 @@ import torchvision
 import torchvision.transforms.v2.functional as TF
 
 import data
+import decode
 import export
 import features
 import predict
@@ -85,7 +86,7 @@ def rel_err(a, b):
 
 def folder_frames(folder):
     return [
-        data.decode_frame(data.read_encoded(os.path.join(folder, f"img_{k:05d}.jpg")))
+        decode.decode_frame(decode.read_encoded(os.path.join(folder, f"img_{k:05d}.jpg")))
         for k in range(1, prepare.count_frames(folder) + 1)
     ]
 

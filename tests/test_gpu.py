@@ -10,6 +10,8 @@ import torch
 
 import checkpoint
 import data
+import decode
+import gpudecode
 import prepare
 import report
 import train
@@ -48,7 +50,7 @@ def test_sync_bn_without_ddp_is_one_line(lists, tmp_path, capsys):  # noqa: F811
 )
 def test_gpu_decode_error_of_any_type_saves_and_is_one_line(monkeypatch, capsys, error):
     saved = []
-    monkeypatch.setattr(data, "decode_batch", lambda *a: (_ for _ in ()).throw(error))
+    monkeypatch.setattr(gpudecode, "decode_batch", lambda *a: (_ for _ in ()).throw(error))
     monkeypatch.setattr(checkpoint, "save", lambda *a: saved.append(a[3].iter))
     rt, progress = type("RT", (), {"world_size": 1, "device": None})(), checkpoint.Progress()
     args = type("A", (), {"iter_size": 2})()
@@ -71,20 +73,22 @@ def encoded_batch(tmp_path_factory):
     ds = data.VideoFrameDataset(
         train_list, t_length=4, t_stride=2, new_size=36, crop_size=32, encoded=True
     )
-    return ds, data.collate_encoded([ds[i] for i in range(4)])
+    return ds, gpudecode.collate_encoded([ds[i] for i in range(4)])
 
 
 def test_decode_batch_goes_in_bounded_chunks(monkeypatch, encoded_batch):
     ds, batch = encoded_batch
-    whole = data.decode_batch(batch, "cpu", ds)
-    calls, real = [], data._decode_on
+    whole = gpudecode.decode_batch(batch, "cpu", ds)
+    calls, real = [], gpudecode._decode_on
     monkeypatch.setattr(
-        data,
+        gpudecode,
         "_decode_on",
         lambda dev, blobs, where: calls.append(len(blobs)) or real(dev, blobs, where),
     )
-    monkeypatch.setattr(data, "DECODE_CHUNK", 2 * 3 * 48 * 40 * 4)  # two clips of 4 frames of 48x40
-    chunked = data.decode_batch(batch, "cpu", ds)
+    monkeypatch.setattr(
+        gpudecode, "DECODE_CHUNK", 2 * 3 * 48 * 40 * 4
+    )  # two clips of 4 frames of 48x40
+    chunked = gpudecode.decode_batch(batch, "cpu", ds)
     assert (
         calls == [8, 8]
         and torch.equal(whole[0], chunked[0])
@@ -100,20 +104,20 @@ def test_batched_gpu_decode_oom_is_not_redone_frame_by_frame(monkeypatch, encode
     where = [(e.video, p) for e in batch[0] for p in e.paths]
     for error, expect in (
         (torch.OutOfMemoryError("CUDA out of memory"), torch.OutOfMemoryError),
-        (ValueError("corrupt"), data.BadVideo),
+        (ValueError("corrupt"), decode.BadVideo),
     ):
         calls = []
 
-        def decode(x, mode, device, error=error):
+        def fake_decode(x, mode, device, error=error):
             calls.append(len(x))
             if len(x) > 1 or x[0] is blobs[3]:
                 raise error
             return [torch.zeros(3, 2, 2, dtype=torch.uint8)]
 
-        monkeypatch.setattr(data, "codec_decode_jpeg", decode)
+        monkeypatch.setattr(decode, "codec_decode_jpeg", fake_decode)
         with pytest.raises(expect) as e:
-            data._decode_on(torch.device("cuda"), blobs, where)
-        if expect is data.BadVideo:
+            gpudecode._decode_on(torch.device("cuda"), blobs, where)
+        if expect is decode.BadVideo:
             assert calls == [16, 1, 1, 1, 1] and where[3][1] in str(e.value)
         else:
             assert calls == [16]

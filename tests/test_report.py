@@ -11,7 +11,7 @@ import pytest
 import torch
 from PIL import Image
 
-import data
+import decode
 import prepare
 import model as models
 import predict
@@ -190,7 +190,7 @@ def media(one_folder):
                 out.mux(packet)
         for packet in stream.encode():
             out.mux(packet)
-    n, read = data.open_video(str(video))
+    n, read = decode.open_video(str(video))
     decoded = read(list(range(n)))  # every frame, as the dataset decodes them
     png = root / "decoded_png"
     png.mkdir()

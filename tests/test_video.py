@@ -1,4 +1,4 @@
-"""Video files: every frame read -- by data.open_video and by the Dataset in every mode -- is the frame a
+"""Video files: every frame read -- by decode.open_video and by the Dataset in every mode -- is the frame a
 plain decode gives at that index, for each decoder, on videos made to catch the classic bugs
 (tests/videos.py); bad videos are replaced in training and one line in evaluation; preparation keeps
 every frame in order.
@@ -16,11 +16,13 @@ import torch
 from PIL import Image
 
 import data
+import decode
+import gpudecode
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import videos  # noqa: E402  (tests/videos.py, beside this file)
 
-DECODERS = ["pyav"] + (["torchcodec"] if data.pick_video_decoder() == "torchcodec" else [])
+DECODERS = ["pyav"] + (["torchcodec"] if decode.pick_video_decoder() == "torchcodec" else [])
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +85,7 @@ def test_every_frame_is_the_sequential_decodes(name, decoder, made):
     assert [videos.frame_index(f) for f in seq] == list(
         range(3 * (name == "edit_list.mp4"), videos.FRAMES)
     )
-    num_frames, read = data.open_video(path, decoder)
+    num_frames, read = decode.open_video(path, decoder)
     assert num_frames == len(seq)
     rng = np.random.default_rng(0)
     for sets in index_sets(len(seq), rng):
@@ -100,7 +102,7 @@ def test_every_frame_is_the_sequential_decodes(name, decoder, made):
 @pytest.mark.parametrize("name", sorted(videos.TRAPS))
 def test_past_the_end_is_one_line(name, decoder, made):
     path, seq = made[name]
-    _, read = data.open_video(path, decoder)
+    _, read = decode.open_video(path, decoder)
     n = len(seq)
     with pytest.raises(RuntimeError, match=f"frame {n + 5} asked for, the video has {n} frames"):
         read([0, n + 4])
@@ -111,22 +113,22 @@ def test_past_the_end_is_one_line(name, decoder, made):
 def test_bad_videos_are_one_line_errors(name, decoder, bad):
     """Opening or reading raises RuntimeError with a one-line reason (never hangs, never wrong frames)."""
     with pytest.raises(RuntimeError) as err:
-        num_frames, read = data.open_video(bad[name], decoder)
+        num_frames, read = decode.open_video(bad[name], decoder)
         read(list(range(num_frames)))
     assert "\n" not in str(err.value) and str(err.value)
 
 
 def test_decoder_choice(monkeypatch):
-    assert data.pick_video_decoder("pyav") == "pyav"
-    assert data.pick_video_decoder("auto") == DECODERS[-1]
+    assert decode.pick_video_decoder("pyav") == "pyav"
+    assert decode.pick_video_decoder("auto") == DECODERS[-1]
     with pytest.raises(ValueError, match="--video_decoder must be one of"):
-        data.pick_video_decoder("nvdec")
-    monkeypatch.setattr(data, "_NO_VIDEO_CODEC", "no FFmpeg libraries")
-    assert data.pick_video_decoder("auto") == "pyav"
+        decode.pick_video_decoder("nvdec")
+    monkeypatch.setattr(decode, "_NO_VIDEO_CODEC", "no FFmpeg libraries")
+    assert decode.pick_video_decoder("auto") == "pyav"
     with pytest.raises(
         ValueError, match="torchcodec: TorchCodec.s video decoder is not available here"
     ):
-        data.pick_video_decoder("torchcodec")
+        decode.pick_video_decoder("torchcodec")
 
 
 # ---- the Dataset ---------------------------------------------------------------------------------
@@ -178,14 +180,14 @@ def test_one_open_per_sample_each_frame_once_and_no_open_at_start(made, tmp_path
     """A three-column list opens no file when read; a sample opens its file once and asks for each frame
     its views need once (10 clips x 3 crops overlap on a 72-frame video)."""
     path, seq = made["edit_list.mp4"]
-    opened, real = [], data.open_video
+    opened, real = [], decode.open_video
 
     def counting(source, *args, **kw):
         n, read = real(source, *args, **kw)
         opened.append([])
         return n, lambda indices: opened[-1].extend(int(i) for i in indices) or read(indices)
 
-    monkeypatch.setattr(data, "open_video", counting)
+    monkeypatch.setattr(decode, "open_video", counting)
     ds = data.VideoFrameDataset(
         one_video_list(tmp_path, path, len(seq)), mode="test", num_clips=10, num_crops=3, **SIZES
     )
@@ -263,13 +265,13 @@ def test_bad_videos_replaced_in_training_one_line_in_evaluation(mixed_list, deco
         first = info["bad"].splitlines()[0]
         assert first.startswith(f"{list_file}:{video.line}: ") and names[video.line] in first, first
         assert clip.shape == (3, 8, 48, 48)
-        with pytest.raises(data.BadVideo) as e:
+        with pytest.raises(decode.BadVideo) as e:
             val[i]
         assert "\n" not in str(e.value) and str(e.value).startswith(
             f"{list_file}:{video.line}: "
         ), e.value
     assert "85 frames listed, the video has 75" in str(
-        pytest.raises(data.BadVideo, val.__getitem__, 7).value
+        pytest.raises(decode.BadVideo, val.__getitem__, 7).value
     )
 
 
@@ -294,17 +296,17 @@ def test_bad_videos_through_workers_and_bytes_mode(mixed_list):
             batch_size=3,
             num_workers=2,
             timeout=120,
-            collate_fn=data.collate_encoded if encoded else data.collate,
+            collate_fn=gpudecode.collate_encoded if encoded else data.collate,
         )
-        batches = [data.decode_batch(b, "cpu", ds) if encoded else b for b in loader]
+        batches = [gpudecode.decode_batch(b, "cpu", ds) if encoded else b for b in loader]
         out[encoded] = torch.cat([b[0] for b in batches]), [b[2]["bad"] for b in batches]
     assert torch.equal(out[False][0], out[True][0]) and out[False][1] == out[True][1]
     assert sum(bool(line) for lines in out[False][1] for line in lines) == 4
     ds = data.VideoFrameDataset(list_file, mode="train", encoded=True, **SIZES)
     with pytest.raises(
-        data.BadVideo, match=f"^{list_file}:{broken}: .*broken_middle.avi: unreadable video"
+        decode.BadVideo, match=f"^{list_file}:{broken}: .*broken_middle.avi: unreadable video"
     ):
-        data.decode_batch(data.collate_encoded([ds[broken - 2]]), "cpu", ds)
+        gpudecode.decode_batch(gpudecode.collate_encoded([ds[broken - 2]]), "cpu", ds)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -319,8 +321,11 @@ def test_decode_device_cuda_decodes_videos_on_the_gpu(made, tmp_path, mode):
     (tmp_path / "l.txt").write_text(lines)
     views = dict(num_clips=2, num_crops=3) if mode == "test" else {}
     ds = data.VideoFrameDataset(tmp_path / "l.txt", mode=mode, encoded=True, **views, **SIZES)
-    batch = data.collate_encoded([ds[i] for i in range(len(ds))])
-    cpu, gpu = data.decode_batch(batch, "cpu", ds)[0], data.decode_batch(batch, "cuda", ds)[0]
+    batch = gpudecode.collate_encoded([ds[i] for i in range(len(ds))])
+    cpu, gpu = (
+        gpudecode.decode_batch(batch, "cpu", ds)[0],
+        gpudecode.decode_batch(batch, "cuda", ds)[0],
+    )
     assert gpu.device.type == "cuda" and gpu.shape == cpu.shape
     diff = (gpu.cpu().float() - cpu.float()).abs()
     assert diff.mean() < 3 and diff.max() < 40, (diff.mean(), diff.max())
@@ -495,7 +500,7 @@ def test_reencode_keeps_every_frame_in_order_and_lists_failures(made, bad, tmp_p
         assert all(
             pts == dts for pts, dts, _ in packets
         )  # no B-frames: decode order is presentation order
-        assert data.video_frames(str(out)) == len(seq)
+        assert decode.video_frames(str(out)) == len(seq)
     assert sorted(os.listdir(tmp_path / "dst")) == sorted(
         os.path.splitext(n)[0] + ".mp4" for n in made
     )
