@@ -111,7 +111,7 @@ def clip_files(ds, i):
     dataset's own __getitem__ chooses (its bytes mode stops right after choosing), never a copy of its
     sampling -- a changed sampler is what gets benchmarked."""
     enc = copy.copy(ds)
-    enc.encoded = True
+    enc.spec = dataclasses.replace(ds.spec, encoded=True)
     return list(enc[i][0].paths)
 
 
@@ -248,7 +248,7 @@ def data_methods(ds, K, mode, args):
     for d in decoders:  # the same pipeline with each decoder: before / after the TorchCodec switch
         methods[PIPELINE.format(d)] = Collated(Pipeline(ds, d), data.collate)
     enc = copy.copy(ds)
-    enc.encoded = True  # the loader's side of --decode_device: read the files, ship the bytes
+    enc.spec = dataclasses.replace(enc.spec, encoded=True)  # --decode_device's loader: the bytes
     methods[BYTES] = Collated(enc, gpudecode.collate_encoded)
     if (
         mode == "train"
