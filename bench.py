@@ -231,7 +231,8 @@ def rate_loader(dataset, indices, workers, batch=8, collate=None, step=None):
     )
     skip, n = max(1, workers), 0
     for k, b in enumerate(loader):
-        step(*b) if step else None
+        if step:
+            step(*b)
         if k + 1 == skip:
             t0 = time.perf_counter()
         elif k >= skip:

@@ -40,7 +40,8 @@ def disk_errors(path, tmp=None):
         folder = os.path.dirname(os.path.abspath(path))
         full = (e.errno in NO_SPACE) if isinstance(e, OSError) else free_bytes(folder) < FULL_BELOW
         with contextlib.suppress(OSError):
-            os.remove(tmp) if tmp else None
+            if tmp:
+                os.remove(tmp)
         free = free_bytes(folder) / 2**20
         if full:
             fail(

@@ -323,9 +323,12 @@ def collect(a, args, tmp):
             lines.append(f"{path} 1 0")  # counted when opened: every frame of the file is read
         elif os.path.isdir(path):
             n = prepare.count_frames(path, args.image_tmpl)
-            lines.append(f"{path} {n} 0") if n else bad.append(
-                f"{src}: no frames named {args.image_tmpl.format(1)} ({args.image_tmpl})"
-            )
+            if n:
+                lines.append(f"{path} {n} 0")
+            else:
+                bad.append(
+                    f"{src}: no frames named {args.image_tmpl.format(1)} ({args.image_tmpl})"
+                )
         else:
             bad.append(f"{src}: no such list file, video file or frame folder")
     if not lines:

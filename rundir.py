@@ -148,7 +148,8 @@ def evaluation_files(args, rt, flags):
         existed = os.path.exists(path)
         try:
             open(path, "ab").close()  # appends nothing: an existing file is left as it was
-            os.remove(path) if not existed else None
+            if not existed:
+                os.remove(path)
         except OSError as e:
             fail(
                 f"cannot write {path}: {e.strerror}; nothing evaluated (--output_root / --run_name)"

@@ -1493,7 +1493,8 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
             ):  # --model-ema: one update, every N steps
                 net.ema.update_parameters(net.bare)
             at_line = (step + 1) % args.print_freq == 0 or it + 1 == batches
-            print(meter.line(args, rt, progress, loss, lr, it, batches)) if at_line else None
+            if at_line:
+                print(meter.line(args, rt, progress, loss, lr, it, batches))
             if (
                 rt.world_size == 1 or at_line
             ):  # DDP: a collective, so only where the host syncs anyway
@@ -1673,7 +1674,8 @@ def main(args):
     )  # no classes file: the checkpoint's
     if args.evaluate:
         res = evaluate_checkpoint(args, rt, net, d)
-        dist.destroy_process_group() if rt.world_size > 1 else None
+        if rt.world_size > 1:
+            dist.destroy_process_group()
         return res["top1"], res["top5"]
 
     rundir.open_tensorboard(args, rt)
@@ -1698,7 +1700,8 @@ def main(args):
     print(f"done in {time.time() - t_run:.0f}s: {best}; the last epoch's validation by class:")
     if progress.last_val is not None:
         report_evaluation(args, rt, d, progress.last_val, 1, 1)
-    dist.destroy_process_group() if rt.world_size > 1 else None
+    if rt.world_size > 1:
+        dist.destroy_process_group()
     return progress.best_acc1
 
 

@@ -104,3 +104,15 @@ def test_an_import_circle_is_found(tmp_path):
     (tmp_path / "c.py").write_text("if __name__ == '__main__':\n    import a\n")
     (tmp_path / "d.py").write_text("import a\nimport os\n")
     assert import_circles(sorted(tmp_path.glob("*.py"))) == ["a -> b -> c -> a"]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_no_conditional_expression_stands_as_a_statement(path):
+    # `f() if c else None` or `c and f()` as a statement hides an `if` to save lines: write the `if`.
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = [
+        f"{path.name}:{node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, (ast.IfExp, ast.BoolOp))
+    ]
+    assert not found, found
