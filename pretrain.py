@@ -109,7 +109,7 @@ class MaskedClips(torch.utils.data.Dataset):
 
     def __getitem__(self, index):
         clip, label, info = self.ds[index]
-        mask = draw_mask(self.grid, self.ratio, self.ds.seed, self.ds.epoch, index)
+        mask = draw_mask(self.grid, self.ratio, self.ds.spec.seed, self.ds.epoch, index)
         return clip, label, {**info, "mask": mask}
 
 

@@ -166,11 +166,11 @@ class Parser(argparse.ArgumentParser):
 def get_args_parser():
     p = Parser(
         prog="train.py",
-        description="Train / evaluate 3D, TSN/TSM and 2D video networks.",
+        description="Train / evaluate 3D, TSN/TSM, 2D and ViT video networks.",
         epilog="Other commands (each with its own -h): `train.py demo` trains on synthetic videos; "
         "`train.py predict --resume CKPT VIDEO...` labels videos; `train.py features LIST --resume "
         "CKPT --out DIR` saves per-window features; `train.py export --resume CKPT OUT` writes ONNX "
-        "or .pt2.",
+        "or .pt2; `train.py pretrain DATASET TRAIN VAL --arch vit_b16` pretrains a ViT (VideoMAE).",
     )
     for group in FLAG_GROUPS:
         group.add(p.add_argument_group(group.title, group.about))

@@ -256,9 +256,12 @@ def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch
     finish = [seen[len(expected) + j][0].finish_crop for j in range(2)]
     assert finish == [False, True]  # before: crop_resize in the step; now: finished in the loader
     f = [seen[len(expected) + len(cpu_rows) + j][0] for j in range(3)]
-    assert [d.finish_crop for d in f] == [True] * 3 and f[0].augment is None
-    assert isinstance(f[1].augment, v2.Compose) and isinstance(f[2].augment, augment.BatchAugment)
-    assert [type(t) for t in f[2].augment.transforms] == [type(t) for t in f[1].augment.transforms]
+    assert [d.finish_crop for d in f] == [True] * 3 and f[0].spec.augment is None
+    assert isinstance(f[1].spec.augment, v2.Compose)
+    assert isinstance(f[2].spec.augment, augment.BatchAugment)
+    assert [type(t) for t in f[2].spec.augment.transforms] == [
+        type(t) for t in f[1].spec.augment.transforms
+    ]
 
 
 @pytest.mark.filterwarnings(

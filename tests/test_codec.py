@@ -425,9 +425,13 @@ def test_bench_data_rows_per_decoder_and_share_of_limit(tiny_frames, tmp_path, c
             + [bench.NAIVE]
             + [bench.PIPELINE.format(d) for d in decoders]
         )
-        extra = [bench.CPU_BEFORE, bench.CPU_NOW, bench.FINISHED, bench.AUGMENTED] * (
-            mode == "train"
-        )
+        extra = [
+            bench.CPU_BEFORE,
+            bench.CPU_NOW,
+            bench.FINISHED,
+            bench.AUGMENTED,
+            bench.AUG_BATCH,
+        ] * (mode == "train")
         assert list(one) == rows + [bench.BYTES] + extra
         a_rows = [bench.DECODE.format(d) for d in decoders]
         assert r["limit"] == limit == max(a_rows, key=one.get)

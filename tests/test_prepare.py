@@ -208,4 +208,4 @@ def test_lists_never_overwrites_existing_lists_unless_forced(tmp_path, capsys):
     assert prepare.main(argv) == 2 and str(classes) in capsys.readouterr().err
     assert classes.read_text() == "run\njump\nwalk\n" and not list(out.glob("ucf101_*_list.txt"))
     assert prepare.main([*argv, "--force"]) == 0  # asked for: overwritten
-    assert mine.read_bytes() != before[mine.name] and prepare.read_class_names(classes)[0] != "run"
+    assert mine.read_bytes() != before[mine.name] and data.read_class_names(classes)[0] != "run"
