@@ -44,7 +44,6 @@ import time
 import numpy as np
 import torch
 import torch.nn as nn
-import torch.utils.checkpoint
 import torchvision
 from torch.utils.data import DataLoader, Subset
 
@@ -125,15 +124,6 @@ def _xavier(m):
         nn.init.zeros_(m.bias)
 
 
-def run_blocks(blocks, x, grad_ckpt):
-    for blk in blocks:
-        if grad_ckpt and blk.training and torch.is_grad_enabled():  # recompute in the backward
-            x = torch.utils.checkpoint.checkpoint(blk, x, use_reentrant=False)
-        else:
-            x = blk(x)
-    return x
-
-
 class Encoder(nn.Module):
     """PretrainVisionTransformerEncoder: vit.py's patch embedding and blocks, a final LayerNorm, and the
     forward on the visible tokens only."""
@@ -158,7 +148,7 @@ class Encoder(nn.Module):
         x = self.patch_embed(x) + self.pos_embed.to(x.dtype)
         B, _, D = x.shape
         x = x[~mask].reshape(B, -1, D)  # ~mask: visible, in token order
-        return self.norm(run_blocks(self.blocks, x, self.grad_ckpt))
+        return self.norm(vit.run_blocks(self.blocks, x, self.grad_ckpt))
 
 
 class Decoder(nn.Module):
@@ -173,7 +163,7 @@ class Decoder(nn.Module):
         self.apply(_xavier)
 
     def forward(self, x, n_masked):  # the last n_masked tokens are the hidden ones
-        x = run_blocks(self.blocks, x, self.grad_ckpt)
+        x = vit.run_blocks(self.blocks, x, self.grad_ckpt)
         return self.head(self.norm(x[:, -n_masked:]))
 
 

@@ -212,18 +212,22 @@ class VideoViT(nn.Module):
                 f"(T x H x W; its position table has {T_}x{H_}x{W_} tokens), got {T}x{H}x{W}"
             )
         x = self.patch_embed(x) + self.pos_embed.to(x.dtype)  # (B, N, D), N = T'H'W'
-        for blk in self.blocks:
-            if self.grad_ckpt and self.training and torch.is_grad_enabled():
-                # recompute the block in the backward; the RNG (drop path) is replayed, so results
-                # are the same bit for bit as without it
-                x = torch.utils.checkpoint.checkpoint(blk, x, use_reentrant=False)
-            else:
-                x = blk(x)
-        return x
+        return run_blocks(self.blocks, x, self.grad_ckpt)
 
     def forward(self, x):
         x = self.fc_norm(self.tokens(x).mean(1))  # (B, D): mean pooling, then fc_norm
         return self.head(self.head_dropout(x))
+
+
+def run_blocks(blocks, x, grad_ckpt):
+    """The blocks in order; grad_ckpt (training only): each recomputed in the backward. The RNG (drop
+    path) is replayed, so results are the same bit for bit as without it."""
+    for blk in blocks:
+        if grad_ckpt and blk.training and torch.is_grad_enabled():
+            x = torch.utils.checkpoint.checkpoint(blk, x, use_reentrant=False)
+        else:
+            x = blk(x)
+    return x
 
 
 def _init_weights(m):
