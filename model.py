@@ -623,8 +623,8 @@ def mode_error(arch, mode):
     modes = ARCHS[arch].modes
     if mode in modes:
         return None
-    if ARCHS[arch].build is vit_video:
-        return f"--arch {arch} is a video ViT over 3D clips: use --mode 3D, not --mode {mode}"
+    if modes == ("3D",):  # torchvision's video nets, the ViTs: whole clips, no segments
+        return f"--arch {arch} runs on 3D clips only: use --mode 3D, not --mode {mode}"
     if "3D" not in modes:
         return f"--arch {arch} is a 2D network: use --mode {' or --mode '.join(modes)}"
     others = [a for a in archs_with("modes", mode) if a not in archs_with("modes", "2D")]
