@@ -290,6 +290,10 @@ def check_image_tmpl(image_tmpl, start_index=1):
 # ---- sampling: pure functions of (sizes, mode, rng) ----------------------------------------------
 # where test clips go: see sample_indices
 PLACEMENTS = ("ours", "pyslowfast", "mmaction2", "videomae", "videomae-ssv2")
+TRAIN_PLACEMENTS = (
+    "ours",
+    "videomae-ssv2",
+)  # where train clips go: a random start, or `_videomae_ssv2_train`
 
 
 def sample_indices(
@@ -312,9 +316,10 @@ def sample_indices(
     Short videos: the stride shrinks to the largest s <= t_stride whose span fits; if even stride 1
     is too long, the clip is every frame followed by repeats of the last. Frame numbers never leave
     [start_index, start_index + num_frames - 1].
-    `placement` picks another zoo's val/test clips instead (train clips are always ours): "pyslowfast"
-    (`_pyslowfast_clips`), "mmaction2" (`_mmaction2_clips`), "videomae" (Kinetics, `_videomae_clips`) or
-    "videomae-ssv2" (segment-based, `_videomae_ssv2_clips`); their short-video rules are theirs.
+    `placement` picks another zoo's val/test clips instead: "pyslowfast" (`_pyslowfast_clips`), "mmaction2"
+    (`_mmaction2_clips`), "videomae" (Kinetics, `_videomae_clips`) or "videomae-ssv2" (segment-based,
+    `_videomae_ssv2_clips`); their short-video rules are theirs. Train clips are ours, or with placement
+    "videomae-ssv2" VideoMAE's segment-based SSv2 train clips (`_videomae_ssv2_train`).
     num_segments > 1 (TSN / TSM): one snippet of t_length frames per segment, see `segment_indices`;
     then a clip is (num_segments * t_length) frames, the snippets one after the other."""
     if mode not in MODES:
@@ -333,6 +338,9 @@ def sample_indices(
     if mode != "train" and placement != "ours":
         clips = ZOO_CLIPS[placement](num_frames, t_length, t_stride, num_clips)
         return clips.astype(np.int64) + start_index
+    if mode == "train" and placement == "videomae-ssv2":
+        clips = [_videomae_ssv2_train(num_frames, t_length, rng) for _ in range(num_clips)]
+        return np.stack(clips) + start_index
     offsets = _offsets(num_frames, t_length, t_stride)
     room = max(0, num_frames - offsets[-1] - 1)  # possible starts: 0 .. room
     if mode == "train":
@@ -464,13 +472,28 @@ def _videomae_ssv2_clips(num_frames, t_length, t_stride, num_clips):
     """VideoMAE's Something-Something v2 test clips (datasets.py SSVideoClsDataset, segment-based; the
     stride is not used): tick = N / t_length; clip v of num_clips takes int(v * tick / num_clips + tick *
     x) for x < t_length -- all clips' frames sorted together, clip v every num_clips-th from v, as
-    theirs reads them."""
+    theirs reads them. One clip (validation): the segment centres int(tick / 2 + tick * x), VideoMAEv2's
+    mode 'validation' (VideoMAE's draws train clips there)."""
     tick = num_frames / float(t_length)
+    if num_clips == 1:
+        return np.array([[int(tick / 2.0 + tick * x) for x in range(t_length)]], dtype=np.int64)
     every = [
         int(v * tick / num_clips + tick * x) for v in range(num_clips) for x in range(t_length)
     ]
     every = np.sort(np.array(every, dtype=np.int64))
     return np.stack([every[v::num_clips] for v in range(num_clips)])
+
+
+def _videomae_ssv2_train(num_frames, t_length, rng):
+    """VideoMAE's Something-Something v2 train clip (datasets.py SSVideoClsDataset.loadvideo_decord, train
+    mode; the stride is not used): t_length segments of d = N // t_length frames, frame k * d + a uniform
+    draw below d in segment k (the last N mod t_length frames are never read). Trap, kept as theirs: a
+    video shorter than t_length frames (d = 0) is frame 0 repeated (their `elif len(vr) > num_segment`
+    cannot be reached then)."""
+    d = num_frames // t_length
+    if d == 0:
+        return np.zeros(t_length, dtype=np.int64)
+    return np.arange(t_length, dtype=np.int64) * d + rng.integers(0, d, size=t_length)
 
 
 ZOO_CLIPS = {
@@ -813,6 +836,7 @@ class DataSpec:
     num_clips: int = 1  # test: clips per video
     num_crops: int = 1  # test: crops per clip (1, 3, 10)
     test_sampling: str = "ours"  # PLACEMENTS: where val / test clips go
+    train_sampling: str = "ours"  # TRAIN_PLACEMENTS: where train clips go
     num_classes: int = None  # labels must be below it; None: from the list
     class_names: str = None  # a classes file; None: see `class_names`
     seed: int = 0
@@ -851,6 +875,15 @@ class DataSpec:
         if self.test_sampling not in PLACEMENTS:
             raise ValueError(
                 f"test_sampling must be one of {PLACEMENTS}, got {self.test_sampling!r}"
+            )
+        if self.train_sampling not in TRAIN_PLACEMENTS:
+            raise ValueError(
+                f"train_sampling must be one of {TRAIN_PLACEMENTS}, got {self.train_sampling!r}"
+            )
+        if self.train_sampling != "ours" and self.num_segments > 1:
+            raise ValueError(
+                f"train_sampling {self.train_sampling!r} places 3D clips; TSN segments "
+                f"(num_segments {self.num_segments}) have their own"
             )
         if self.t_length < 1 or self.t_stride < 1:
             raise ValueError(
@@ -902,8 +935,8 @@ BAD_ATTEMPTS = 4  # train mode: replacements tried for one unreadable video befo
 class VideoFrameDataset(torch.utils.data.Dataset):
     """`ds[i] -> (clip, label, info)`: clip uint8 (3, T, crop, crop) in train/val mode; in test mode
     (V, 3, T, crop, crop) with V = num_clips * num_crops, clip-major (view = clip * num_crops + crop).
-    info: {"bad": ""} and in train mode "box" (see `load_clip`). test_sampling: `sample_indices`'s
-    placement of val/test clips (PLACEMENTS).
+    info: {"bad": ""} and in train mode "box" (see `load_clip`). train_sampling / test_sampling:
+    `sample_indices`'s placement of train / val and test clips (TRAIN_PLACEMENTS / PLACEMENTS).
 
     Randomness: sample i of epoch e uses np.random.default_rng([seed, e, i]) and nothing else, so clips
     do not depend on the number of workers, their order or a resume point (numpy's GLOBAL RNG, copied
@@ -1042,9 +1075,16 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             self.spec.num_clips if self.mode == "test" else 1,
             rng,
             self.spec.start_index,
-            self.spec.test_sampling,
+            self.placement,
             self.spec.num_segments,
         )
+
+    @property
+    def placement(self):
+        """sample_indices' placement for this dataset's mode: the spec's train or val / test one."""
+        if self.mode == "train":
+            return self.spec.train_sampling
+        return self.spec.test_sampling
 
     def load_clip(self, video, rng, read=None):
         """(video, numpy Generator) -> (clip, info). Train: clip uint8 (3, T, crop, crop) and

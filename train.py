@@ -379,6 +379,12 @@ def add_augment_args(p):
         help="scale jitter | TSN's multiscale corner crops | 13 places (VideoMAE pretraining)",
     )
     p.add_argument(
+        "--train_sampling",
+        default="ours",
+        choices=data.TRAIN_PLACEMENTS,
+        help="train clips: a random start | VideoMAE's SSv2 segments (a frame per segment, no stride)",
+    )
+    p.add_argument(
         "--no_flip", action="store_true", help=f"no train flips (always: {sorted(data.NO_FLIP)})"
     )
     p.add_argument(
@@ -871,6 +877,11 @@ ACTS_WITH = (
     ("--model-ema-decay", lambda a: a.model_ema, "--model-ema"),
     ("--model-ema-steps", lambda a: a.model_ema, "--model-ema"),
     ("--use-ema", lambda a: a.model_ema, "--model-ema (there is no EMA to use)"),
+    (
+        "--train_sampling",
+        lambda a: a.num_segments == 1,
+        "--num_segments 1 (TSN segments have their own sampling)",
+    ),
 )
 
 

@@ -9,10 +9,12 @@ of vit_zoo's tables. Every comparison is float64 with random weights, every q_bi
 2-block networks at 4 frames x 32 px (8 tokens) unless a test says otherwise.
 """
 
+import dataclasses
 import functools
 import math
 import sys
 
+import numpy as np
 import pytest
 import torch
 import torch.nn as nn
@@ -361,3 +363,67 @@ def test_videomae_test_clip_placements():
     # tick 6.25: view 0 int(6.25 x), view 1 int(3.125 + 6.25 x)
     assert ssv2[0, :4].tolist() == [0, 6, 12, 18] and ssv2[1, :4].tolist() == [3, 9, 15, 21]
     assert ssv2[0, -1] == 93 and ssv2[1, -1] == 96
+
+
+def transcribed_ssv2_train(n, num_segment, draw):
+    """SSVideoClsDataset.loadvideo_decord's train branch (MCG-NJU/VideoMAE datasets.py), transcribed with
+    its random draws taken from `draw(high, size)`."""
+    average_duration = n // num_segment
+    if average_duration > 0:
+        return list(
+            np.multiply(list(range(num_segment)), average_duration)
+            + draw(average_duration, num_segment)
+        )
+    if n > num_segment:
+        return list(np.sort(draw(n, num_segment)))
+    return list(np.zeros((num_segment,)))
+
+
+@pytest.mark.parametrize("n", [5, 16, 17, 31, 100, 117])
+def test_videomae_ssv2_train_clips_are_the_official_segments(n):
+    """--train_sampling videomae-ssv2: a frame per segment, as the official SSv2 train clips, with the
+    same draws; the stride is not used; segment k's frame is in [k d, (k + 1) d)."""
+    import data
+
+    ours = data.sample_indices(n, 16, 4, "train", 1, np.random.default_rng(7), 1, "videomae-ssv2")
+    rng = np.random.default_rng(7)
+    theirs = transcribed_ssv2_train(n, 16, lambda high, size: rng.integers(0, high, size=size))
+    assert ours.shape == (1, 16) and (ours[0] - 1).tolist() == [int(i) for i in theirs]
+    d = n // 16
+    if d:
+        assert ((ours[0] - 1) // d == np.arange(16)).all()
+    seen = np.concatenate(
+        [
+            data.sample_indices(n, 16, 4, "train", 1, np.random.default_rng(s), 0, "videomae-ssv2")
+            for s in range(200)
+        ],
+        axis=None,
+    )
+    assert seen.max() < max(1, 16 * d)  # the last n mod 16 frames are never read, as theirs
+
+
+def test_videomae_ssv2_sampling_in_the_loader_and_its_flags(tmp_path, capsys):
+    """The dataset reads the segments' frames in train mode and the centres (VideoMAEv2's validation) in
+    val mode; with TSN segments the flag is refused in one line before any work."""
+    import data
+
+    lst = tmp_path / "l.txt"
+    lst.write_text("v 64 0\n")
+    spec = data.DataSpec(t_length=8, t_stride=4, train_sampling="videomae-ssv2", seed=3)
+    spec = dataclasses.replace(spec, test_sampling="videomae-ssv2", new_size=32, crop_size=32)
+    train_ds = data.VideoFrameDataset(str(lst), spec, "train")
+    frames = train_ds.choose_frames(train_ds.videos[0], np.random.default_rng(1))[0]
+    assert ((frames - 1) // 8 == np.arange(8)).all()
+    val_ds = data.VideoFrameDataset(str(lst), spec, "val")
+    assert (val_ds.choose_frames(val_ds.videos[0], None)[0] - 1).tolist() == list(range(4, 64, 8))
+    ours = data.VideoFrameDataset(
+        str(lst), dataclasses.replace(spec, train_sampling="ours"), "train"
+    )
+    strided = ours.choose_frames(ours.videos[0], np.random.default_rng(1))[0]
+    assert (np.diff(strided) == 4).all()
+    argv = ["ucf101", "nope.txt", "nope.txt", "--arch", "resnet50", "--mode", "TSN"]
+    argv += ["--num_segments", "3", "--train_sampling", "videomae-ssv2"]
+    with pytest.raises(SystemExit) as e:
+        train.check_args(train.parse_args(argv + ["--output_root", str(tmp_path / "o")]))
+    one_line_error(capsys, "--train_sampling", "--num_segments 1", exc=e)
+    assert not (tmp_path / "o").exists()
