@@ -580,8 +580,10 @@ def multiscale_box(height, width, new_size, crop_size, rng, more_places=False):
     resized to crop_size x crop_size (aspect not kept). Scale-free: the box is the same fraction of the
     frame whatever its size, so new_size plays no part. more_places: at one of 13 places
     (MORE_FIX_PLACES too: MCG-NJU/VideoMAE transforms.py GroupMultiScaleCrop, more_fix_crop=True, the
-    pretraining crop of its datasets.py DataAugmentationForVideoMAE)."""
+    pretraining crop of its datasets.py DataAugmentationForVideoMAE). As all three, a side within 3 px of
+    crop_size is taken as crop_size (the frame's own pixels: frames read at their stored size)."""
     sizes = [int(min(height, width) * s) for s in MULTISCALE]
+    sizes = [crop_size if abs(s - crop_size) < 3 else s for s in sizes]
     pairs = [(h, w) for i, h in enumerate(sizes) for j, w in enumerate(sizes) if abs(i - j) <= 1]
     h, w = pairs[int(rng.integers(len(pairs)))]
     dy, dx = (height - h) // 4, (width - w) // 4

@@ -241,7 +241,11 @@ def add_optim_args(p):
         "--lr", "--learning-rate", dest="lr", default=0.001, type=nonnegative, help="initial lr"
     )
     p.add_argument(
-        "--lr_policy", default="step", choices=["step", "cosine"], help="cosine: to 0 at --epochs"
+        "--lr_policy",
+        default="step",
+        choices=["step", "cosine", "cosine_after_warmup"],
+        help="cosine: to --lr-min at --epochs, warmup blended in (PySlowFast); cosine_after_warmup: "
+        "warmup, then cosine over the steps left (VideoMAE / BEiT utils.cosine_scheduler)",
     )
     p.add_argument(
         "--lr_steps", default=[40, 80, 90], type=nonnegative, nargs="+", help="epochs of lr x0.1"
@@ -819,7 +823,7 @@ def check_recipe_args(args):
     if args.norm_weight_decay and args.bn_bias_wd:
         fail("--norm-weight-decay and --bn_bias_wd both set the decay of 1-D parameters: give one")
     if args.lr_min > args.lr:
-        fail(f"--lr-min {args.lr_min}: the floor of --lr_policy cosine, at most --lr {args.lr}")
+        fail(f"--lr-min {args.lr_min}: the floor of the cosine, at most --lr {args.lr}")
     check_flags_act(args)
     entry = models.ARCHS[args.arch]
     if args.layer_decay <= 0 or (args.layer_decay < 1 and not entry.layers):
@@ -853,7 +857,7 @@ def check_recipe_args(args):
 # Flags that act only with others: (flag, when it acts, what it needs). Given (other than its default)
 # where it would do nothing, it is refused: a run that silently ignores a flag is not the run asked for.
 ACTS_WITH = (
-    ("--lr-min", lambda a: a.lr_policy == "cosine", "--lr_policy cosine"),
+    ("--lr-min", lambda a: a.lr_policy != "step", "a cosine --lr_policy"),
     ("--lr-warmup-start", lambda a: a.warmup > 0, "--warmup EPOCHS"),
     ("--momentum", lambda a: a.opt == "sgd", "--opt sgd (AdamW has no momentum)"),
     ("--ra-magnitude", lambda a: a.auto_augment, "--auto-augment ra"),
@@ -1382,6 +1386,9 @@ def lr_at(args, step, steps_per_epoch):
     """The lr of optimizer step `step` (0-based, global): a pure function of the flags, so a resumed run with
     other --epochs / --lr_steps / --warmup follows the new flags. Warmup ramps linearly to the schedule."""
     epoch, scale = step / steps_per_epoch, lr_batch_scale(args)
+    warmup_steps, start = round(args.warmup * steps_per_epoch), args.lr_warmup_start
+    if args.lr_policy == "cosine_after_warmup":
+        return cosine_after_warmup(args, step, warmup_steps, steps_per_epoch) * scale
     if (
         args.lr_policy == "cosine"
     ):  # PySlowFast's lr_policy "cosine", end lr --lr-min (COSINE_END_LR)
@@ -1389,9 +1396,21 @@ def lr_at(args, step, steps_per_epoch):
         lr = args.lr_min + (args.lr - args.lr_min) * cos
     else:
         lr = args.lr * 0.1 ** sum(step >= round(m * steps_per_epoch) for m in args.lr_steps)
-    warmup_steps, start = round(args.warmup * steps_per_epoch), args.lr_warmup_start
     lr = start + (lr - start) * min(1.0, (step + 1) / warmup_steps) if warmup_steps else lr
     return lr * scale
+
+
+def cosine_after_warmup(args, step, warmup_steps, steps_per_epoch):
+    """VideoMAE's utils.cosine_scheduler (BEiT's): np.linspace(warmup start, lr, W) over the W warmup
+    steps (it reaches lr at step W - 1), then min + (lr - min) (1 + cos(pi i / (S - W))) / 2 for the
+    i-th of the S - W steps left, S = epochs x steps per epoch. Past S (a longer resume): --lr-min."""
+    if step < warmup_steps:
+        return args.lr_warmup_start + (args.lr - args.lr_warmup_start) * step / max(
+            1, warmup_steps - 1
+        )
+    left = round(args.epochs * steps_per_epoch) - warmup_steps
+    i = min(step - warmup_steps, left)
+    return args.lr_min + 0.5 * (args.lr - args.lr_min) * (1 + math.cos(math.pi * i / max(1, left)))
 
 
 def lr_batch_scale(args):

@@ -173,6 +173,11 @@ NOTHING = [  # (flag refused, the flags that make it act)
     (["--model-ema-decay", "0.99"], ["--model-ema"]),
     (["--model-ema-steps", "2"], ["--model-ema"]),
     (["--use-ema"], ["--model-ema"]),
+    (
+        ["--train_sampling", "videomae-ssv2", "--arch", "resnet18", "--mode", "TSN"]
+        + ["--num_segments", "3"],
+        ["--num_segments", "1"],
+    ),
 ]
 
 
@@ -183,6 +188,8 @@ def test_a_flag_that_would_do_nothing_is_refused(flags, needs, capsys):
         train.check_args(train.parse_args([*argv, *flags]))
     one_line_error(capsys, f"{flags[0]}", "does nothing without", exc=e)
     train.check_args(train.parse_args([*argv, *flags, *needs]))  # with what it needs: accepted
+    if flags[0] == "--lr-min":  # either cosine
+        train.check_args(train.parse_args([*argv, *flags, "--lr_policy", "cosine_after_warmup"]))
 
 
 def test_every_rule_of_the_table_is_tested():

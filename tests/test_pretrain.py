@@ -12,6 +12,7 @@ import itertools
 import json
 from functools import partial
 
+import math
 import numpy as np
 import pytest
 import torch
@@ -232,16 +233,51 @@ def test_recipes_are_the_official_scripts(recipe, ratio, stride, lr, batch):
     assert args.pretrain and args.arch == "vit_b16" and args.decoder_depth == 4
     assert (args.mask_ratio, args.t_stride, args.lr, args.batch_size) == (ratio, stride, lr, batch)
     assert (args.opt, args.opt_betas, args.weight_decay) == ("adamw", [0.9, 0.95], 0.05)
-    assert args.train_crop == "multiscale13" and args.no_flip and args.lr_policy == "cosine"
+    assert args.train_crop == "multiscale13" and args.no_flip
     # lr x global batch / 256: K400's 64 GPUs x 32 clips give 1.2e-3 once warm
     args.world_size = 64 if batch == 32 else 8
-    end = int(args.warmup * 10)  # 10 steps per epoch: the first step past the warmup
     scale = batch * args.world_size / 256
     assert train.lr_batch_scale(args) == scale
-    cosine = 0.5 * (1 + np.cos(np.pi * (end - 1) / 10 / args.epochs))  # warm at step end - 1
-    want = scale * (args.lr_min + (lr - args.lr_min) * cosine)
-    assert train.lr_at(args, end - 1, 10) == pytest.approx(want, rel=1e-9)
-    assert train.lr_at(args, 0, 10) == pytest.approx(scale * (1e-6 + (lr - 1e-6) / end))  # warming
+    args.epochs = (
+        60  # the whole schedule, shorter: 40 warmup epochs then 20 of cosine, 10 steps each
+    )
+    want = cosine_scheduler(
+        lr * scale, args.lr_min * scale, 60, 10, int(args.warmup), args.lr_warmup_start * scale
+    )
+    ours = [train.lr_at(args, step, 10) for step in range(600)]
+    assert ours == pytest.approx(want.tolist(), rel=1e-12, abs=0)
+
+
+def cosine_scheduler(
+    base_value, final_value, epochs, niter_per_ep, warmup_epochs=0, start_warmup_value=0
+):
+    """MCG-NJU/VideoMAE utils.py cosine_scheduler (BEiT's), transcribed (warmup_steps unused there)."""
+    warmup_schedule = np.array([])
+    warmup_iters = warmup_epochs * niter_per_ep
+    if warmup_epochs > 0:
+        warmup_schedule = np.linspace(start_warmup_value, base_value, warmup_iters)
+    iters = np.arange(epochs * niter_per_ep - warmup_iters)
+    schedule = np.array(
+        [
+            final_value
+            + 0.5 * (base_value - final_value) * (1 + math.cos(math.pi * i / (len(iters))))
+            for i in iters
+        ]
+    )
+    return np.concatenate((warmup_schedule, schedule))
+
+
+@pytest.mark.parametrize("recipe", ["kinetics_videomae_b", "sthv2_videomae_b", "ucf101_videomae_b"])
+def test_finetuning_recipes_follow_the_official_cosine_scheduler(recipe):
+    """The fine-tuning recipes' lr at every step of a 12-epoch run (5 warmup) is cosine_scheduler's."""
+    args = train.parse_args(
+        ["ucf101", "t.txt", "v.txt", f"@recipes/{recipe}.txt", "--epochs", "12"]
+    )
+    assert args.lr_policy == "cosine_after_warmup"
+    want = cosine_scheduler(args.lr, args.lr_min, 12, 7, 5, args.lr_warmup_start)
+    ours = [train.lr_at(args, step, 7) for step in range(84)]
+    assert ours == pytest.approx(want.tolist(), rel=1e-12, abs=0)
+    assert ours[4 * 7] < args.lr and ours[5 * 7 - 1] == args.lr  # warm at the last warmup step
 
 
 def places(more):

@@ -264,6 +264,33 @@ def test_multiscale_crops():
     assert len(seen) > 20
 
 
+def transcribed_crop_pairs(
+    image_w, image_h, input_size, scales=(1, 0.875, 0.75, 0.66), max_distort=1
+):
+    """tsn-pytorch transforms.py GroupMultiScaleCrop._sample_crop_size's pairs (VideoMAE's copy and
+    mmaction2's MultiScaleCrop snap the same way), transcribed, as (h, w)."""
+    base_size = min(image_w, image_h)
+    crop_sizes = [int(base_size * x) for x in scales]
+    crop_h = [input_size[1] if abs(x - input_size[1]) < 3 else x for x in crop_sizes]
+    crop_w = [input_size[0] if abs(x - input_size[0]) < 3 else x for x in crop_sizes]
+    pairs = []
+    for i, h in enumerate(crop_h):
+        for j, w in enumerate(crop_w):
+            if abs(i - j) <= max_distort:
+                pairs.append((w, h))
+    return {(h, w) for w, h in pairs}
+
+
+@pytest.mark.parametrize(
+    "H, W, crop", [(258, 344, 224), (240, 320, 224), (48, 64, 40), (256, 340, 224)]
+)
+def test_multiscale_crop_sizes_snap_as_group_multiscale_crop(H, W, crop):
+    """A crop side within 3 px of the input size is the input size (258 px: 225 -> 224; 48 px: 42 -> 40)."""
+    rng = np.random.default_rng(0)
+    drawn = {data.multiscale_box(H, W, 256, crop, rng)[2:] for _ in range(400)}
+    assert drawn == {(float(h), float(w)) for h, w in transcribed_crop_pairs(W, H, (crop, crop))}
+
+
 # ---- the trainer --------------------------------------------------------------------------------------
 def test_original_tsn_and_2d_commands_train_evaluate_predict(lists, tmp_path, capsys):
     tsn = [
