@@ -203,6 +203,24 @@ def test_pretraining_run_writes_its_picture_and_fine_tunes(tiny_data, tmp_path, 
     one_line_error(capsys, "is a pretraining checkpoint", "--pretrained", exc=e)
 
 
+def test_pretraining_under_amp(tiny_data, tmp_path):
+    """--amp bf16 (CPU autocast here, as on a GPU): the masked loss runs in bfloat16 and is taken in
+    float32; the epoch's loss is the float32 run's within 5 %, and the weights differ from it (so
+    autocast was on)."""
+    runs = []
+    for amp in ("off", "bf16"):
+        args = pretrain_args(tiny_data, tmp_path / amp, "--epochs", "1", "--amp", amp)
+        run_main(args)
+        run = tmp_path / amp / train.run_dir_name(train.parse_args(args))
+        log = json.loads((run / "log.jsonl").read_text().splitlines()[-1])
+        runs.append((log, torch.load(run / "checkpoint.pth", weights_only=False)["model"]))
+    (log32, w32), (log16, w16) = runs
+    assert log16["train_loss"] == pytest.approx(log32["train_loss"], rel=0.05)
+    assert log16["val_loss"] == pytest.approx(log32["val_loss"], rel=0.05)
+    assert all(torch.isfinite(v).all() for v in w16.values())
+    assert any(not torch.equal(w16[k], w32[k]) for k in w32)
+
+
 @pytest.mark.parametrize(
     "flags, needle",
     [

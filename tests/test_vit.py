@@ -22,7 +22,7 @@ import torch.nn as nn
 import train
 import vit
 import zoo
-from conftest import REPO, one_line_error
+from conftest import REPO, logs, one_line_error, run_dir, run_main
 
 timm = pytest.importorskip("timm")  # the official files import it
 sys.path.insert(0, str(REPO / "tests" / "reference"))
@@ -310,7 +310,6 @@ def test_the_vit_recipe_trains_a_step_and_evaluates_on_cpu(tmp_path):
     """recipes/kinetics_videomae_b.txt as written (AdamW, layer decay, drop path, mixing, RandAugment,
     erasing, 2 reps), at ViT-S on one 4-frame video of 32 px: one optimizer step, then one validation."""
     import prepare
-    from conftest import logs, run_dir, run_main
 
     prepare.make_synth(tmp_path, classes=1, videos=1, frames=16, size=(64, 48))
     common = [
@@ -427,3 +426,16 @@ def test_videomae_ssv2_sampling_in_the_loader_and_its_flags(tmp_path, capsys):
         train.check_args(train.parse_args(argv + ["--output_root", str(tmp_path / "o")]))
     one_line_error(capsys, "--train_sampling", "--num_segments 1", exc=e)
     assert not (tmp_path / "o").exists()
+
+
+def test_the_demo_vit_recipe_trains_and_evaluates(lists, tmp_path):
+    """recipes/demo_vit.txt (the VideoMAE recipe for vit_t16 on the demo videos) parses to the recipe
+    and runs an epoch; what it learns in its 40 epochs is measured in docs/vit.md."""
+    argv = ["demo", *lists, f"@{REPO}/recipes/demo_vit.txt", "--epochs", "1", "--workers", "0"]
+    argv += ["--device", "cpu", "--output_root", str(tmp_path)]
+    args = train.parse_args(argv)
+    recipe = (args.arch, args.lr_policy, args.mixup_alpha, args.ra_reps, args.layer_decay)
+    assert recipe == ("vit_t16", "cosine_after_warmup", 0.8, 2, 0.75) and args.clip_grad == 0
+    top1 = run_main(argv)
+    log = logs(run_dir(tmp_path, argv))[-1]
+    assert math.isfinite(log["train_loss"]) and log["val_top1"] == top1 and log["mixed"]
