@@ -290,10 +290,8 @@ def check_image_tmpl(image_tmpl, start_index=1):
 # ---- sampling: pure functions of (sizes, mode, rng) ----------------------------------------------
 # where test clips go: see sample_indices
 PLACEMENTS = ("ours", "pyslowfast", "mmaction2", "videomae", "videomae-ssv2")
-TRAIN_PLACEMENTS = (
-    "ours",
-    "videomae-ssv2",
-)  # where train clips go: a random start, or `_videomae_ssv2_train`
+# where train clips go: a random start, or `_videomae_ssv2_train`
+TRAIN_PLACEMENTS = ("ours", "videomae-ssv2")
 
 
 def sample_indices(
@@ -338,14 +336,14 @@ def sample_indices(
     if mode != "train" and placement != "ours":
         clips = ZOO_CLIPS[placement](num_frames, t_length, t_stride, num_clips)
         return clips.astype(np.int64) + start_index
+    if mode == "train" and rng is None:
+        raise ValueError("train sampling needs rng (a numpy Generator)")
     if mode == "train" and placement == "videomae-ssv2":
         clips = [_videomae_ssv2_train(num_frames, t_length, rng) for _ in range(num_clips)]
         return np.stack(clips) + start_index
     offsets = _offsets(num_frames, t_length, t_stride)
     room = max(0, num_frames - offsets[-1] - 1)  # possible starts: 0 .. room
     if mode == "train":
-        if rng is None:
-            raise ValueError("train sampling needs rng (a numpy Generator)")
         starts = rng.integers(0, room + 1, size=num_clips)
     elif mode == "val":
         starts = np.array([room // 2])
@@ -577,13 +575,17 @@ def multiscale_box(height, width, new_size, crop_size, rng, more_places=False):
     centre offsets; mmaction2 MultiScaleCrop(scales=(1, .875, .75, .66), max_wh_scale_gap=1,
     random_crop=False)) as a `train_box` box in ORIGINAL pixels: crop height and width each a scale of
     the short side, at most one step apart in the list, at one of 5 places (corners, centre), then
-    resized to crop_size x crop_size (aspect not kept). Scale-free: the box is the same fraction of the
-    frame whatever its size, so new_size plays no part. more_places: at one of 13 places
-    (MORE_FIX_PLACES too: MCG-NJU/VideoMAE transforms.py GroupMultiScaleCrop, more_fix_crop=True, the
-    pretraining crop of its datasets.py DataAugmentationForVideoMAE). As all three, a side within 3 px of
-    crop_size is taken as crop_size (the frame's own pixels: frames read at their stored size)."""
-    sizes = [int(min(height, width) * s) for s in MULTISCALE]
-    sizes = [crop_size if abs(s - crop_size) < 3 else s for s in sizes]
+    resized to crop_size x crop_size (aspect not kept). new_size plays no part: the box is the same
+    fraction of the frame whatever its size, apart from the snap: as GroupMultiScaleCrop (tsn-pytorch,
+    VideoMAE) a side within 3 px of crop_size is taken as crop_size, in the stored frame's pixels
+    (mmaction2 snaps after its Resize(-1, 256), where a 224 crop snaps only at exactly 224). A snap that
+    would leave a frame shorter than crop_size is not taken (theirs pads the crop with zeros).
+    more_places: at one of 13 places (MORE_FIX_PLACES too: MCG-NJU/VideoMAE transforms.py
+    GroupMultiScaleCrop, more_fix_crop=True, the pretraining crop of its datasets.py
+    DataAugmentationForVideoMAE)."""
+    short = min(height, width)
+    sizes = [int(short * s) for s in MULTISCALE]
+    sizes = [crop_size if abs(s - crop_size) < 3 and crop_size <= short else s for s in sizes]
     pairs = [(h, w) for i, h in enumerate(sizes) for j, w in enumerate(sizes) if abs(i - j) <= 1]
     h, w = pairs[int(rng.integers(len(pairs)))]
     dy, dx = (height - h) // 4, (width - w) // 4

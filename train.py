@@ -210,6 +210,12 @@ def add_clip_args(p):
     p.add_argument(
         "--test_sampling", default="ours", choices=data.PLACEMENTS, help="where val/test clips go"
     )
+    p.add_argument(
+        "--train_sampling",
+        default="ours",
+        choices=data.TRAIN_PLACEMENTS,
+        help="train clips: a random start | VideoMAE's SSv2 segments (a frame per segment, no stride)",
+    )
 
 
 def add_input_args(p):
@@ -381,12 +387,6 @@ def add_augment_args(p):
         default="jitter",
         choices=data.TRAIN_CROPS,
         help="scale jitter | TSN's multiscale corner crops | 13 places (VideoMAE pretraining)",
-    )
-    p.add_argument(
-        "--train_sampling",
-        default="ours",
-        choices=data.TRAIN_PLACEMENTS,
-        help="train clips: a random start | VideoMAE's SSv2 segments (a frame per segment, no stride)",
     )
     p.add_argument(
         "--no_flip", action="store_true", help=f"no train flips (always: {sorted(data.NO_FLIP)})"
@@ -1385,10 +1385,9 @@ def param_groups(model, args):
 def lr_at(args, step, steps_per_epoch):
     """The lr of optimizer step `step` (0-based, global): a pure function of the flags, so a resumed run with
     other --epochs / --lr_steps / --warmup follows the new flags. Warmup ramps linearly to the schedule."""
-    epoch, scale = step / steps_per_epoch, lr_batch_scale(args)
-    warmup_steps, start = round(args.warmup * steps_per_epoch), args.lr_warmup_start
     if args.lr_policy == "cosine_after_warmup":
-        return cosine_after_warmup(args, step, warmup_steps, steps_per_epoch) * scale
+        return cosine_after_warmup(args, step, steps_per_epoch)
+    epoch, scale = step / steps_per_epoch, lr_batch_scale(args)
     if (
         args.lr_policy == "cosine"
     ):  # PySlowFast's lr_policy "cosine", end lr --lr-min (COSINE_END_LR)
@@ -1396,21 +1395,33 @@ def lr_at(args, step, steps_per_epoch):
         lr = args.lr_min + (args.lr - args.lr_min) * cos
     else:
         lr = args.lr * 0.1 ** sum(step >= round(m * steps_per_epoch) for m in args.lr_steps)
+    warmup_steps, start = round(args.warmup * steps_per_epoch), args.lr_warmup_start
     lr = start + (lr - start) * min(1.0, (step + 1) / warmup_steps) if warmup_steps else lr
     return lr * scale
 
 
-def cosine_after_warmup(args, step, warmup_steps, steps_per_epoch):
-    """VideoMAE's utils.cosine_scheduler (BEiT's): np.linspace(warmup start, lr, W) over the W warmup
-    steps (it reaches lr at step W - 1), then min + (lr - min) (1 + cos(pi i / (S - W))) / 2 for the
-    i-th of the S - W steps left, S = epochs x steps per epoch. Past S (a longer resume): --lr-min."""
-    if step < warmup_steps:
-        return args.lr_warmup_start + (args.lr - args.lr_warmup_start) * step / max(
-            1, warmup_steps - 1
-        )
-    left = round(args.epochs * steps_per_epoch) - warmup_steps
-    i = min(step - warmup_steps, left)
-    return args.lr_min + 0.5 * (args.lr - args.lr_min) * (1 + math.cos(math.pi * i / max(1, left)))
+def cosine_after_warmup(args, step, steps_per_epoch):
+    """VideoMAE's utils.cosine_scheduler (BEiT's), to the last bit: the lrs scaled first as
+    run_class_finetuning.py / run_mae_pretraining.py do (lr * batch / 256, with --lr-batch); then
+    np.linspace(start, lr, W) over the W warmup steps (i * ((lr - start) / (W - 1)) + start, the last
+    exactly lr), then min + 0.5 (lr - min) (1 + cos(pi i / (S - W))) for the i-th of the S - W steps left,
+    S = epochs x steps per epoch. Past S (a longer resume): --lr-min."""
+    lr, low, start = (batch_scaled(args, v) for v in (args.lr, args.lr_min, args.lr_warmup_start))
+    warmup = round(args.warmup * steps_per_epoch)
+    if step < warmup:
+        if warmup == 1 or step < warmup - 1:  # linspace of one value is its start
+            return step * ((lr - start) / max(1, warmup - 1)) + start
+        return lr
+    left = round(args.epochs * steps_per_epoch) - warmup
+    i = min(step - warmup, left)
+    return low + 0.5 * (lr - low) * (1 + math.cos(math.pi * i / max(1, left)))
+
+
+def batch_scaled(args, lr):
+    """lr x global batch / --lr-batch, in VideoMAE's order of operations ((lr * batch) / 256)."""
+    if not args.lr_batch:
+        return lr
+    return lr * (args.batch_size * args.iter_size * getattr(args, "world_size", 1)) / args.lr_batch
 
 
 def lr_batch_scale(args):

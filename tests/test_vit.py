@@ -432,10 +432,11 @@ def test_the_demo_vit_recipe_trains_and_evaluates(lists, tmp_path):
     """recipes/demo_vit.txt (the VideoMAE recipe for vit_t16 on the demo videos) parses to the recipe
     and runs an epoch; what it learns in its 40 epochs is measured in docs/vit.md."""
     argv = ["demo", *lists, f"@{REPO}/recipes/demo_vit.txt", "--epochs", "1", "--workers", "0"]
-    argv += ["--device", "cpu", "--output_root", str(tmp_path)]
+    argv += ["--device", "cpu", "--output_root", str(tmp_path), "-b", "4"]  # 2 steps: past lr 0
     args = train.parse_args(argv)
     recipe = (args.arch, args.lr_policy, args.mixup_alpha, args.ra_reps, args.layer_decay)
     assert recipe == ("vit_t16", "cosine_after_warmup", 0.8, 2, 0.75) and args.clip_grad == 0
     top1 = run_main(argv)
     log = logs(run_dir(tmp_path, argv))[-1]
     assert math.isfinite(log["train_loss"]) and log["val_top1"] == top1 and log["mixed"]
+    assert log["lr"] == train.lr_at(args, 1, 2) > 0  # the second step's warmup lr: it trained
