@@ -238,17 +238,23 @@ def targets(pixels, patch, tubelet=2, raw=False):
     return sq.flatten(2)
 
 
+def pixels_of(x, mean, std):
+    """The normalised clip x (B, 3, T, H, W) back in [0, 1], as the official engine undoes it (its mean and
+    std as float32 tensors, then in x's dtype: float32, float64 in the tests)."""
+    m = torch.tensor(mean).view(1, 3, 1, 1, 1).to(x)
+    s = torch.tensor(std).view(1, 3, 1, 1, 1).to(x)
+    return x * s + m
+
+
 def masked_loss(mean, std, spec, raw=False):
     """train_one_epoch's loss function, (model, x, labels, info) -> (None, loss): the mean squared error of
     the hidden tubelets' predictions against their targets; x is the normalised clip (mean, std undo it
     as the official engine does)."""
-    m = torch.tensor(mean).view(1, 3, 1, 1, 1)
-    s = torch.tensor(std).view(1, 3, 1, 1, 1)
 
     def forward_loss(model, x, labels, info):
         mask = info["mask"].to(x.device, non_blocking=True).flatten(1)
         with torch.no_grad():
-            pixels = x * s.to(x) + m.to(x)  # in [0, 1]; x: float32 (float64 in the tests)
+            pixels = pixels_of(x, mean, std)
             target = targets(pixels, spec.patch, spec.tubelet, raw)
             B, _, C = target.shape
             target = target[mask].reshape(B, -1, C)
@@ -318,8 +324,7 @@ def draw(net, d, args, rt, epoch):
     net.eval.eval()
     with rt.autocast:
         out = net.eval(x, mask)
-    pixels = x.float() * torch.tensor(rt.std, device=x.device).view(1, 3, 1, 1, 1)
-    pixels = pixels + torch.tensor(rt.mean, device=x.device).view(1, 3, 1, 1, 1)
+    pixels = pixels_of(x.float(), rt.mean, rt.std)
     spec = net.bare.spec
     visible, rec = reconstruct(pixels, mask, out, spec.patch, spec.tubelet, args.raw_target)
     image = picture(pixels.clamp(0, 1).cpu(), visible.cpu(), rec.cpu(), spec.tubelet)

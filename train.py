@@ -1421,14 +1421,19 @@ def batch_scaled(args, lr):
     """lr x global batch / --lr-batch, in VideoMAE's order of operations ((lr * batch) / 256)."""
     if not args.lr_batch:
         return lr
-    return lr * (args.batch_size * args.iter_size * getattr(args, "world_size", 1)) / args.lr_batch
+    return lr * global_batch(args) / args.lr_batch
+
+
+def global_batch(args):
+    """Clips per optimizer step over all processes: -b x --iter_size x processes."""
+    return args.batch_size * args.iter_size * getattr(args, "world_size", 1)
 
 
 def lr_batch_scale(args):
     """--lr-batch N: the lrs are given for N clips; this run's global batch / N (VideoMAE: lr x B / 256)."""
     if not args.lr_batch:
         return 1.0
-    return args.batch_size * args.iter_size * getattr(args, "world_size", 1) / args.lr_batch
+    return global_batch(args) / args.lr_batch
 
 
 # ---- one epoch of training -------------------------------------------------------------------------
