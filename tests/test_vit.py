@@ -440,3 +440,24 @@ def test_the_demo_vit_recipe_trains_and_evaluates(lists, tmp_path):
     log = logs(run_dir(tmp_path, argv))[-1]
     assert math.isfinite(log["train_loss"]) and log["val_top1"] == top1 and log["mixed"]
     assert log["lr"] == train.lr_at(args, 1, 2) > 0  # the second step's warmup lr: it trained
+
+
+def test_videomae_ssv2_train_clips_do_not_depend_on_the_workers(lists):
+    """The segment draws come from each sample's own generator, like the crops: 0 and 2 loader workers
+    give the same clips, and another epoch other ones."""
+    import data
+
+    ds = data.VideoFrameDataset(
+        lists[0], t_length=4, new_size=48, crop_size=48, train_sampling="videomae-ssv2", seed=1
+    )
+    ds.finish_crop = True
+
+    def clips(workers, epoch):
+        ds.set_epoch(epoch)
+        loader = torch.utils.data.DataLoader(
+            ds, batch_size=4, num_workers=workers, collate_fn=data.collate
+        )
+        return torch.cat([batch[0] for batch in loader])
+
+    first = clips(0, 1)
+    assert torch.equal(first, clips(2, 1)) and not torch.equal(first, clips(0, 2))
