@@ -79,9 +79,14 @@ def tube_mask(grid, ratio, perm):
     int(ratio * n) (rounded down, as there), tiled over the T' tubelets (time-major, as the tokens)."""
     T_, H_, W_ = grid
     n = H_ * W_
-    k = int(ratio * n)
+    k = hidden_per_frame(ratio, n)
     frame = torch.cat([torch.zeros(n - k, dtype=torch.bool), torch.ones(k, dtype=torch.bool)])
     return frame[torch.as_tensor(perm)].repeat(T_)
+
+
+def hidden_per_frame(ratio, n):
+    """Tokens hidden of a frame's n: int(ratio * n), rounded down as TubeMaskingGenerator does."""
+    return int(ratio * n)
 
 
 def draw_mask(grid, ratio, seed, epoch, index):
@@ -371,7 +376,7 @@ def check_args(args):
     if vit.geometry_error(args.arch, args.t_length, args.crop_size):
         fail(vit.geometry_error(args.arch, args.t_length, args.crop_size))
     spec = vit.VIT_SPECS[args.arch]
-    if int(args.mask_ratio * (args.crop_size // spec.patch) ** 2) == 0:
+    if hidden_per_frame(args.mask_ratio, (args.crop_size // spec.patch) ** 2) == 0:
         fail(f"--mask-ratio {args.mask_ratio} hides no patch of a {args.crop_size} px frame")
     refused = {
         "--test_clips / --test_crops": args.test_clips * args.test_crops > 1,
@@ -415,7 +420,7 @@ def mask_data(args, rt, d, grid):
 
 def start_line(args, rt, d, model):
     n = int(np.prod(model.grid))
-    hidden = model.grid[0] * int(args.mask_ratio * model.grid[1] * model.grid[2])
+    hidden = model.grid[0] * hidden_per_frame(args.mask_ratio, model.grid[1] * model.grid[2])
     params = sum(p.numel() for p in model.parameters()) / 1e6
     return (
         f"run folder {rt.run_dir}: pretraining {args.arch} ({params:.1f}M parameters with the "
