@@ -24,6 +24,7 @@ import sys
 
 import torch
 
+import checkpoint
 import data
 import predict
 import train
@@ -50,6 +51,7 @@ def get_parser():
         "--dynamic-batch", dest="dynamic_batch", action="store_true", help="any batch size"
     )
     p.add_argument("--opset", type=train.positive, default=18, help="ONNX opset version")
+    train.add_trust_arg(p)
     return p
 
 
@@ -151,6 +153,7 @@ def check_out(a):
 
 def main(argv=None):
     a = get_parser().parse_args(argv)
+    checkpoint.TRUST["on"] = a.trust_checkpoint
     check_out(a)
     try:
         model, args, names = predict.load_checkpoint(a.resume, "cpu", 1, 1, a.use_ema)

@@ -151,6 +151,7 @@ def get_parser():
         "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu"
     )
     p.add_argument("-k", "--top", type=train.positive, default=5, help="classes to show per input")
+    train.add_trust_arg(p)
     return p
 
 
@@ -165,6 +166,7 @@ def _report(result, top):
 
 def main(argv=None):
     a = get_parser().parse_args(argv)
+    checkpoint.TRUST["on"] = a.trust_checkpoint
     failed = False
     try:
         if a.device.startswith("cuda") and not torch.cuda.is_available():
