@@ -50,6 +50,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm import tqdm
 
+import checkpoint
 import data
 import decode
 import prepare
@@ -134,6 +135,7 @@ def get_parser():
     p.add_argument(
         "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu"
     )
+    train.add_trust_arg(p)
     return p
 
 
@@ -606,6 +608,7 @@ def extract_all(a, args, ext, ds, ids, rt):
 
 def main(argv=None):
     a = get_parser().parse_args(argv)
+    checkpoint.TRUST["on"] = a.trust_checkpoint
     check(a)
     model, args, names = load_model(a)
     try:

@@ -216,33 +216,29 @@ def read_log(log_jsonl_path):
 
 
 def save_curves_png(log_jsonl_path, png_path):
-    """Three panels against the epoch: loss (train, and val where logged), top-1 (train, and val where
-    logged), learning rate (log scale). Null values are left out of their series."""
+    """A panel each against the epoch: loss (train, and val where logged), top-1 (train, and val where
+    logged), learning rate (log scale). Null values are left out of their series; a panel with no
+    series at all (top-1 of a pretraining run, which has no labels) is left out."""
     rows = read_log(log_jsonl_path)
 
     def series(key):
         pts = [(r["epoch"], r[key]) for r in rows if r.get(key) is not None]
         return [p[0] for p in pts], [p[1] for p in pts]
 
-    fig, axes = plt.subplots(1, 3, figsize=CURVES_FIGSIZE, dpi=DPI, layout="constrained")
+    # MixUp/CutMix: the train top-1 is against the dominant label
+    train = "train, dominant label" if any(r.get("mixed") for r in rows) else "train"
+    panels = [
+        ("loss", (("train_loss", "train"), ("val_loss", "val"), ("val_loss_ema", "EMA"))),
+        ("top-1 (%)", (("train_top1", train), ("val_top1", "val"), ("val_top1_ema", "EMA"))),
+        ("learning rate", (("lr", None),)),
+    ]
+    panels = [(y, keys) for y, keys in panels if any(series(k)[0] for k, _ in keys)] or panels[:1]
+    width, height = CURVES_FIGSIZE
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(width * len(panels) / 3, height), dpi=DPI, layout="constrained"
+    )
     try:
-        train = (
-            "train, dominant label" if any(r.get("mixed") for r in rows) else "train"
-        )  # MixUp/CutMix
-        panels = (
-            (
-                axes[0],
-                "loss",
-                (("train_loss", "train"), ("val_loss", "val"), ("val_loss_ema", "EMA")),
-            ),
-            (
-                axes[1],
-                "top-1 (%)",
-                (("train_top1", train), ("val_top1", "val"), ("val_top1_ema", "EMA")),
-            ),
-            (axes[2], "learning rate", (("lr", None),)),
-        )
-        for ax, ylabel, keys in panels:
+        for ax, (ylabel, keys) in zip(np.atleast_1d(axes), panels):
             for key, label in keys:
                 x, y = series(key)
                 if x:
@@ -252,8 +248,8 @@ def save_curves_png(log_jsonl_path, png_path):
             ax.grid(alpha=0.3)
             if ax.get_legend_handles_labels()[0] and keys[0][1]:
                 ax.legend()
-        if any(r.get("lr") for r in rows):
-            axes[2].set_yscale("log")
+            if ylabel == "learning rate" and any(r.get("lr") for r in rows):
+                ax.set_yscale("log")
         fig.savefig(png_path, dpi=DPI)
     finally:
         plt.close(fig)

@@ -14,6 +14,9 @@ import json
 from functools import partial
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 import numpy as np
 import pytest
 import torch
@@ -23,7 +26,7 @@ from PIL import Image
 import data
 import pretrain
 import train
-from conftest import TINY, one_line_error, run_main
+from conftest import ENV, REPO, TINY, one_line_error, run_main, tiny_checkpoint
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)  # IMAGENET_DEFAULT_MEAN / STD
 
@@ -211,14 +214,33 @@ def test_pretraining_run_writes_its_picture_and_fine_tunes(tiny_data, tmp_path, 
     one_line_error(capsys, "is a pretraining checkpoint", "--pretrained", exc=e)
 
 
-def test_pretraining_under_amp(tiny_data, tmp_path):
+def unlabelled(data, folder):
+    """The lists of `data` as '<frame_dir> <num_frames>' lines (no label column), in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for path in data:
+        lines = Path(path).read_text().splitlines()
+        root = Path(path).parent
+        new = folder / Path(path).name
+        new.write_text("".join(f"{root / ln.split()[0]} {ln.split()[1]}\n" for ln in lines))
+        out.append(str(new))
+    return out
+
+
+def test_pretraining_under_amp(tiny_data, tmp_path, capsys):
     """--amp bf16 (CPU autocast here, as on a GPU): the pretraining step runs under autocast; the
     epoch's train and val losses are the float32 run's within 5 %, and the weights differ from it (so
-    autocast was on)."""
+    autocast was on). Both read unlabelled '<frame_dir> <num_frames>' lists (pretraining uses no
+    labels) and draw no picture (--vis-videos 0: no path printed)."""
     runs = []
+    lists = unlabelled(tiny_data, tmp_path / "lists")
     for amp in ("off", "bf16"):
-        args = pretrain_args(tiny_data, tmp_path / amp, "--epochs", "1", "--amp", amp)
+        args = pretrain_args(
+            lists, tmp_path / amp, "--epochs", "1", "--amp", amp, "--vis-videos", "0"
+        )
         run_main(args)
+        line = [ln for ln in capsys.readouterr().out.splitlines() if "val reconstruction" in ln]
+        assert line and "None" not in line[0] and ".png" not in line[0], line
         run = tmp_path / amp / train.run_dir_name(train.parse_args(args))
         log = json.loads((run / "log.jsonl").read_text().splitlines()[-1])
         runs.append((log, torch.load(run / "checkpoint.pth", weights_only=False)["model"]))
@@ -227,6 +249,26 @@ def test_pretraining_under_amp(tiny_data, tmp_path):
     assert log16["val_loss"] == pytest.approx(log32["val_loss"], rel=0.05)
     assert all(torch.isfinite(v).all() for v in w16.values())
     assert any(not torch.equal(w16[k], w32[k]) for k in w32)
+
+
+def test_a_refused_pretraining_start_leaves_no_run_folder(tiny_data, tmp_path):
+    """`train.py pretrain --resume <a fine-tuning checkpoint> --run_name X`: refused in one line after the
+    run folder was made; the folder (holding only args.txt) is removed, as train.py removes its own."""
+    ckpt = tiny_checkpoint(tmp_path / "ft.pth", arch="vit_t16", t_length=4, crop_size=32)
+    argv = pretrain_args(tiny_data, tmp_path / "out", "--resume", ckpt, "--run_name", "X")
+    # pretrain.py as `train.py pretrain` runs it (one interpreter fewer)
+    cmd = [sys.executable, str(REPO / "pretrain.py"), *[a for a in argv if a != "--pretrain"]]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=120)
+    one_line_error(r.stderr, "is not a pretraining checkpoint")
+    assert r.returncode == 2 and not (tmp_path / "out" / "X").exists()
+
+
+def test_pretrain_help_is_the_pretraining_usage(capsys):
+    with pytest.raises(SystemExit) as e:
+        train.parse_args(["-h", "--pretrain"])  # what `train.py pretrain -h` parses
+    out = capsys.readouterr().out
+    assert e.value.code == 0 and out.startswith("usage: train.py pretrain [-h] [--pretrain]")
+    assert out.index("--mask-ratio") < out.index("--arch")  # its group first
 
 
 @pytest.mark.parametrize(

@@ -134,6 +134,24 @@ def test_curves_png_shape(tmp_path):
         report.save_curves_png(str(log), str(png))
 
 
+def test_curves_png_of_a_pretraining_run_has_no_empty_top1_panel(tmp_path):
+    """A pretraining log has losses and lrs only: two panels (loss, lr), two thirds as wide, no empty one."""
+    log = tmp_path / "log.jsonl"
+    rows = [
+        {"epoch": e, "lr": 1e-3, "train_loss": 1.0 / (e + 1), "val_loss": 1.1} for e in range(3)
+    ]
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    png = tmp_path / "curves.png"
+    report.save_curves_png(str(log), str(png))
+    width, height = report.CURVES_FIGSIZE
+    with Image.open(png) as img:
+        assert img.size == (round(width * 2 / 3 * report.DPI), round(height * report.DPI))
+        gray = np.asarray(img.convert("L")).astype(float)
+    # each half holds a drawn panel: every half has its own axes and lines
+    halves = np.array_split(gray, 2, axis=1)
+    assert all(h.std() > 10 for h in halves)
+
+
 def test_write_evaluation_files(tmp_path):
     m0 = _three_class_case()
     scores = np.zeros((10, 3))
