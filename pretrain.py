@@ -50,6 +50,7 @@ from torch.utils.data import DataLoader, Subset
 import checkpoint
 import data
 import decode
+import flags
 import rundir
 import train
 import vit
@@ -367,12 +368,12 @@ def validate_and_log(args, rt, net, d, progress, meter, loss_fn):
 
 # ---- the run ---------------------------------------------------------------------------------------
 def check_args(args):
-    """Pretraining's one-line refusals, before anything is read; then train.check_args."""
+    """Pretraining's one-line refusals, before anything is read; then flags.check_args."""
     if args.arch not in DECODERS:
         fail(f"--arch {args.arch}: pretraining takes a video ViT ({', '.join(DECODERS)})")
     if not 0 < args.mask_ratio < 1:
         fail(f"--mask-ratio {args.mask_ratio}: must be in (0, 1)")
-    args.t_length = train.default_t_length(args)
+    args.t_length = flags.default_t_length(args)
     if vit.geometry_error(args.arch, args.t_length, args.crop_size):
         fail(vit.geometry_error(args.arch, args.t_length, args.crop_size))
     spec = vit.VIT_SPECS[args.arch]
@@ -389,7 +390,7 @@ def check_args(args):
     for flag, given in refused.items():
         if given:
             fail(f"{flag}: not with --pretrain (pretraining starts from random weights, no labels)")
-    train.check_args(args)
+    flags.check_args(args)
 
 
 def build_model(args):
@@ -441,7 +442,7 @@ def main(args):
     loss_fn = masked_loss(rt.mean, rt.std, net.bare.spec, args.raw_target)
     progress = checkpoint.Progress()
     args.world_size = rt.world_size
-    ckpt = checkpoint.resume(args, rt, net, progress, train.flag_sets())
+    ckpt = checkpoint.resume(args, rt, net, progress, flags.flag_sets())
     rundir.resumed(args, rt, ckpt)
     if args.evaluate:  # the checkpoint's val reconstruction loss (DDP: shards summed, exact)
         loss = validate(net, d, args, rt, loss_fn)

@@ -20,6 +20,7 @@ import torch.nn as nn
 from PIL import Image
 
 import data
+import flags
 import pretrain
 import train
 from conftest import TINY, one_line_error, run_main
@@ -179,7 +180,7 @@ def pretrain_args(data, root, *extra):
 def test_pretraining_run_writes_its_picture_and_fine_tunes(tiny_data, tmp_path, capsys):
     args = pretrain_args(tiny_data, tmp_path, "--epochs", "2", "-ef", "1", "--vis-videos", "2")
     run_main(args)
-    run = tmp_path / train.run_dir_name(train.parse_args(args))
+    run = tmp_path / flags.run_dir_name(train.parse_args(args))
     log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in log] == [0, 1] and all(r["val_loss"] > 0 for r in log)
     assert Image.open(run / "reconstruction_e001.png").size == (2 * 34 + 2, 2 * 3 * 34 + 2)
@@ -191,7 +192,7 @@ def test_pretraining_run_writes_its_picture_and_fine_tunes(tiny_data, tmp_path, 
     ft += ["--pretrained", str(run / "checkpoint.pth"), "--output_root", str(tmp_path / "ft")]
     run_main(ft)
     assert "new 4 (fc_norm.weight" in capsys.readouterr().out
-    name = train.run_dir_name(train.parse_args(ft))
+    name = flags.run_dir_name(train.parse_args(ft))
     tuned = torch.load(tmp_path / "ft" / name / "checkpoint.pth", weights_only=False)
     assert (
         tuned["model"]["patch_embed.proj.weight"].shape
@@ -211,7 +212,7 @@ def test_pretraining_under_amp(tiny_data, tmp_path):
     for amp in ("off", "bf16"):
         args = pretrain_args(tiny_data, tmp_path / amp, "--epochs", "1", "--amp", amp)
         run_main(args)
-        run = tmp_path / amp / train.run_dir_name(train.parse_args(args))
+        run = tmp_path / amp / flags.run_dir_name(train.parse_args(args))
         log = json.loads((run / "log.jsonl").read_text().splitlines()[-1])
         runs.append((log, torch.load(run / "checkpoint.pth", weights_only=False)["model"]))
     (log32, w32), (log16, w16) = runs
