@@ -101,10 +101,28 @@ def no_weights(value):
 
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors, and recipes: an argument @FILE reads more arguments from FILE (e.g.
-    recipes/ucf101_i3d.txt, a run folder's args.txt), any number per line, shell quoting, '#' comments."""
+    recipes/ucf101_i3d.txt, a run folder's args.txt), any number per line, shell quoting, '#' comments.
+    It records its flags as they are added (argparse keeps no public list): `actions`, every flag in
+    order; `groups`, each argument group by its title."""
 
     def __init__(self, **kwargs):
+        # None while argparse's own __init__ makes its two groups (and adds -h through add_argument)
+        self.actions, self.groups = [], None
         super().__init__(fromfile_prefix_chars="@", **kwargs)
+        self.groups = {}
+
+    def add_argument(self, *args, **kwargs):
+        action = super().add_argument(*args, **kwargs)
+        self.actions.append(action)
+        return action
+
+    def add_argument_group(self, title=None, description=None, **kwargs):
+        """A titled group (-h lists its flags under `title`) that records its flags: `groups[title]`."""
+        group = super().add_argument_group(title, description, **kwargs)
+        if self.groups is None:
+            return group
+        self.groups[title] = Group(group, self.actions)
+        return self.groups[title]
 
     def parse_known_args(self, args=None, namespace=None):
         args = sys.argv[1:] if args is None else list(args)
@@ -117,6 +135,20 @@ class Parser(argparse.ArgumentParser):
         # argparse's own takes each line as ONE argument: "--lr_steps 40 80 90" would be a single word.
         # Trap: '#' starts a comment even inside a word (shlex); quote a value holding one.
         return shlex.split(line, comments=True)
+
+
+class Group:
+    """An argparse argument group that records each flag added to it, in its own `actions` and in its
+    parser's."""
+
+    def __init__(self, group, parser_actions):
+        self.group, self.parser_actions, self.actions = group, parser_actions, []
+
+    def add_argument(self, *args, **kwargs):
+        action = self.group.add_argument(*args, **kwargs)
+        self.actions.append(action)
+        self.parser_actions.append(action)
+        return action
 
 
 def get_args_parser():
@@ -593,7 +625,7 @@ class FlagSets:
 def flag_sets(parser=None):
     """FlagSets of `parser` (get_args_parser()): each flag counts as its group says."""
     parser = parser or get_args_parser()
-    dests = {g.title: [a.dest for a in g._group_actions] for g in parser._action_groups}
+    dests = {title: [a.dest for a in g.actions] for title, g in parser.groups.items()}
 
     def flags(pick):
         return tuple(d for g in FLAG_GROUPS if pick(g) for d in dests.get(g.title, ()))
@@ -605,7 +637,7 @@ def flag_sets(parser=None):
         flags(lambda g: bool(g.kept)),
         {
             a.dest: next((o for o in a.option_strings if o.startswith("--")), a.dest)
-            for a in parser._actions
+            for a in parser.actions
         },
     )
 
@@ -655,7 +687,7 @@ def checkpoint_args(ckpt, argv, parser=None):
     make_dataset / make_model, so neither can drift from what the checkpoint was trained with."""
     parser = parser or get_args_parser()
     saved = ckpt.get("args") if isinstance(ckpt.get("args"), dict) else {}
-    known, process = {action.dest for action in parser._actions}, flag_sets(parser).process
+    known, process = {action.dest for action in parser.actions}, flag_sets(parser).process
     parser.set_defaults(**{k: v for k, v in saved.items() if k in known and k not in process})
     return parser.parse_args(argv)
 
@@ -850,7 +882,7 @@ def check_flags_act(args):
     if args.evaluate:
         return
     parser = recipe_parser(args.dataset)
-    actions = {s: a for a in parser._actions for s in a.option_strings}
+    actions = {s: a for a in parser.actions for s in a.option_strings}
     for flag, acts, needs in ACTS_WITH:
         dest = actions[flag].dest
         value = getattr(args, dest)

@@ -97,7 +97,7 @@ def args_file(parser, args):
     """The resolved flags as an @FILE that parses back to `args` (flags.Parser reads it): the positionals,
     then one flag per line. Flags that are off or None are left out: they parse back to that."""
     words, lines = [], []
-    for action in parser._actions:  # argparse keeps no public list of its arguments
+    for action in parser.actions:  # flags.Parser records them as they are added
         value = getattr(args, action.dest, None)
         if not action.option_strings:
             words += [] if value is None else [str(value)]

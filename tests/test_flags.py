@@ -14,14 +14,8 @@ from conftest import TINY, one_line_error, run_dir, run_main
 
 def ungrouped(parser):
     """The flags of `parser` in none of flags.FLAG_GROUPS (argparse's own groups hold them)."""
-    titles = {g.title for g in flags.FLAG_GROUPS}
-    return [
-        a.dest
-        for g in parser._action_groups
-        if g.title not in titles
-        for a in g._group_actions
-        if a.dest != "help"
-    ]
+    grouped = {a.dest for g in flags.FLAG_GROUPS for a in parser.groups[g.title].actions}
+    return [a.dest for a in parser.actions if a.dest not in grouped and a.dest != "help"]
 
 
 def test_every_flag_belongs_to_a_group():
@@ -29,9 +23,10 @@ def test_every_flag_belongs_to_a_group():
     assert ungrouped(parser) == []
     parser.add_argument("--stray", help="a flag added with no group")  # what a forker might do
     assert ungrouped(parser) == ["stray"]
-    titles = [g.title for g in parser._action_groups]
+    parser.add_argument_group("mine").add_argument("--own", help="a flag in a group of its own")
+    assert ungrouped(parser) == ["stray", "own"]
     for group in flags.FLAG_GROUPS:  # each group is in the parser, and holds flags
-        assert parser._action_groups[titles.index(group.title)]._group_actions, group.title
+        assert parser.groups[group.title].actions, group.title
 
 
 def test_the_lists_derived_from_the_groups():
@@ -50,7 +45,7 @@ def test_the_lists_derived_from_the_groups():
 def scratch_parser(real=train.get_args_parser):
     """train.py's parser with one more flag in the clips group, as a forker adds one."""
     parser = real()
-    clips = next(g for g in parser._action_groups if g.title == "clips")
+    clips = parser.groups["clips"]
     clips.add_argument("--scratch", default=1, type=int, help="a flag added by a test")
     return parser
 
