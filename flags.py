@@ -37,12 +37,8 @@ PROJECT = os.path.dirname(os.path.abspath(__file__))
 # `python train.py demo`: recipes/demo.txt learns data.py's synthetic motion classes on a CPU.
 DEMO_RECIPE = os.path.join(PROJECT, "recipes", "demo.txt")
 OUTPUT_ROOT = "./output"
-SUBCOMMANDS = (
-    "predict",
-    "features",
-    "export",
-    "pretrain",
-)  # `python train.py predict ...` runs predict.py (__main__)
+# `python train.py predict ...` runs predict.py (__main__)
+SUBCOMMANDS = ("predict", "features", "export", "pretrain")
 
 
 # ---- flags -----------------------------------------------------------------------------------------
@@ -551,12 +547,10 @@ class FlagGroup:
     title: str
     about: str
     add: object  # add_*_args(argparse group)
-    process: bool = (
-        False  # about this process: --evaluate / predict never take it from a checkpoint
-    )
-    scores: bool = (
-        True  # may change what an evaluation scores: its value names the evaluation files
-    )
+    # about this process: --evaluate / predict never take it from a checkpoint
+    process: bool = False
+    # may change what an evaluation scores: its value names the evaluation files
+    scores: bool = True
     kept: str = ""  # a resumed run keeps it: "always", or "training" (--evaluate may change it)
 
 
@@ -708,9 +702,8 @@ def check_args(args):
         fail("give train_list and val_list (only 'demo' makes its own)")
     if args.amp == "fp16" and not args.device.startswith("cuda"):
         fail("--amp fp16 needs a CUDA device; use --amp bf16 on CPU")
-    if args.sync_bn and not (
-        args.ddp and args.device.startswith("cuda")
-    ):  # SyncBatchNorm: CUDA-only, DDP
+    # SyncBatchNorm: CUDA-only, DDP
+    if args.sync_bn and not (args.ddp and args.device.startswith("cuda")):
         fail("--sync-bn needs --ddp on CUDA (one process has no other BN statistics to sync)")
     if args.compile and args.device == "cuda" and torch.cuda.device_count() > 1 and not args.ddp:
         fail(
@@ -789,9 +782,8 @@ def check_mode(args):
         fail(models.mode_error(args.arch, args.mode))
     if args.arch in models.VITS and vit.geometry_error(args.arch, args.t_length, args.crop_size):
         fail(vit.geometry_error(args.arch, args.t_length, args.crop_size))
-    if (
-        args.shift == 1 or args.shift > 64
-    ):  # 2/shift of the channels move; 64: the fewest a block has
+    # 2/shift of the channels move; 64: the fewest a block has
+    if args.shift == 1 or args.shift > 64:
         fail(
             f"--shift {args.shift}: must be 0 (off) or 2..64 (TSM: 8, a quarter of the channels move)"
         )

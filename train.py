@@ -40,6 +40,7 @@ import random
 import sys
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
@@ -117,9 +118,8 @@ def setup_runtime(args):
         if cuda:
             torch.cuda.set_device(local_rank)  # one GPU per process, before NCCL touches any device
         dist.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=world_size)
-        if (
-            rank != 0
-        ):  # only rank 0 prints (model.py's pretrained summary included); warnings go to stderr
+        # only rank 0 prints (model.py's pretrained summary included); warnings go to stderr
+        if rank != 0:
             builtins.print = lambda *a, **k: None
         where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
         print(f"DDP: {world_size} processes, rendezvous {where}")
@@ -229,9 +229,8 @@ def build_data(args, rt):
     for flag, path in (("train_list", args.train_list), ("val_list", args.val_list)):
         if not os.path.isfile(path):
             fail(f"{flag} not found: {path}")
-    args.num_classes = args.num_classes or flags.NUM_CLASSES.get(
-        args.dataset
-    )  # else: from the lists, below
+    # else: from the lists, below
+    args.num_classes = args.num_classes or flags.NUM_CLASSES.get(args.dataset)
     views = args.test_clips * args.test_crops if args.evaluate else 1
     try:
         train_ds = make_dataset(args, args.train_list, "train")
@@ -365,25 +364,40 @@ def train_loader(args, d, epoch, start_iter):
     )
 
 
-def collate_fn(
-    args,
-):  # --decode_device cuda: batches of encoded frames, decoded by decode_batch in the step
+def collate_fn(args):
+    """--decode_device cuda: batches of encoded frames, decoded by decode_batch in the step."""
     return gpudecode.collate_encoded if args.decode_device == "cuda" else data.collate
 
 
 # ---- model and optimizer ---------------------------------------------------------------------------
 @dataclass
 class Net:
-    """The model as trained (maybe DDP/DataParallel/compiled), as saved (bare) and as evaluated, with the
-    optimizer and GradScaler that update it."""
+    """The model and what updates it. `bare` is the model itself: what a checkpoint saves, the EMA
+    averages and gradient clipping reads; `train` is what the step calls: `bare` wrapped in DDP or
+    DataParallel and maybe compiled; `ddp` is the DDP wrapper, whose no_sync accumulation needs."""
 
     train: nn.Module
     bare: nn.Module
-    eval: nn.Module
-    ddp: nn.Module = None  # for no_sync() during gradient accumulation
+    ddp: nn.Module = None
     optimizer: torch.optim.Optimizer = None
     scaler: torch.amp.GradScaler = None
     ema: swa_utils.AveragedModel = None  # --model-ema: ema.module is the averaged model
+
+    @property
+    def eval(self):
+        """What evaluation calls: DataParallel (the batch split over the GPUs; never compiled), else the
+        bare model. Trap: under DDP, the bare module: DDP's forward broadcasts buffers (a collective),
+        which hangs when ranks hold shards of different lengths."""
+        if isinstance(self.train, nn.DataParallel):
+            return self.train
+        return self.bare
+
+    def grad_sync(self, last):
+        """DDP averages gradients in every backward; accumulating, only the step's last batch needs
+        that: the others run under no_sync."""
+        if self.ddp is None or last:
+            return contextlib.nullcontext()
+        return self.ddp.no_sync()
 
 
 def make_model(args):
@@ -425,32 +439,30 @@ def build_net(args, rt, model=None):
     info = getattr(model, "pretrained_info", None) or {}
     rt.mean = tuple(args.mean or info.get("mean") or data.MEAN)
     rt.std = tuple(args.std or info.get("std") or data.STD)
-    for (
-        name,
-        p,
-    ) in model.named_parameters():  # fine-tuning modes: frozen tensors get no gradient, no decay
-        if args.fc_only and not name.startswith(models.HEAD):
-            p.requires_grad = False
-    for m in model.modules() if args.freeze_bn else []:
-        if isinstance(m, nn.modules.batchnorm._BatchNorm):
-            m.requires_grad_(False)
+    # fine-tuning modes: frozen tensors get no gradient, no decay
+    if args.fc_only:
+        for name, p in model.named_parameters():
+            if not name.startswith(models.HEAD):
+                p.requires_grad = False
+    if args.freeze_bn:
+        for m in model.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                m.requires_grad_(False)
     if args.sync_bn and args.ddp:
         model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
     # Batches arrive in channels_last_3d memory (data.collate); convs use it where --channels-last asks.
     model.to(rt.device, memory_format=rt.memory_format)
-    net = Net(model, model, model)
-    if (
-        args.ddp
-    ):  # gradients as views of the all-reduce buckets: no copy in, no second gradient copy
+    net = Net(train=model, bare=model)
+    if args.ddp:
+        # gradients as views of the all-reduce buckets: no copy in, no second gradient copy
         net.ddp = net.train = nn.parallel.DistributedDataParallel(
             model,
             device_ids=[rt.local_rank] if rt.device.type == "cuda" else None,
             gradient_as_bucket_view=True,
         )
-    elif (
-        args.device == "cuda" and torch.cuda.device_count() > 1
-    ):  # --device cuda:N means that one GPU
-        net.train = net.eval = nn.DataParallel(model)  # splits the batch over every visible GPU
+    elif args.device == "cuda" and torch.cuda.device_count() > 1:
+        # --device cuda:N means that one GPU; DataParallel splits the batch over every visible GPU
+        net.train = nn.DataParallel(model)
     # Training only (the shapes never change: drop_last), never DataParallel (flags.check_args); DDP itself is
     # compiled, the documented way (its DDPOptimizer splits the graph at buckets: all-reduce overlaps the
     # backward). Evaluation stays eager: eval mode, views x batch and the last partial batch would each
@@ -470,11 +482,8 @@ def build_net(args, rt, model=None):
         else None
     )
     net.scaler = torch.amp.GradScaler(rt.device.type, enabled=args.amp == "fp16")
-    torch.manual_seed(
-        args.seed + rt.rank
-    )  # a different dropout stream on each rank (resume restores it)
-    # Trap: under DDP, evaluate the bare module. DDP's forward broadcasts buffers (a collective), which hangs
-    # when ranks hold shards of different lengths.
+    # a different dropout stream on each rank (resume restores it)
+    torch.manual_seed(args.seed + rt.rank)
     return net
 
 
@@ -498,9 +507,8 @@ def make_optimizer(model, args, fused):
 
 def set_train_mode(net, args):
     net.train.train()
-    if (
-        args.freeze_bn
-    ):  # the original's finetune_bn_frozen.py: BN uses (and keeps) the pretrained statistics
+    # the original's finetune_bn_frozen.py: BN uses (and keeps) the pretrained statistics
+    if args.freeze_bn:
         for m in net.bare.modules():
             if isinstance(m, nn.modules.batchnorm._BatchNorm):
                 m.eval()
@@ -541,9 +549,8 @@ def lr_at(args, step, steps_per_epoch):
     if args.lr_policy == "cosine_after_warmup":
         return cosine_after_warmup(args, step, steps_per_epoch)
     epoch, scale = step / steps_per_epoch, lr_batch_scale(args)
-    if (
-        args.lr_policy == "cosine"
-    ):  # PySlowFast's lr_policy "cosine", end lr --lr-min (COSINE_END_LR)
+    # PySlowFast's lr_policy "cosine", end lr --lr-min (COSINE_END_LR)
+    if args.lr_policy == "cosine":
         cos = 0.5 * (1 + math.cos(math.pi * min(1.0, epoch / args.epochs)))
         lr = args.lr_min + (args.lr - args.lr_min) * cos
     else:
@@ -596,9 +603,8 @@ def decode_on_device(batch, args, rt, net, progress, d, it):
     ranks stop with it."""
     try:
         return gpudecode.decode_batch(batch, rt.device, d.train_ds)
-    except (
-        Exception
-    ) as e:  # nvJPEG / TorchCodec raise RuntimeError, ValueError, their own kinds; OOM too
+    # nvJPEG / TorchCodec raise RuntimeError, ValueError, their own kinds; OOM too
+    except Exception as e:
         if rt.world_size == 1:
             progress.iter = it - it % args.iter_size
             checkpoint.save(args, rt, net, progress, d)
@@ -612,10 +618,8 @@ def decode_on_device(batch, args, rt, net, progress, d, it):
             if isinstance(e, torch.OutOfMemoryError)
             else f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
         )
-        fail(
-            f"GPU decoding failed in training: {why}; {'saved checkpoint.pth; ' * (rt.world_size == 1)}"
-            "--resume auto continues"
-        )
+        saved = "saved checkpoint.pth; " if rt.world_size == 1 else ""
+        fail(f"GPU decoding failed in training: {why}; {saved}--resume auto continues")
 
 
 def to_model_input(clips, labels, info, rt):
@@ -627,34 +631,39 @@ def to_model_input(clips, labels, info, rt):
     if "augment" in info:  # --augment_device batch: the loader drew each clip's augmentation
         x = augment.apply(x, info["augment"].flatten(0, -3))  # (B x K, stages, 8)
     x = data.normalize(x.contiguous(memory_format=rt.memory_format), rt.mean, rt.std)
-    if (
-        "box" in info
-    ):  # training: the scale jitter's resize, batched on the device (boxes: still on the host)
+    # training: the scale jitter's resize, batched on the device (boxes: still on the host)
+    if "box" in info:
         x = data.crop_resize(x, info["box"].view(-1, 4))
     return x.contiguous(memory_format=rt.memory_format), labels.to(rt.device, non_blocking=True)
 
 
-def classify(criterion):
-    """The step's forward and loss, (model, x, targets, info) -> (logits, loss): `criterion` on the
-    logits. train_one_epoch takes any such function (pretrain.py's reconstruction loss: logits None)."""
+@dataclass(frozen=True)
+class Objective:
+    """What the step minimises, in two parts: `forward` runs the model on the batch, `loss` scores its
+    output. The trainer's: `classification`; pretrain.py's: `reconstruction` of the hidden tubelets."""
 
-    def forward_loss(model, x, targets, info):
-        logits = model(x)
-        return logits, criterion(logits, targets)
-
-    return forward_loss
+    forward: Callable  # (model, x, info) -> output
+    loss: Callable  # (output, targets, x, info) -> the batch's mean loss
+    classifies: bool = True  # the output is class scores: the meter counts their top-1
 
 
-def train_one_epoch(args, rt, d, net, criterion, progress):
+def classification(args):
+    """The logits, and their cross-entropy against the labels or the mixed soft targets
+    (--mixup-alpha / --cutmix-alpha), with --label-smoothing."""
+    cross_entropy = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
+    return Objective(
+        forward=lambda model, x, info: model(x),
+        loss=lambda logits, targets, x, info: cross_entropy(logits, targets),
+    )
+
+
+def train_one_epoch(args, rt, d, net, objective, progress):
     """Train from progress.iter to the end of progress.epoch; returns this rank's Meter. After each
-    optimizer step, rundir.end_of_step saves and exits if a signal came or too many videos were bad.
-    criterion: `classify`'s kind of function."""
+    optimizer step, rundir.end_of_step saves and exits if a signal came or too many videos were bad."""
     epoch, meter = progress.epoch, report.Meter(start=progress.iter)
     set_train_mode(net, args)
-    batches, bad = (
-        d.steps_per_epoch * args.iter_size,
-        [],
-    )  # bad: this step's replaced videos, this rank
+    # bad: this step's replaced videos, this rank
+    batches, bad = d.steps_per_epoch * args.iter_size, []
     t_end = time.time()
     for it, batch in enumerate(train_loader(args, d, epoch, progress.iter), start=progress.iter):
         if d.train_ds.spec.encoded:  # --decode_device cuda: nvJPEG, here
@@ -663,23 +672,22 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
         meter.t_wait += time.time() - t_end  # GPU decoding counts as waiting for data
         bad += [line for text in info.get("bad", []) for line in text.splitlines()]
         x, labels = to_model_input(clips, labels, info, rt)
-        x, targets = d.mix(
-            x, labels
-        )  # --mixup-alpha / --cutmix-alpha: soft targets; else the labels
+        # --mixup-alpha / --cutmix-alpha: soft targets; else the labels
+        x, targets = d.mix(x, labels)
         last = (it + 1) % args.iter_size == 0  # the batch that completes an optimizer step
         step = epoch * d.steps_per_epoch + it // args.iter_size
         lr = lr_at(args, step, d.steps_per_epoch)
         for g in net.optimizer.param_groups:
             g["lr"] = lr * g["lr_scale"]  # --layer-decay; else 1
-        # DDP averages gradients in every backward; accumulating, only the step's last batch needs that.
-        with net.ddp.no_sync() if net.ddp is not None and not last else contextlib.nullcontext():
-            with rt.autocast:  # classify: soft or hard targets; pretrain.py: the masked tubes
-                logits, loss = criterion(net.train, x, targets, info)
-            net.scaler.scale(
-                loss / args.iter_size
-            ).backward()  # mean over the step's iter_size x b clips
+        with net.grad_sync(last):
+            with rt.autocast:
+                out = objective.forward(net.train, x, info)
+                loss = objective.loss(out, targets, x, info)
+            # mean over the step's iter_size x b clips
+            net.scaler.scale(loss / args.iter_size).backward()
         # top-1 against the labels, or the dominant (largest-weight) label of mixed targets
-        meter.update(loss, logits, labels if targets.dim() == 1 else targets.argmax(1), it)
+        top1_labels = labels if targets.dim() == 1 else targets.argmax(1)
+        meter.update(loss, out if objective.classifies else None, top1_labels, it)
         if last:
             if args.clip_grad > 0:
                 net.scaler.unscale_(net.optimizer)
@@ -687,16 +695,14 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
             net.scaler.step(net.optimizer)
             net.scaler.update()
             net.optimizer.zero_grad(set_to_none=True)
-            if (
-                net.ema and (step + 1) % args.model_ema_steps == 0
-            ):  # --model-ema: one update, every N steps
+            # --model-ema: one update, every N steps
+            if net.ema and (step + 1) % args.model_ema_steps == 0:
                 net.ema.update_parameters(net.bare)
             at_line = (step + 1) % args.print_freq == 0 or it + 1 == batches
             if at_line:
                 print(meter.line(args, rt, progress, loss, lr, it, batches))
-            if (
-                rt.world_size == 1 or at_line
-            ):  # DDP: a collective, so only where the host syncs anyway
+            # DDP: a collective, so only where the host syncs anyway
+            if rt.world_size == 1 or at_line:
                 rundir.end_of_step(args, rt, net, progress, d, bad, it + 1)
                 bad = []
         t_end = time.time()
@@ -705,14 +711,14 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
 
 # ---- evaluation ------------------------------------------------------------------------------------
 @torch.no_grad()
-def evaluate(net, d, args, rt):
+def evaluate(model, d, args, rt):
     """Softmax scores averaged over each video's views -> dict of top1, top5, loss (of the averaged
     probabilities), and the per-video scores and labels in dataset order.
 
     Exact under DDP: each rank scores a disjoint shard (indices rank::world, no padding, so no video
     counted twice), then the per-video scores are gathered and every rank computes the same numbers.
     """
-    net.eval.eval()
+    model.eval()
     scores, labels, error = [], [], None
     try:
         quiet = rt.rank != 0 or not sys.stderr.isatty()  # a bar on a terminal; logs stay clean
@@ -726,22 +732,18 @@ def evaluate(net, d, args, rt):
             if clips.dim() == 5:  # one view per video: (B, 3, T, H, W) -> (B, 1, 3, T, H, W)
                 clips = clips.unsqueeze(1)
             B, V = clips.shape[:2]
-            clips = clips.flatten(0, 1).contiguous(
-                memory_format=rt.memory_format
-            )  # (B*V, 3, T, H, W), uint8
+            # (B*V, 3, T, H, W), uint8
+            clips = clips.flatten(0, 1).contiguous(memory_format=rt.memory_format)
             clips = data.normalize(clips, rt.mean, rt.std)
             with rt.autocast:
-                logits = net.eval(clips)
-            scores.append(
-                logits.float().softmax(-1).view(B, V, -1).mean(1).cpu()
-            )  # average views per video
+                logits = model(clips)
+            # average views per video
+            scores.append(logits.float().softmax(-1).view(B, V, -1).mean(1).cpu())
             labels.append(target)
-    except (
-        decode.BadVideo
-    ) as e:  # never substituted (it would change the metric); all ranks learn of it below
-        error = str(
-            e
-        )  # one line, also when a DataLoader worker raised it (decode.BadVideo keeps its text)
+    # never substituted (it would change the metric); all ranks learn of it below
+    except decode.BadVideo as e:
+        # one line, also when a DataLoader worker raised it (decode.BadVideo keeps its text)
+        error = str(e)
     scores = torch.cat(scores) if scores else torch.zeros(0, args.num_classes)
     labels = torch.cat(labels) if labels else torch.zeros(0, dtype=torch.long)
     shards = rt.gather((d.val_indices[: len(labels)], scores, labels, error))
@@ -792,7 +794,7 @@ def evaluate_checkpoint(args, rt, net, d):
     """--evaluate: the metrics, the per-class report and its files; the last line is the one scripts parse."""
     tag = rundir.evaluation_files(args, rt, flags.flag_sets().scores)
     try:
-        res = evaluate(net, d, args, rt)
+        res = evaluate(net.eval, d, args, rt)
     except decode.BadVideo as e:
         fail(f"evaluation stopped: {e}")
     report_evaluation(args, rt, d, res, args.test_clips, args.test_crops, tag)
@@ -814,24 +816,18 @@ def validate_and_log(args, rt, net, d, progress, meter):
         "val_top5": None,
         "val_loss": None,
     }
-    if (
-        args.mixup_alpha or args.cutmix_alpha
-    ):  # train_top1 is against the dominant label of mixed targets
+    # train_top1 is against the dominant label of mixed targets
+    if args.mixup_alpha or args.cutmix_alpha:
         log["mixed"] = True
-    if (
-        rt.world_size > 1
-    ):  # BN statistics differ per rank (own batches): score with rank 0's, the saved ones
+    # BN statistics differ per rank (own batches): score with rank 0's, the saved ones
+    if rt.world_size > 1:
         for b in [*net.bare.buffers(), *(net.ema.buffers() if net.ema else ())]:
             dist.broadcast(b, 0)
     progress.epoch, progress.iter = epoch + 1, 0
     if (epoch + 1) % args.eval_freq == 0 or epoch + 1 == args.epochs:
         try:
-            res = evaluate(net, d, args, rt)
-            ema = (
-                evaluate(dataclasses.replace(net, eval=net.ema.module), d, args, rt)
-                if net.ema
-                else None
-            )
+            res = evaluate(net.eval, d, args, rt)
+            ema = evaluate(net.ema.module, d, args, rt) if net.ema else None
         except decode.BadVideo as e:  # the training state is saved first: nothing is lost
             checkpoint.save(args, rt, net, progress, d)
             fail(f"validation stopped (checkpoint.pth saved): {e}")
@@ -841,9 +837,8 @@ def validate_and_log(args, rt, net, d, progress, meter):
         if ema:
             log.update(val_top1_ema=ema["top1"], val_top5_ema=ema["top5"], val_loss_ema=ema["loss"])
             print(f"epoch {epoch} * EMA Acc@1 {ema['top1']:.3f} Acc@5 {ema['top5']:.3f}")
-    score = log.get(
-        "val_top1_ema" if args.use_ema else "val_top1"
-    )  # --use-ema: the EMA picks the best
+    # --use-ema: the EMA picks the best
+    score = log.get("val_top1_ema" if args.use_ema else "val_top1")
     is_best = score is not None and score > progress.best_acc1
     if is_best:
         progress.best_acc1, progress.best_epoch = score, epoch
@@ -861,16 +856,14 @@ def main(args):
     rundir.prepare_run_dir(args, rt, flags.get_args_parser())
     d = build_data(args, rt)
     net = build_net(args, rt)
-    criterion = classify(nn.CrossEntropyLoss(label_smoothing=args.label_smoothing))
+    objective = classification(args)
     progress = checkpoint.Progress()
-    args.world_size = (
-        rt.world_size
-    )  # saved with the args: a mid-epoch resume needs the same global batch
+    # saved with the args: a mid-epoch resume needs the same global batch
+    args.world_size = rt.world_size
     ckpt = checkpoint.resume(args, rt, net, progress, flags.flag_sets())
     rundir.resumed(args, rt, ckpt)
-    d.class_names = d.class_names or (ckpt or {}).get(
-        "class_names"
-    )  # no classes file: the checkpoint's
+    # no classes file: the checkpoint's
+    d.class_names = d.class_names or (ckpt or {}).get("class_names")
     if args.evaluate:
         res = evaluate_checkpoint(args, rt, net, d)
         if rt.world_size > 1:
@@ -886,7 +879,7 @@ def main(args):
     t_run = time.time()
     with rundir.stop_on_signals():  # SIGTERM / SIGINT / SIGUSR1: finish the step, save, exit
         while progress.epoch < args.epochs:
-            meter = train_one_epoch(args, rt, d, net, criterion, progress)
+            meter = train_one_epoch(args, rt, d, net, objective, progress)
             validate_and_log(args, rt, net, d, progress, meter)
             rundir.exit_if_signalled(rt, progress)  # a signal during validation: already saved
 
@@ -921,8 +914,7 @@ if __name__ == "__main__":
     except BaseException as e:
         # a one-line error, a traceback, Ctrl-C: no run folder left holding only args.txt
         rundir.remove_if_unused()
-        if isinstance(
-            e, decode.BadVideo
-        ):  # e.g. a training video whose replacements all failed too
+        # e.g. a training video whose replacements all failed too
+        if isinstance(e, decode.BadVideo):
             fail(str(e))
         raise

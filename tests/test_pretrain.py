@@ -127,7 +127,8 @@ def test_loss_equals_the_official_computation(raw):
     mask = torch.stack([pretrain.draw_mask(ours.grid, 0.75, 0, 0, i) for i in range(2)])
     with torch.no_grad():
         ref = official_loss(official, x, mask, normlize_target=not raw)
-        _, loss = pretrain.masked_loss(MEAN, STD, ours.spec, raw)(ours, x, None, {"mask": mask})
+        objective, info = pretrain.reconstruction(MEAN, STD, ours.spec, raw), {"mask": mask}
+        loss = objective.loss(objective.forward(ours, x, info), None, x, info)
         assert torch.allclose(ours(x, mask), official(x, mask), rtol=1e-9, atol=1e-12)
     assert abs(loss.item() - ref.item()) / ref.item() < 1e-6, (loss.item(), ref.item())
 
@@ -325,7 +326,7 @@ def test_grad_ckpt_gives_the_same_gradients():
     ckpt.load_state_dict(plain.state_dict())
     x = torch.randn(2, 3, 4, 64, 64)
     mask = torch.stack([pretrain.draw_mask(plain.grid, 0.75, 0, 0, i) for i in range(2)])
-    loss_fn = pretrain.masked_loss(MEAN, STD, plain.spec)
+    objective, info = pretrain.reconstruction(MEAN, STD, plain.spec), {"mask": mask}
     grads, calls = [], []
     for m in (plain, ckpt):
         m.train()
@@ -335,7 +336,7 @@ def test_grad_ckpt_gives_the_same_gradients():
             m.decoder.blocks[0],
         ):  # count the forwards (recomputed too)
             blk.forward = lambda x, f=blk.forward: (seen.append(1), f(x))[1]
-        loss_fn(m, x, None, {"mask": mask})[1].backward()
+        objective.loss(objective.forward(m, x, info), None, x, info).backward()
         grads.append([p.grad for p in m.parameters()])
         calls.append(len(seen))
     assert calls == [2, 4]  # --grad-ckpt: each block runs again in the backward
