@@ -450,7 +450,10 @@ def add_weights_args(p):
         "--resume", default="", help="checkpoint PATH, or auto (the run folder's, if any)"
     )
     p.add_argument(
-        "-e", "--evaluate", action="store_true", help="only evaluate --resume on val_list"
+        "-e",
+        "--evaluate",
+        action="store_true",
+        help="only evaluate --resume (or --pretrained's classifier as it is) on val_list",
     )
     p.add_argument("--start-epoch", dest="start_epoch", default=0, type=natural, help="first epoch")
     p.add_argument(
@@ -710,8 +713,8 @@ def check_args(args):
         fail(f"--arch {args.arch}: unknown; choose one of: {', '.join(models.ARCHS)}")
     check_mode(args)
     check_device(args)
-    if args.evaluate and not args.resume:
-        fail("--evaluate needs --resume CHECKPOINT")
+    if args.evaluate and not (args.resume or args.pretrained_model or args.pretrained):
+        fail("--evaluate needs --resume CHECKPOINT, or --pretrained FILE with a classifier")
     check_run_folder(args)
     if args.dataset == "demo":
         args.train_list = args.train_list or os.path.join(demo_folder(args), "train.txt")
@@ -773,7 +776,7 @@ def check_run_folder(args):
     """--output_root / --run_name, else ./output and a name from the flags. --evaluate of a checkpoint file
     with neither given: the checkpoint's own folder, so an evaluation's files sit beside what it scored."""
     given = args.output_root is not None or args.run_name is not None
-    if args.evaluate and args.resume != "auto" and not given:
+    if args.evaluate and args.resume and args.resume != "auto" and not given:
         folder = os.path.dirname(os.path.abspath(args.resume))
         args.output_root, args.run_name = os.path.dirname(folder), os.path.basename(folder)
     args.output_root = args.output_root or OUTPUT_ROOT
@@ -1247,6 +1250,25 @@ def make_model(args):
     return model
 
 
+def check_pretrained_head(args, model):
+    """--evaluate --pretrained FILE (no --resume) scores the file's own classifier: it must have one of
+    --num_classes outputs (the new head a fine-tuning run starts from would score chance)."""
+    if not args.evaluate or args.resume:
+        return
+    info = getattr(model, "pretrained_info", None) or {}
+    src, n = args.pretrained_model or args.pretrained, info.get("head_classes")
+    if n is None:
+        fail(
+            f"--evaluate --pretrained {src}: the file has no classifier (a backbone or pretraining "
+            "file): fine-tune it first, then --evaluate --resume the run's model_best.pth"
+        )
+    if not info.get("head_loaded"):
+        fail(
+            f"--evaluate --pretrained {src}: its classifier has {n} classes, --num_classes is "
+            f"{args.num_classes}: give the list of its {n} classes (or --num_classes {n})"
+        )
+
+
 def model_spec(args):
     """The model.ModelSpec the flags describe: each of its fields is the flag of the same name."""
     fields = dataclasses.fields(models.ModelSpec)
@@ -1708,6 +1730,7 @@ def main(args):
     rundir.prepare_run_dir(args, rt, get_args_parser())
     d = build_data(args, rt)
     net = build_net(args, rt)
+    check_pretrained_head(args, net.bare)
     criterion = classify(nn.CrossEntropyLoss(label_smoothing=args.label_smoothing))
     progress = checkpoint.Progress()
     args.world_size = (

@@ -62,6 +62,11 @@ VIT_SPECS = {
     "vit_g14": ViTSpec(1408, 40, 16, 48 / 11, 14),  # VideoMAEv2 vit_giant_patch14_224 (6144 hidden)
 }
 EPS = 1e-6  # every LayerNorm of the official models: partial(nn.LayerNorm, eps=1e-6)
+# transformers' VideoMAE (modeling_videomae.py): the blocks' layernorm_before / _after take the config's
+# layer_norm_eps (1e-12 in the Hub configs), fc_norm is nn.LayerNorm's default (1e-5). A network runs
+# with the eps of the source its weights were trained in: (blocks, fc_norm).
+OFFICIAL_EPS = (EPS, EPS)
+TRANSFORMERS_FC_EPS = 1e-5
 INIT_SCALE = 0.001  # run_class_finetuning.py --init_scale: the new head starts 1000x smaller
 
 
@@ -160,6 +165,7 @@ class VideoViT(nn.Module):
         init_scale=INIT_SCALE,
         grad_ckpt=False,
         depth=None,
+        norm_eps=OFFICIAL_EPS,
     ):
         super().__init__()
         spec = VIT_SPECS[arch]._replace(depth=depth or VIT_SPECS[arch].depth)  # depth: tests
@@ -184,6 +190,15 @@ class VideoViT(nn.Module):
         with torch.no_grad():  # the official head init: trunc normal 0.02, then x init_scale
             self.head.weight.mul_(init_scale)
             self.head.bias.mul_(init_scale)
+        self.set_norm_eps(norm_eps)
+
+    def set_norm_eps(self, norm_eps):
+        """The LayerNorms' eps: (the blocks' norm1 / norm2, fc_norm), as the weights' source ran them."""
+        blocks, fc = (float(e) for e in norm_eps)
+        for blk in self.blocks:
+            blk.norm1.eps = blk.norm2.eps = blocks
+        self.fc_norm.eps = fc
+        self.norm_eps = (blocks, fc)
 
     def set_pos_embed(self, table):
         """A learned position table (1, N, C) for this grid: becomes a trained parameter."""

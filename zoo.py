@@ -412,10 +412,15 @@ def load_pretrained(model, src, inflate="mean"):
     if src in ("imagenet", "imagenet_v2"):
         state, name = imagenet_state_dict(arch, src)
         zoo = TORCHVISION
+    elif os.path.isdir(src) or vit_zoo.is_hub_id(src):  # a transformers folder: a ViT's
+        raise ValueError(vit_zoo.convnet_refusal(src, arch))
     else:
         path = kinetics400_file(arch) if src == "kinetics400" else src
         name = f"kinetics400 ({path})" if src == "kinetics400" else src
         state, zoo = read_checkpoint(path)
+        vit_file = vit_zoo.convnet_refusal(src, arch, state)
+        if vit_file:
+            raise ValueError(vit_file)
     _check_stem(model, zoo, name)
     if any(".conv1.conv.net." in k for k in state) and not getattr(model, "frames", None):
         raise ValueError(
@@ -470,7 +475,15 @@ def load_pretrained(model, src, inflate="mean"):
             "belong in --arch resnet50_3d_mmaction"
         )
     print(line)
-    model.pretrained_info = {"format": zoo.name, "mean": zoo.mean, "std": zoo.std}
+    head = next((v for k, v in state.items() if k.startswith(HEAD) and v.dim() > 1), None)
+    model.pretrained_info = {
+        "format": zoo.name,
+        "mean": zoo.mean,
+        "std": zoo.std,
+        # the file's classifier: its number of classes (None: it has none), loaded or not
+        "head_classes": None if head is None else head.shape[0],
+        "head_loaded": not any(k.startswith(HEAD) for k, _ in skipped),
+    }
     return {
         "inflated": inflated,
         "copied": copied,
