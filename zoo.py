@@ -401,6 +401,35 @@ def build_model(spec, *args, pretrained=None, inflate="mean", **fields):
     return model
 
 
+def read_source(src, arch):
+    """--pretrained SRC for a ConvNet: (state dict, Zoo, name for messages). A ViT's file, folder or
+    Hub id is refused in one line naming the ViT arch it fits."""
+    if src in ("imagenet", "imagenet_v2"):
+        state, name = imagenet_state_dict(arch, src)
+        return state, TORCHVISION, name
+    if os.path.isdir(src) or vit_zoo.is_hub_id(src):  # a transformers folder: a ViT's
+        raise ValueError(vit_zoo.convnet_refusal(src, arch))
+    path = kinetics400_file(arch) if src == "kinetics400" else src
+    state, zoo = read_checkpoint(path)
+    vit_file = vit_zoo.convnet_refusal(src, arch, state)
+    if vit_file:
+        raise ValueError(vit_file)
+    return state, zoo, f"kinetics400 ({path})" if src == "kinetics400" else src
+
+
+def pretrained_info(zoo, state, skipped):
+    """model.pretrained_info: the normalisation the weights expect, and the file's classifier (its
+    number of classes, None if it has none; loaded, or skipped as of another size)."""
+    head = next((v for k, v in state.items() if k.startswith(HEAD) and v.dim() > 1), None)
+    return {
+        "format": zoo.name,
+        "mean": zoo.mean,
+        "std": zoo.std,
+        "head_classes": None if head is None else head.shape[0],
+        "head_loaded": not any(k.startswith(HEAD) for k, _ in skipped),
+    }
+
+
 def load_pretrained(model, src, inflate="mean"):
     """Fill `model` from ImageNet ("imagenet"/"imagenet_v2"), Kinetics-400 ("kinetics400"), or a file:
     a 2D torchvision ResNet, ours, or a pytorchvideo / PySlowFast (PyTorch or Caffe2) / mmaction2
@@ -409,18 +438,7 @@ def load_pretrained(model, src, inflate="mean"):
     arch = getattr(model, "arch", "the model")
     if arch in models.VITS:  # the VideoMAE layouts (vit_zoo.py)
         return vit_zoo.load(model, src, {z.signature: z.name for z in ZOOS})
-    if src in ("imagenet", "imagenet_v2"):
-        state, name = imagenet_state_dict(arch, src)
-        zoo = TORCHVISION
-    elif os.path.isdir(src) or vit_zoo.is_hub_id(src):  # a transformers folder: a ViT's
-        raise ValueError(vit_zoo.convnet_refusal(src, arch))
-    else:
-        path = kinetics400_file(arch) if src == "kinetics400" else src
-        name = f"kinetics400 ({path})" if src == "kinetics400" else src
-        state, zoo = read_checkpoint(path)
-        vit_file = vit_zoo.convnet_refusal(src, arch, state)
-        if vit_file:
-            raise ValueError(vit_file)
+    state, zoo, name = read_source(src, arch)
     _check_stem(model, zoo, name)
     if any(".conv1.conv.net." in k for k in state) and not getattr(model, "frames", None):
         raise ValueError(
@@ -475,15 +493,7 @@ def load_pretrained(model, src, inflate="mean"):
             "belong in --arch resnet50_3d_mmaction"
         )
     print(line)
-    head = next((v for k, v in state.items() if k.startswith(HEAD) and v.dim() > 1), None)
-    model.pretrained_info = {
-        "format": zoo.name,
-        "mean": zoo.mean,
-        "std": zoo.std,
-        # the file's classifier: its number of classes (None: it has none), loaded or not
-        "head_classes": None if head is None else head.shape[0],
-        "head_loaded": not any(k.startswith(HEAD) for k, _ in skipped),
-    }
+    model.pretrained_info = pretrained_info(zoo, state, skipped)
     return {
         "inflated": inflated,
         "copied": copied,
