@@ -194,7 +194,11 @@ def hub_folder(repo_id, flag="--pretrained"):
             "huggingface_hub (pip install huggingface_hub)"
         ) from None
     try:
-        return huggingface_hub.snapshot_download(repo_id, allow_patterns=HUB_FILES)
+        # the safetensors weights if the repository has them, else pytorch_model.bin: never both
+        folder = huggingface_hub.snapshot_download(repo_id, allow_patterns=HUB_FILES[:3])
+        if not os.path.isfile(os.path.join(folder, HUB_FILES[2])):
+            folder = huggingface_hub.snapshot_download(repo_id, allow_patterns=HUB_FILES)
+        return folder
     except Exception as e:  # offline and not cached, no such repo, gated, network errors
         from huggingface_hub import constants
 

@@ -205,9 +205,9 @@ def test_a_hub_id_loads_from_the_cache_offline(tmp_path, lists):
 @pytest.mark.parametrize("norm_eps", [(1e-12, 1e-5), None])
 def test_export_hf_round_trip_through_transformers(tmp_path, capsys, norm_eps):
     """ours -> export --format hf -> VideoMAEForVideoClassification.from_pretrained -> the same logits,
-    float32, rel < 1e-5. transformers runs fc_norm at 1e-5: a model whose fc_norm ran at 1e-6 (the
-    official eps) differs by that alone (said when written), of the order of 1e-5 / the pooled feature's
-    variance: within float32's noise here."""
+    float32, rel < 1e-5, with transformers' norms at our eps. transformers runs fc_norm at 1e-5: a model
+    whose fc_norm ran at 1e-6 (the official eps) differs by that alone (said when written), of the order
+    of 1e-5 / the pooled feature's variance: within float32's noise on these weights."""
     transformers = pytest.importorskip("transformers")
     folder, ckpt = hf_folder(tmp_path, norm_eps=norm_eps)
     said = capsys.readouterr().out
@@ -221,7 +221,11 @@ def test_export_hf_round_trip_through_transformers(tmp_path, capsys, norm_eps):
     x = torch.randn(2, 3, 4, 32, 32, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         want, got = ours(x), hf.eval()(pixel_values=x.transpose(1, 2)).logits
-    assert rel_err(want, got) < 1e-5
+        assert rel_err(want, got) < 1e-5
+    # the position table keeps every token's variance near 1, so in float32 the eps cannot show in the
+    # logits: transformers' norms are checked to run at our eps instead
+    eps = {type(m).__name__ + str(m.eps) for m in hf.modules() if isinstance(m, torch.nn.LayerNorm)}
+    assert eps == {f"LayerNorm{e}" for e in (ours.norm_eps[0], 1e-5)}, eps
     # and back: our loader reads the exported folder to the same weights
     m = vit.build("vit_t16", 4, 4, 32)
     zoo.load_pretrained(m, str(folder))
@@ -311,3 +315,17 @@ def test_hub_id_syntax():
     assert vit_zoo.is_hub_id("MCG-NJU/videomae-base-finetuned-kinetics")
     assert not vit_zoo.is_hub_id("runs/model_best.pth") and not vit_zoo.is_hub_id("kinetics400")
     assert not vit_zoo.is_hub_id(str(REPO))
+
+
+def test_evaluate_a_convnet_zoo_file_as_it_is(tmp_path, lists, capsys):
+    """The ConvNet zoos too: a bare state dict (torchvision's layout) scores as --resume of it scores."""
+    ckpt = tiny_checkpoint(tmp_path / "r.pth", NAMES)
+    torch.save(torch.load(ckpt, weights_only=False)["model"], tmp_path / "bare.pth")
+    common = ["mine", *lists, "--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2"]
+    common += ["--new_size", "48", "--crop_size", "40", "-j", "0", "--device", "cpu", "-b", "4"]
+    common += ["--evaluate", "--save_scores", "--output_root", str(tmp_path / "o")]
+    run_main(common + ["--pretrained", str(tmp_path / "bare.pth"), "--run_name", "p"])
+    run_main(common + ["--resume", ckpt, "--run_name", "r"])
+    np.testing.assert_allclose(
+        scores(tmp_path / "o" / "p"), scores(tmp_path / "o" / "r"), atol=1e-6
+    )
