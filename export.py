@@ -35,15 +35,15 @@ import sys
 import torch
 
 import data
+import flags
 import predict
-import train
 from errors import fail
 
 FORMATS = ("onnx", "pt2", "hf")
 
 
 def get_parser():
-    p = train.Parser(prog="train.py export", description="A checkpoint's model as ONNX or .pt2.")
+    p = flags.Parser(prog="train.py export", description="A checkpoint's model as ONNX or .pt2.")
     p.add_argument(
         "out",
         metavar="OUT",
@@ -64,7 +64,7 @@ def get_parser():
     p.add_argument(
         "--dynamic-batch", dest="dynamic_batch", action="store_true", help="any batch size"
     )
-    p.add_argument("--opset", type=train.positive, default=18, help="ONNX opset version")
+    p.add_argument("--opset", type=flags.positive, default=18, help="ONNX opset version")
     return p
 
 
