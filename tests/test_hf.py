@@ -185,10 +185,11 @@ def test_a_hub_id_loads_from_the_cache_offline(tmp_path, lists):
     folder, _ = hf_folder(tmp_path)
     cache = hub_cache(tmp_path, folder)
     env = {**ENV, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "HF_HOME": str(tmp_path)}
-    argv = ["mine", *lists, *FLAGS, "--evaluate", "--output_root", str(tmp_path / "o")]
-    runs = {
+    argv = ["mine", *lists, *FLAGS, "--evaluate"]
+    runs = {  # each its own run folder: the refused one removes the folder it made
         repo: subprocess.Popen(
-            [sys.executable, str(REPO / "train.py"), *argv, "--pretrained", repo],
+            [sys.executable, str(REPO / "train.py"), *argv, "--pretrained", repo, "--output_root"]
+            + [str(tmp_path / repo)],
             **dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO),
         )
         for repo in ("tiny-org/tiny-vit", "tiny-org/not-cached")
