@@ -1,0 +1,261 @@
+"""V-JEPA 2's encoders and attentive probe (vjepa.py) against the official code.
+
+Reference: facebookresearch/vjepa2 (MIT), vendored unchanged under tests/reference/vjepa2 (its
+src/models/vision_transformer.py, utils/modules.py, attentive_pooler.py; they need timm and einops).
+Every comparison is float64 with random weights (every bias and norm non-zero) unless a test says
+otherwise; the networks are 1-2 blocks deep with the published widths and heads.
+"""
+
+import functools
+import importlib
+import sys
+
+import pytest
+import torch
+import torch.nn as nn
+
+import vjepa
+from conftest import REPO
+
+pytest.importorskip("timm")  # the official modules.py imports it
+pytest.importorskip("einops")  # the official patch_embed.py imports it
+sys.path.insert(0, str(REPO / "tests" / "reference" / "vjepa2"))
+ovit = importlib.import_module("src.models.vision_transformer")
+opool = importlib.import_module("src.models.attentive_pooler")
+
+LN = functools.partial(nn.LayerNorm, eps=1e-6)  # the official constructors' norm_layer
+REL = 1e-6
+
+
+def randomise(m, seed=0):
+    """Every parameter random: nothing stays 0 or 1."""
+    g = torch.Generator().manual_seed(seed)
+    for p in m.parameters():
+        p.data.copy_(torch.randn(p.shape, generator=g, dtype=p.dtype) * 0.1)
+    return m.eval()
+
+
+def official_encoder(arch, depth, frames=16, size=256):
+    """vision_transformer.py's constructor of `arch` (use_rope=True), `depth` blocks."""
+    s = vjepa.VJEPA_SPECS[arch]
+    return ovit.VisionTransformer(
+        img_size=size,
+        num_frames=frames,
+        patch_size=16,
+        tubelet_size=2,
+        embed_dim=s.width,
+        depth=depth,
+        num_heads=s.heads,
+        mlp_ratio=s.mlp_ratio,
+        qkv_bias=True,
+        norm_layer=LN,
+        use_rope=True,
+        uniform_power=True,
+    )
+
+
+def pair(arch, depth):
+    """(ours, official) with the official's random weights copied into ours, float64, eval."""
+    theirs = randomise(official_encoder(arch, depth).double())
+    ours = vjepa.build(arch, 3, depth=depth).double().eval()
+    missing = ours.load_state_dict(theirs.state_dict(), strict=False)
+    assert not missing.unexpected_keys
+    assert all(k.startswith("head.") for k in missing.missing_keys)
+    return ours, theirs
+
+
+def rel(a, b):
+    return ((a - b).norm() / b.norm()).item()
+
+
+@pytest.mark.parametrize(
+    "arch, depth, shape",
+    [
+        ("vjepa2_vitl16", 2, (2, 3, 4, 32, 48)),  # ViT-L: 1024 wide, 16 heads; H != W
+        ("vjepa2_vitg16", 1, (1, 3, 4, 48, 32)),  # ViT-g's block: 1408 wide, 22 heads, MLP 48/11
+    ],
+)
+def test_encoder_tokens_equal_the_official_rope_vit(arch, depth, shape):
+    ours, theirs = pair(arch, depth)
+    x = torch.randn(shape, dtype=torch.float64)
+    with torch.no_grad():
+        got, want = ours.tokens(x), theirs(x)
+    assert (
+        got.shape
+        == want.shape
+        == (shape[0], 2 * (shape[3] // 16) * (shape[4] // 16), ours.spec.width)
+    )
+    assert rel(got, want) < REL
+
+
+@pytest.mark.parametrize("frames", [32, 64])
+def test_a_16_frame_encoder_run_longer_equals_the_official_at_that_length(frames):
+    """RoPE has no table: the official model built for 16 frames reads longer clips by its positions."""
+    ours, theirs = pair("vjepa2_vitl16", 1)
+    x = torch.randn(1, 3, frames, 32, 32, dtype=torch.float64)
+    with torch.no_grad():
+        assert rel(ours.tokens(x), theirs(x)) < REL
+
+
+def test_the_rotation_pairs_adjacent_channels_with_the_official_frequencies():
+    """Channel c of a 20-channel axis turns at 10000^(-(c mod 10) / 10): the official repeat."""
+    x = torch.zeros(1, 1, 1, 20, dtype=torch.float64)
+    x[..., 2] = (
+        1.0  # the pair (2, 3): channel 2 turns into channel 3 by channel 3's angle... and 2's
+    )
+    y = vjepa.rotate(x, torch.tensor([1]))
+    omega = 1.0 / 10000 ** (torch.arange(10, dtype=torch.float64) / 10)
+    assert torch.allclose(y[0, 0, 0, 2], torch.cos(omega[2]))
+    assert torch.allclose(y[0, 0, 0, 3], torch.sin(omega[3]))
+
+
+def test_same_seed_same_weights_as_the_official_init():
+    """The encoder's and the probe's init (trunc normal, rescaled blocks, module order) are the official."""
+    torch.manual_seed(0)
+    theirs = official_encoder("vjepa2_vitl16", 2)
+    torch.manual_seed(0)
+    ours = vjepa.VJEPAViT("vjepa2_vitl16", 3, depth=2)
+    for k, v in theirs.state_dict().items():
+        assert torch.equal(ours.state_dict()[k], v), k
+    torch.manual_seed(1)
+    theirs = opool.AttentiveClassifier(embed_dim=192, num_heads=16, depth=4, num_classes=7)
+    torch.manual_seed(1)
+    ours = vjepa.AttentiveClassifier(192, 7, heads=16, depth=4)
+    assert ours.state_dict().keys() == theirs.state_dict().keys()
+    for k, v in theirs.state_dict().items():
+        assert torch.equal(ours.state_dict()[k], v), k
+
+
+@pytest.mark.parametrize("depth", [1, 4])
+def test_attentive_classifier_equals_the_official(depth):
+    theirs = randomise(
+        opool.AttentiveClassifier(embed_dim=128, num_heads=16, depth=depth, num_classes=5).double()
+    )
+    ours = vjepa.AttentiveClassifier(128, 5, heads=16, depth=depth).double().eval()
+    ours.load_state_dict(theirs.state_dict())
+    x = torch.randn(3, 24, 128, dtype=torch.float64)
+    with torch.no_grad():
+        assert rel(ours(x), theirs(x)) < REL
+
+
+def test_clip_geometry_is_checked_in_one_line():
+    m = vjepa.build("vjepa2_vitt16", 2, depth=1)
+    with pytest.raises(ValueError, match="multiple of 2 frames"):
+        m(torch.zeros(1, 3, 3, 32, 32))
+    assert "multiple of 2" in vjepa.geometry_error("vjepa2_vitt16", 5, 224)
+    assert "multiple of 16" in vjepa.geometry_error("vjepa2_vitt16", 16, 250)
+    assert vjepa.geometry_error("vjepa2_vitt16", 16, 384) is None
+
+
+# ---- loading: official .pt files, transformers folders, official probes -------------------------
+
+
+def tiny_official(seed=0, depth=2):
+    """An official encoder of vjepa2_vitt16's shape (192 wide, 3 heads), random, float64."""
+    return randomise(official_encoder("vjepa2_vitt16", depth).double(), seed)
+
+
+def save_official(path, prefix="module.backbone.", pos_embed=True):
+    """A pretraining checkpoint as the official train loop writes it: three encoders, a predictor."""
+    encs = {
+        k: tiny_official(seed)
+        for seed, k in enumerate(("encoder", "target_encoder", "ema_encoder"))
+    }
+    ckpt = {k: {prefix + n: v for n, v in m.state_dict().items()} for k, m in encs.items()}
+    if pos_embed:  # src/hub/backbones.py: "state_dict has pos_embed but we use RoPE"
+        ckpt["encoder"][prefix + "pos_embed"] = torch.zeros(1, 8, 192)
+    ckpt.update(predictor={"module.predictor_embed.weight": torch.zeros(1)}, epoch=10)
+    torch.save(ckpt, path)
+    return encs
+
+
+def tiny(depth=2, classes=5):
+    return vjepa.build("vjepa2_vitt16", classes, depth=depth).double().eval()
+
+
+@pytest.mark.parametrize(
+    "key, prefix", [(None, "module.backbone."), ("encoder", ""), ("ema_encoder", "module.")]
+)
+def test_official_pt_loads_the_encoder_the_probe_evals_read(tmp_path, capsys, key, prefix):
+    import vjepa_zoo
+
+    encs = save_official(tmp_path / "vitl.pt", prefix)
+    m = tiny()
+    vjepa_zoo.load(m, str(tmp_path / "vitl.pt"), key)
+    line = capsys.readouterr().out
+    want = encs[key or "target_encoder"]  # the eval configs' checkpoint_key
+    x = torch.randn(1, 3, 4, 32, 32, dtype=torch.float64)
+    with torch.no_grad():
+        assert rel(m.tokens(x), want(x)) < REL
+    assert f"official '{key or 'target_encoder'}'" in line and "new 4" not in line
+    assert line.count("\n") == 1 and ("dropped 1 (pos_embed)" in line) == (key == "encoder")
+
+
+def test_official_probe_checkpoint_onto_the_probe(tmp_path, capsys):
+    import vjepa_zoo
+
+    theirs = randomise(
+        opool.AttentiveClassifier(embed_dim=192, num_heads=16, depth=4, num_classes=7).double()
+    )
+    sd = {"module." + k: v for k, v in theirs.state_dict().items()}
+    torch.save({"classifiers": [sd], "opt": [], "epoch": 20}, tmp_path / "ssv2-vitl-16x2x3.pt")
+    m = tiny(classes=7)
+    vjepa_zoo.load_probe(m.head, str(tmp_path / "ssv2-vitl-16x2x3.pt"))
+    x = torch.randn(2, 16, 192, dtype=torch.float64)
+    with torch.no_grad():
+        assert rel(m.head(x), theirs(x)) < REL
+    assert "loaded" in capsys.readouterr().out
+    with pytest.raises(ValueError, match=r"width 192, 7 classes, 4 blocks does not fit") as e:
+        vjepa_zoo.load_probe(tiny(classes=5).head, str(tmp_path / "ssv2-vitl-16x2x3.pt"))
+    assert "\n" not in str(e.value)
+
+
+def hf_pair(tmp_path, classify):
+    transformers = pytest.importorskip("transformers")
+    config = transformers.VJEPA2Config(
+        hidden_size=192, num_hidden_layers=2, num_attention_heads=3, crop_size=32, frames_per_clip=4,
+        pred_hidden_size=64, pred_num_hidden_layers=1, pred_num_attention_heads=2,
+        num_pooler_layers=3, num_labels=5, attn_implementation="sdpa",
+    )  # fmt: skip
+    cls = transformers.VJEPA2ForVideoClassification if classify else transformers.VJEPA2Model
+    hf = randomise(cls(config).double())
+    hf.save_pretrained(tmp_path / "hf", safe_serialization=True)
+    return hf
+
+
+@pytest.mark.parametrize("classify", [False, True])
+def test_transformers_folders_give_their_own_outputs(tmp_path, capsys, classify):
+    import vjepa_zoo
+
+    hf = hf_pair(tmp_path, classify)
+    m = tiny()
+    vjepa_zoo.load(m, str(tmp_path / "hf"))
+    line = capsys.readouterr().out
+    x = torch.randn(2, 3, 4, 32, 32, dtype=torch.float64)
+    with torch.no_grad():
+        if classify:  # their pooler and classifier: our head, computing as theirs (eps, heads)
+            assert rel(m(x), hf(pixel_values_videos=x.transpose(1, 2)).logits) < REL
+            assert "probe as transformers: 3 heads" in line
+        else:
+            want = hf(pixel_values_videos=x.transpose(1, 2), skip_predictor=True).last_hidden_state
+            assert rel(m.tokens(x), want) < REL
+            assert "new " in line and "dropped" in line  # the head is new, the predictor dropped
+
+
+def test_wrong_files_are_refused_in_one_line(tmp_path):
+    import vjepa_zoo
+
+    save_official(tmp_path / "vitl.pt")
+    cases = [
+        (
+            vjepa.build("vjepa2_vitt16", 5, depth=3),
+            str(tmp_path / "vitl.pt"),
+            "vjepa2_vitt16",
+            None,
+        ),
+        (tiny(), str(tmp_path / "vitl.pt"), "no 'teacher'", "teacher"),
+    ]
+    for m, src, needle, key in cases:
+        with pytest.raises(ValueError) as e:
+            vjepa_zoo.load(m, src, key)
+        assert needle in str(e.value) and "\n" not in str(e.value), str(e.value)
