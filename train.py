@@ -63,7 +63,10 @@ import model as models
 import prepare  # the start-up folder check and the demo's synthetic data
 import report
 import rundir
+import probe  # --probe: frozen-backbone probing
 import vit  # the VideoMAE ViTs' clip geometry
+import vjepa  # the V-JEPA 2 encoders' clip geometry
+import vjepa_zoo  # --probe-weights: the official probe checkpoints
 import zoo  # --pretrained: the model zoos' weights
 from errors import fail, warn
 
@@ -461,6 +464,30 @@ def add_weights_args(p):
     )
 
 
+def add_probe_args(p):
+    """--probe: the backbone frozen, a grid of probes trained on its tokens (probe.py)."""
+    p.add_argument(
+        "--probe", choices=probe.KINDS, help="freeze the backbone, train probes on its tokens"
+    )
+    p.add_argument(
+        "--probe-lrs", dest="probe_lrs", nargs="+", type=float, default=[1e-3], help="grid: lrs"
+    )
+    p.add_argument(
+        "--probe-wds", dest="probe_wds", nargs="+", type=float, default=[0.01], help="grid: wds"
+    )
+    p.add_argument(
+        "--probe-blocks", dest="probe_blocks", default=4, type=positive, help="attentive"
+    )
+    p.add_argument("--probe-heads", dest="probe_heads", default=16, type=positive, help="attentive")
+    p.add_argument("--probe-weights", dest="probe_weights", help="an official V-JEPA 2 probe .pt")
+    p.add_argument(
+        "--vjepa-key",
+        dest="vjepa_key",
+        choices=vjepa_zoo.ENCODER_KEYS,
+        help="which encoder of an official V-JEPA 2 .pt (default target_encoder, the probe evals')",
+    )
+
+
 def add_eval_args(p):
     """--evaluate's views."""
     p.add_argument("--test_clips", default=1, type=positive, help="--evaluate: clips per video")
@@ -600,6 +627,12 @@ FLAG_GROUPS = (
     FlagGroup(
         "weights", "this process: where the weights come from", add_weights_args, process=True
     ),
+    FlagGroup(
+        "probing",
+        "--probe: the probes and their grid; a resumed run keeps them",
+        add_probe_args,
+        kept="always",
+    ),
     FlagGroup("evaluation", "this process: --evaluate's views", add_eval_args, process=True),
     FlagGroup(
         "devices and data",
@@ -733,6 +766,8 @@ def check_args(args):
     if any(s <= 0 for s in args.std or [1]):
         fail(f"--std {args.std}: must be > 0")
     check_recipe_args(args)
+    if probe.check(args, models.VITS + models.VJEPAS, models.VJEPAS):
+        fail(probe.check(args, models.VITS + models.VJEPAS, models.VJEPAS))
     args.freeze_bn = args.freeze_bn or args.fc_only
 
 
@@ -801,6 +836,10 @@ def check_mode(args):
         fail(models.mode_error(args.arch, args.mode))
     if args.arch in models.VITS and vit.geometry_error(args.arch, args.t_length, args.crop_size):
         fail(vit.geometry_error(args.arch, args.t_length, args.crop_size))
+    if args.arch in models.VJEPAS and vjepa.geometry_error(
+        args.arch, args.t_length, args.crop_size
+    ):
+        fail(vjepa.geometry_error(args.arch, args.t_length, args.crop_size))
     if (
         args.shift == 1 or args.shift > 64
     ):  # 2/shift of the channels move; 64: the fewest a block has
@@ -836,8 +875,9 @@ def check_recipe_args(args):
             f"--drop-path {args.drop_path}: --arch {args.arch} has no stochastic depth "
             f"(these have: {', '.join(models.archs_with('drop_path'))})"
         )
-    if args.grad_ckpt and args.arch not in models.VITS:
-        fail(f"--grad-ckpt: checkpoints the blocks of the ViTs ({', '.join(models.VITS)}) only")
+    if args.grad_ckpt and args.arch not in models.VITS + models.VJEPAS:
+        vits = ", ".join(models.VITS + models.VJEPAS)
+        fail(f"--grad-ckpt: checkpoints the blocks of the ViTs ({vits}) only")
     if args.decode_device == "cuda" and (
         args.auto_augment or args.random_erase or args.color_jitter or args.ra_reps > 1
     ):
@@ -1238,7 +1278,12 @@ def make_model(args):
     Training, --evaluate and predict (with a checkpoint's flags: checkpoint_args) all build theirs here."""
     args.t_length = default_t_length(args)
     pretrained = args.pretrained_model or args.pretrained
-    model = zoo.build_model(model_spec(args), pretrained=pretrained, inflate=args.inflate)
+    model = zoo.build_model(
+        model_spec(args), pretrained=pretrained, inflate=args.inflate, vjepa_key=args.vjepa_key
+    )
+    model = probe.wrap(model, args) if args.probe else model
+    if args.probe_weights:  # onto the probe, or a V-JEPA arch's own attentive head
+        vjepa_zoo.load_probe(model.probes[0] if args.probe else model.head, args.probe_weights)
     if args.t_length < getattr(model, "min_t", 1):
         raise ValueError(
             f"--t_length {args.t_length} is too short for --arch {args.arch} "
@@ -1328,6 +1373,8 @@ def build_net(args, rt, model=None):
 def make_optimizer(model, args, fused):
     """SGD (momentum) or AdamW over param_groups. `fused` (CUDA): the step takes GradScaler's found-inf
     flag on the device (the unfused one syncs to skip a step: fp16)."""
+    if args.probe:  # one group per probe, its own lr and wd
+        return probe.optimizer(model, args, fused)
     groups = param_groups(model, args)
     if args.opt == "adamw":
         betas = tuple(args.opt_betas or (0.9, 0.999))  # torch's default; VideoMAE pretraining 0.95
@@ -1518,6 +1565,8 @@ def train_one_epoch(args, rt, d, net, criterion, progress):
         lr = lr_at(args, step, d.steps_per_epoch)
         for g in net.optimizer.param_groups:
             g["lr"] = lr * g["lr_scale"]  # --layer-decay; else 1
+        if args.probe:  # each probe its own lr and wd (the official schedules)
+            probe.schedule(net.optimizer, args, step, d.steps_per_epoch, lr)
         # DDP averages gradients in every backward; accumulating, only the step's last batch needs that.
         with net.ddp.no_sync() if net.ddp is not None and not last else contextlib.nullcontext():
             with rt.autocast:  # classify: soft or hard targets; pretrain.py: the masked tubes
@@ -1578,10 +1627,9 @@ def evaluate(net, d, args, rt):
             )  # (B*V, 3, T, H, W), uint8
             clips = data.normalize(clips, rt.mean, rt.std)
             with rt.autocast:
-                logits = net.eval(clips)
-            scores.append(
-                logits.float().softmax(-1).view(B, V, -1).mean(1).cpu()
-            )  # average views per video
+                logits = net.eval(clips)  # (B*V, K); a grid of probes: (B*V, N, K)
+            probs = logits.float().softmax(-1)
+            scores.append(probs.view(B, V, *probs.shape[1:]).mean(1).cpu())  # average views
             labels.append(target)
     except (
         decode.BadVideo
@@ -1589,18 +1637,30 @@ def evaluate(net, d, args, rt):
         error = str(
             e
         )  # one line, also when a DataLoader worker raised it (decode.BadVideo keeps its text)
-    scores = torch.cat(scores) if scores else torch.zeros(0, args.num_classes)
+    shape = tuple(scores[0].shape[1:]) if scores else (args.num_classes,)
+    scores = torch.cat(scores) if scores else torch.zeros(0, *shape)
     labels = torch.cat(labels) if labels else torch.zeros(0, dtype=torch.long)
     shards = rt.gather((d.val_indices[: len(labels)], scores, labels, error))
     errors = [s[3] for s in shards if s[3]]
     if errors:
         raise decode.BadVideo(errors[0])
     # Put every rank's shard back in dataset order.
-    all_scores = torch.zeros(len(d.val_ds), args.num_classes)
+    all_scores = torch.zeros(len(d.val_ds), *shape)
     all_labels = torch.zeros(len(d.val_ds), dtype=torch.long)
     for idx, s, y, _ in shards:
         all_scores[idx], all_labels[idx] = s, y
-    topk = all_scores.topk(min(5, args.num_classes), dim=1).indices
+    if (
+        all_scores.dim() == 3
+    ):  # a grid of probes: each one's top-1; the best (first of ties) reports
+        each = [scores_metrics(all_scores[:, i], all_labels) for i in range(all_scores.shape[1])]
+        best = max(range(len(each)), key=lambda i: (each[i]["top1"], -i))
+        return {**each[best], "probe_top1": [e["top1"] for e in each], "best_probe": best}
+    return scores_metrics(all_scores, all_labels)
+
+
+def scores_metrics(all_scores, all_labels):
+    """(videos, K) averaged probabilities and labels -> top1, top5, loss, scores, labels."""
+    topk = all_scores.topk(min(5, all_scores.shape[1]), dim=1).indices
     p_true = all_scores.gather(1, all_labels[:, None]).clamp_min(1e-12)
     return {
         "top1": (topk[:, 0] == all_labels).float().mean().item() * 100,
@@ -1685,6 +1745,9 @@ def validate_and_log(args, rt, net, d, progress, meter):
         log.update(val_top1=res["top1"], val_top5=res["top5"], val_loss=res["loss"])
         progress.last_val = res
         print(f"epoch {epoch} * Acc@1 {res['top1']:.3f} Acc@5 {res['top5']:.3f}")
+        if "probe_top1" in res:  # --probe grid: every probe's top-1; the best one's weights predict
+            log.update(probe_top1=res["probe_top1"], best_probe=res["best_probe"])
+            print(probe.grid_line(args, epoch, res))
         if ema:
             log.update(val_top1_ema=ema["top1"], val_top5_ema=ema["top5"], val_loss_ema=ema["loss"])
             print(f"epoch {epoch} * EMA Acc@1 {ema['top1']:.3f} Acc@5 {ema['top5']:.3f}")
@@ -1695,6 +1758,8 @@ def validate_and_log(args, rt, net, d, progress, meter):
     if is_best:
         progress.best_acc1, progress.best_epoch = score, epoch
     log["epoch_time"] = time.time() - meter.t_epoch
+    if is_best and args.probe:  # the probe that won is the one model_best.pth predicts with
+        net.bare.best.fill_(log.get("best_probe", 0))
     checkpoint.save(args, rt, net, progress, d, best=is_best)
     rundir.append_log(rt, log)
     return log
@@ -1708,7 +1773,10 @@ def main(args):
     rundir.prepare_run_dir(args, rt, get_args_parser())
     d = build_data(args, rt)
     net = build_net(args, rt)
-    criterion = classify(nn.CrossEntropyLoss(label_smoothing=args.label_smoothing))
+    criterion = (probe.classify if args.probe else classify)(
+        nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
+    )
+    net.bare.grid_out = bool(args.probe)  # --probe: every probe's logits, (B, N, K)
     progress = checkpoint.Progress()
     args.world_size = (
         rt.world_size

@@ -256,6 +256,7 @@ class VJEPAViT(nn.Module):
         self.apply(init_weights)
         rescale(self.blocks)
         self.head = AttentiveClassifier(D, num_classes, probe_heads(D), PROBE_BLOCKS, dropout)
+        self.snippet = None  # frames per segment (--mode TSN); None: the clip is one segment
 
     def tokens(self, x):
         """(B, 3, T, H, W) -> the normalised last-block tokens (B, T/2 * H/16 * W/16, width)."""
@@ -278,7 +279,25 @@ class VJEPAViT(nn.Module):
         return self.norm(x)
 
     def forward(self, x):
-        return self.head(self.tokens(x))
+        return self.head(segment_tokens(self.tokens, x, self.snippet))
+
+
+def segment_tokens(tokens, x, snippet):
+    """ClipAggregation (evals/video_classification_frozen/modelcustom/vit_encoder_multiclip.py): a clip
+    of S segments of `snippet` frames each, (B, 3, S * snippet, H, W), encoded segment by segment (one
+    batch of B * S) and the segments' tokens concatenated in time: (B, S * N, D), segment-major, as the
+    official eval feeds its probe. snippet None: the clip is one segment."""
+    B, C, T, H, W = x.shape
+    if snippet is None or T == snippet:
+        return tokens(x)
+    if T % snippet:
+        raise ValueError(
+            f"got {T} frames per clip: a multiple of {snippet} (--num_segments x --t_length)"
+        )
+    S = T // snippet
+    x = x.reshape(B, C, S, snippet, H, W).transpose(1, 2).reshape(B * S, C, snippet, H, W)
+    t = tokens(x)  # (B * S, N, D)
+    return t.reshape(B, S * t.shape[1], t.shape[2])
 
 
 def geometry_error(arch, t_length, crop_size):

@@ -8,6 +8,7 @@ otherwise; the networks are 1-2 blocks deep with the published widths and heads.
 
 import functools
 import importlib
+import math
 import sys
 
 import pytest
@@ -150,15 +151,15 @@ def test_clip_geometry_is_checked_in_one_line():
 # ---- loading: official .pt files, transformers folders, official probes -------------------------
 
 
-def tiny_official(seed=0, depth=2):
+def tiny_official(seed=0, depth=4):
     """An official encoder of vjepa2_vitt16's shape (192 wide, 3 heads), random, float64."""
     return randomise(official_encoder("vjepa2_vitt16", depth).double(), seed)
 
 
-def save_official(path, prefix="module.backbone.", pos_embed=True):
+def save_official(path, prefix="module.backbone.", pos_embed=True, depth=2):
     """A pretraining checkpoint as the official train loop writes it: three encoders, a predictor."""
     encs = {
-        k: tiny_official(seed)
+        k: tiny_official(seed, depth)
         for seed, k in enumerate(("encoder", "target_encoder", "ema_encoder"))
     }
     ckpt = {k: {prefix + n: v for n, v in m.state_dict().items()} for k, m in encs.items()}
@@ -259,3 +260,110 @@ def test_wrong_files_are_refused_in_one_line(tmp_path):
         with pytest.raises(ValueError) as e:
             vjepa_zoo.load(m, src, key)
         assert needle in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+# ---- the multi-clip protocol and probing ----------------------------------------------------------
+
+
+def test_segments_and_views_equal_clip_aggregation_and_the_official_view_average():
+    """2 segments x 2 spatial views: ClipAggregation's per-view token concatenation, the official probe
+    on each view and eval.py's softmax average, against ProbedModel on each view's whole clip (its
+    segments in time order) and the trainer's view average (softmax, mean over views)."""
+    import probe
+
+    agg_mod = importlib.import_module(
+        "evals.video_classification_frozen.modelcustom.vit_encoder_multiclip"
+    )
+    enc = tiny_official(depth=1)
+    theirs_enc = agg_mod.ClipAggregation(enc, tubelet_size=2)
+    clf = randomise(
+        opool.AttentiveClassifier(embed_dim=192, num_heads=16, depth=2, num_classes=5).double()
+    )
+    ours_enc = tiny(depth=1)
+    ours_enc.load_state_dict(enc.state_dict(), strict=False)
+    head = vjepa.AttentiveClassifier(192, 5, heads=16, depth=2).double()
+    head.load_state_dict(clf.state_dict())
+    ours = probe.ProbedModel(ours_enc, [head], snippet=4).eval()
+    segs = [
+        [torch.randn(2, 3, 4, 32, 32, dtype=torch.float64) for _view in range(2)]
+        for _seg in range(2)
+    ]
+    with torch.no_grad():
+        outs = theirs_enc(segs)  # per view: (B, 2 segments x 8 tokens, D)
+        want = sum(torch.softmax(clf(o), 1) for o in outs) / len(outs)  # eval.py run_one_epoch
+        views = [
+            torch.cat([segs[s][v] for s in range(2)], dim=2) for v in range(2)
+        ]  # (B, 3, 8, H, W)
+        for v in range(2):
+            assert rel(ours.tokens(views[v]), outs[v]) < REL
+        got = torch.stack([torch.softmax(ours(x), 1) for x in views], 1).mean(1)
+    assert rel(got, want) < REL
+
+
+def save_tiny_official(tmp_path):
+    save_official(tmp_path / "vitt.pt", depth=4)
+    return str(tmp_path / "vitt.pt")
+
+
+PROBE = [
+    *("--arch", "vjepa2_vitt16", "--t_length", "4", "--new_size", "36", "--crop_size", "32"),
+    *("-b", "4", "--epochs", "1", "-j", "0", "--device", "cpu", "--opt", "adamw"),
+    *("--probe", "attentive", "--probe-blocks", "1", "--seed", "3"),
+]
+
+
+def probe_run(lists, tmp_path, name, *flags):
+    from conftest import run_main
+
+    argv = ["ucf101", *lists, *PROBE, "--output_root", str(tmp_path / name), *flags]
+    run_main(argv)
+    from conftest import run_dir
+
+    return torch.load(run_dir(tmp_path / name, argv) / "checkpoint.pth", weights_only=False)
+
+
+def test_probing_leaves_the_backbone_bit_identical_and_a_grid_equals_single_runs(lists, tmp_path):
+    """A grid of 2 lrs in one pass: its probes, their AdamW moments and the backbone equal two
+    single-probe runs with the same seed, bit for bit; the backbone equals the loaded file's."""
+    src = save_tiny_official(tmp_path)
+    enc = torch.load(src, weights_only=False)["target_encoder"]
+    enc = {k.replace("module.backbone.", ""): v for k, v in enc.items()}
+    wds = ("--probe-wds", "0.05")
+    grid = probe_run(
+        lists, tmp_path, "grid", "--pretrained", src, "--probe-lrs", "1e-3", "3e-4", *wds
+    )
+    ones = [
+        probe_run(lists, tmp_path, f"one{lr}", "--pretrained", src, "--probe-lrs", lr, *wds)
+        for lr in ("1e-3", "3e-4")
+    ]
+    for k, v in enc.items():  # frozen: the file's weights, as float32
+        assert torch.equal(grid["model"]["backbone." + k], v.float()), k
+    n = len(ones[0]["optimizer"]["param_groups"][0]["params"])
+    for i, one in enumerate(ones):
+        for k, v in one["model"].items():
+            g = k.replace("probes.0.", f"probes.{i}.")
+            assert torch.equal(grid["model"][g], v), k
+        st_grid, st_one = grid["optimizer"]["state"], one["optimizer"]["state"]
+        for j in range(n):
+            for s in ("exp_avg", "exp_avg_sq"):
+                assert torch.equal(st_grid[i * n + j][s], st_one[j][s])
+    moved = [k for k in grid["model"] if k.startswith("probes.0.")]
+    assert any(
+        not torch.equal(grid["model"][k], grid["model"][k.replace(".0.", ".1.", 1)]) for k in moved
+    )
+
+
+def test_the_official_schedules():
+    """eval.py's WarmupCosineLRSchedule / CosineWDSchedule: stepped before each iteration (step 1 first)."""
+    import probe
+
+    class Opt:
+        param_groups = [{"probe_lr": 0.005, "probe_wd": 0.01}]
+
+    class Args:
+        epochs, warmup, lr_warmup_start, lr_min, lr_policy = 2, 0.0, 0.0, 0.0, "cosine"
+
+    probe.schedule(Opt, Args, 0, 10, None)  # the first step: _step 1 of T_max 20
+    assert Opt.param_groups[0]["lr"] == 0.005 * 0.5 * (1.0 + math.cos(math.pi * 1 / 20))
+    assert Opt.param_groups[0]["weight_decay"] == 0.01
+    assert probe.warmup_cosine(5, 100, 10, 0.0, 1.0, 0.0) == 0.5  # linear warmup from start
