@@ -88,9 +88,11 @@ class ProbedModel(nn.Module):
 
     def forward(self, x):
         t = self.tokens(x)
-        if not self.grid_out:
-            return self.probes[int(self.best)](t) if len(self.probes) > 1 else self.probes[0](t)
-        return torch.stack([p(t) for p in self.probes], 1)  # (B, N, K)
+        if len(self.probes) == 1 and not self.grid_out:
+            return self.probes[0](t)
+        out = torch.stack([p(t) for p in self.probes], 1)  # (B, N, K)
+        # the best probe by a tensor index (no host sync: torch.export / ONNX take it)
+        return out if self.grid_out else out.index_select(1, self.best.view(1)).squeeze(1)
 
 
 def wrap(backbone, args):

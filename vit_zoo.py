@@ -120,6 +120,11 @@ def read(src):
     """(state dict in the file's names without wrapper prefixes, the file's outer dict)."""
     if os.path.isdir(src):
         state, config = read_folder(src)
+        if config.get("model_type") == "vjepa2":
+            raise ValueError(
+                f"--pretrained {src}: a transformers V-JEPA 2 folder: it loads into a vjepa2_* arch, "
+                "not a VideoMAE ViT"
+            )
         if config.get("use_mean_pooling") is False and any(
             k.startswith("classifier.") for k in state
         ):
@@ -129,6 +134,13 @@ def read(src):
             )
         return strip_prefixes(state), {}
     outer = checkpoint.load(src, "--pretrained")
+    if isinstance(outer, dict) and any(
+        isinstance(outer.get(k), dict) for k in ("target_encoder", "encoder", "ema_encoder")
+    ):
+        raise ValueError(
+            f"--pretrained {src}: a V-JEPA 2 checkpoint (RoPE encoders): it loads into a vjepa2_* "
+            "arch, not a VideoMAE ViT"
+        )
     obj = outer
     for key in ("model", "module", "state_dict", "model_state"):  # run_class_finetuning --model_key
         if isinstance(obj, dict) and isinstance(obj.get(key), dict):

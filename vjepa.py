@@ -211,7 +211,7 @@ class AttentivePooler(nn.Module):
     def forward(self, x):
         for blk in self.blocks:
             x = blk(x)
-        return self.cross_attention_block(self.query_tokens.expand(len(x), -1, -1), x)
+        return self.cross_attention_block(self.query_tokens.expand(x.shape[0], -1, -1), x)
 
 
 class AttentiveClassifier(nn.Module):

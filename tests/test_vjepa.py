@@ -367,3 +367,51 @@ def test_the_official_schedules():
     assert Opt.param_groups[0]["lr"] == 0.005 * 0.5 * (1.0 + math.cos(math.pi * 1 / 20))
     assert Opt.param_groups[0]["weight_decay"] == 0.01
     assert probe.warmup_cosine(5, 100, 10, 0.0, 1.0, 0.0) == 0.5  # linear warmup from start
+
+
+def test_bad_inputs_are_one_line_before_any_work(lists, tmp_path, capsys):
+    """V-JEPA file -> VideoMAE arch and the reverse, a probe of another class count, a clip length the
+    tubelet does not divide, --probe with flags that would train the backbone, a ConvNet probe."""
+    import vit
+
+    from conftest import one_line_error, run_main
+
+    src = save_tiny_official(tmp_path)
+    videomae = tmp_path / "videomae.pth"
+    torch.save({"model": vit.build("vit_t16", 4, t_length=4, crop_size=32).state_dict()}, videomae)
+    clf = opool.AttentiveClassifier(embed_dim=192, num_heads=16, depth=4, num_classes=7)
+    torch.save({"classifiers": [clf.state_dict()]}, tmp_path / "probe.pt")
+    base = ["ucf101", *lists, *PROBE[:-6], "--output_root", str(tmp_path / "o")]
+    cases = [
+        (["--arch", "vit_t16", "--pretrained", src], "a V-JEPA 2 checkpoint"),
+        (["--pretrained", str(videomae)], "not a V-JEPA 2 checkpoint"),
+        (["--probe-weights", str(tmp_path / "probe.pt"), "--num_classes", "5"], "7 classes"),
+        (["--t_length", "5"], "--t_length 5"),
+        (["--probe", "attentive", "--layer-decay", "0.75"], "drop --layer-decay"),
+        (["--probe", "linear", "--drop-path", "0.1"], "drop --drop-path"),
+        (["--probe", "attentive", "--arch", "resnet10_3d"], "--probe reads a ViT's tokens"),
+    ]
+    for flags, needle in cases:
+        with pytest.raises(SystemExit) as e:
+            run_main([*base, *flags])
+        one_line_error(capsys, needle, exc=e)
+
+
+def test_features_are_the_mean_token_or_the_probes_query():
+    import features
+    import probe
+
+    enc = tiny(depth=1).float()
+    x = torch.randn(2, 3, 4, 32, 32)
+    with torch.no_grad():
+        f, logits = features.Extractor(enc)(x)
+        assert torch.allclose(f, enc.tokens(x).mean(1)) and torch.allclose(logits, enc(x))
+        f, _ = features.Extractor(enc, query=True)(x)
+        assert torch.allclose(f, enc.head.pooled(enc.tokens(x)))
+        heads = [vjepa.AttentiveClassifier(192, 5, depth=1) for _ in range(2)]
+        m = probe.ProbedModel(tiny(depth=1).float(), heads).eval()
+        m.best.fill_(1)  # the grid's best probe answers and gives the query
+        f, logits = features.Extractor(m, query=True)(x)
+        assert torch.allclose(f, heads[1].pooled(m.tokens(x))) and torch.allclose(
+            logits, heads[1](m.tokens(x))
+        )
