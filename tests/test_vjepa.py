@@ -415,3 +415,27 @@ def test_features_are_the_mean_token_or_the_probes_query():
         assert torch.allclose(f, heads[1].pooled(m.tokens(x))) and torch.allclose(
             logits, heads[1](m.tokens(x))
         )
+
+
+@pytest.mark.parametrize(
+    "recipe, segments, frames, lrs",
+    [
+        ("sthv2_vjepa2_vitl_probe", 2, 16, 5),
+        ("kinetics_vjepa2_vitl_probe", 8, 16, 5),
+        ("diving48_vjepa2_vitl_probe", 4, 32, 3),
+        ("sthv2_vjepa2_vitg384_probe", 2, 64, 5),
+        ("kinetics_vjepa2_vitg384_probe", 8, 16, 5),
+        ("diving48_vjepa2_vitg384_probe", 4, 32, 3),
+    ],
+)
+def test_probe_recipes_parse_and_pass_the_checks(recipe, segments, frames, lrs):
+    """Each recipe as written: the configs' segments, frames per segment and grid, accepted by check_args."""
+    import train
+
+    args = train.parse_args(
+        ["sthv2", "a.txt", "b.txt", f"@recipes/{recipe}.txt", "--device", "cpu"]
+    )
+    train.check_args(args)
+    assert (args.num_segments, args.t_length, len(args.probe_lrs)) == (segments, frames, lrs)
+    assert args.probe == "attentive" and args.probe_blocks == 4 and args.probe_heads == 16
+    assert args.crop_size == (384 if "vitg384" in recipe else 256)
