@@ -108,18 +108,16 @@ def wrap(backbone, args):
     return ProbedModel(backbone, probes, args.t_length if args.mode == "TSN" else None)
 
 
-def classify(criterion):
-    """train.classify for a grid: the sum of the probes' losses; logits: the first probe's (the train
-    top-1 the log shows)."""
+def grid_loss(criterion, logits, targets):
+    """The sum of the probes' losses over (B, N, K) logits: each probe's gradient is its own loss's."""
+    if logits.dim() == 2:
+        return criterion(logits, targets)
+    return sum(criterion(logits[:, i], targets) for i in range(logits.shape[1]))
 
-    def forward_loss(model, x, targets, info):
-        logits = model(x)
-        if logits.dim() == 2:
-            return logits, criterion(logits, targets)
-        loss = sum(criterion(logits[:, i], targets) for i in range(logits.shape[1]))
-        return logits[:, 0], loss
 
-    return forward_loss
+def first(logits):
+    """The first probe's (B, K) logits of a grid's (B, N, K): the train top-1 the log line shows."""
+    return logits[:, 0] if logits.dim() == 3 else logits
 
 
 def optimizer(model, args, fused):

@@ -430,12 +430,13 @@ def test_features_are_the_mean_token_or_the_probes_query():
 )
 def test_probe_recipes_parse_and_pass_the_checks(recipe, segments, frames, lrs):
     """Each recipe as written: the configs' segments, frames per segment and grid, accepted by check_args."""
+    import flags
     import train
 
     args = train.parse_args(
         ["sthv2", "a.txt", "b.txt", f"@recipes/{recipe}.txt", "--device", "cpu"]
     )
-    train.check_args(args)
+    flags.check_args(args)
     assert (args.num_segments, args.t_length, len(args.probe_lrs)) == (segments, frames, lrs)
     assert args.probe == "attentive" and args.probe_blocks == 4 and args.probe_heads == 16
     assert args.crop_size == (384 if "vitg384" in recipe else 256)
