@@ -1453,11 +1453,7 @@ def get_args_parser():
     m.add_argument(
         "--grad-ckpt", dest="grad_ckpt", action="store_true", help="ViTs: a row with it (memory)"
     )
-    m.add_argument(
-        "--vjepa",
-        action="store_true",
-        help="V-JEPA 2's encoders: params and GMACs per view vs published; CPU probe vs fine-tune step",
-    )
+    m.add_argument("--vjepa", action="store_true", help="V-JEPA 2: sizes; CPU probe vs fine-tune")
     m.add_argument(
         "--compare",
         action="store_true",
