@@ -430,6 +430,13 @@ def add_weights_args(p):
         help="imagenet (bare), kinetics400, PATH...; none: from scratch (after a recipe's)",
     )
     p.add_argument("--pretrained_model", help="PATH to pretrained weights (overrides --pretrained)")
+    p.add_argument("--probe-weights", dest="probe_weights", help="an official V-JEPA 2 probe .pt")
+    p.add_argument(
+        "--vjepa-key",
+        dest="vjepa_key",
+        choices=vjepa_zoo.ENCODER_KEYS,
+        help="which encoder of an official V-JEPA 2 .pt (default target_encoder, the probe evals')",
+    )
     p.add_argument(
         "--inflate", default="mean", choices=["mean", "center"], help="2D kernels over time"
     )
@@ -463,13 +470,6 @@ def add_probe_args(p):
         "--probe-blocks", dest="probe_blocks", default=4, type=positive, help="attentive"
     )
     p.add_argument("--probe-heads", dest="probe_heads", default=16, type=positive, help="attentive")
-    p.add_argument("--probe-weights", dest="probe_weights", help="an official V-JEPA 2 probe .pt")
-    p.add_argument(
-        "--vjepa-key",
-        dest="vjepa_key",
-        choices=vjepa_zoo.ENCODER_KEYS,
-        help="which encoder of an official V-JEPA 2 .pt (default target_encoder, the probe evals')",
-    )
 
 
 def add_eval_args(p):
