@@ -19,7 +19,10 @@ import checkpoint
 import data
 import decode
 import model as models
+import probe  # --probe: its checks
 import vit  # the VideoMAE ViTs' clip geometry
+import vjepa  # the V-JEPA 2 encoders' clip geometry
+import vjepa_zoo  # --vjepa-key: the encoders of an official .pt
 import zoo  # --evaluate --resume of a zoo's file: named, not loaded
 from errors import fail
 
@@ -427,6 +430,13 @@ def add_weights_args(p):
         help="imagenet (bare), kinetics400, PATH...; none: from scratch (after a recipe's)",
     )
     p.add_argument("--pretrained_model", help="PATH to pretrained weights (overrides --pretrained)")
+    p.add_argument("--probe-weights", dest="probe_weights", help="an official V-JEPA 2 probe .pt")
+    p.add_argument(
+        "--vjepa-key",
+        dest="vjepa_key",
+        choices=vjepa_zoo.ENCODER_KEYS,
+        help="which encoder of an official V-JEPA 2 .pt (default target_encoder, the probe evals')",
+    )
     p.add_argument(
         "--inflate", default="mean", choices=["mean", "center"], help="2D kernels over time"
     )
@@ -446,6 +456,23 @@ def add_weights_args(p):
         action="store_true",
         help="--evaluate / predict: the EMA weights; training: the EMA top-1 picks model_best",
     )
+
+
+def add_probe_args(p):
+    """--probe: the backbone frozen, a grid of probes trained on its tokens (probe.py)."""
+    p.add_argument(
+        "--probe", choices=probe.KINDS, help="freeze the backbone, train probes on its tokens"
+    )
+    p.add_argument(
+        "--probe-lrs", dest="probe_lrs", nargs="+", type=float, default=[1e-3], help="grid: lrs"
+    )
+    p.add_argument(
+        "--probe-wds", dest="probe_wds", nargs="+", type=float, default=[0.01], help="grid: wds"
+    )
+    p.add_argument(
+        "--probe-blocks", dest="probe_blocks", default=4, type=positive, help="attentive"
+    )
+    p.add_argument("--probe-heads", dest="probe_heads", default=16, type=positive, help="attentive")
 
 
 def add_eval_args(p):
@@ -585,6 +612,12 @@ FLAG_GROUPS = (
     FlagGroup(
         "weights", "this process: where the weights come from", add_weights_args, process=True
     ),
+    FlagGroup(
+        "probing",
+        "--probe: the probes and their grid; a resumed run keeps them",
+        add_probe_args,
+        kept="always",
+    ),
     FlagGroup("evaluation", "this process: --evaluate's views", add_eval_args, process=True),
     FlagGroup(
         "devices and data",
@@ -717,6 +750,8 @@ def check_args(args):
     if any(s <= 0 for s in args.std or [1]):
         fail(f"--std {args.std}: must be > 0")
     check_recipe_args(args)
+    if probe.check(args, models.VITS + models.VJEPAS, models.VJEPAS):
+        fail(probe.check(args, models.VITS + models.VJEPAS, models.VJEPAS))
     args.freeze_bn = args.freeze_bn or args.fc_only
 
 
@@ -785,6 +820,10 @@ def check_mode(args):
         fail(models.mode_error(args.arch, args.mode))
     if args.arch in models.VITS and vit.geometry_error(args.arch, args.t_length, args.crop_size):
         fail(vit.geometry_error(args.arch, args.t_length, args.crop_size))
+    if args.arch in models.VJEPAS and vjepa.geometry_error(
+        args.arch, args.t_length, args.crop_size
+    ):
+        fail(vjepa.geometry_error(args.arch, args.t_length, args.crop_size))
     # 2/shift of the channels move; 64: the fewest a block has
     if args.shift == 1 or args.shift > 64:
         fail(
@@ -819,8 +858,9 @@ def check_recipe_args(args):
             f"--drop-path {args.drop_path}: --arch {args.arch} has no stochastic depth "
             f"(these have: {', '.join(models.archs_with('drop_path'))})"
         )
-    if args.grad_ckpt and args.arch not in models.VITS:
-        fail(f"--grad-ckpt: checkpoints the blocks of the ViTs ({', '.join(models.VITS)}) only")
+    if args.grad_ckpt and args.arch not in models.VITS + models.VJEPAS:
+        vits = ", ".join(models.VITS + models.VJEPAS)
+        fail(f"--grad-ckpt: checkpoints the blocks of the ViTs ({vits}) only")
     if args.decode_device == "cuda" and (
         args.auto_augment or args.random_erase or args.color_jitter or args.ra_reps > 1
     ):

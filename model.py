@@ -35,6 +35,7 @@ import torch.nn as nn
 import torchvision
 
 import vit
+import vjepa
 
 
 def init_conv_bn(*modules):
@@ -557,6 +558,17 @@ def vit_video(spec):
     )
 
 
+def vjepa_video(spec):
+    """A builder: a V-JEPA 2 encoder with its attentive classifier (vjepa.py); any clip length and size.
+    --mode TSN: the clip's --num_segments snippets of --t_length frames encoded one by one and their
+    tokens concatenated before the classifier (the official multi-clip protocol)."""
+    model = vjepa.build(
+        spec.arch, spec.num_classes, spec.dropout, spec.drop_path, grad_ckpt=spec.grad_ckpt
+    )
+    model.snippet = spec.t_length if spec.mode == "TSN" else None
+    return model
+
+
 # --layer-decay's layers: the parameter names that open a block (module registration order is the
 # forward order in all of them). BEiT (Bao et al. 2022, Sec. 2.6) and VideoMAE number the patch
 # embedding 0, the blocks 1..L and the head L + 1; the ResNets' blocks here are their four stages.
@@ -600,9 +612,16 @@ ARCHS = {
     **{
         a: Arch(vit_video, _VIDEO, drop_path=True, layers=_MVIT, tokens=True) for a in vit.VIT_SPECS
     },
+    # V-JEPA 2's encoders (vjepa.py; RoPE, no position table: any clip length and crop; patch
+    # embedding layer 0, blocks.i layer i + 1, norm and the attentive head L + 1).
+    **{
+        a: Arch(vjepa_video, ("3D", "TSN"), drop_path=True, layers=_MVIT, tokens=True)
+        for a in vjepa.VJEPA_SPECS
+    },
 }
 # The ViTs, for the flags only they take (--grad-ckpt) and their own weights (vit_zoo.py).
 VITS = tuple(vit.VIT_SPECS)
+VJEPAS = tuple(vjepa.VJEPA_SPECS)  # their weights: vjepa_zoo.py
 
 
 def archs_with(field, value=True):

@@ -236,6 +236,11 @@ def read(src):
     {norm_eps, mean, std})."""
     if os.path.isdir(src):
         state, config = read_folder(src)
+        if config.get("model_type") == "vjepa2":
+            raise ValueError(
+                f"--pretrained {src}: a transformers V-JEPA 2 folder: it loads into a vjepa2_* arch, "
+                "not a VideoMAE ViT"
+            )
         if config.get("use_mean_pooling") is False and any(
             k.startswith("classifier.") for k in state
         ):
@@ -246,6 +251,13 @@ def read(src):
         eps, mean, std = folder_source(src, config)
         return strip_prefixes(state), {}, {"norm_eps": eps, "mean": mean, "std": std}
     outer = checkpoint.load(src, "--pretrained")
+    if isinstance(outer, dict) and any(
+        isinstance(outer.get(k), dict) for k in ("target_encoder", "encoder", "ema_encoder")
+    ):
+        raise ValueError(
+            f"--pretrained {src}: a V-JEPA 2 checkpoint (RoPE encoders): it loads into a vjepa2_* "
+            "arch, not a VideoMAE ViT"
+        )
     obj = outer
     for key in ("model", "module", "state_dict", "model_state"):  # run_class_finetuning --model_key
         if isinstance(obj, dict) and isinstance(obj.get(key), dict):

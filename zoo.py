@@ -30,6 +30,7 @@ import torchvision
 import checkpoint
 import model as models
 import vit_zoo
+import vjepa_zoo
 from model import HEAD, copy_weights, strip_prefixes
 
 
@@ -380,7 +381,7 @@ def imagenet_twin(arch):
 
 
 @torch.no_grad()
-def build_model(spec, *args, pretrained=None, inflate="mean", **fields):
+def build_model(spec, *args, pretrained=None, inflate="mean", vjepa_key=None, **fields):
     """model.build_model of a ModelSpec (or its fields: model.as_spec), then `pretrained`: None |
     "imagenet" | "imagenet_v2" | "kinetics400" | a 2D torchvision ResNet state dict | a 3D checkpoint
     (ours, "state_dict", bare, pytorchvideo, PySlowFast .pyth / Caffe2 .pkl, mmaction2).
@@ -389,7 +390,11 @@ def build_model(spec, *args, pretrained=None, inflate="mean", **fields):
     if inflate not in ("mean", "center"):
         raise ValueError(f"inflate must be 'mean' or 'center', got {inflate!r}")
     entry = models.ARCHS.get(spec.arch)  # None: build_model says "unknown arch"
-    video_only = entry and entry.build in (models.torchvision_video, models.vit_video)
+    video_only = entry and entry.build in (
+        models.torchvision_video,
+        models.vit_video,
+        models.vjepa_video,
+    )
     if video_only and pretrained in ("imagenet", "imagenet_v2"):
         raise ValueError(
             f"--pretrained {pretrained} is for the resnet*_3d archs; "
@@ -397,7 +402,7 @@ def build_model(spec, *args, pretrained=None, inflate="mean", **fields):
         )
     model = models.build_model(spec)
     if pretrained not in (None, "", "none"):
-        load_pretrained(model, pretrained, inflate)
+        load_pretrained(model, pretrained, inflate, vjepa_key)
     return model
 
 
@@ -430,12 +435,14 @@ def pretrained_info(zoo, state, skipped):
     }
 
 
-def load_pretrained(model, src, inflate="mean"):
+def load_pretrained(model, src, inflate="mean", vjepa_key=None):
     """Fill `model` from ImageNet ("imagenet"/"imagenet_v2"), Kinetics-400 ("kinetics400"), or a file:
     a 2D torchvision ResNet, ours, or a pytorchvideo / PySlowFast (PyTorch or Caffe2) / mmaction2
     checkpoint. Strict: every tensor but the classifier must fit. Prints one summary line, sets
     model.pretrained_info = {"format", "mean", "std"} (the normalisation the weights expect)."""
     arch = getattr(model, "arch", "the model")
+    if arch in models.VJEPAS:  # the V-JEPA 2 layouts (vjepa_zoo.py)
+        return vjepa_zoo.load(model, src, vjepa_key)
     if arch in models.VITS:  # the VideoMAE layouts (vit_zoo.py)
         return vit_zoo.load(model, src, {z.signature: z.name for z in ZOOS})
     state, zoo, name = read_source(src, arch)
