@@ -119,6 +119,8 @@ def read_transformers(src):
 
 def read(src, key):
     """(state in vjepa.py's names, dropped names, layout phrase, transformers config or None)."""
+    # a Hub id (facebook/vjepa2-vitl-fpc64-256): its folder in the Hub cache
+    src = vit_zoo.resolve(src)
     if os.path.isdir(src):
         state, dropped, config = read_transformers(src)
         return state, dropped, "transformers", config

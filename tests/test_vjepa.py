@@ -9,6 +9,7 @@ otherwise; the networks are 1-2 blocks deep with the published widths and heads.
 import functools
 import importlib
 import math
+import shutil
 import sys
 
 import pytest
@@ -440,3 +441,25 @@ def test_probe_recipes_parse_and_pass_the_checks(recipe, segments, frames, lrs):
     assert (args.num_segments, args.t_length, len(args.probe_lrs)) == (segments, frames, lrs)
     assert args.probe == "attentive" and args.probe_blocks == 4 and args.probe_heads == 16
     assert args.crop_size == (384 if "vitg384" in recipe else 256)
+
+
+def test_a_vjepa2_hub_id_loads_from_the_cache_offline(tmp_path, capsys, monkeypatch):
+    """facebook/vjepa2-... by Hub id: read from a Hub cache the test fills, with no network."""
+    hub = pytest.importorskip("huggingface_hub")
+    import vjepa_zoo
+
+    hf_pair(tmp_path, classify=False)
+    rev = "0" * 40
+    root = tmp_path / "hub" / "models--tiny-org--tiny-vjepa2"
+    shutil.copytree(tmp_path / "hf", root / "snapshots" / rev)
+    (root / "refs").mkdir()
+    (root / "refs" / "main").write_text(rev)
+    monkeypatch.setattr(hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(hub.constants, "HF_HUB_OFFLINE", True)
+    by_id, by_folder = tiny(), tiny()
+    vjepa_zoo.load(by_id, "tiny-org/tiny-vjepa2")
+    vjepa_zoo.load(by_folder, str(tmp_path / "hf"))
+    assert "transformers" in capsys.readouterr().out
+    for (k, a), b in zip(by_id.state_dict().items(), by_folder.state_dict().values()):
+        if not k.startswith("head."):
+            assert torch.equal(a, b), k
