@@ -487,6 +487,9 @@ class Arch(NamedTuple):
         None  # a ResNet-3D: its layout (zoo.py: ImageNet twin, stem stride)
     )
     tokens: bool = False  # stages are token sequences, not (B, C, T, H, W) (features.py --layer)
+    # Parts of parameter names that take --norm-weight-decay as the 1-D parameters do (no decay by
+    # default): position tables and class / mask tokens (train.param_groups)
+    no_decay: tuple = ()
 
 
 def resnet3d(layout):
@@ -565,6 +568,34 @@ def vit_video(spec):
 # --drop-path is not given (mvit 0.2, swin3d_t 0.1, swin3d_s/b 0.3).
 _STAGES, _MVIT, _SWIN = r"layer\d+\.", r"blocks\.\d+\.", r"features\.\d+\.\d+\."
 _VIDEO = ("3D",)
+# torchvision's token networks; Arch.no_decay (no weight decay): mvit's absolute position embeddings
+# and class token (its pos_encoding.*), Swin's relative position bias tables (Video Swin / mmaction2:
+# decay_mult 0)
+_MVIT_ARCH = Arch(
+    torchvision_video,
+    _VIDEO,
+    drop_path=True,
+    layers=_MVIT,
+    tokens=True,
+    no_decay=("pos_encoding.",),
+)
+_SWIN_ARCH = Arch(
+    torchvision_video,
+    _VIDEO,
+    drop_path=True,
+    layers=_SWIN,
+    tokens=True,
+    no_decay=("relative_position_bias_table",),
+)
+# a ViT's learned position table and the pretraining mask token (VideoMAE's no_weight_decay)
+_VIT_ARCH = Arch(
+    vit_video,
+    _VIDEO,
+    drop_path=True,
+    layers=_MVIT,
+    tokens=True,
+    no_decay=("pos_embed", "mask_token"),
+)
 BASIC, BOTTLENECK = torchvision.models.resnet.BasicBlock, torchvision.models.resnet.Bottleneck
 # --arch NAME -> its entry: the one list of archs. Adding an arch is one entry here: a builder (any
 # function of a ModelSpec, from this module or another: import its module above, e.g. vit.build for
@@ -583,11 +614,11 @@ ARCHS = {
     "mc3_18": Arch(torchvision_video, _VIDEO, layers=_STAGES),
     "r2plus1d_18": Arch(torchvision_video, _VIDEO, layers=_STAGES),
     "s3d": Arch(torchvision_video, _VIDEO),
-    "mvit_v1_b": Arch(torchvision_video, _VIDEO, drop_path=True, layers=_MVIT, tokens=True),
-    "mvit_v2_s": Arch(torchvision_video, _VIDEO, drop_path=True, layers=_MVIT, tokens=True),
-    "swin3d_t": Arch(torchvision_video, _VIDEO, drop_path=True, layers=_SWIN, tokens=True),
-    "swin3d_s": Arch(torchvision_video, _VIDEO, drop_path=True, layers=_SWIN, tokens=True),
-    "swin3d_b": Arch(torchvision_video, _VIDEO, drop_path=True, layers=_SWIN, tokens=True),
+    "mvit_v1_b": _MVIT_ARCH,
+    "mvit_v2_s": _MVIT_ARCH,
+    "swin3d_t": _SWIN_ARCH,
+    "swin3d_s": _SWIN_ARCH,
+    "swin3d_b": _SWIN_ARCH,
     # torchvision's 2D ImageNet networks, under torchvision's names and parameter names (so
     # --pretrained imagenet loads its files as they are).
     "resnet18": resnet2d(BASIC, (2, 2, 2, 2)),
@@ -597,9 +628,7 @@ ARCHS = {
     "mobilenet_v2": Arch(torchvision_2d, ("2D", "TSN")),
     # The VideoMAE / VideoMAEv2 video ViTs (vit.py; 3D clips only; patch embedding and position table
     # layer 0, blocks.i layer i + 1, fc_norm and head L + 1).
-    **{
-        a: Arch(vit_video, _VIDEO, drop_path=True, layers=_MVIT, tokens=True) for a in vit.VIT_SPECS
-    },
+    **{a: _VIT_ARCH for a in vit.VIT_SPECS},
 }
 # The ViTs, for the flags only they take (--grad-ckpt) and their own weights (vit_zoo.py).
 VITS = tuple(vit.VIT_SPECS)
