@@ -490,6 +490,8 @@ class Arch(NamedTuple):
     # Parts of parameter names that take --norm-weight-decay as the 1-D parameters do (no decay by
     # default): position tables and class / mask tokens (train.param_groups)
     no_decay: tuple = ()
+    # --dro: a dropout before its classifier (train.check_args refuses --dro where False)
+    dropout: bool = True
 
 
 def resnet3d(layout):
@@ -522,12 +524,12 @@ def segment_class(cls):
 
 
 def torchvision_2d(spec):
-    """A builder: torchvision's 2D classifier named --arch (its `dropout` is the head's), segment by
-    segment. Its class becomes segment_class(its class): parameter names stay torchvision's, so
-    --pretrained imagenet loads torchvision's files as they are."""
-    model = torchvision.models.get_model(
-        spec.arch, num_classes=spec.num_classes, dropout=spec.dropout
-    )
+    """A builder: torchvision's 2D classifier named --arch (its `dropout` is the head's, where it has
+    one), segment by segment. Its class becomes segment_class(its class): parameter names stay
+    torchvision's, so --pretrained imagenet loads torchvision's files as they are."""
+    # a classifier without a dropout argument (convnext) has `dropout=False` in its entry
+    head = {"dropout": spec.dropout} if ARCHS[spec.arch].dropout else {}
+    model = torchvision.models.get_model(spec.arch, num_classes=spec.num_classes, **head)
     model.__class__ = segment_class(type(model))
     return model
 
@@ -600,7 +602,8 @@ BASIC, BOTTLENECK = torchvision.models.resnet.BasicBlock, torchvision.models.res
 # --arch NAME -> its entry: the one list of archs. Adding an arch is one entry here: a builder (any
 # function of a ModelSpec, from this module or another: import its module above, e.g. vit.build for
 # the ViTs; that module takes the spec as it comes and does not import this one) and what it
-# supports. A torchvision 2D classifier as a TSN backbone is one line:
+# supports. A torchvision 2D classifier as a TSN backbone is one line (one without a dropout argument
+# says so: `dropout=False`):
 #     "efficientnet_b0": Arch(torchvision_2d, ("2D", "TSN")),
 ARCHS = {
     "resnet10_3d": resnet3d(R10),
