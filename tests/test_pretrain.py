@@ -216,7 +216,7 @@ def test_a_new_vit_entry_pretrains_with_no_pretrain_edit(tiny_data, tmp_path, mo
     monkeypatch.setitem(models.ARCHS, "vit_n16", models.ARCHS["vit_t16"])
     args = pretrain_args(tiny_data, tmp_path, "--epochs", "1", "--arch", "vit_n16")
     run_main(args)
-    run = tmp_path / train.run_dir_name(train.parse_args(args))
+    run = tmp_path / flags.run_dir_name(train.parse_args(args))
     state = torch.load(run / "checkpoint.pth", weights_only=False)["model"]
     assert state["encoder_to_decoder.weight"].shape == (64, 128)
     assert state["decoder.head.weight"].shape == (3 * 2 * 16 * 16, 64)
