@@ -225,6 +225,7 @@ YLABELS = {
     "epoch_time": "epoch time (s)",
 }
 SPLITS = ("train", "val")
+SERIES_COLORS = {"train": "C0", "val": "C1", "EMA": "C2"}
 CURVES_COLUMNS = 3
 
 
@@ -268,8 +269,11 @@ def save_curves_png(log_jsonl_path, png_path):
             for key, label in keys:
                 pts = [(r["epoch"], r[key]) for r in rows if r.get(key) is not None]
                 x, y = [p[0] for p in pts], [p[1] for p in pts]
+                # a series keeps its colour in every panel (val alone in top-5 is still val's)
+                color = SERIES_COLORS.get(label)
                 label = train if label == "train" and panel == "top1" else label
-                ax.plot(x, y, marker="o" if len(x) < 30 else None, markersize=3, label=label)
+                marker = "o" if len(x) < 30 else None
+                ax.plot(x, y, marker=marker, markersize=3, label=label, color=color)
             ax.set_xlabel("epoch")
             ax.set_ylabel(YLABELS.get(panel, panel))
             ax.grid(alpha=0.3)
