@@ -581,36 +581,55 @@ class FlagGroup:
     process: bool = False
     # may change what an evaluation scores: its value names the evaluation files
     scores: bool = True
-    kept: str = ""  # a resumed run keeps it: "always", or "training" (--evaluate may change it)
+    # a resumed run keeps it: "always", "training" (--evaluate may change it), or "no" (a resume may
+    # change it: the schedule follows new values, this process's own flags). The safe default: a new
+    # group's flags are kept, and a resume with another value is refused in one line.
+    kept: str = "training"
 
 
 FLAG_GROUPS = (
     FlagGroup(
         "model", "what the network is; a resumed run keeps it", add_model_args, kept="always"
     ),
+    FlagGroup("clips", "what the network sees; a resumed training run keeps it", add_clip_args),
+    # a resume may change them: the lists move with the data (--data_root)
+    FlagGroup("input", "the dataset, its frames and the normalisation", add_input_args, kept="no"),
+    # a resume may change them: the schedule follows the new values (--epochs, --lr, --wd)
     FlagGroup(
-        "clips",
-        "what the network sees; a resumed training run keeps it",
-        add_clip_args,
-        kept="training",
+        "optimisation",
+        "the recipe: optimizer and schedule",
+        add_optim_args,
+        scores=False,
+        kept="no",
     ),
-    FlagGroup("input", "the dataset, its frames and the normalisation", add_input_args),
-    FlagGroup("optimisation", "the recipe: optimizer and schedule", add_optim_args, scores=False),
     FlagGroup(
         "optimizer state",
         "the optimizer's state and parameter groups; a resumed training run keeps them",
         add_optimizer_state_args,
         scores=False,
-        kept="training",
+    ),
+    # a resume may change them (the recipe from then on)
+    FlagGroup(
+        "regularisation",
+        "the recipe: dropout, drop path, EMA",
+        add_regular_args,
+        scores=False,
+        kept="no",
     ),
     FlagGroup(
-        "regularisation", "the recipe: dropout, drop path, EMA", add_regular_args, scores=False
+        "augmentation",
+        "the recipe: mixing and clip augmentation",
+        add_augment_args,
+        scores=False,
+        kept="no",
     ),
+    # this process's own: a resume may change them
     FlagGroup(
-        "augmentation", "the recipe: mixing and clip augmentation", add_augment_args, scores=False
-    ),
-    FlagGroup(
-        "weights", "this process: where the weights come from", add_weights_args, process=True
+        "weights",
+        "this process: where the weights come from",
+        add_weights_args,
+        process=True,
+        kept="no",
     ),
     FlagGroup(
         "probing",
@@ -618,18 +637,20 @@ FLAG_GROUPS = (
         add_probe_args,
         kept="always",
     ),
-    FlagGroup("evaluation", "this process: --evaluate's views", add_eval_args, process=True),
+    FlagGroup(
+        "evaluation", "this process: --evaluate's views", add_eval_args, process=True, kept="no"
+    ),
     FlagGroup(
         "devices and data",
         "this process: where the data is, how it is read, what computes",
         add_device_args,
         process=True,
+        kept="no",
     ),
     FlagGroup(
         "pretraining",
         "--pretrain: VideoMAE masked autoencoding (pretrain.py); a resumed run keeps them",
         add_pretrain_args,
-        kept="training",
     ),
     FlagGroup(
         "run",
@@ -637,6 +658,7 @@ FLAG_GROUPS = (
         add_run_args,
         process=True,
         scores=False,
+        kept="no",
     ),
 )
 
@@ -664,7 +686,7 @@ def flag_sets(parser=None):
         frozenset(flags(lambda g: g.process)),
         flags(lambda g: g.scores),
         flags(lambda g: g.kept == "always"),
-        flags(lambda g: bool(g.kept)),
+        flags(lambda g: g.kept != "no"),
         {
             a.dest: next((o for o in a.option_strings if o.startswith("--")), a.dest)
             for a in parser.actions
@@ -880,6 +902,12 @@ def check_recipe_args(args):
 # Flags that act only with others: (flag, when it acts, what it needs). Given (other than its default)
 # where it would do nothing, it is refused: a run that silently ignores a flag is not the run asked for.
 ACTS_WITH = (
+    # an arch without a dropout before its classifier (its entry's `dropout=False`: convnext)
+    (
+        "--dro",
+        lambda a: models.ARCHS[a.arch].dropout or a.dropout == 0,
+        "an arch with a dropout before its classifier (model.Arch.dropout)",
+    ),
     ("--lr-min", lambda a: a.lr_policy != "step", "a cosine --lr_policy"),
     ("--lr-warmup-start", lambda a: a.warmup > 0, "--warmup EPOCHS"),
     ("--momentum", lambda a: a.opt == "sgd", "--opt sgd (AdamW has no momentum)"),

@@ -542,21 +542,18 @@ def set_train_mode(net, args):
                 m.eval()
 
 
-# Decayed by --norm-weight-decay, with the 1-D parameters: absolute position embeddings and class tokens
-# (mvit's pos_encoding.*), Swin's relative position bias tables (Video Swin / mmaction2: decay_mult 0), a
-# ViT's learned position table and the pretraining mask token (VideoMAE's no_weight_decay).
-EMBEDDINGS = ("pos_encoding.", "relative_position_bias_table", "pos_embed", "mask_token")
-
-
 def param_groups(model, args):
     """Optimizer groups: per layer (--layer-decay: "lr_scale" = decay^(L + 1 - i), model.layer_ids), each
-    split into --wd and --norm-weight-decay parameters. Weight decay on norms' scales/shifts and biases
-    only hurts (Goyal et al. 2017; torchvision references); --bn_bias_wd: the original's --wd on all."""
+    split into --wd and --norm-weight-decay parameters: the 1-D ones and those model.ARCHS' entry names
+    (Arch.no_decay). Weight decay on norms' scales/shifts and biases only hurts (Goyal et al. 2017;
+    torchvision references); --bn_bias_wd: the original's --wd on all."""
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     ids, L = models.layer_ids(args.arch, [n for n, _ in named]) if args.layer_decay < 1 else ({}, 0)
     norm_wd, groups = args.norm_weight_decay, {}  # --bn_bias_wd: no parameter is one_d below
+    # with the 1-D parameters: the position tables and tokens the arch's entry names
+    no_decay = models.ARCHS[args.arch].no_decay
     for name, p in named:
-        one_d = not args.bn_bias_wd and (p.ndim <= 1 or any(k in name for k in EMBEDDINGS))
+        one_d = not args.bn_bias_wd and (p.ndim <= 1 or any(k in name for k in no_decay))
         i = ids.get(name, L + 1)
         key = (L + 1 - i, one_d)  # scale exponent; without --layer-decay: (0, False), (0, True)
         groups.setdefault(
@@ -693,7 +690,9 @@ def classification(args):
 def train_one_epoch(args, rt, d, net, objective, progress):
     """Train from progress.iter to the end of progress.epoch; returns this rank's Meter. After each
     optimizer step, rundir.end_of_step saves and exits if a signal came or too many videos were bad."""
-    epoch, meter = progress.epoch, report.Meter(start=progress.iter)
+    # the meter's numbers in every epoch's line: a loss without classes (pretraining's) has no top-1
+    logged = ("loss", "top1") if objective.classifies else ("loss",)
+    epoch, meter = progress.epoch, report.Meter(progress.iter, logged)
     set_train_mode(net, args)
     # bad: this step's replaced videos, this rank
     batches, bad = d.steps_per_epoch * args.iter_size, []
@@ -854,16 +853,7 @@ def evaluate_checkpoint(args, rt, net, d):
 def validate_and_log(args, rt, net, d, progress, meter):
     """End of an epoch: validate (every -ef epochs), save checkpoint.pth (and model_best.pth), log a line."""
     epoch = progress.epoch
-    loss_sum, correct, seen = rt.all_sum(meter.totals(epoch))
-    log = {
-        "epoch": epoch,
-        "lr": net.optimizer.param_groups[0]["lr"],  # the lr its last step used
-        "train_loss": loss_sum / seen if seen else None,  # seen = 0: resumed at the epoch's end
-        "train_top1": 100 * correct / seen if seen else None,
-        "val_top1": None,
-        "val_top5": None,
-        "val_loss": None,
-    }
+    log = {**epoch_log(rt, net, meter, epoch), "val_top1": None, "val_top5": None, "val_loss": None}
     # train_top1 is against the dominant label of mixed targets
     if args.mixup_alpha or args.cutmix_alpha:
         log["mixed"] = True
@@ -893,10 +883,24 @@ def validate_and_log(args, rt, net, d, progress, meter):
     is_best = score is not None and score > progress.best_acc1
     if is_best:
         progress.best_acc1, progress.best_epoch = score, epoch
-    log["epoch_time"] = time.time() - meter.t_epoch
-    if is_best and args.probe:  # the probe that won is the one model_best.pth predicts with
+    # the probe that won is the one model_best.pth predicts with
+    if is_best and args.probe:
         net.bare.best.fill_(log.get("best_probe", 0))
-    checkpoint.save(args, rt, net, progress, d, best=is_best)
+    return save_and_log(args, rt, net, progress, d, meter, log, best=is_best)
+
+
+def epoch_log(rt, net, meter, epoch):
+    """The epoch's log line so far: the lr its last step used and the meter's train_* numbers (every
+    rank's clips; None where this epoch saw none: resumed at its end)."""
+    lr = net.optimizer.param_groups[0]["lr"]
+    return {"epoch": epoch, "lr": lr, **meter.totals(epoch, rt.all_sum)}
+
+
+def save_and_log(args, rt, net, progress, d, meter, log, best=False):
+    """The epoch's end, training's and pretraining's: checkpoint.pth (model_best.pth), then its line in
+    log.jsonl, curves.png and TensorBoard (rundir.append_log): every number in `log` reaches all three."""
+    log["epoch_time"] = time.time() - meter.t_epoch
+    checkpoint.save(args, rt, net, progress, d, best=best)
     rundir.append_log(rt, log)
     return log
 
