@@ -198,8 +198,13 @@ def test_a_flag_that_would_do_nothing_is_refused(given, needs, capsys):
         flags.check_args(train.parse_args([*argv, *given, "--lr_policy", "cosine_after_warmup"]))
 
 
+# rules whose case needs an arch no entry has today: tested where the test makes one
+ELSEWHERE = {"--dro"}  # tests/test_flags.py::test_dropout_on_an_arch_without_one_is_refused
+
+
 def test_every_rule_of_the_table_is_tested():
-    assert {flag for flag, _, _ in flags.ACTS_WITH} == {given[0] for given, _ in NOTHING}
+    rules = {flag for flag, _, _ in flags.ACTS_WITH}
+    assert rules == {given[0] for given, _ in NOTHING} | ELSEWHERE
 
 
 def test_flags_at_their_defaults_and_a_runs_own_args_file_pass(lists, tmp_path):
