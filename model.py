@@ -34,6 +34,7 @@ import torch
 import torch.nn as nn
 import torchvision
 
+import slowfast_net
 import vit
 
 
@@ -564,6 +565,7 @@ def vit_video(spec):
 # does. --drop-path: torchvision's `stochastic_depth_prob`, whose default each builder keeps when
 # --drop-path is not given (mvit 0.2, swin3d_t 0.1, swin3d_s/b 0.3).
 _STAGES, _MVIT, _SWIN = r"layer\d+\.", r"blocks\.\d+\.", r"features\.\d+\.\d+\."
+_PYSLOWFAST = r"s[2-5]\."
 _VIDEO = ("3D",)
 BASIC, BOTTLENECK = torchvision.models.resnet.BasicBlock, torchvision.models.resnet.Bottleneck
 # --arch NAME -> its entry: the one list of archs. Adding an arch is one entry here: a builder (any
@@ -600,6 +602,10 @@ ARCHS = {
     **{
         a: Arch(vit_video, _VIDEO, drop_path=True, layers=_MVIT, tokens=True) for a in vit.VIT_SPECS
     },
+    # PySlowFast's SlowFast and X3D (slowfast_net.py; 3D clips only, PySlowFast's parameter names,
+    # stages s2..s5 as --layer-decay's layers).
+    **{a: Arch(slowfast_net.build, _VIDEO, layers=_PYSLOWFAST) for a in slowfast_net.SLOWFAST},
+    **{a: Arch(slowfast_net.build, _VIDEO, layers=_PYSLOWFAST) for a in slowfast_net.X3D},
 }
 # The ViTs, for the flags only they take (--grad-ckpt) and their own weights (vit_zoo.py).
 VITS = tuple(vit.VIT_SPECS)
