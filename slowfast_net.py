@@ -76,6 +76,18 @@ def slow_indices(T, alpha):
     return torch.linspace(0, T - 1, T // alpha, dtype=torch.float32).long()
 
 
+def frames_error(arch, T):
+    """Why a clip of T frames cannot feed `arch`, in one line; None if it can (train.check_args)."""
+    spec = SLOWFAST.get(arch)
+    if spec is None or T % spec.alpha == 0:
+        return None
+    fits = max(spec.alpha, T // spec.alpha * spec.alpha)
+    return (
+        f"--t_length {T}: --arch {arch}'s slow pathway takes every {spec.alpha}th frame of the "
+        f"clip (alpha {spec.alpha}): use a multiple of {spec.alpha}, e.g. {fits}"
+    )
+
+
 def round_width(width, multiplier, min_width=1, divisor=1):
     """Channels after a width multiplier, a multiple of `divisor` (PySlowFast models/utils.py)."""
     width *= multiplier
@@ -342,10 +354,7 @@ class SlowFast(nn.Module):
         """(B, 3, T, H, W) -> [slow (B, 3, T / alpha, H, W), fast = x] (PackPathway)."""
         B, C, T, H, W = x.shape
         if T % self.spec.alpha:
-            raise ValueError(
-                f"{getattr(self, 'arch', 'slowfast')}: a clip of {T} frames; the slow pathway "
-                f"takes every {self.spec.alpha}th: use a --t_length divisible by {self.spec.alpha}"
-            )
+            raise ValueError(frames_error(getattr(self, "arch", "slowfast_r50_8x8"), T))
         return [x.index_select(2, slow_indices(T, self.spec.alpha).to(x.device)), x]
 
     def backbone(self, x):

@@ -801,6 +801,8 @@ def check_mode(args):
         fail(models.mode_error(args.arch, args.mode))
     if args.arch in models.VITS and vit.geometry_error(args.arch, args.t_length, args.crop_size):
         fail(vit.geometry_error(args.arch, args.t_length, args.crop_size))
+    if models.slowfast_net.frames_error(args.arch, args.t_length):  # SlowFast's alpha
+        fail(models.slowfast_net.frames_error(args.arch, args.t_length))
     if (
         args.shift == 1 or args.shift > 64
     ):  # 2/shift of the channels move; 64: the fewest a block has

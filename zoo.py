@@ -29,6 +29,7 @@ import torchvision
 
 import checkpoint
 import model as models
+import slowfast_zoo
 import vit_zoo
 from model import HEAD, copy_weights, strip_prefixes
 
@@ -166,6 +167,18 @@ ZOOS = (
     ),
     Zoo("pyslowfast-caffe2", "conv1_w", CAFFE2_RULES, KINETICS_MEAN, KINETICS_STD, 1),
     Zoo("mmaction2", "backbone.conv1.conv.weight", MMACTION2_RULES, IMAGENET_MEAN, IMAGENET_STD),
+    # The same layouts' SlowFast and X3D (slowfast_zoo.py renames them): their stems have other
+    # names. mmaction2's X3D files are PySlowFast's converted: Kinetics normalisation.
+    Zoo(
+        "pytorchvideo",
+        "blocks.0.multipathway_blocks.0.conv.weight",
+        (),
+        KINETICS_MEAN,
+        KINETICS_STD,
+    ),
+    Zoo("pytorchvideo", "blocks.0.conv.conv_xy.weight", (), KINETICS_MEAN, KINETICS_STD),
+    Zoo("mmaction2", "backbone.conv1_s.conv.weight", (), KINETICS_MEAN, KINETICS_STD),
+    Zoo("mmaction2", "backbone.slow_path.conv1.conv.weight", (), IMAGENET_MEAN, IMAGENET_STD),
 )
 TORCHVISION = Zoo("torchvision", None, SAME_NAMES, IMAGENET_MEAN, IMAGENET_STD)
 
@@ -401,6 +414,28 @@ def build_model(spec, *args, pretrained=None, inflate="mean", **fields):
     return model
 
 
+def _rename(model, state, zoo, name):
+    """convert_state_dict by the layout's rules; SlowFast / X3D by slowfast_zoo's (their names are
+    PySlowFast's), which also refuses, in one line, a file of the other family for any arch."""
+    arch = getattr(model, "arch", None)
+    if slowfast_zoo.family_of(arch) is None:
+        other = slowfast_zoo.family(state)
+        if other:
+            archs = models.slowfast_net.SLOWFAST if other == "slowfast" else models.slowfast_net.X3D
+            raise ValueError(
+                f"--pretrained {name}: {'a SlowFast' if other == 'slowfast' else 'an X3D'} checkpoint "
+                f"({zoo.name} layout), not {arch}'s network: use --arch {' / '.join(archs)}"
+            )
+        return convert_state_dict(state, zoo.rules)
+    # Ours, bare or "state_dict" files of these archs have PySlowFast's names too.
+    layout_name = "pyslowfast" if zoo.rules is SAME_NAMES else zoo.name
+    layout_name = "pyslowfast-caffe2" if zoo.name == "blobs" else layout_name
+    rules = slowfast_zoo.rules(arch, layout_name, state, name)
+    state, unexpected = convert_state_dict(state, rules)
+    slowfast_zoo.check(model, slowfast_zoo.fit(model, state, layout_name), name)
+    return state, unexpected
+
+
 def load_pretrained(model, src, inflate="mean"):
     """Fill `model` from ImageNet ("imagenet"/"imagenet_v2"), Kinetics-400 ("kinetics400"), or a file:
     a 2D torchvision ResNet, ours, or a pytorchvideo / PySlowFast (PyTorch or Caffe2) / mmaction2
@@ -422,7 +457,7 @@ def load_pretrained(model, src, inflate="mean"):
             f"--pretrained {name}: a TSM checkpoint (mmaction2 layout, shifted convs); "
             f"this model has no shift: add --shift 8"
         )
-    state, unexpected = convert_state_dict(state, zoo.rules)
+    state, unexpected = _rename(model, state, zoo, name)
     # 2D or 3D source: by conv1's kernel, (O, I, h, w) vs (O, I, t, h, w).
     is_2d = getattr(state.get("conv1.weight"), "ndim", 0) == 4
     dims = "2D" if is_2d else "3D"
