@@ -35,6 +35,7 @@ class SlowFastSpec(NamedTuple):
     nonlocal_blocks: tuple = ((), (), (), ())  # NONLOCAL.LOCATION of the slow pathway, per stage
     beta_inv: int = 8  # SLOWFAST.BETA_INV: fast channels = slow channels / beta_inv
     fusion_ratio: int = 2  # SLOWFAST.FUSION_CONV_CHANNEL_RATIO: lateral channels = fast * ratio
+    width: int = 64  # RESNET.WIDTH_PER_GROUP: the slow stem's channels
 
 
 class X3DSpec(NamedTuple):
@@ -58,6 +59,9 @@ SLOWFAST = {
     "slowfast_r101_8x8": SlowFastSpec(R101, 4, 5, temporal_blocks=(3, 4, 23, 3)),
     "slowfast_r101_16x8": SlowFastSpec(R101, 4, 5),
     "slowfast_r101_16x8_nl": SlowFastSpec(R101, 4, 5, nonlocal_blocks=((), (), (6, 13, 20), ())),
+    # Not a zoo network: one block per stage, width 16, alpha 2 (4-frame clips), for CPU tests and
+    # the demo.
+    "slowfast_tiny": SlowFastSpec((1, 1, 1, 1), 2, 5, (1, 1, 1, 1), ((), (), (0,), ()), width=16),
 }
 # configs/Kinetics/X3D_XS.yaml, X3D_S.yaml, X3D_M.yaml (WIDTH_FACTOR 2.0, DEPTH_FACTOR 2.2,
 # BOTTLENECK_FACTOR 2.25) and X3D_L.yaml (DEPTH_FACTOR 5.0); they differ in frames and crop.
@@ -269,8 +273,9 @@ class ResNetHead(nn.Module):
     def features(self, xs):
         return torch.cat([x.mean((2, 3, 4)) for x in xs], 1)  # (B, sum of the pathways' C)
 
-    def forward(self, xs):
-        return self.projection(self.dropout(self.features(xs)))
+    def forward(self, features):
+        # The head's input is what the classifier sees (features.py hooks it): the pooled features.
+        return self.projection(self.dropout(features))
 
 
 class X3DHead(nn.Module):
@@ -289,8 +294,8 @@ class X3DHead(nn.Module):
         x = torch.relu(self.conv_5_bn(self.conv_5(xs[0]))).mean((2, 3, 4), keepdim=True)
         return torch.relu(self.lin_5(x)).flatten(1)  # (B, dim_c5)
 
-    def forward(self, xs):
-        return self.projection(self.dropout(self.features(xs)))
+    def forward(self, features):
+        return self.projection(self.dropout(features))
 
 
 def init_weights(model):
@@ -319,7 +324,7 @@ class SlowFast(nn.Module):
     def __init__(self, spec, num_classes, dropout=0.0):
         super().__init__()
         self.spec = spec
-        w, beta = 64, spec.beta_inv  # RESNET.WIDTH_PER_GROUP, one group
+        w, beta = spec.width, spec.beta_inv  # RESNET.WIDTH_PER_GROUP, one group
         # SlowFast's temporal kernels (_TEMPORAL_KERNEL_BASIS["slowfast"]): slow 1, 1, 1, 3, 3 and
         # fast 5, 3, 3, 3, 3 for conv1, res2..res5.
         kt = {0: (1, 1, 1, 3, 3), 1: (5, 3, 3, 3, 3)}
@@ -372,7 +377,7 @@ class SlowFast(nn.Module):
         return self.head.features(self.backbone(x))
 
     def forward(self, x):
-        return self.head(self.backbone(x))
+        return self.head(self.features(x))
 
 
 class X3DNet(nn.Module):
@@ -418,7 +423,7 @@ class X3DNet(nn.Module):
         return self.head.features(self.backbone(x))
 
     def forward(self, x):
-        return self.head(self.backbone(x))
+        return self.head(self.features(x))
 
 
 def build(spec):

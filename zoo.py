@@ -266,9 +266,11 @@ def _unwrap(obj):
 def zoo_layout(obj):
     """The name of the model zoo (ZOOS: pytorchvideo, pyslowfast, mmaction2, ...) whose layout a loaded
     checkpoint has, or None (ours, torchvision's, anything else)."""
-    state, _, _ = _unwrap(obj)
+    state, kind, outer = _unwrap(obj)
     if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
         return None
+    if kind == "model" and isinstance(outer.get("args"), dict):
+        return None  # train.py's own, whatever its names (SlowFast / X3D keep PySlowFast's)
     names = strip_prefixes(state)
     return next((zoo.name for zoo in ZOOS if zoo.signature in names), None)
 

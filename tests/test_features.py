@@ -347,6 +347,9 @@ EXPORTED = {
     "resnet50_3d": dict(arch="resnet50_3d"),
     "tsm_resnet18": dict(arch="resnet18", mode="TSN", num_segments=3, shift=8, t_length=1),
     "vit_t16": dict(arch="vit_t16"),  # VideoMAE's ViT (SDPA attention, the fixed position table)
+    # PySlowFast's two families: SlowFast takes its slow pathway from the one clip; X3D's SiLU
+    "slowfast_tiny": dict(arch="slowfast_tiny"),
+    "x3d_xs": dict(arch="x3d_xs"),
 }
 
 

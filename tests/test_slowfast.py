@@ -410,3 +410,23 @@ def test_a_clip_length_alpha_does_not_divide_is_refused_before_any_work(capsys):
     one_line_error(capsys, "--t_length 20", "every 8th frame", "e.g. 16", exc=e)
     with pytest.raises(ValueError, match="multiple of 4"):
         models.build_model("slowfast_r50_8x8", 5)(torch.zeros(1, 3, 6, 32, 32))
+
+
+@pytest.mark.parametrize("arch", ["slowfast_tiny", "x3d_xs"])
+def test_features_are_what_the_classifier_sees(arch, tmp_path):
+    """features.py's pooled features: SlowFast's two pathways pooled and concatenated (slow first,
+    as head_helper.ResNetBasicHead), X3D's lin_5 output; end to end from a checkpoint file."""
+    import features
+    from conftest import tiny_checkpoint
+
+    ckpt = tiny_checkpoint(tmp_path / "ck.pth", arch=arch, new_size=32, crop_size=32)
+    net, _, _ = __import__("predict").load_checkpoint(ckpt, "cpu", 1, 1)
+    x = torch.randn(2, 3, 4, 32, 32)
+    got, logits = features.Extractor(net)(x)
+    with torch.no_grad():
+        xs = net.backbone(x)
+        want = (
+            torch.cat([p.mean((2, 3, 4)) for p in xs], 1) if arch != "x3d_xs" else net.features(x)
+        )
+        assert torch.allclose(got, want, atol=1e-6) and torch.allclose(logits, net(x))
+    assert got.shape == (2, 512 + 64 if arch == "slowfast_tiny" else 2048)
