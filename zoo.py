@@ -183,6 +183,13 @@ ZOOS = (
 TORCHVISION = Zoo("torchvision", None, SAME_NAMES, IMAGENET_MEAN, IMAGENET_STD)
 
 # --pretrained kinetics400: the published Kinetics-400 weights of each arch (top-1 as published).
+_PTV = "https://dl.fbaipublicfiles.com/pytorchvideo/model_zoo/kinetics"
+_PTV_FILES = {
+    "slowfast_r50_8x8": "SLOWFAST_8x8_R50",
+    "slowfast_r101_8x8": "SLOWFAST_8x8_R101",
+    "slowfast_r101_16x8": "SLOWFAST_16x8_R101_50_50",
+    **{f"x3d_{s}": f"X3D_{s.upper()}" for s in ("xs", "s", "m", "l")},
+}
 _MMACTION2_I3D = "i3d_imagenet-pretrained-r50_8xb8-32x2x1-100e_kinetics400-rgb"
 KINETICS400_URLS = {
     # pytorchvideo hub i3d_r50 / slow_r50 (pytorchvideo/models/hub/resnet.py): 73.27 / 74.58 top-1, 8x8 clips
@@ -192,6 +199,12 @@ KINETICS400_URLS = {
     # mmaction2 configs/recognition/i3d/README.md, i3d_imagenet-pretrained-r50_8xb8-32x2x1-100e: 73.47 top-1
     "resnet50_3d_mmaction": "https://download.openmmlab.com/mmaction/v1.0/recognition/i3d/"
     f"{_MMACTION2_I3D}/{_MMACTION2_I3D}_20220812-e213c223.pth",
+    # pytorchvideo hub (models/hub/slowfast.py, x3d.py): slowfast_r50 76.4, slowfast_r101 77.9,
+    # slowfast_16x8_r101_50_50 78.7; x3d_xs 69.12, x3d_s 73.33, x3d_m 75.94, x3d_l 77.44 top-1.
+    **{a: f"{_PTV}/{f}.pyth" for a, f in _PTV_FILES.items()},
+    # PySlowFast MODEL_ZOO.md (Caffe2): SlowFast R50 4x16, 75.6 top-1 (3 x 10 views).
+    "slowfast_r50_4x16": "https://dl.fbaipublicfiles.com/pyslowfast/model_zoo/kinetics400/"
+    "SLOWFAST_4x16_R50.pkl",
 }
 
 

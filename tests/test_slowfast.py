@@ -430,3 +430,52 @@ def test_features_are_what_the_classifier_sees(arch, tmp_path):
         )
         assert torch.allclose(got, want, atol=1e-6) and torch.allclose(logits, net(x))
     assert got.shape == (2, 512 + 64 if arch == "slowfast_tiny" else 2048)
+
+
+@pytest.mark.parametrize(
+    "recipe,yaml",
+    [
+        ("kinetics_slowfast_r50_8x8", "SLOWFAST_8x8_R50.yaml"),
+        ("kinetics_x3d_xs", "X3D_XS.yaml"),
+        ("kinetics_x3d_m", "X3D_M.yaml"),
+    ],
+)
+def test_recipes_are_the_pyslowfast_configs(recipe, yaml):
+    """Every value of the recipe is its yaml's (with PySlowFast's defaults), read by PySlowFast's own
+    config code: clips, crops, schedule, optimiser, batch over NUM_GPUS."""
+    import train
+
+    args = train.parse_args(["kinetics400", "t.txt", "v.txt", f"@{REPO / 'recipes' / recipe}.txt"])
+    cfg = get_cfg()
+    cfg.merge_from_file(str(REF / "configs" / "Kinetics" / yaml))
+    d, s = cfg.DATA, cfg.SOLVER
+    assert (args.t_length, args.t_stride) == (d.NUM_FRAMES, d.SAMPLING_RATE)
+    assert (args.new_size, args.crop_size) == (d.TRAIN_JITTER_SCALES[0], d.TRAIN_CROP_SIZE)
+    assert tuple(args.mean) == tuple(d.MEAN) and tuple(args.std) == tuple(d.STD)
+    assert (args.lr, args.weight_decay, args.momentum, args.epochs) == (
+        s.BASE_LR,
+        s.WEIGHT_DECAY,
+        s.MOMENTUM,
+        s.MAX_EPOCH,
+    )
+    assert (args.lr_policy, args.lr_min) == (s.LR_POLICY, s.COSINE_END_LR)
+    assert (args.warmup, args.lr_warmup_start) == (s.WARMUP_EPOCHS, s.WARMUP_START_LR)
+    assert args.norm_weight_decay == cfg.BN.WEIGHT_DECAY and args.dropout == cfg.MODEL.DROPOUT_RATE
+    assert (
+        args.batch_size * cfg.NUM_GPUS == cfg.TRAIN.BATCH_SIZE
+        and args.eval_freq == cfg.TRAIN.EVAL_PERIOD
+    )
+    spec = slowfast_net.SLOWFAST.get(args.arch)
+    if spec:
+        assert (spec.alpha, spec.beta_inv, spec.fusion_kernel) == (
+            cfg.SLOWFAST.ALPHA,
+            cfg.SLOWFAST.BETA_INV,
+            cfg.SLOWFAST.FUSION_KERNEL_SZ,
+        )
+    else:
+        x = slowfast_net.X3D[args.arch]
+        assert (x.width_factor, x.depth_factor, x.bottleneck_factor) == (
+            cfg.X3D.WIDTH_FACTOR,
+            cfg.X3D.DEPTH_FACTOR,
+            cfg.X3D.BOTTLENECK_FACTOR,
+        )
