@@ -394,7 +394,7 @@ def test_wrong_checkpoints_are_refused_in_one_line(tmp_path):
     )
 
 
-def test_a_clip_length_alpha_does_not_divide_is_refused_before_any_work(capsys):
+def test_a_clip_length_alpha_does_not_divide_and_tsn_are_refused_before_any_work(capsys):
     with pytest.raises(SystemExit) as e:
         run_main(
             [
@@ -408,6 +408,10 @@ def test_a_clip_length_alpha_does_not_divide_is_refused_before_any_work(capsys):
             ]
         )
     one_line_error(capsys, "--t_length 20", "every 8th frame", "e.g. 16", exc=e)
+    for arch, mode in (("slowfast_r50_8x8", "TSN"), ("x3d_xs", "2D")):
+        with pytest.raises(SystemExit) as e:
+            run_main(["ucf101", "no_train.txt", "no_val.txt", "--arch", arch, "--mode", mode])
+        one_line_error(capsys, f"--arch {arch} runs on 3D clips only", f"not --mode {mode}", exc=e)
     with pytest.raises(ValueError, match="multiple of 4"):
         models.build_model("slowfast_r50_8x8", 5)(torch.zeros(1, 3, 6, 32, 32))
 
