@@ -590,7 +590,12 @@ COMPARE = {
     "X3D-XS 4x160": dict(ONE_CLIP, arch="x3d_xs", t_length=4, crop_size=160),
     "X3D-M 16x224": dict(ONE_CLIP, arch="x3d_m", t_length=16),
 }
-PUBLISHED = {"X3D-XS 4x160": (3.8, 0.60), "X3D-M 16x224": (3.8, 4.73)}  # (M params, GMACs)
+PUBLISHED = {  # what the zoos publish for the same view
+    "X3D-XS 4x160": "3.8M, 0.60 GMACs (PySlowFast MODEL_ZOO.md)",
+    "X3D-M 16x224": "3.8M, 4.73 GMACs (PySlowFast MODEL_ZOO.md)",
+    # SlowFast paper, Table 2: 65.7 GFLOPs (MACs) per 32x256x256 test view; bench.count gives 65.71 there
+    "SlowFast-R50 32x224": "65.7 GMACs at the 256-px test view (SlowFast paper, Table 2)",
+}
 
 
 def compare_archs(args):
@@ -614,11 +619,7 @@ def compare_archs(args):
             else float("nan")
         )
         out[name] = {"params": params, "gmacs_per_video": gmacs, "cpu_s_per_step": 1 / clips_s}
-        published = (
-            "  published: {:.1f}M, {:.2f} GMACs".format(*PUBLISHED[name])
-            if name in PUBLISHED
-            else ""
-        )
+        published = f"  published: {PUBLISHED[name]}" if name in PUBLISHED else ""
         print(f"{name:20s} {params / 1e6:7.2f}M {gmacs:12.2f} {1 / clips_s:17.2f}{published}")
     if args.iters:
         out.update(compare_vit_implementations(args))

@@ -483,3 +483,20 @@ def test_recipes_are_the_pyslowfast_configs(recipe, yaml):
             cfg.X3D.DEPTH_FACTOR,
             cfg.X3D.BOTTLENECK_FACTOR,
         )
+
+
+def test_sizes_are_the_published_ones():
+    """bench.py's count (meta device, torch's FlopCounterMode, MACs) per view against the zoos: X3D-XS /
+    X3D-M 3.8M parameters, 0.60 / 4.73 GFLOPs (PySlowFast MODEL_ZOO.md, fvcore's MACs); SlowFast R50
+    4x16 / 8x8 36.1 / 65.7 GFLOPs per 256-px test view (SlowFast paper, Table 2)."""
+    import bench
+
+    for arch, T, crop, params, gmacs in (
+        ("x3d_xs", 4, 160, 3.8, 0.60),
+        ("x3d_m", 16, 224, 3.8, 4.73),
+        ("slowfast_r50_4x16", 32, 256, None, 36.1),
+        ("slowfast_r50_8x8", 32, 256, None, 65.7),
+    ):
+        p, g = bench.count(arch, 400, T, crop)
+        assert g == pytest.approx(gmacs, rel=0.02), arch
+        assert params is None or p / 1e6 == pytest.approx(params, abs=0.05), arch
