@@ -20,6 +20,7 @@ import torch.nn as nn
 from PIL import Image
 
 import data
+import flags
 import pretrain
 import train
 from conftest import TINY, one_line_error, run_main
@@ -126,7 +127,8 @@ def test_loss_equals_the_official_computation(raw):
     mask = torch.stack([pretrain.draw_mask(ours.grid, 0.75, 0, 0, i) for i in range(2)])
     with torch.no_grad():
         ref = official_loss(official, x, mask, normlize_target=not raw)
-        _, loss = pretrain.masked_loss(MEAN, STD, ours.spec, raw)(ours, x, None, {"mask": mask})
+        objective, info = pretrain.reconstruction(MEAN, STD, ours.spec, raw), {"mask": mask}
+        loss = objective.loss(objective.forward(ours, x, info), None, x, info)
         assert torch.allclose(ours(x, mask), official(x, mask), rtol=1e-9, atol=1e-12)
     assert abs(loss.item() - ref.item()) / ref.item() < 1e-6, (loss.item(), ref.item())
 
@@ -179,7 +181,7 @@ def pretrain_args(data, root, *extra):
 def test_pretraining_run_writes_its_picture_and_fine_tunes(tiny_data, tmp_path, capsys):
     args = pretrain_args(tiny_data, tmp_path, "--epochs", "2", "-ef", "1", "--vis-videos", "2")
     run_main(args)
-    run = tmp_path / train.run_dir_name(train.parse_args(args))
+    run = tmp_path / flags.run_dir_name(train.parse_args(args))
     log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in log] == [0, 1] and all(r["val_loss"] > 0 for r in log)
     assert Image.open(run / "reconstruction_e001.png").size == (2 * 34 + 2, 2 * 3 * 34 + 2)
@@ -191,7 +193,7 @@ def test_pretraining_run_writes_its_picture_and_fine_tunes(tiny_data, tmp_path, 
     ft += ["--pretrained", str(run / "checkpoint.pth"), "--output_root", str(tmp_path / "ft")]
     run_main(ft)
     assert "new 4 (fc_norm.weight" in capsys.readouterr().out
-    name = train.run_dir_name(train.parse_args(ft))
+    name = flags.run_dir_name(train.parse_args(ft))
     tuned = torch.load(tmp_path / "ft" / name / "checkpoint.pth", weights_only=False)
     assert (
         tuned["model"]["patch_embed.proj.weight"].shape
@@ -211,7 +213,7 @@ def test_pretraining_under_amp(tiny_data, tmp_path):
     for amp in ("off", "bf16"):
         args = pretrain_args(tiny_data, tmp_path / amp, "--epochs", "1", "--amp", amp)
         run_main(args)
-        run = tmp_path / amp / train.run_dir_name(train.parse_args(args))
+        run = tmp_path / amp / flags.run_dir_name(train.parse_args(args))
         log = json.loads((run / "log.jsonl").read_text().splitlines()[-1])
         runs.append((log, torch.load(run / "checkpoint.pth", weights_only=False)["model"]))
     (log32, w32), (log16, w16) = runs
@@ -324,7 +326,7 @@ def test_grad_ckpt_gives_the_same_gradients():
     ckpt.load_state_dict(plain.state_dict())
     x = torch.randn(2, 3, 4, 64, 64)
     mask = torch.stack([pretrain.draw_mask(plain.grid, 0.75, 0, 0, i) for i in range(2)])
-    loss_fn = pretrain.masked_loss(MEAN, STD, plain.spec)
+    objective, info = pretrain.reconstruction(MEAN, STD, plain.spec), {"mask": mask}
     grads, calls = [], []
     for m in (plain, ckpt):
         m.train()
@@ -334,7 +336,7 @@ def test_grad_ckpt_gives_the_same_gradients():
             m.decoder.blocks[0],
         ):  # count the forwards (recomputed too)
             blk.forward = lambda x, f=blk.forward: (seen.append(1), f(x))[1]
-        loss_fn(m, x, None, {"mask": mask})[1].backward()
+        objective.loss(objective.forward(m, x, info), None, x, info).backward()
         grads.append([p.grad for p in m.parameters()])
         calls.append(len(seen))
     assert calls == [2, 4]  # --grad-ckpt: each block runs again in the backward
