@@ -587,6 +587,17 @@ COMPARE = {
     # (fvcore's count, which is MACs: the GMACs column compares with them directly)
     "ViT-S/16 16x224": dict(ONE_CLIP, arch="vit_s16"),
     "ViT-B/16 16x224": dict(ONE_CLIP, arch="vit_b16"),
+    # PySlowFast's families at their zoo views (MODEL_ZOO.md: X3D-XS 3.8M params 0.60 GFLOPs, X3D-M
+    # 3.8M 4.73, fvcore's counts, MACs; SlowFast R50 8x8 publishes no per-view figure there).
+    "SlowFast-R50 32x224": dict(ONE_CLIP, arch="slowfast_r50_8x8", t_length=32),
+    "X3D-XS 4x160": dict(ONE_CLIP, arch="x3d_xs", t_length=4, crop_size=160),
+    "X3D-M 16x224": dict(ONE_CLIP, arch="x3d_m", t_length=16),
+}
+PUBLISHED = {  # what the zoos publish for the same view
+    "X3D-XS 4x160": "3.8M, 0.60 GMACs (PySlowFast MODEL_ZOO.md)",
+    "X3D-M 16x224": "3.8M, 4.73 GMACs (PySlowFast MODEL_ZOO.md)",
+    # SlowFast paper, Table 2: 65.7 GFLOPs (MACs) per 32x256x256 test view; bench.count gives 65.71 there
+    "SlowFast-R50 32x224": "65.7 GMACs at the 256-px test view (SlowFast paper, Table 2)",
 }
 
 
@@ -596,9 +607,9 @@ def compare_archs(args):
     out = {}
     for name, row in COMPARE.items():
         a = argparse.Namespace(
-            **{**vars(args), **row, "batch_size": 1, "crop_size": 224, "device": "cpu", "warmup": 1}
+            **{**vars(args), "crop_size": 224, **row, "batch_size": 1, "device": "cpu", "warmup": 1}
         )
-        params, gmacs = count(a.arch, args.num_classes, a.t_length, 224, **segments(a))
+        params, gmacs = count(a.arch, args.num_classes, a.t_length, a.crop_size, **segments(a))
         clips_s = (
             run_steps(
                 make_step(a, torch.device("cpu")),
@@ -611,9 +622,72 @@ def compare_archs(args):
             else float("nan")
         )
         out[name] = {"params": params, "gmacs_per_video": gmacs, "cpu_s_per_step": 1 / clips_s}
-        print(f"{name:20s} {params / 1e6:7.2f}M {gmacs:12.2f} {1 / clips_s:17.2f}")
+        published = f"  published: {PUBLISHED[name]}" if name in PUBLISHED else ""
+        print(f"{name:20s} {params / 1e6:7.2f}M {gmacs:12.2f} {1 / clips_s:17.2f}{published}")
     if args.iters:
         out.update(compare_vit_implementations(args))
+        out.update(compare_pyslowfast_modules(args))
+    return out
+
+
+def pyslowfast_modules(num_classes):
+    """PySlowFast's own SlowFast R50 8x8 and X3D-XS / X3D-M modules (tests/reference/pyslowfast, its
+    yaml configs; needs fvcore, yacs and pytorchvideo, else {}): {name: (arch, T, crop, module)}.
+    Bench-only imports: the trainer never imports them."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    ref = os.path.join(here, "tests", "reference", "pyslowfast")
+    sys.modules.setdefault("detectron2", type(sys)("detectron2"))  # only the detection head uses it
+    sys.modules.setdefault("detectron2.layers", type(sys)("detectron2.layers")).ROIAlign = None
+    sys.path.insert(0, ref)
+    try:
+        from slowfast.config.defaults import get_cfg
+        from slowfast.models import video_model_builder as vmb
+    except ImportError:
+        return {}
+    finally:
+        sys.path.remove(ref)
+    out = {}
+    for name, (arch, yaml, cls) in {
+        "SlowFast-R50 32x224": ("slowfast_r50_8x8", "SLOWFAST_8x8_R50.yaml", vmb.SlowFast),
+        "X3D-XS 4x160": ("x3d_xs", "X3D_XS.yaml", vmb.X3D),
+        "X3D-M 16x224": ("x3d_m", "X3D_M.yaml", vmb.X3D),
+    }.items():
+        cfg = get_cfg()
+        cfg.merge_from_file(os.path.join(ref, "configs", "Kinetics", yaml))
+        cfg.NUM_GPUS, cfg.MODEL.NUM_CLASSES = 0, num_classes
+        out[name] = (arch, cfg.DATA.NUM_FRAMES, cfg.DATA.TRAIN_CROP_SIZE, cls(cfg))
+    return out
+
+
+def compare_pyslowfast_modules(args):
+    """CPU s/step (batch 1, fp32, forward + backward + SGD, this process's threads) of slowfast_net's
+    SlowFast / X3D beside PySlowFast's own module of the same network and clip, alternating."""
+    torch.manual_seed(args.seed)
+    out = {}
+    for name, (arch, T, crop, ref) in pyslowfast_modules(args.num_classes).items():
+        ours = models.build_model(arch, args.num_classes)
+        x, y = torch.randn(1, 3, T, crop, crop), torch.randint(0, args.num_classes, (1,))
+        # PySlowFast's input: the pathways its loader packs (datasets/utils.py pack_pathway_output).
+        packed = ours.pathways(x) if hasattr(ours, "pathways") else [x]
+        rows = {"ours": (ours, x), "pyslowfast": (ref, packed)}
+        opts = {
+            who: torch.optim.SGD(m.parameters(), lr=1e-3, momentum=0.9)
+            for who, (m, _) in rows.items()
+        }
+        times = {"ours": [], "pyslowfast": []}
+        for _ in range(1 + args.iters):  # the first of each is warmup
+            for who, (module, inp) in rows.items():
+                module.train()
+                t0 = time.perf_counter()
+                nn.functional.cross_entropy(module(inp), y).backward()
+                opts[who].step()
+                opts[who].zero_grad(set_to_none=True)
+                times[who].append(time.perf_counter() - t0)
+        best = {who: min(t[1:]) for who, t in times.items()}
+        out[f"{name} (ours / PySlowFast)"] = {"cpu_s_per_step": best}
+        print(
+            f"{name:20s} ours {best['ours']:6.2f} s/step, PySlowFast's module {best['pyslowfast']:6.2f}"
+        )
     return out
 
 

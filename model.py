@@ -34,6 +34,7 @@ import torch
 import torch.nn as nn
 import torchvision
 
+import slowfast_net
 import vit
 import vjepa
 
@@ -581,6 +582,7 @@ def vjepa_video(spec):
 # does. --drop-path: torchvision's `stochastic_depth_prob`, whose default each builder keeps when
 # --drop-path is not given (mvit 0.2, swin3d_t 0.1, swin3d_s/b 0.3).
 _STAGES, _MVIT, _SWIN = r"layer\d+\.", r"blocks\.\d+\.", r"features\.\d+\.\d+\."
+_PYSLOWFAST = r"s[2-5]\."
 _VIDEO = ("3D",)
 # torchvision's token networks; Arch.no_decay (no weight decay): mvit's absolute position embeddings
 # and class token (its pos_encoding.*), Swin's relative position bias tables (Video Swin / mmaction2:
@@ -650,6 +652,10 @@ ARCHS = {
         a: Arch(vjepa_video, ("3D", "TSN"), drop_path=True, layers=_MVIT, tokens=True)
         for a in vjepa.VJEPA_SPECS
     },
+    # PySlowFast's SlowFast and X3D (slowfast_net.py; 3D clips only, PySlowFast's parameter names,
+    # stages s2..s5 as --layer-decay's layers).
+    **{a: Arch(slowfast_net.build, _VIDEO, layers=_PYSLOWFAST) for a in slowfast_net.SLOWFAST},
+    **{a: Arch(slowfast_net.build, _VIDEO, layers=_PYSLOWFAST) for a in slowfast_net.X3D},
 }
 # The ViTs, for the flags only they take (--grad-ckpt) and their own weights (vit_zoo.py).
 VITS = tuple(vit.VIT_SPECS)

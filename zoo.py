@@ -29,6 +29,7 @@ import torchvision
 
 import checkpoint
 import model as models
+import slowfast_zoo
 import vit_zoo
 import vjepa_zoo
 from model import HEAD, copy_weights, strip_prefixes
@@ -167,10 +168,29 @@ ZOOS = (
     ),
     Zoo("pyslowfast-caffe2", "conv1_w", CAFFE2_RULES, KINETICS_MEAN, KINETICS_STD, 1),
     Zoo("mmaction2", "backbone.conv1.conv.weight", MMACTION2_RULES, IMAGENET_MEAN, IMAGENET_STD),
+    # The same layouts' SlowFast and X3D (slowfast_zoo.py renames them): their stems have other
+    # names. mmaction2's X3D files are PySlowFast's converted: Kinetics normalisation.
+    Zoo(
+        "pytorchvideo",
+        "blocks.0.multipathway_blocks.0.conv.weight",
+        (),
+        KINETICS_MEAN,
+        KINETICS_STD,
+    ),
+    Zoo("pytorchvideo", "blocks.0.conv.conv_xy.weight", (), KINETICS_MEAN, KINETICS_STD),
+    Zoo("mmaction2", "backbone.conv1_s.conv.weight", (), KINETICS_MEAN, KINETICS_STD),
+    Zoo("mmaction2", "backbone.slow_path.conv1.conv.weight", (), IMAGENET_MEAN, IMAGENET_STD),
 )
 TORCHVISION = Zoo("torchvision", None, SAME_NAMES, IMAGENET_MEAN, IMAGENET_STD)
 
 # --pretrained kinetics400: the published Kinetics-400 weights of each arch (top-1 as published).
+_PTV = "https://dl.fbaipublicfiles.com/pytorchvideo/model_zoo/kinetics"
+_PTV_FILES = {
+    "slowfast_r50_8x8": "SLOWFAST_8x8_R50",
+    "slowfast_r101_8x8": "SLOWFAST_8x8_R101",
+    "slowfast_r101_16x8": "SLOWFAST_16x8_R101_50_50",
+    **{f"x3d_{s}": f"X3D_{s.upper()}" for s in ("xs", "s", "m", "l")},
+}
 _MMACTION2_I3D = "i3d_imagenet-pretrained-r50_8xb8-32x2x1-100e_kinetics400-rgb"
 KINETICS400_URLS = {
     # pytorchvideo hub i3d_r50 / slow_r50 (pytorchvideo/models/hub/resnet.py): 73.27 / 74.58 top-1, 8x8 clips
@@ -180,6 +200,12 @@ KINETICS400_URLS = {
     # mmaction2 configs/recognition/i3d/README.md, i3d_imagenet-pretrained-r50_8xb8-32x2x1-100e: 73.47 top-1
     "resnet50_3d_mmaction": "https://download.openmmlab.com/mmaction/v1.0/recognition/i3d/"
     f"{_MMACTION2_I3D}/{_MMACTION2_I3D}_20220812-e213c223.pth",
+    # pytorchvideo hub (models/hub/slowfast.py, x3d.py): slowfast_r50 76.4, slowfast_r101 77.9,
+    # slowfast_16x8_r101_50_50 78.7; x3d_xs 69.12, x3d_s 73.33, x3d_m 75.94, x3d_l 77.44 top-1.
+    **{a: f"{_PTV}/{f}.pyth" for a, f in _PTV_FILES.items()},
+    # PySlowFast MODEL_ZOO.md (Caffe2): SlowFast R50 4x16, 75.6 top-1 (3 x 10 views).
+    "slowfast_r50_4x16": "https://dl.fbaipublicfiles.com/pyslowfast/model_zoo/kinetics400/"
+    "SLOWFAST_4x16_R50.pkl",
 }
 
 
@@ -254,9 +280,11 @@ def _unwrap(obj):
 def zoo_layout(obj):
     """The name of the model zoo (ZOOS: pytorchvideo, pyslowfast, mmaction2, ...) whose layout a loaded
     checkpoint has, or None (ours, torchvision's, anything else)."""
-    state, _, _ = _unwrap(obj)
+    state, kind, outer = _unwrap(obj)
     if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
         return None
+    if kind == "model" and isinstance(outer.get("args"), dict):
+        return None  # train.py's own, whatever its names (SlowFast / X3D keep PySlowFast's)
     names = strip_prefixes(state)
     return next((zoo.name for zoo in ZOOS if zoo.signature in names), None)
 
@@ -435,6 +463,28 @@ def pretrained_info(zoo, state, skipped):
     }
 
 
+def _rename(model, state, zoo, name):
+    """convert_state_dict by the layout's rules; SlowFast / X3D by slowfast_zoo's (their names are
+    PySlowFast's), which also refuses, in one line, a file of the other family for any arch."""
+    arch = getattr(model, "arch", None)
+    if slowfast_zoo.family_of(arch) is None:
+        other = slowfast_zoo.family(state)
+        if other:
+            archs = models.slowfast_net.SLOWFAST if other == "slowfast" else models.slowfast_net.X3D
+            raise ValueError(
+                f"--pretrained {name}: {'a SlowFast' if other == 'slowfast' else 'an X3D'} checkpoint "
+                f"({zoo.name} layout), not {arch}'s network: use --arch {' / '.join(archs)}"
+            )
+        return convert_state_dict(state, zoo.rules)
+    # Ours, bare or "state_dict" files of these archs have PySlowFast's names too.
+    layout_name = "pyslowfast" if zoo.rules is SAME_NAMES else zoo.name
+    layout_name = "pyslowfast-caffe2" if zoo.name == "blobs" else layout_name
+    rules = slowfast_zoo.rules(arch, layout_name, state, name)
+    state, unexpected = convert_state_dict(state, rules)
+    slowfast_zoo.check(model, slowfast_zoo.fit(model, state, layout_name), name)
+    return state, unexpected
+
+
 def load_pretrained(model, src, inflate="mean", vjepa_key=None):
     """Fill `model` from ImageNet ("imagenet"/"imagenet_v2"), Kinetics-400 ("kinetics400"), or a file:
     a 2D torchvision ResNet, ours, or a pytorchvideo / PySlowFast (PyTorch or Caffe2) / mmaction2
@@ -452,7 +502,7 @@ def load_pretrained(model, src, inflate="mean", vjepa_key=None):
             f"--pretrained {name}: a TSM checkpoint (mmaction2 layout, shifted convs); "
             f"this model has no shift: add --shift 8"
         )
-    state, unexpected = convert_state_dict(state, zoo.rules)
+    state, unexpected = _rename(model, state, zoo, name)
     # 2D or 3D source: by conv1's kernel, (O, I, h, w) vs (O, I, t, h, w).
     is_2d = getattr(state.get("conv1.weight"), "ndim", 0) == 4
     dims = "2D" if is_2d else "3D"

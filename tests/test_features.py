@@ -348,6 +348,9 @@ EXPORTED = {
     "tsm_resnet18": dict(arch="resnet18", mode="TSN", num_segments=3, shift=8, t_length=1),
     "vit_t16": dict(arch="vit_t16"),  # VideoMAE's ViT (SDPA attention, the fixed position table)
     "vjepa2_vitt16": dict(arch="vjepa2_vitt16"),  # V-JEPA 2's (3D RoPE, the attentive head)
+    # PySlowFast's two families: SlowFast takes its slow pathway from the one clip; X3D's SiLU
+    "slowfast_tiny": dict(arch="slowfast_tiny"),
+    "x3d_xs": dict(arch="x3d_xs"),
 }
 
 
