@@ -89,16 +89,20 @@ def hidden_per_frame(ratio, n):
     return int(ratio * n)
 
 
-def draw_mask(grid, ratio, seed, epoch, index):
+def draw_mask(grid, ratio, seed, epoch, index, views=1):
     """The mask of sample `index` in `epoch`: a permutation from its own generator (np.random's shuffle
-    of the same state is the same permutation, so the official generator's draws compare exactly)."""
+    of the same state is the same permutation, so the official generator's draws compare exactly).
+    views > 1 (--num_sample): (views, T'H'W'), view k's the k-th permutation drawn in turn from that
+    generator, as VideoMAEv2's pretrain_datasets.py calls its transform (crop and mask) once per view."""
     rng = np.random.default_rng([seed, epoch, index, MASK_STREAM])
-    return tube_mask(grid, ratio, rng.permutation(grid[1] * grid[2]))
+    masks = [tube_mask(grid, ratio, rng.permutation(grid[1] * grid[2])) for _ in range(views)]
+    return masks[0] if views == 1 else torch.stack(masks)
 
 
 class MaskedClips(torch.utils.data.Dataset):
     """A train.make_dataset dataset whose items carry info["mask"], (T'H'W',) bool: draw_mask of the
-    dataset's seed, its epoch (set_epoch: the wrapped one's) and the item's index."""
+    dataset's seed, its epoch (set_epoch: the wrapped one's) and the item's index; (K, T'H'W') for the
+    K views of a train item with --num_sample K (the wrapped dataset's reps: one decode, K crops)."""
 
     def __init__(self, ds, grid, ratio):
         self.ds, self.grid, self.ratio = ds, grid, ratio
@@ -113,7 +117,8 @@ class MaskedClips(torch.utils.data.Dataset):
 
     def __getitem__(self, index):
         clip, label, info = self.ds[index]
-        mask = draw_mask(self.grid, self.ratio, self.ds.spec.seed, self.ds.epoch, index)
+        views = self.ds.reps
+        mask = draw_mask(self.grid, self.ratio, self.ds.spec.seed, self.ds.epoch, index, views)
         return clip, label, {**info, "mask": mask}
 
 
@@ -257,7 +262,8 @@ def masked_loss(mean, std, spec, raw=False):
     as the official engine does)."""
 
     def forward_loss(model, x, labels, info):
-        mask = info["mask"].to(x.device, non_blocking=True).flatten(1)
+        # (B, N), or (B, K, N) with --num_sample K: a row per view, each video's K views together as x's
+        mask = info["mask"].to(x.device, non_blocking=True).flatten(0, -2)
         with torch.no_grad():
             pixels = pixels_of(x, mean, std)
             target = targets(pixels, spec.patch, spec.tubelet, raw)
@@ -383,7 +389,6 @@ def check_args(args):
         "--pretrained": args.pretrained or args.pretrained_model,
         "--decode_device cuda": args.decode_device == "cuda",
         "--mixup-alpha / --cutmix-alpha": args.mixup_alpha or args.cutmix_alpha,
-        "--ra-reps": args.ra_reps > 1,
         "--model-ema": args.model_ema,
     }
     for flag, given in refused.items():
@@ -422,10 +427,11 @@ def start_line(args, rt, d, model):
     n = int(np.prod(model.grid))
     hidden = model.grid[0] * hidden_per_frame(args.mask_ratio, model.grid[1] * model.grid[2])
     params = sum(p.numel() for p in model.parameters()) / 1e6
+    views = f" videos x {args.ra_reps} views from one decode" if args.ra_reps > 1 else ""
     return (
         f"run folder {rt.run_dir}: pretraining {args.arch} ({params:.1f}M parameters with the "
         f"decoder) on {len(d.train_ds)} train / {len(d.val_ds)} val videos, {n - hidden} of {n} "
-        f"tokens visible, {rt.world_size} process(es) x batch {args.batch_size} x iter_size "
+        f"tokens visible, {rt.world_size} process(es) x batch {args.batch_size}{views} x iter_size "
         f"{args.iter_size}, {d.steps_per_epoch} steps/epoch, lr x {train.lr_batch_scale(args):g}, "
         f"device {rt.device}"
     )
