@@ -153,12 +153,29 @@ class Encoder(nn.Module):
         self.grad_ckpt = grad_ckpt
         self.apply(_xavier)
 
-    def forward(self, x, mask):
-        """x (B, 3, T, H, W), mask (B, N) bool, the same count per row -> visible tokens (B, N_vis, D)."""
+    def forward(self, x, mask, visible=None):
+        """x (B, 3, T, H, W), mask (B, N) bool, the same count per row -> visible tokens (B, N_vis, D).
+        visible: their indices (`split_tokens`), if known."""
         x = self.patch_embed(x) + self.pos_embed.to(x.dtype)
-        B, _, D = x.shape
-        x = x[~mask].reshape(B, -1, D)  # ~mask: visible, in token order
-        return self.norm(vit.run_blocks(self.blocks, x, self.grad_ckpt))
+        visible = split_tokens(mask)[0] if visible is None else visible
+        return self.norm(vit.run_blocks(self.blocks, take(x, visible), self.grad_ckpt))
+
+
+def split_tokens(mask, n_visible=None):
+    """(B, N) bool mask (True = hidden), the same count per row -> the indices of the visible tokens
+    (B, n_visible) and of the hidden ones (B, N - n_visible), each in token order: x[~mask] and x[mask]
+    as gathers of a shape known in advance, so torch.compile sees no data-dependent shape (no graph
+    break, no recompilation). n_visible None: counted from the mask (a host sync)."""
+    if n_visible is None:
+        n_visible = mask.shape[1] - int(mask[0].sum())
+    # a stable sort of 0 (visible) / 1 (hidden) keeps each group in token order
+    order = torch.sort(mask.to(torch.uint8), dim=1, stable=True).indices
+    return order[:, :n_visible], order[:, n_visible:]
+
+
+def take(x, index):
+    """x (B, N, D), index (B, n) -> (B, n, D): the rows of each sample."""
+    return torch.gather(x, 1, index.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
 
 
 class Decoder(nn.Module):
@@ -179,13 +196,27 @@ class Decoder(nn.Module):
 
 class PretrainViT(nn.Module):
     """PretrainVisionTransformer for vit.VIT_SPECS[arch] over t_length x crop_size clips:
-    (x, mask) -> predictions (B, N_masked, tubelet * P * P * 3) for the hidden tokens, in token order."""
+    (x, mask) -> predictions (B, N_masked, tubelet * P * P * 3) for the hidden tokens, in token order.
+    mask_ratio (tube_mask's): the visible count is known before the mask is (`split_tokens`), so the
+    compiled model never reads it from the mask; None: counted from each batch's mask."""
 
-    def __init__(self, arch, t_length, crop_size, decoder_depth=4, drop_path=0.0, grad_ckpt=False):
+    def __init__(
+        self,
+        arch,
+        t_length,
+        crop_size,
+        decoder_depth=4,
+        drop_path=0.0,
+        grad_ckpt=False,
+        mask_ratio=None,
+    ):
         super().__init__()
         spec = self.spec = vit.VIT_SPECS[arch]
         self.arch = arch
         self.grid = (t_length // spec.tubelet, crop_size // spec.patch, crop_size // spec.patch)
+        T_, H_, W_ = self.grid
+        hidden = None if mask_ratio is None else T_ * hidden_per_frame(mask_ratio, H_ * W_)
+        self.n_visible = None if hidden is None else T_ * H_ * W_ - hidden
         width, heads = DECODERS[arch]
         self.encoder = Encoder(spec, self.grid, drop_path, grad_ckpt)
         out = 3 * spec.tubelet * spec.patch**2
@@ -197,11 +228,12 @@ class PretrainViT(nn.Module):
         self.register_buffer("pos_embed", vit.sinusoid_table(n, width), persistent=False)
 
     def forward(self, x, mask):
-        x_vis = self.encoder_to_decoder(self.encoder(x, mask))  # (B, N_vis, C)
+        visible, hidden = split_tokens(mask, self.n_visible)
+        x_vis = self.encoder_to_decoder(self.encoder(x, mask, visible))  # (B, N_vis, C)
         B, _, C = x_vis.shape
         pos = self.pos_embed.to(x_vis.dtype).expand(B, -1, -1)
         # the visible tokens keep their order; the positions follow them (no unshuffling needed)
-        pos_vis, pos_mask = pos[~mask].reshape(B, -1, C), pos[mask].reshape(B, -1, C)
+        pos_vis, pos_mask = take(pos, visible), take(pos, hidden)
         x = torch.cat([x_vis + pos_vis, self.mask_token.to(x_vis.dtype) + pos_mask], dim=1)
         return self.decoder(x, pos_mask.shape[1])
 
@@ -405,6 +437,7 @@ def build_model(args):
         args.decoder_depth,
         args.drop_path or 0.0,
         args.grad_ckpt,
+        args.mask_ratio,
     )
 
 

@@ -398,3 +398,37 @@ def test_grad_ckpt_gives_the_same_gradients():
         calls.append(len(seen))
     assert calls == [2, 4]  # --grad-ckpt: each block runs again in the backward
     assert all(torch.equal(a, b) for a, b in zip(*grads))
+
+
+@pytest.mark.parametrize("what", ["pretrain", "finetune"])
+def test_compiled_steps_never_recompile_nor_break_the_graph(what):
+    """--compile (train.build_net: dynamic=False) of the pretraining model (encoder, the visible-token
+    gather, decoder) and of the fine-tuning ViT: one whole graph (fullgraph), and training steps with
+    new masks, weights and clips reuse it (error_on_recompile). The eager backend keeps it CPU-cheap:
+    graph breaks and recompilations are dynamo's, whatever backend compiles the graph."""
+    import vit  # noqa: PLC0415
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    if what == "pretrain":
+        model = pretrain.PretrainViT("vit_t16", 4, 32, decoder_depth=1, mask_ratio=0.5)
+        loss_fn = pretrain.masked_loss(MEAN, STD, model.spec)
+    else:
+        model = vit.build("vit_t16", 5, 4, 32, depth=1)
+        loss_fn = train.classify(nn.CrossEntropyLoss())
+    compiled = torch.compile(model, dynamic=False, fullgraph=True, backend="eager")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    losses = []
+    for step in range(3):
+        x, labels = torch.randn(2, 3, 4, 32, 32), torch.tensor([step, 4 - step])
+        mask = torch.stack([pretrain.draw_mask(model.grid, 0.5, 0, step, i) for i in range(2)])
+        with torch.no_grad():  # the compiled step computes the eager one
+            eager = loss_fn(model, x, labels, {"mask": mask})[1]
+        with torch._dynamo.config.patch(error_on_recompile=step > 0):
+            _, loss = loss_fn(compiled, x, labels, {"mask": mask})
+            loss.backward()
+        opt.step()
+        opt.zero_grad()
+        assert torch.allclose(loss, eager, rtol=1e-5), (loss, eager)
+        losses.append(loss.item())
+    assert len(set(losses)) == 3
