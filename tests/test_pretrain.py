@@ -311,6 +311,7 @@ def test_recipes_are_the_official_scripts(recipe, ratio, stride, lr, batch):
     assert (args.mask_ratio, args.t_stride, args.lr, args.batch_size) == (ratio, stride, lr, batch)
     assert (args.opt, args.opt_betas, args.weight_decay) == ("adamw", [0.9, 0.95], 0.05)
     assert args.train_crop == "multiscale13" and args.no_flip
+    assert args.ra_reps == 1  # pretrain.sh sets no --num_sample: one view per decoded video
     # lr x global batch / 256: K400's 64 GPUs x 32 clips give 1.2e-3 once warm
     args.world_size = 64 if batch == 32 else 8
     total = batch * args.world_size
