@@ -64,6 +64,7 @@ import argparse
 import copy
 import itertools
 import dataclasses
+import functools
 import json
 import os
 import platform
@@ -1320,13 +1321,12 @@ def vit_step(task, arch, device, amp=None, compile=False, t_length=16, crop_size
     """A fresh ViT and train.py's step on a loader batch: to_model_input, the loss of train.classify or
     pretrain.masked_loss under autocast, backward, AdamW. (step, flops per view of forward + backward)."""
     torch.manual_seed(0)
+    model = vit_model(task, arch, t_length, crop_size, ratio)
     if task == "pretrain":
-        model = pretrain.PretrainViT(arch, t_length, crop_size, mask_ratio=ratio)
         loss_fn = pretrain.masked_loss(data.MEAN, data.STD, model.spec)
     else:
-        model = vit.build(arch, 400, t_length, crop_size)
         loss_fn = train.classify(nn.CrossEntropyLoss())
-    flops = vit_flops(model, task, t_length, crop_size, ratio)
+    flops = vit_flops(task, arch, t_length, crop_size, ratio)
     model.to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
     net = torch.compile(model, dynamic=False) if compile else model
@@ -1347,17 +1347,25 @@ def vit_step(task, arch, device, amp=None, compile=False, t_length=16, crop_size
     return step, flops
 
 
-def vit_flops(model, task, t_length, crop_size, ratio):
-    """FLOPs of one view's forward + backward (torch.utils.flop_counter, multiply-add = 2)."""
-    x = torch.randn(1, 3, t_length, crop_size, crop_size)
+@functools.lru_cache(maxsize=None)
+def vit_flops(task, arch, t_length, crop_size, ratio):
+    """FLOPs of one view's forward + backward (torch.utils.flop_counter, multiply-add = 2), on the meta
+    device: shapes only (the model is built on the CPU, once per row kind)."""
+    model = vit_model(task, arch, t_length, crop_size, ratio).to("meta")
+    x = torch.empty(1, 3, t_length, crop_size, crop_size, device="meta")
     with FlopCounterMode(display=False) as fc:
         if task == "pretrain":
-            mask = pretrain.draw_mask(model.grid, ratio, 0, 0, 0)[None]
+            mask = pretrain.draw_mask(model.grid, ratio, 0, 0, 0)[None].to("meta")
             model(x, mask).float().pow(2).mean().backward()
         else:
             model(x).logsumexp(1).mean().backward()
-    model.zero_grad(set_to_none=True)
     return fc.get_total_flops()
+
+
+def vit_model(task, arch, t_length, crop_size, ratio):
+    if task == "pretrain":
+        return pretrain.PretrainViT(arch, t_length, crop_size, mask_ratio=ratio)
+    return vit.build(arch, 400, t_length, crop_size)
 
 
 def vit_batches(task, args, batch, n=2):
@@ -1386,7 +1394,7 @@ def vit_step_rows(args, device):
     if device.type == "cuda":
         name = torch.cuda.get_device_name()
         peak = args.peak_tflops or next((v for k, v in BF16_PEAK_TFLOPS.items() if k in name), None)
-    for arch, task, batch in itertools.product(args.archs, ("pretrain", "finetune"), args.batches):
+    for arch, task, batch in itertools.product(args.archs, args.tasks, args.batches):
         steps = {}
         for compile in (False, True):
             step, flops = vit_step(
@@ -1546,6 +1554,9 @@ def add_vit(sub):
     w.add_argument("--repeats", default=2, type=int, help="loader: rounds (the best counts)")
     w.add_argument("--archs", default=["vit_s16", "vit_b16"], nargs="*", help="step rows' ViTs")
     w.add_argument("--batches", default=[2], type=int, nargs="*", help="step rows' batch sizes")
+    w.add_argument(
+        "--tasks", default=["pretrain", "finetune"], nargs="*", choices=["pretrain", "finetune"]
+    )
     w.add_argument("--steps", default=3, type=int, help="timed steps per row (0: no step rows)")
     w.add_argument("--warmup", default=2, type=int, help="untimed steps first (compilation)")
     w.add_argument("--rounds", default=2, type=int, help="alternating eager / compiled rounds")
