@@ -1318,14 +1318,15 @@ def pretrain_loader_rows(args, frames_dir):
 
 
 def vit_step(task, arch, device, amp=None, compile=False, t_length=16, crop_size=224, ratio=0.9):
-    """A fresh ViT and train.py's step on a loader batch: to_model_input, the loss of train.classify or
-    pretrain.masked_loss under autocast, backward, AdamW. (step, flops per view of forward + backward)."""
+    """A fresh ViT and train.py's step on a loader batch: to_model_input, the objective of
+    train.classification or pretrain.reconstruction under autocast, backward, AdamW. (step, FLOPs
+    per view of forward + backward)."""
     torch.manual_seed(0)
     model = vit_model(task, arch, t_length, crop_size, ratio)
     if task == "pretrain":
-        loss_fn = pretrain.masked_loss(data.MEAN, data.STD, model.spec)
+        objective = pretrain.reconstruction(data.MEAN, data.STD, model.spec)
     else:
-        loss_fn = train.classify(nn.CrossEntropyLoss())
+        objective = train.classification(argparse.Namespace(label_smoothing=0.0))
     flops = vit_flops(task, arch, t_length, crop_size, ratio)
     model.to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
@@ -1338,7 +1339,7 @@ def vit_step(task, arch, device, amp=None, compile=False, t_length=16, crop_size
     def step(clips, labels, info):
         x, labels = train.to_model_input(clips, labels, info, rt)
         with rt.autocast:
-            _, loss = loss_fn(net, x, labels, info)
+            loss = objective.loss(objective.forward(net, x, info), labels, x, info)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

@@ -207,7 +207,7 @@ def auto_checkpoint(run_dir):
 
 
 def check_resume_flags(args, path, saved, mid_epoch, flags):
-    """Flags a run cannot change: flags.kept, and to continue training flags.kept_training (train.flag_sets:
+    """Flags a run cannot change: flags.kept, and to continue training flags.kept_training (flags.flag_sets:
     the model, clip and optimizer-state groups). --epochs, --lr_steps, --warmup, --lr can: the schedule
     follows them."""
     if bool(saved.get("pretrain")) != bool(getattr(args, "pretrain", False)):
@@ -248,7 +248,7 @@ def check_resume_flags(args, path, saved, mid_epoch, flags):
 
 def resume(args, rt, net, progress, flags):
     """--resume: the weights and, to continue training, the optimizer, GradScaler, Progress and this rank's
-    RNG state; `flags`: train.flag_sets(), what a run keeps. Returns the checkpoint, or None for a fresh
+    RNG state; `flags`: flags.flag_sets(), what a run keeps. Returns the checkpoint, or None for a fresh
     run."""
     if args.resume == "auto":
         args.resume = auto_checkpoint(rt.run_dir)

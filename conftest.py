@@ -23,6 +23,7 @@ import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import data  # noqa: E402
+import flags  # noqa: E402
 import model  # noqa: E402
 import prepare  # noqa: E402
 import train  # noqa: E402
@@ -109,7 +110,7 @@ def run_cli(argv, timeout=240, **kw):
 
 def run_dir(root, argv):
     """The run folder train.py makes under root for argv."""
-    return Path(root) / train.run_dir_name(train.parse_args(argv))
+    return Path(root) / flags.run_dir_name(train.parse_args(argv))
 
 
 def logs(folder):

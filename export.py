@@ -25,15 +25,15 @@ import sys
 import torch
 
 import data
+import flags
 import predict
-import train
 from errors import fail
 
 FORMATS = ("onnx", "pt2")
 
 
 def get_parser():
-    p = train.Parser(prog="train.py export", description="A checkpoint's model as ONNX or .pt2.")
+    p = flags.Parser(prog="train.py export", description="A checkpoint's model as ONNX or .pt2.")
     p.add_argument(
         "out", metavar="OUT", help="file to write (model.onnx, model.pt2); OUT.json beside it"
     )
@@ -49,7 +49,7 @@ def get_parser():
     p.add_argument(
         "--dynamic-batch", dest="dynamic_batch", action="store_true", help="any batch size"
     )
-    p.add_argument("--opset", type=train.positive, default=18, help="ONNX opset version")
+    p.add_argument("--opset", type=flags.positive, default=18, help="ONNX opset version")
     return p
 
 

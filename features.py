@@ -52,6 +52,7 @@ from tqdm import tqdm
 
 import data
 import decode
+import flags
 import prepare
 import train
 from errors import fail
@@ -66,7 +67,7 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 def get_parser():
-    p = train.Parser(
+    p = flags.Parser(
         prog="train.py features", description="Per-window clip features of whole videos."
     )
     p.add_argument(
@@ -86,20 +87,20 @@ def get_parser():
     )
     p.add_argument("--pretrained", help="with --arch: imagenet, kinetics400 or PATH (see train.py)")
     p.add_argument(
-        "--num_classes", type=train.positive, default=400, help="with --arch: classifier size"
+        "--num_classes", type=flags.positive, default=400, help="with --arch: classifier size"
     )
     p.add_argument(
-        "--new_size", type=train.positive, help="with --arch: short side before the crop (256)"
+        "--new_size", type=flags.positive, help="with --arch: short side before the crop (256)"
     )
-    p.add_argument("--crop_size", type=train.positive, help="with --arch: crop side in px (224)")
+    p.add_argument("--crop_size", type=flags.positive, help="with --arch: crop side in px (224)")
     p.add_argument(
         "--window",
-        type=train.positive,
+        type=flags.positive,
         help="frames per window (default: 16, or the clip a TSM model is built for)",
     )
-    p.add_argument("--stride", type=train.positive, default=16, help="frames between window starts")
+    p.add_argument("--stride", type=flags.positive, default=16, help="frames between window starts")
     p.add_argument(
-        "--t_stride", type=train.positive, default=1, help="frames between a window's frames"
+        "--t_stride", type=flags.positive, default=1, help="frames between a window's frames"
     )
     p.add_argument(
         "--crop", default="center", choices=CROPS, help="centre crop, or whole frame resized"
@@ -109,13 +110,13 @@ def get_parser():
     )
     p.add_argument("--logits", action="store_true", help="also save the classifier's logits")
     p.add_argument(
-        "-b", "--batch", type=train.positive, default=8, help="windows per forward (memory)"
+        "-b", "--batch", type=flags.positive, default=8, help="windows per forward (memory)"
     )
     p.add_argument(
         "-j",
         "--workers",
-        type=train.natural,
-        default=train.default_workers(),
+        type=flags.natural,
+        default=flags.default_workers(),
         help="loader processes decoding windows (default: 4, at most the CPUs this process may use)",
     )
     p.add_argument(
@@ -174,7 +175,7 @@ def unwritable(folder):
 def load_model(a):
     """-> (model in eval mode, train.py's args for its clips and frames, class names or None)."""
     if a.resume:
-        import predict  # the checkpoint reader of predict and --evaluate (train.checkpoint_args, make_model)
+        import predict  # the checkpoint reader of predict and --evaluate (flags.checkpoint_args, make_model)
 
         try:
             model, args, names = predict.load_checkpoint(a.resume, "cpu", 1, 1, a.use_ema)

@@ -473,7 +473,7 @@ class ModelSpec:
 
 
 class Arch(NamedTuple):
-    """One entry of ARCHS: how to build an arch and what it supports. train.check_args, -h and
+    """One entry of ARCHS: how to build an arch and what it supports. flags.check_args, -h and
     build_model read these fields; nothing else lists archs."""
 
     build: Callable  # ModelSpec -> nn.Module with a spec.num_classes head, randomly initialised
@@ -619,7 +619,7 @@ def archs_with(field, value=True):
 
 
 def mode_error(arch, mode):
-    """Why `arch` cannot run in --mode `mode`, in one line; None if it can (train.check_args asks first)."""
+    """Why `arch` cannot run in --mode `mode`, in one line; None if it can (flags.check_args asks first)."""
     modes = ARCHS[arch].modes
     if mode in modes:
         return None

@@ -23,6 +23,7 @@ import torch
 import checkpoint
 import data
 import decode
+import flags
 import prepare
 import train
 
@@ -56,7 +57,7 @@ def load_checkpoint(path, device, test_clips, test_crops, use_ema=False):
         raise PredictError(
             f"--resume {path}: {len(names)} class names for {saved['num_classes']} classes"
         )
-    args = train.checkpoint_args(
+    args = flags.checkpoint_args(
         ckpt,
         [
             str(saved.get("dataset", "predict")),
@@ -132,7 +133,7 @@ def predict_one(model, source, args, batch=8):
 
 
 def get_parser():
-    p = train.Parser(
+    p = flags.Parser(
         prog="train.py predict", description="Top-5 classes of videos or frame folders."
     )
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="video file or frame folder")
@@ -140,7 +141,7 @@ def get_parser():
         "--resume", required=True, metavar="CKPT", help="train.py checkpoint: model_best.pth..."
     )
     p.add_argument(
-        "--test_clips", type=train.positive, default=1, help="clips per input, spread over it"
+        "--test_clips", type=flags.positive, default=1, help="clips per input, spread over it"
     )
     p.add_argument("--test_crops", type=int, default=1, choices=[1, 3, 10], help="crops per clip")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
@@ -150,7 +151,7 @@ def get_parser():
     p.add_argument(
         "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu"
     )
-    p.add_argument("-k", "--top", type=train.positive, default=5, help="classes to show per input")
+    p.add_argument("-k", "--top", type=flags.positive, default=5, help="classes to show per input")
     return p
 
 

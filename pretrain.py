@@ -5,7 +5,7 @@
 
 `python train.py pretrain ARGS` is `python train.py ARGS --pretrain`: the same lists (labels ignored), run
 folder, checkpoints, SIGTERM / --resume auto, DDP, --iter_size, --amp, --grad-ckpt and bad-video
-replacement as training (train.train_one_epoch runs the step with `masked_loss` as its loss).
+replacement as training (train.train_one_epoch runs the step with `reconstruction` as its objective).
 
 Each clip is cut into tubelets of 2 x P x P pixels; `tube_mask` hides round-down(ratio x n) of the n
 positions of one frame's grid and the same positions in every tubelet (TubeMaskingGenerator), drawn from
@@ -50,6 +50,7 @@ from torch.utils.data import DataLoader, Subset
 import checkpoint
 import data
 import decode
+import flags
 import rundir
 import train
 import vit
@@ -288,23 +289,27 @@ def pixels_of(x, mean, std):
     return x * s + m
 
 
-def masked_loss(mean, std, spec, raw=False):
-    """train_one_epoch's loss function, (model, x, labels, info) -> (None, loss): the mean squared error of
-    the hidden tubelets' predictions against their targets; x is the normalised clip (mean, std undo it
-    as the official engine does)."""
+def reconstruction(mean, std, spec, raw=False):
+    """train_one_epoch's train.Objective: the forward predicts the hidden tubelets (info["mask"]) of the
+    clip, the loss is the mean squared error of the predictions against their targets; x is the
+    normalised clip (mean, std undo it as the official engine does). No class scores (labels unused)."""
 
-    def forward_loss(model, x, labels, info):
+    def hidden(x, info):
         # (B, N), or (B, K, N) with --num_sample K: a row per view, each video's K views together as x's
-        mask = info["mask"].to(x.device, non_blocking=True).flatten(0, -2)
+        return info["mask"].to(x.device, non_blocking=True).flatten(0, -2)
+
+    def forward(model, x, info):
+        return model(x, hidden(x, info))
+
+    def loss(out, labels, x, info):
         with torch.no_grad():
             pixels = pixels_of(x, mean, std)
             target = targets(pixels, spec.patch, spec.tubelet, raw)
             B, _, C = target.shape
-            target = target[mask].reshape(B, -1, C)
-        out = model(x, mask)
-        return None, ((out.to(target.dtype) - target) ** 2).mean()  # AMP: in float32
+            target = target[hidden(x, info)].reshape(B, -1, C)
+        return ((out.to(target.dtype) - target) ** 2).mean()  # AMP: in float32
 
-    return forward_loss
+    return train.Objective(forward, loss, classifies=False)
 
 
 # ---- the reconstruction picture --------------------------------------------------------------------
@@ -340,7 +345,7 @@ def picture(pixels, visible, rec, tubelet=2):
 
 # ---- validation ------------------------------------------------------------------------------------
 @torch.no_grad()
-def validate(net, d, args, rt, loss_fn):
+def validate(net, d, args, rt, objective):
     """The reconstruction loss over the val videos (this rank's shard, summed over ranks: exact)."""
     net.eval.eval()
     total, n = 0.0, 0
@@ -349,7 +354,8 @@ def validate(net, d, args, rt, loss_fn):
             clips.to(rt.device).contiguous(memory_format=rt.memory_format), rt.mean, rt.std
         )
         with rt.autocast:
-            _, loss = loss_fn(net.eval, x, labels, info)
+            out = objective.forward(net.eval, x, info)
+            loss = objective.loss(out, labels, x, info)
         total, n = total + loss.item() * len(clips), n + len(clips)
     total, n = rt.all_sum([total, n])
     return total / max(n, 1)
@@ -378,7 +384,7 @@ def draw(net, d, args, rt, epoch):
     return path
 
 
-def validate_and_log(args, rt, net, d, progress, meter, loss_fn):
+def validate_and_log(args, rt, net, d, progress, meter, objective):
     """End of an epoch: val reconstruction loss and picture (every -ef epochs), checkpoint.pth, log line."""
     epoch = progress.epoch
     loss_sum, _, seen = rt.all_sum(meter.totals(epoch))
@@ -391,7 +397,7 @@ def validate_and_log(args, rt, net, d, progress, meter, loss_fn):
     progress.epoch, progress.iter = epoch + 1, 0
     if (epoch + 1) % args.eval_freq == 0 or epoch + 1 == args.epochs:
         try:
-            log["val_loss"] = validate(net, d, args, rt, loss_fn)
+            log["val_loss"] = validate(net, d, args, rt, objective)
             path = draw(net, d, args, rt, epoch)
         except decode.BadVideo as e:
             checkpoint.save(args, rt, net, progress, d)
@@ -405,12 +411,12 @@ def validate_and_log(args, rt, net, d, progress, meter, loss_fn):
 
 # ---- the run ---------------------------------------------------------------------------------------
 def check_args(args):
-    """Pretraining's one-line refusals, before anything is read; then train.check_args."""
+    """Pretraining's one-line refusals, before anything is read; then flags.check_args."""
     if args.arch not in DECODERS:
         fail(f"--arch {args.arch}: pretraining takes a video ViT ({', '.join(DECODERS)})")
     if not 0 < args.mask_ratio < 1:
         fail(f"--mask-ratio {args.mask_ratio}: must be in (0, 1)")
-    args.t_length = train.default_t_length(args)
+    args.t_length = flags.default_t_length(args)
     if vit.geometry_error(args.arch, args.t_length, args.crop_size):
         fail(vit.geometry_error(args.arch, args.t_length, args.crop_size))
     spec = vit.VIT_SPECS[args.arch]
@@ -426,7 +432,7 @@ def check_args(args):
     for flag, given in refused.items():
         if given:
             fail(f"{flag}: not with --pretrain (pretraining starts from random weights, no labels)")
-    train.check_args(args)
+    flags.check_args(args)
 
 
 def build_model(args):
@@ -477,13 +483,13 @@ def main(args):
     d = train.build_data(args, rt)
     net = train.build_net(args, rt, build_model(args))
     mask_data(args, rt, d, net.bare.grid)
-    loss_fn = masked_loss(rt.mean, rt.std, net.bare.spec, args.raw_target)
+    objective = reconstruction(rt.mean, rt.std, net.bare.spec, args.raw_target)
     progress = checkpoint.Progress()
     args.world_size = rt.world_size
-    ckpt = checkpoint.resume(args, rt, net, progress, train.flag_sets())
+    ckpt = checkpoint.resume(args, rt, net, progress, flags.flag_sets())
     rundir.resumed(args, rt, ckpt)
     if args.evaluate:  # the checkpoint's val reconstruction loss (DDP: shards summed, exact)
-        loss = validate(net, d, args, rt, loss_fn)
+        loss = validate(net, d, args, rt, objective)
         print(f" * val reconstruction loss {loss:.6f}")
         return loss
     rundir.open_tensorboard(args, rt)
@@ -491,8 +497,8 @@ def main(args):
     t_run = time.time()
     with rundir.stop_on_signals():
         while progress.epoch < args.epochs:
-            meter = train.train_one_epoch(args, rt, d, net, loss_fn, progress)
-            validate_and_log(args, rt, net, d, progress, meter, loss_fn)
+            meter = train.train_one_epoch(args, rt, d, net, objective, progress)
+            validate_and_log(args, rt, net, d, progress, meter, objective)
             rundir.exit_if_signalled(rt, progress)
     ckpt_path = os.path.join(rt.run_dir, "checkpoint.pth")
     print(f"done in {time.time() - t_run:.0f}s: fine-tune it with --pretrained {ckpt_path}")

@@ -94,10 +94,10 @@ def remove_if_unused():
 
 
 def args_file(parser, args):
-    """The resolved flags as an @FILE that parses back to `args` (train.Parser reads it): the positionals,
+    """The resolved flags as an @FILE that parses back to `args` (flags.Parser reads it): the positionals,
     then one flag per line. Flags that are off or None are left out: they parse back to that."""
     words, lines = [], []
-    for action in parser._actions:  # argparse keeps no public list of its arguments
+    for action in parser.actions:  # flags.Parser records them as they are added
         value = getattr(args, action.dest, None)
         if not action.option_strings:
             words += [] if value is None else [str(value)]
@@ -134,7 +134,7 @@ def append_log(rt, log):
 
 def evaluation_files(args, rt, flags):
     """--evaluate's files (report.evaluation_paths), named <clips>x<crops>_<test_sampling>_<hash of the
-    checkpoint file, the values of `flags` (train.flag_sets().scores: those that may change the scores)
+    checkpoint file, the values of `flags` (flags.flag_sets().scores: those that may change the scores)
     and the normalisation>: two protocols never overwrite each other. Rank 0 checks it can write them
     all BEFORE evaluating: a failure is one line at once, not after it."""
     settings = {k: getattr(args, k, None) for k in flags}

@@ -12,6 +12,7 @@ import pytest
 import torch
 import torchvision
 
+import flags
 import train
 from conftest import acc_line, run_main
 
@@ -28,7 +29,7 @@ def test_demo_learns_motion_and_evaluate_reproduces_best(tmp_path, capsys):
         "mean class accuracy" in text[start - 1] and len(text) == start + 5
     )  # the table ends the output
     assert {row.split()[0] for row in text[start + 1 :]} == {"right", "down", "left", "up"}
-    run_dir = tmp_path / train.run_dir_name(train.parse_args(["demo"]))
+    run_dir = tmp_path / flags.run_dir_name(train.parse_args(["demo"]))
     for png, min_size in (("curves.png", (900, 300)), ("confusion_1x1.png", (500, 500))):
         with Image.open(run_dir / png) as im:
             assert im.size[0] >= min_size[0] and im.size[1] >= min_size[1], (png, im.size)
@@ -81,7 +82,7 @@ def test_original_launch_command_parses(tiny_data, tmp_path):
         [40, 80, 90],
         str(r18),
     )
-    assert train.run_dir_name(args) == "ucf101_resnet18_3d_3D_length4_stride2_dropout0.2"
+    assert flags.run_dir_name(args) == "ucf101_resnet18_3d_3D_length4_stride2_dropout0.2"
     assert train.parse_args(["ucf101", "a", "b", "--pretrained"]).pretrained == "imagenet"
     train.main(args)
     ckpt = torch.load(

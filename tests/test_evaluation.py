@@ -11,6 +11,7 @@ import torch
 
 import checkpoint
 import data
+import flags
 import predict
 import report
 import train
@@ -40,7 +41,7 @@ def trained(lists, tmp_path_factory):
 def by_hand(ckpt_path, list_file, clips, crops, mean=None, std=None):
     """Each video's views scored one at a time and averaged: what evaluate must compute."""
     ckpt = torch.load(ckpt_path, weights_only=False)
-    a = train.checkpoint_args(
+    a = flags.checkpoint_args(
         ckpt, ["ucf101", "--device", "cpu", "--test_clips", str(clips), "--test_crops", str(crops)]
     )
     model = train.make_model(a)
@@ -126,8 +127,8 @@ def test_protocols_never_overwrite_each_other_and_save_scores_acts(trained, tmp_
     run_main(base)
     folder = run_dir(out, args)
     assert not list(folder.glob("scores_*")) and len(list(folder.glob("per_class_*.csv"))) == 1
-    for flags in (["--test_sampling", "pyslowfast"], ["--new_size", "40"], ["--test_clips", "2"]):
-        run_main([*base, "--save_scores", *flags])
+    for given in (["--test_sampling", "pyslowfast"], ["--new_size", "40"], ["--test_clips", "2"]):
+        run_main([*base, "--save_scores", *given])
     assert (
         len(list(folder.glob("per_class_*.csv"))) == 4
         and len(list(folder.glob("scores_*.npz"))) == 3
@@ -200,7 +201,7 @@ def test_weight_decay_never_reaches_bn_or_biases(lists, tmp_path):
                 *(["--bn_bias_wd"] if decay_all else []),
             ]
         )
-        train.check_args(a)
+        flags.check_args(a)
         a.num_classes = 4
         rt = SimpleNamespace(
             device=torch.device("cpu"),

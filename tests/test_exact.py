@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 
+import flags
 import train
 from conftest import ENV, REPO, TINY, acc_line, assert_same_weights, run_cli, run_main
 
@@ -62,7 +63,7 @@ def test_resume_is_exact(tiny_data, tmp_path, workers, schedule, trainer_flags):
     ]
     run_main([*args, "--epochs", "3", "--output_root", str(tmp_path / "a"), *trainer_flags])
     run_main([*args, "--epochs", "2", "--output_root", str(tmp_path / "b"), *trainer_flags])
-    name = train.run_dir_name(train.parse_args([*args, *trainer_flags]))
+    name = flags.run_dir_name(train.parse_args([*args, *trainer_flags]))
     run_main(
         [
             *args,
@@ -97,7 +98,7 @@ def test_ddp_trains_and_evaluates_exactly(tiny_data, tmp_path, trainer_flags):
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "2 process(es)" in r.stdout and r.stdout.count("run folder") == 1  # only rank 0 prints
-    name = train.run_dir_name(train.parse_args([*common, *trainer_flags]))
+    name = flags.run_dir_name(train.parse_args([*common, *trainer_flags]))
     ckpt = str(tmp_path / "ddp" / name / "checkpoint.pth")
     if "--pretrain" in trainer_flags:  # pretraining: the val reconstruction loss, one view
         evaluate = [*common, "--evaluate", "--resume", ckpt, *trainer_flags]
@@ -132,7 +133,7 @@ def test_ddp_trains_and_evaluates_exactly(tiny_data, tmp_path, trainer_flags):
 
 def test_sigterm_saves_and_resumes_exactly(tiny_data, tmp_path, trainer_flags):
     args = ["ucf101", *tiny_data, *TINY, "--epochs", "3", "--dro", "0.5"]
-    name = train.run_dir_name(train.parse_args([*args, *trainer_flags]))
+    name = flags.run_dir_name(train.parse_args([*args, *trainer_flags]))
     # All three runs as subprocesses with one thread each: the same float summation order everywhere.
     ref = run_cli([*args, "--output_root", str(tmp_path / "ref"), *trainer_flags], timeout=600)
     assert ref.returncode == 0, ref.stderr[-2000:]

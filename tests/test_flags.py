@@ -1,10 +1,11 @@
-"""One place for each fact: the flags sort themselves by their argparse group (train.FLAG_GROUPS), and
+"""One place for each fact: the flags sort themselves by their argparse group (flags.FLAG_GROUPS), and
 the archs are one registry (model.ARCHS). A flag or an arch added there reaches every use with no other
 edit; these tests add one in a scratch copy and follow it."""
 
 import pytest
 import torch
 
+import flags
 import model as models
 import predict
 import train
@@ -12,15 +13,9 @@ from conftest import TINY, one_line_error, run_dir, run_main
 
 
 def ungrouped(parser):
-    """The flags of `parser` in none of train.FLAG_GROUPS (argparse's own groups hold them)."""
-    titles = {g.title for g in train.FLAG_GROUPS}
-    return [
-        a.dest
-        for g in parser._action_groups
-        if g.title not in titles
-        for a in g._group_actions
-        if a.dest != "help"
-    ]
+    """The flags of `parser` in none of flags.FLAG_GROUPS (argparse's own groups hold them)."""
+    grouped = {a.dest for g in flags.FLAG_GROUPS for a in parser.groups[g.title].actions}
+    return [a.dest for a in parser.actions if a.dest not in grouped and a.dest != "help"]
 
 
 def test_every_flag_belongs_to_a_group():
@@ -28,28 +23,29 @@ def test_every_flag_belongs_to_a_group():
     assert ungrouped(parser) == []
     parser.add_argument("--stray", help="a flag added with no group")  # what a forker might do
     assert ungrouped(parser) == ["stray"]
-    titles = [g.title for g in parser._action_groups]
-    for group in train.FLAG_GROUPS:  # each group is in the parser, and holds flags
-        assert parser._action_groups[titles.index(group.title)]._group_actions, group.title
+    parser.add_argument_group("mine").add_argument("--own", help="a flag in a group of its own")
+    assert ungrouped(parser) == ["stray", "own"]
+    for group in flags.FLAG_GROUPS:  # each group is in the parser, and holds flags
+        assert parser.groups[group.title].actions, group.title
 
 
 def test_the_lists_derived_from_the_groups():
-    flags = train.flag_sets()
-    assert {"batch_size", "resume", "device", "test_clips", "pretrained"} <= flags.process
-    assert not {"arch", "t_length", "image_tmpl", "mean", "test_sampling"} & flags.process
-    assert {"arch", "t_length", "val_list", "amp", "use_ema"} <= set(flags.scores)
-    assert not {"lr", "workers", "print_freq", "mixup_alpha"} & set(flags.scores)
-    assert set(flags.kept) == {"arch", "num_classes", "mode", "shift"}
+    sets = flags.flag_sets()
+    assert {"batch_size", "resume", "device", "test_clips", "pretrained"} <= sets.process
+    assert not {"arch", "t_length", "image_tmpl", "mean", "test_sampling"} & sets.process
+    assert {"arch", "t_length", "val_list", "amp", "use_ema"} <= set(sets.scores)
+    assert not {"lr", "workers", "print_freq", "mixup_alpha"} & set(sets.scores)
+    assert set(sets.kept) == {"arch", "num_classes", "mode", "shift"}
     assert {"t_length", "crop_size", "num_segments", "opt", "layer_decay", "fc_only"} <= set(
-        flags.kept_training
+        sets.kept_training
     )
-    assert flags.names["layer_decay"] == "--layer-decay" and flags.names["t_length"] == "--t_length"
+    assert sets.names["layer_decay"] == "--layer-decay" and sets.names["t_length"] == "--t_length"
 
 
 def scratch_parser(real=train.get_args_parser):
     """train.py's parser with one more flag in the clips group, as a forker adds one."""
     parser = real()
-    clips = next(g for g in parser._action_groups if g.title == "clips")
+    clips = parser.groups["clips"]
     clips.add_argument("--scratch", default=1, type=int, help="a flag added by a test")
     return parser
 
@@ -57,7 +53,7 @@ def scratch_parser(real=train.get_args_parser):
 def test_a_flag_added_to_a_group_reaches_evaluate_predict_and_the_file_names(
     lists, tmp_path, monkeypatch, capsys
 ):
-    monkeypatch.setattr(train, "get_args_parser", scratch_parser)
+    monkeypatch.setattr(flags, "get_args_parser", scratch_parser)
     common = ["ucf101", *lists, *TINY, "--output_root", str(tmp_path)]
     run_main([*common, "--epochs", "1", "--scratch", "3"])
     folder = run_dir(tmp_path, common)
@@ -93,4 +89,4 @@ def test_efficientnet_b0_as_a_tsn_backbone_is_one_registry_entry(lists, tmp_path
     assert trained["classifier.1.weight"].shape == (4, 1280)
     assert not torch.equal(trained["classifier.1.weight"], init.state_dict()["classifier.1.weight"])
     with pytest.raises(SystemExit):  # its entry says which modes it runs in
-        train.check_args(train.parse_args([*common, "--mode", "3D", "--num_segments", "1"]))
+        flags.check_args(train.parse_args([*common, "--mode", "3D", "--num_segments", "1"]))

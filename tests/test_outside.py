@@ -9,6 +9,7 @@ import sys
 import pytest
 import torch
 
+import flags
 import train
 from conftest import ENV, REPO, TINY, one_line_error, run_main, tiny_checkpoint
 
@@ -96,7 +97,7 @@ def test_the_original_command_with_hidden_gpus_stops_before_any_work(tmp_path):
 
 @no_gpu
 @pytest.mark.parametrize(
-    "flags, env, needle",
+    "given, env, needle",
     [
         (["--ddp"], {}, "--ddp asks for a GPU"),
         (["--amp", "bf16"], {}, "--amp bf16 asks for a GPU"),
@@ -105,12 +106,12 @@ def test_the_original_command_with_hidden_gpus_stops_before_any_work(tmp_path):
         ([], {"CUDA_VISIBLE_DEVICES": "GPU-5a9c1f2e"}, "CUDA_VISIBLE_DEVICES=GPU-5a9c1f2e"),
     ],
 )
-def test_a_request_for_gpus_without_one_is_refused(flags, env, needle, monkeypatch, capsys):
+def test_a_request_for_gpus_without_one_is_refused(given, env, needle, monkeypatch, capsys):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     with pytest.raises(SystemExit) as e:
-        train.check_args(train.parse_args(["ucf101", "a.txt", "b.txt", *flags]))
+        flags.check_args(train.parse_args(["ucf101", "a.txt", "b.txt", *given]))
     one_line_error(capsys, needle, "--device cpu", exc=e)
 
 
@@ -121,12 +122,12 @@ def test_no_request_for_gpus_runs_on_the_cpu(visible, monkeypatch):
     if visible is not None:
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     args = train.parse_args(["ucf101", "a.txt", "b.txt"])
-    train.check_args(args)
+    flags.check_args(args)
     assert args.device == "cpu"
     args = train.parse_args(
         ["ucf101", "a.txt", "b.txt", "--device", "cpu", "--amp", "bf16", "--ddp"]
     )
-    train.check_args(args)  # CPU bf16 and gloo DDP, asked for by name
+    flags.check_args(args)  # CPU bf16 and gloo DDP, asked for by name
     assert args.device == "cpu"
 
 
@@ -134,7 +135,7 @@ def test_no_request_for_gpus_runs_on_the_cpu(visible, monkeypatch):
 @pytest.mark.parametrize("mode", ["TSN", "2D"])
 def test_shift_with_one_segment_is_refused(mode, capsys):
     with pytest.raises(SystemExit) as e:
-        train.check_args(
+        flags.check_args(
             train.parse_args(
                 ["ucf101", "a", "b", "--mode", mode, "--arch", "resnet18", "--shift", "8"]
             )
@@ -181,19 +182,19 @@ NOTHING = [  # (flag refused, the flags that make it act)
 ]
 
 
-@pytest.mark.parametrize("flags, needs", NOTHING)
-def test_a_flag_that_would_do_nothing_is_refused(flags, needs, capsys):
+@pytest.mark.parametrize("given, needs", NOTHING)
+def test_a_flag_that_would_do_nothing_is_refused(given, needs, capsys):
     argv = ["ucf101", "a.txt", "b.txt", "--device", "cpu"]
     with pytest.raises(SystemExit) as e:
-        train.check_args(train.parse_args([*argv, *flags]))
-    one_line_error(capsys, f"{flags[0]}", "does nothing without", exc=e)
-    train.check_args(train.parse_args([*argv, *flags, *needs]))  # with what it needs: accepted
-    if flags[0] == "--lr-min":  # either cosine
-        train.check_args(train.parse_args([*argv, *flags, "--lr_policy", "cosine_after_warmup"]))
+        flags.check_args(train.parse_args([*argv, *given]))
+    one_line_error(capsys, f"{given[0]}", "does nothing without", exc=e)
+    flags.check_args(train.parse_args([*argv, *given, *needs]))  # with what it needs: accepted
+    if given[0] == "--lr-min":  # either cosine
+        flags.check_args(train.parse_args([*argv, *given, "--lr_policy", "cosine_after_warmup"]))
 
 
 def test_every_rule_of_the_table_is_tested():
-    assert {flag for flag, _, _ in train.ACTS_WITH} == {flags[0] for flags, _ in NOTHING}
+    assert {flag for flag, _, _ in flags.ACTS_WITH} == {given[0] for given, _ in NOTHING}
 
 
 def test_flags_at_their_defaults_and_a_runs_own_args_file_pass(lists, tmp_path):

@@ -8,6 +8,7 @@ module, so `official_loss` below transcribes them, the rearranges as explicit pe
 Resume and worker-count exactness: tests/test_exact.py with --trainer-flags (docs/pretrain.md).
 """
 
+import argparse
 import itertools
 import json
 from functools import partial
@@ -21,6 +22,7 @@ from PIL import Image
 
 import data
 import decode
+import flags
 import pretrain
 import train
 from conftest import TINY, one_line_error, run_main
@@ -164,13 +166,15 @@ def test_num_sample_loss_takes_each_view_with_its_mask():
     model = pretrain.PretrainViT("vit_t16", 4, 64, decoder_depth=1).double().eval()
     x = torch.randn(2, 2, 3, 4, 64, 64, dtype=torch.float64)
     masks = torch.stack([pretrain.draw_mask(model.grid, 0.75, 0, 0, i, views=2) for i in range(2)])
-    loss_fn = pretrain.masked_loss(MEAN, STD, model.spec)
+    objective = pretrain.reconstruction(MEAN, STD, model.spec)
+
+    def loss_fn(x, info):
+        return objective.loss(objective.forward(model, x, info), None, x, info)
+
     with torch.no_grad():
-        _, loss = loss_fn(model, x.flatten(0, 1), None, {"mask": masks})
+        loss = loss_fn(x.flatten(0, 1), {"mask": masks})
         each = [
-            loss_fn(model, x[b, k][None], None, {"mask": masks[b, k][None]})[1]
-            for b in range(2)
-            for k in range(2)
+            loss_fn(x[b, k][None], {"mask": masks[b, k][None]}) for b in range(2) for k in range(2)
         ]
     assert torch.allclose(loss, torch.stack(each).mean(), rtol=1e-12)
 
@@ -183,7 +187,8 @@ def test_loss_equals_the_official_computation(raw):
     mask = torch.stack([pretrain.draw_mask(ours.grid, 0.75, 0, 0, i) for i in range(2)])
     with torch.no_grad():
         ref = official_loss(official, x, mask, normlize_target=not raw)
-        _, loss = pretrain.masked_loss(MEAN, STD, ours.spec, raw)(ours, x, None, {"mask": mask})
+        objective, info = pretrain.reconstruction(MEAN, STD, ours.spec, raw), {"mask": mask}
+        loss = objective.loss(objective.forward(ours, x, info), None, x, info)
         assert torch.allclose(ours(x, mask), official(x, mask), rtol=1e-9, atol=1e-12)
     assert abs(loss.item() - ref.item()) / ref.item() < 1e-6, (loss.item(), ref.item())
 
@@ -236,7 +241,7 @@ def pretrain_args(data, root, *extra):
 def test_pretraining_run_writes_its_picture_and_fine_tunes(tiny_data, tmp_path, capsys):
     args = pretrain_args(tiny_data, tmp_path, "--epochs", "2", "-ef", "1", "--vis-videos", "2")
     run_main(args)
-    run = tmp_path / train.run_dir_name(train.parse_args(args))
+    run = tmp_path / flags.run_dir_name(train.parse_args(args))
     log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in log] == [0, 1] and all(r["val_loss"] > 0 for r in log)
     assert Image.open(run / "reconstruction_e001.png").size == (2 * 34 + 2, 2 * 3 * 34 + 2)
@@ -248,7 +253,7 @@ def test_pretraining_run_writes_its_picture_and_fine_tunes(tiny_data, tmp_path, 
     ft += ["--pretrained", str(run / "checkpoint.pth"), "--output_root", str(tmp_path / "ft")]
     run_main(ft)
     assert "new 4 (fc_norm.weight" in capsys.readouterr().out
-    name = train.run_dir_name(train.parse_args(ft))
+    name = flags.run_dir_name(train.parse_args(ft))
     tuned = torch.load(tmp_path / "ft" / name / "checkpoint.pth", weights_only=False)
     assert (
         tuned["model"]["patch_embed.proj.weight"].shape
@@ -268,7 +273,7 @@ def test_pretraining_under_amp(tiny_data, tmp_path):
     for amp in ("off", "bf16"):
         args = pretrain_args(tiny_data, tmp_path / amp, "--epochs", "1", "--amp", amp)
         run_main(args)
-        run = tmp_path / amp / train.run_dir_name(train.parse_args(args))
+        run = tmp_path / amp / flags.run_dir_name(train.parse_args(args))
         log = json.loads((run / "log.jsonl").read_text().splitlines()[-1])
         runs.append((log, torch.load(run / "checkpoint.pth", weights_only=False)["model"]))
     (log32, w32), (log16, w16) = runs
@@ -384,7 +389,7 @@ def test_grad_ckpt_gives_the_same_gradients():
     ckpt.load_state_dict(plain.state_dict())
     x = torch.randn(2, 3, 4, 64, 64)
     mask = torch.stack([pretrain.draw_mask(plain.grid, 0.75, 0, 0, i) for i in range(2)])
-    loss_fn = pretrain.masked_loss(MEAN, STD, plain.spec)
+    objective, info = pretrain.reconstruction(MEAN, STD, plain.spec), {"mask": mask}
     grads, calls = [], []
     for m in (plain, ckpt):
         m.train()
@@ -394,7 +399,7 @@ def test_grad_ckpt_gives_the_same_gradients():
             m.decoder.blocks[0],
         ):  # count the forwards (recomputed too)
             blk.forward = lambda x, f=blk.forward: (seen.append(1), f(x))[1]
-        loss_fn(m, x, None, {"mask": mask})[1].backward()
+        objective.loss(objective.forward(m, x, info), None, x, info).backward()
         grads.append([p.grad for p in m.parameters()])
         calls.append(len(seen))
     assert calls == [2, 4]  # --grad-ckpt: each block runs again in the backward
@@ -413,10 +418,14 @@ def test_compiled_steps_never_recompile_nor_break_the_graph(what):
     torch.manual_seed(0)
     if what == "pretrain":
         model = pretrain.PretrainViT("vit_t16", 4, 32, decoder_depth=1, mask_ratio=0.5)
-        loss_fn = pretrain.masked_loss(MEAN, STD, model.spec)
+        objective = pretrain.reconstruction(MEAN, STD, model.spec)
     else:
         model = vit.build("vit_t16", 5, 4, 32, depth=1)
-        loss_fn = train.classify(nn.CrossEntropyLoss())
+        objective = train.classification(argparse.Namespace(label_smoothing=0.0))
+
+    def loss_fn(model, x, labels, info):
+        return objective.loss(objective.forward(model, x, info), labels, x, info)
+
     compiled = torch.compile(model, dynamic=False, fullgraph=True, backend="eager")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     losses = []
@@ -424,9 +433,9 @@ def test_compiled_steps_never_recompile_nor_break_the_graph(what):
         x, labels = torch.randn(2, 3, 4, 32, 32), torch.tensor([step, 4 - step])
         mask = torch.stack([pretrain.draw_mask(model.grid, 0.5, 0, step, i) for i in range(2)])
         with torch.no_grad():  # the compiled step computes the eager one
-            eager = loss_fn(model, x, labels, {"mask": mask})[1]
+            eager = loss_fn(model, x, labels, {"mask": mask})
         with torch._dynamo.config.patch(error_on_recompile=step > 0):
-            _, loss = loss_fn(compiled, x, labels, {"mask": mask})
+            loss = loss_fn(compiled, x, labels, {"mask": mask})
             loss.backward()
         opt.step()
         opt.zero_grad()

@@ -14,6 +14,7 @@ import torch.nn as nn
 from torchvision.transforms import v2
 
 import data
+import flags
 import model as models
 import predict
 import prepare
@@ -339,7 +340,7 @@ def test_drop_path_sets_torchvisions_stochastic_depth():
 
 
 @pytest.mark.parametrize(
-    "flags, needle",
+    "given, needle",
     [
         (["--drop-path", "0.2", "--arch", "resnet50_3d"], "--drop-path"),
         (["--drop-path", "1.5", "--arch", "mvit_v2_s"], "--drop-path"),
@@ -369,9 +370,9 @@ def test_drop_path_sets_torchvisions_stochastic_depth():
         ),
     ],
 )
-def test_bad_recipe_flags_are_refused_in_one_line_before_anything_is_read(flags, needle, capsys):
+def test_bad_recipe_flags_are_refused_in_one_line_before_anything_is_read(given, needle, capsys):
     with pytest.raises(SystemExit) as e:
-        train.check_args(train.parse_args(["ucf101", "/no/train.txt", "/no/val.txt", *flags]))
+        flags.check_args(train.parse_args(["ucf101", "/no/train.txt", "/no/val.txt", *given]))
     one_line_error(capsys, needle, exc=e)
 
 
@@ -424,12 +425,12 @@ def test_evaluate_and_predict_use_the_ema_weights_when_asked(lists, tmp_path, ca
     model, _, _ = predict.load_checkpoint(str(ckpt), "cpu", 1, 1, use_ema=True)
     assert_same_weights(model.state_dict(), saved["model_ema"])
     capsys.readouterr()
-    for flags, needle in (
+    for given, needle in (
         (["--opt", "adamw"], "--opt"),
         (["--layer-decay", "0.5"], "--layer-decay"),
     ):
         with pytest.raises(SystemExit) as e:  # they shape the optimizer's state and groups
-            run_main([*common, "--epochs", "2", "--resume", "auto", "--model-ema", *flags])
+            run_main([*common, "--epochs", "2", "--resume", "auto", "--model-ema", *given])
         one_line_error(capsys, needle, "cannot change", exc=e)
     plain = ["ucf101", *lists, *TINY, "--output_root", str(tmp_path / "plain"), "--epochs", "1"]
     run_main(plain)

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import checkpoint
+import flags
 import rundir
 import train
 from conftest import TINY, run_dir, run_main, weights
@@ -120,7 +121,7 @@ def test_amp_off_to_fp16_resume_starts_a_fresh_scale(lists, tmp_path):
     ckpt = torch.load(run_dir(tmp_path, args) / "checkpoint.pth", weights_only=False)
     assert ckpt["scaler"] == {}
     a = train.parse_args([*args, "--epochs", "2"])
-    train.check_args(a)
+    flags.check_args(a)
     a.num_classes = ckpt["args"]["num_classes"]  # build_data sets it in a run
     model = train.make_model(a)
     groups = train.param_groups(model, a)

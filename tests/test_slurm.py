@@ -118,6 +118,7 @@ def test_first_host_of_a_slurm_nodelist():
 def test_srun_variables_alone_train_like_torchrun(lists, tmp_path):
     # Two processes given only what srun sets; a torchrun run of the same flags beside them. Same weights.
     import torch
+    import flags
     import train
 
     job = random.randrange(10**6)
@@ -149,7 +150,7 @@ def test_srun_variables_alone_train_like_torchrun(lists, tmp_path):
     assert f"rendezvous localhost:{20000 + job % 10000}" in out0, (
         out0
     )  # the port follows the job id
-    name = train.run_dir_name(train.parse_args(args))
+    name = flags.run_dir_name(train.parse_args(args))
     a, b = (
         torch.load(tmp_path / d / name / "checkpoint.pth", weights_only=False)
         for d in ("srun", "torchrun")

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 import data
+import flags
 import rundir
 import train
 from conftest import (
@@ -342,7 +343,7 @@ def test_val_label_unseen_in_training_is_a_warning(lists, tmp_path, capsys):
 def test_each_epoch_has_its_own_order(lists, tmp_path):
     # Without train_sampler.set_epoch every epoch would replay epoch 0's order.
     args = train.parse_args(["ucf101", *lists, *TINY, "--output_root", str(tmp_path)])
-    train.check_args(args)
+    flags.check_args(args)
     d = train.build_data(args, train.setup_runtime(args))
     orders = [list(train.train_loader(args, d, epoch, 0).sampler) for epoch in (0, 1, 2)]
     assert sorted(orders[0]) == sorted(orders[1]) and len({tuple(o) for o in orders}) == 3
@@ -465,8 +466,8 @@ def test_args_txt_reruns_the_run_and_evaluate_keeps_it(lists, tmp_path):
     text = (folder / "args.txt").read_text()
     assert "--lr_steps 2.0\n" in text and "--no_flip\n" in text and "--t_length 4\n" in text
     want, got = train.parse_args(argv), train.parse_args([f"@{folder / 'args.txt'}"])
-    train.check_args(want)
-    train.check_args(got)
+    flags.check_args(want)
+    flags.check_args(got)
     assert vars(got) == vars(want)
     # evaluating in the run's own folder leaves its args.txt alone
     run_main([*argv, "--evaluate", "--resume", str(folder / "checkpoint.pth")])
@@ -509,7 +510,7 @@ def test_evaluate_and_predict_take_the_checkpoints_model_and_clip_flags(tmp_path
     parser = train.get_args_parser()
     parser.add_argument("--segments", type=int, default=1)
     ckpt = {"args": {**saved, "segments": 3}}
-    assert train.checkpoint_args(ckpt, ["ucf101"], parser).segments == 3
+    assert flags.checkpoint_args(ckpt, ["ucf101"], parser).segments == 3
 
 
 # ---- one step of each flag the rest of the suite does not run --------------------------------------
@@ -642,7 +643,7 @@ def test_flags_reach_their_targets(lists, tmp_path):
             str(tmp_path),
         ]
     )
-    train.check_args(args)
+    flags.check_args(args)
     rt = train.setup_runtime(args)
     assert train.build_data(args, rt).train_ds.flip is False
     net = train.build_net(args, rt)
@@ -984,7 +985,7 @@ def test_gpu_and_cpu_evaluate_one_checkpoint_alike(lists, tmp_path):
 # ---- user errors, kills and NaNs: one line, a loadable checkpoint (tiny_data: 12 train videos) -----
 def test_sigkill_leaves_a_loadable_checkpoint(tiny_data, tmp_path):
     args = ["ucf101", *tiny_data, *TINY, "--epochs", "50", "--output_root", str(tmp_path)]
-    ckpt = tmp_path / train.run_dir_name(train.parse_args(args)) / "checkpoint.pth"
+    ckpt = tmp_path / flags.run_dir_name(train.parse_args(args)) / "checkpoint.pth"
     p = subprocess.Popen(
         [sys.executable, str(REPO / "train.py"), *args],
         stdout=subprocess.DEVNULL,
@@ -1124,5 +1125,5 @@ def test_a_failed_start_leaves_no_run_folder_but_keeps_a_users(lists, tmp_path):
 
 def test_help_names_every_other_command():
     text = " ".join(train.get_args_parser().format_help().split())
-    for command in ("demo", *train.SUBCOMMANDS):
+    for command in ("demo", *flags.SUBCOMMANDS):
         assert f"`train.py {command}" in text, command

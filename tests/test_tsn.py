@@ -11,6 +11,7 @@ import torch.nn as nn
 import torchvision
 
 import data
+import flags
 import model as models
 import predict
 import train
@@ -169,7 +170,7 @@ def test_mmaction2_tsn_tsm_checkpoints_give_the_saved_models_logits(shift, tmp_p
 
 
 def test_wrong_mode_and_arch_are_one_line(lists, tmp_path, capsys):
-    for flags, needle in [
+    for given, needle in [
         (["--mode", "3D", "--num_segments", "3"], "--num_segments 3"),
         (["--mode", "2D", "--arch", "resnet10_3d"], "--mode 2D takes a 2D arch"),
         (["--arch", "resnet18"], "--arch resnet18 is a 2D network"),
@@ -177,7 +178,7 @@ def test_wrong_mode_and_arch_are_one_line(lists, tmp_path, capsys):
         (["--mode", "TSN", "--arch", "resnet18", "--shift", "1"], "--shift 1: must be"),
     ]:
         with pytest.raises(SystemExit) as exc:
-            run_main(["ucf101", *lists, *SMALL, "--output_root", str(tmp_path), *flags])
+            run_main(["ucf101", *lists, *SMALL, "--output_root", str(tmp_path), *given])
         one_line_error(capsys, needle, exc=exc)
 
 
@@ -351,7 +352,7 @@ def test_original_tsn_and_2d_commands_train_evaluate_predict(lists, tmp_path, ca
 
 
 def test_tsm_resume_is_exact(lists, tmp_path):
-    flags = [
+    argv = [
         "ucf101",
         *lists,
         *TSN,
@@ -365,10 +366,10 @@ def test_tsm_resume_is_exact(lists, tmp_path):
         "--iter_size",
         "2",
     ]
-    run_main([*flags, "--epochs", "2", "--output_root", str(tmp_path / "a")])
-    run_main([*flags, "--epochs", "1", "--output_root", str(tmp_path / "b")])
-    run_main([*flags, "--epochs", "2", "--output_root", str(tmp_path / "b"), "--resume", "auto"])
-    name = train.run_dir_name(train.parse_args([*flags, "--epochs", "2"]))
+    run_main([*argv, "--epochs", "2", "--output_root", str(tmp_path / "a")])
+    run_main([*argv, "--epochs", "1", "--output_root", str(tmp_path / "b")])
+    run_main([*argv, "--epochs", "2", "--output_root", str(tmp_path / "b"), "--resume", "auto"])
+    name = flags.run_dir_name(train.parse_args([*argv, "--epochs", "2"]))
     assert_same_weights(
         weights(tmp_path / "a" / name / "checkpoint.pth"),
         weights(tmp_path / "b" / name / "checkpoint.pth"),
@@ -430,7 +431,7 @@ def test_readme_tsn_command_parses_as_the_original(tmp_path):
         block[block.index("python train.py") : block.index("```")].replace("\\\n", " ").split()[2:]
     )
     args = train.parse_args([*cmd, "--output_root", str(tmp_path)])
-    train.check_args(args)
+    flags.check_args(args)
     assert (args.mode, args.arch, args.num_segments, args.t_length, args.pretrained) == (
         "TSN",
         "resnet50",

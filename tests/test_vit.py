@@ -19,6 +19,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+import flags
 import train
 import vit
 import zoo
@@ -258,7 +259,7 @@ def test_a_wrong_file_is_refused_in_one_line(tmp_path, case, needles):
 
 
 @pytest.mark.parametrize(
-    "flags, needle",
+    "given, needle",
     [
         (["--mode", "TSN"], "use --mode 3D"),
         (["--t_length", "5"], "tubelets of 2 frames"),
@@ -266,10 +267,10 @@ def test_a_wrong_file_is_refused_in_one_line(tmp_path, case, needles):
         (["--grad-ckpt", "--arch", "resnet10_3d"], "--grad-ckpt"),
     ],
 )
-def test_bad_flags_one_line_before_any_work(capsys, tmp_path, flags, needle):
-    argv = ["ucf101", "nope.txt", "nope.txt", "--arch", "vit_s16", *flags]
+def test_bad_flags_one_line_before_any_work(capsys, tmp_path, given, needle):
+    argv = ["ucf101", "nope.txt", "nope.txt", "--arch", "vit_s16", *given]
     with pytest.raises(SystemExit) as e:
-        train.check_args(train.parse_args(argv + ["--output_root", str(tmp_path)]))
+        flags.check_args(train.parse_args(argv + ["--output_root", str(tmp_path)]))
     one_line_error(capsys, needle, exc=e)
     assert not any(tmp_path.iterdir())
 
@@ -423,7 +424,7 @@ def test_videomae_ssv2_sampling_in_the_loader_and_its_flags(tmp_path, capsys):
     argv = ["ucf101", "nope.txt", "nope.txt", "--arch", "resnet50", "--mode", "TSN"]
     argv += ["--num_segments", "3", "--train_sampling", "videomae-ssv2"]
     with pytest.raises(SystemExit) as e:
-        train.check_args(train.parse_args(argv + ["--output_root", str(tmp_path / "o")]))
+        flags.check_args(train.parse_args(argv + ["--output_root", str(tmp_path / "o")]))
     one_line_error(capsys, "--train_sampling", "--num_segments 1", exc=e)
     assert not (tmp_path / "o").exists()
 
