@@ -13,6 +13,7 @@ size, FLOPs and training speed, and end-to-end training with the real loader aga
     python bench.py video [--videos_dir DIR] [--sweep]      # JPEG frames vs re-encoded vs original videos
     python bench.py features                               # whole-video features vs decode-only, 1 core
     python bench.py gpu     # everything GPU-only: CUDA tests + amp/compile/loader/nvJPEG rows -> markdown
+    python bench.py vit     # pretraining loader at --num_sample 1 2 4; ViT-S/B steps eager vs compiled
 Every command takes --json OUT to write its numbers as well.
 
 data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in [256, 320], random
@@ -1181,6 +1182,27 @@ def vit_gpu_rows(args):
     return rows
 
 
+def vit_b_pretrain_rows(args):
+    """bench.py gpu's ViT-B/16 pretraining and fine-tuning rows: bf16, eager and compiled, batch 8-64,
+    in-memory batches vs the real loader, and the fraction of the dense bf16 peak."""
+    vit_args = get_args_parser().parse_args(
+        ["vit", "--device", "cuda", "--amp", "bf16", "--archs", "vit_b16", "--num_sample"]
+        + ["--batches", "8", "16", "32", "64", "--steps", "20", "--warmup", "5", "--rounds", "1"]
+        + ["--real", "--workers", str(args.workers)]
+    )
+    rows = []
+    for key, r in bench_vit(vit_args)["steps"].items():
+        of_peak = f", {r['of_peak']:.0%} of dense bf16 peak" if "of_peak" in r else ""
+        rows.append(
+            (
+                f"{key} 16x224",
+                f"{r['views_s']:.1f} views/s in-memory, {r['real_views_s']:.1f} real loader"
+                f"{of_peak}, {r['tflops_per_view'] * 1e3:.0f} GFLOPs per view",
+            )
+        )
+    return rows
+
+
 def bench_gpu(args):
     """The CUDA-only tests (pytest -k cuda), then model rows (fp32, bf16, fp16, channels-last, compile),
     real loader vs in-memory batches, and --decode_device cuda: one markdown table for docs/performance.md."""
@@ -1224,22 +1246,7 @@ def bench_gpu(args):
                 f"{last['clips_s']:.1f} clips/s, peak {last['peak_gib']:.2f} GiB",
             )
         )
-    rows += vit_gpu_rows(args)
-    # ViT-B pretraining and fine-tuning, bf16, eager and compiled, batch 8-64, in-memory vs real loader
-    vit_args = get_args_parser().parse_args(
-        ["vit", "--device", "cuda", "--amp", "bf16", "--archs", "vit_b16", "--num_sample"]
-        + ["--batches", "8", "16", "32", "64", "--steps", "20", "--warmup", "5", "--rounds", "1"]
-        + ["--real", "--workers", str(args.workers)]
-    )
-    for key, r in bench_vit(vit_args)["steps"].items():
-        of_peak = f", {r['of_peak']:.0%} of dense bf16 peak" if "of_peak" in r else ""
-        rows.append(
-            (
-                f"{key} 16x224",
-                f"{r['views_s']:.1f} views/s in-memory, {r['real_views_s']:.1f} real loader"
-                f"{of_peak}, {r['tflops_per_view'] * 1e3:.0f} GFLOPs per view",
-            )
-        )
+    rows += vit_gpu_rows(args) + vit_b_pretrain_rows(args)
     for name, flags in (
         ("JPEGs decoded by the loader", []),
         ("--decode_device cuda (nvJPEG)", ["--decode_device", "cuda"]),
