@@ -4,6 +4,7 @@ size, FLOPs and training speed, and end-to-end training with the real loader aga
     python bench.py data                                    # CPU, ~1-2 min on 2 cores
     python bench.py model --arch resnet18_3d --t_length 8 --crop_size 112 -b 2
     python bench.py model --arch resnet50_3d --iters 0      # params and GMACs only
+    python bench.py model --vjepa --iters 3                 # V-JEPA 2 sizes; CPU probe vs fine-tune
     python bench.py model --arch resnet50_3d -b 32 --amp bf16 --channels-last --compile --device cuda
     python bench.py train --arch resnet10_3d --t_length 8 --crop_size 112 -b 4 --workers 2 --iters 10
     python bench.py train --arch resnet50_3d -b 32 --workers 16 --amp bf16 --channels-last --device cuda \
@@ -79,6 +80,7 @@ import types
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 import torchvision.transforms.functional as TF
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset
@@ -93,6 +95,7 @@ import prepare
 import pretrain
 import train
 import vit
+import vjepa
 
 DEFAULT_FRAMES = os.path.join("output", "bench_frames")
 DEFAULT_WORKERS = min(os.cpu_count() or 1, 8)
@@ -619,6 +622,68 @@ def compare_archs(args):
     return out
 
 
+# `bench.py model --vjepa`: V-JEPA 2's encoders (vjepa.py) per 16-frame view, against the published sizes
+# (facebookresearch/vjepa2 README: ViT-L 300M, ViT-H 600M, ViT-g 1B params), and on this CPU one probe
+# training step (frozen encoder under no_grad, a 1-block attentive probe) against one full fine-tuning
+# step of the same tiny encoder, and the cost of each probe added to a grid.
+VJEPA_ROWS = {
+    "ViT-L/16 16x256": ("vjepa2_vitl16", 256, "300M"),
+    "ViT-H/16 16x256": ("vjepa2_vith16", 256, "600M"),
+    "ViT-g/16 16x256": ("vjepa2_vitg16", 256, "1B"),
+    "ViT-g/16 16x384": ("vjepa2_vitg16", 384, "1B"),
+}
+
+
+def vjepa_sizes():
+    """Encoder params (no head) and forward GMACs per 16-frame view, on the meta device."""
+    out = {}
+    print(f"\n{'V-JEPA 2 encoder':18s} {'params':>9s} {'published':>9s} {'GMACs/view':>11s}")
+    for name, (arch, size, published) in VJEPA_ROWS.items():
+        with torch.device("meta"):
+            m = vjepa.build(arch, 1)
+            with FlopCounterMode(display=False) as fc:
+                m.tokens(torch.empty(1, 3, 16, size, size))
+        params = sum(p.numel() for n, p in m.named_parameters() if not n.startswith("head."))
+        gmacs = fc.get_total_flops() / 2 / 1e9
+        out[name] = {"params": params, "published": published, "gmacs_per_view": gmacs}
+        print(f"{name:18s} {params / 1e6:8.1f}M {published:>9s} {gmacs:11.1f}")
+    return out
+
+
+def vjepa_probe_vs_finetune(iters, probes=(1, 4)):
+    """CPU s/step, batch 2 of 16x64x64 clips, vjepa2_vitt16: full fine-tuning vs N probes on it frozen."""
+    import probe
+
+    x, y = torch.randn(2, 3, 16, 64, 64), torch.tensor([0, 1])
+
+    def timed(model, params):
+        opt = torch.optim.AdamW(params)
+        times = []
+        for _ in range(iters + 1):
+            t = time.perf_counter()
+            out = model(x)
+            out = out if out.dim() == 2 else out.flatten(0, 1)
+            loss = F.cross_entropy(out, y.repeat(out.shape[0] // 2))
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            times.append(time.perf_counter() - t)
+        return min(times[1:])
+
+    torch.manual_seed(0)
+    full = vjepa.build("vjepa2_vitt16", 4).train()
+    out = {"full fine-tuning": timed(full, full.parameters())}
+    for n in probes:
+        heads = [vjepa.AttentiveClassifier(192, 4, depth=1) for _ in range(n)]
+        m = probe.ProbedModel(vjepa.build("vjepa2_vitt16", 4), heads).train()
+        m.grid_out = True
+        out[f"probe x{n}"] = timed(m, [p for h in heads for p in h.parameters()])
+    print("\nvjepa2_vitt16, batch 2 x 16x64x64, fp32, CPU s/step (best of the timed steps):")
+    for k, v in out.items():
+        print(f"  {k:18s} {v:.3f}")
+    return out
+
+
 def reference_vits(num_classes):
     """ViT-S/16 for 16x224 clips as transformers' VideoMAEForVideoClassification (SDPA attention) and as
     the official eager model (tests/reference/videomaev2, needs timm) build it, where installed:
@@ -676,6 +741,10 @@ def compare_vit_implementations(args):
 def bench_model(args):
     if args.compare:
         return {"settings": vars(args), "compare": compare_archs(args)}
+    if args.vjepa:
+        sizes = vjepa_sizes()
+        steps = vjepa_probe_vs_finetune(args.iters) if args.iters else {}
+        return {"settings": vars(args), "vjepa": sizes, "cpu_s_per_step": steps}
     device = torch.device(args.device)
     torch.backends.cudnn.benchmark = (
         True  # fixed shapes: let cuDNN pick the fastest 3D conv algorithms
@@ -1625,6 +1694,7 @@ def get_args_parser():
     m.add_argument(
         "--grad-ckpt", dest="grad_ckpt", action="store_true", help="ViTs: a row with it (memory)"
     )
+    m.add_argument("--vjepa", action="store_true", help="V-JEPA 2: sizes; CPU probe vs fine-tune")
     m.add_argument(
         "--compare",
         action="store_true",

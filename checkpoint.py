@@ -86,7 +86,13 @@ def save(args, rt, net, progress, d, best=False):
             # --model-ema: the averaged model's state_dict (the same keys as "model") and its updates
             "model_ema": net.ema.module.state_dict() if net.ema else None,
             "model_ema_updates": int(net.ema.n_averaged) if net.ema else 0,
-            "args": {**vars(args), "mean": rt.mean, "std": rt.std},
+            # the ViTs' LayerNorm eps (vit.VideoViT.norm_eps): the weights' source's, kept with them
+            "args": {
+                **vars(args),
+                "mean": rt.mean,
+                "std": rt.std,
+                "norm_eps": getattr(net.bare, "norm_eps", None),
+            },
         },
         path,
     )
@@ -190,6 +196,9 @@ def load_weights(model, ckpt, path, args, ema=False):
         raise ValueError(
             f"--resume {path}: no weights in it (no 'model', no 'state_dict', not a state dict)"
         )
+    saved = ckpt.get("args") if isinstance(ckpt.get("args"), dict) else {}
+    if saved.get("norm_eps") and hasattr(model, "set_norm_eps"):  # a ViT runs with its source's eps
+        model.set_norm_eps(saved["norm_eps"])
     try:
         model.load_state_dict(models.strip_prefixes(weights))
     except RuntimeError as e:  # its first line only names the class; the second names the tensor

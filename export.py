@@ -1,7 +1,9 @@
-"""Export a trained model to a file other programs run without this code: ONNX or torch.export's .pt2.
+"""Export a trained model to a file other programs run without this code: ONNX, torch.export's .pt2, or a
+transformers folder.
 
     python train.py export --resume model_best.pth --format onnx model.onnx
     python export.py --resume model_best.pth --format pt2 model.pt2 --dynamic-batch
+    python train.py export --resume model_best.pth --format hf OUT/  # a ViT: VideoMAEForVideoClassification
 
 The model is rebuilt from the checkpoint as --evaluate and predict rebuild it (predict.load_checkpoint),
 in eval mode, and traced on a clip of the checkpoint's size. Its input is a float32 clip batch
@@ -14,6 +16,14 @@ through torch.export.export + torch.export.save (load: torch.export.load(OUT).mo
 exporter cannot take is refused in one line (s3d and mvit need their 16x224x224 input). ONNX writes the
 weights to OUT.data beside OUT (ONNX's external data, named inside OUT): the two travel together.
 OUT's folder is made if missing; a missing onnx / onnxscript is one line naming what to install.
+
+--format hf (the ViTs, vit.py): OUT/ becomes a folder that transformers'
+VideoMAEForVideoClassification.from_pretrained(OUT) loads with no missing or unexpected key (config.json,
+model.safetensors in the Hub files' names, preprocessor_config.json for VideoMAEImageProcessor), id2label
+from the class names. Written with safetensors and json alone: transformers is not imported. The blocks'
+LayerNorm eps goes into the config (layer_norm_eps); transformers fixes fc_norm's at 1e-5, so a model whose
+fc_norm ran at another eps (the official weights' 1e-6) gives logits that differ by that eps alone (said
+when written). Layer scale and a learned position table have no place in transformers' VideoMAE: refused.
 """
 
 import importlib
@@ -29,13 +39,15 @@ import flags
 import predict
 from errors import fail
 
-FORMATS = ("onnx", "pt2")
+FORMATS = ("onnx", "pt2", "hf")
 
 
 def get_parser():
     p = flags.Parser(prog="train.py export", description="A checkpoint's model as ONNX or .pt2.")
     p.add_argument(
-        "out", metavar="OUT", help="file to write (model.onnx, model.pt2); OUT.json beside it"
+        "out",
+        metavar="OUT",
+        help="file to write (model.onnx, model.pt2; OUT.json beside it), or the folder of --format hf",
     )
     p.add_argument(
         "--resume", required=True, metavar="CKPT", help="train.py checkpoint: model_best.pth..."
@@ -44,7 +56,10 @@ def get_parser():
         "--use-ema", dest="use_ema", action="store_true", help="the checkpoint's EMA weights"
     )
     p.add_argument(
-        "--format", default="onnx", choices=FORMATS, help="onnx (ONNX Runtime...) or pt2"
+        "--format",
+        default="onnx",
+        choices=FORMATS,
+        help="onnx (ONNX Runtime...), pt2, or hf (a transformers VideoMAE folder: the ViTs)",
     )
     p.add_argument(
         "--dynamic-batch", dest="dynamic_batch", action="store_true", help="any batch size"
@@ -131,8 +146,10 @@ def missing_packages(fmt):
 
 
 def check_out(a):
-    """OUT is a file name whose folder exists or can be made; its format's exporter is installed."""
-    if os.path.isdir(a.out):
+    """OUT is a file name whose folder exists or can be made (hf: a folder); its exporter is installed."""
+    if a.format == "hf" and os.path.exists(a.out) and not os.path.isdir(a.out):
+        fail(f"OUT {a.out}: is a file; --format hf writes a folder")
+    if a.format != "hf" and os.path.isdir(a.out):
         fail(f"OUT {a.out}: is a folder; give a file name (model.{a.format})")
     missing = missing_packages(a.format)
     if missing:
@@ -140,13 +157,93 @@ def check_out(a):
             f"--format {a.format} needs {' and '.join(missing)} (torch's ONNX exporter): "
             f"pip install {' '.join(missing)}"
         )
-    folder = os.path.dirname(os.path.abspath(a.out))
+    folder = os.path.abspath(a.out) if a.format == "hf" else os.path.dirname(os.path.abspath(a.out))
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as e:
         fail(f"OUT {a.out}: cannot make its folder {folder} ({e.strerror or e})")
     if not os.access(folder, os.W_OK | os.X_OK):
         fail(f"OUT {a.out}: no permission to write in {folder}")
+
+
+def hf_config(model, args, names):
+    """config.json of transformers' VideoMAEConfig for `model` (configuration_videomae.py's fields)."""
+    s, (blocks_eps, _) = model.spec, model.norm_eps
+    names = names or [f"class_{i}" for i in range(args.num_classes)]
+    return {
+        "architectures": ["VideoMAEForVideoClassification"],
+        "model_type": "videomae",
+        "image_size": args.crop_size,
+        "patch_size": s.patch,
+        "num_channels": 3,
+        "num_frames": args.t_length,
+        "tubelet_size": s.tubelet,
+        "hidden_size": s.width,
+        "num_hidden_layers": s.depth,
+        "num_attention_heads": s.heads,
+        "intermediate_size": model.blocks[0].mlp.fc1.out_features,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0,
+        "initializer_range": 0.02,
+        "layer_norm_eps": blocks_eps,
+        # q and v biases: transformers 4 names the flag qkv_bias, transformers 5 qv_bias
+        "qkv_bias": True,
+        "qv_bias": True,
+        "use_mean_pooling": True,
+        "id2label": {str(i): name for i, name in enumerate(names)},
+        "label2id": {name: i for i, name in enumerate(names)},
+        "torch_dtype": "float32",
+    }
+
+
+def hf_preprocessor(args):
+    """preprocessor_config.json: VideoMAEImageProcessor resizing, cropping, normalising as --evaluate."""
+    return {
+        "image_processor_type": "VideoMAEImageProcessor",
+        "do_resize": True,
+        "size": {"shortest_edge": args.new_size},
+        "resample": 2,  # bilinear
+        "do_center_crop": True,
+        "crop_size": {"height": args.crop_size, "width": args.crop_size},
+        "do_rescale": True,
+        "rescale_factor": 1 / 255,
+        "do_normalize": True,
+        "image_mean": list(args.mean),
+        "image_std": list(args.std),
+    }
+
+
+def export_hf(model, args, names, out):
+    """OUT/config.json, model.safetensors, preprocessor_config.json (module docstring). -> a report."""
+    import safetensors.torch
+
+    import vit
+    import vit_zoo
+
+    if not isinstance(model, vit.VideoViT):
+        raise ValueError(f"--format hf: transformers' VideoMAE is a ViT; --arch {args.arch} is not")
+    if model.blocks[0].gamma_1 is not None:
+        raise ValueError("--format hf: layer scale (gamma_1 / gamma_2) has no place in VideoMAE's")
+    if "pos_embed" in dict(model.named_parameters()):
+        raise ValueError(
+            "--format hf: a learned position table; transformers' VideoMAE has a fixed"
+        )
+    state = vit_zoo.to_transformers(model)
+    safetensors.torch.save_file(state, os.path.join(out, "model.safetensors"), {"format": "pt"})
+    for name, obj in (
+        ("config.json", hf_config(model, args, names)),
+        ("preprocessor_config.json", hf_preprocessor(args)),
+    ):
+        with open(os.path.join(out, name), "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=2)
+    blocks_eps, fc_eps = model.norm_eps
+    same = fc_eps == vit.TRANSFORMERS_FC_EPS
+    return f"LayerNorm eps {blocks_eps:g} (blocks, layer_norm_eps), fc_norm {fc_eps:g}" + (
+        ""
+        if same
+        else f" here, {vit.TRANSFORMERS_FC_EPS:g} in transformers (logits differ by that)"
+    )
 
 
 def main(argv=None):
@@ -157,6 +254,17 @@ def main(argv=None):
     except predict.PredictError as e:
         fail(str(e))
     args.mean, args.std = tuple(args.mean or data.MEAN), tuple(args.std or data.STD)
+    if a.format == "hf":
+        try:
+            eps = export_hf(model, args, names, a.out)
+        except ValueError as e:
+            fail(str(e))
+        print(
+            f"wrote {a.out} (config.json, model.safetensors, preprocessor_config.json: "
+            f"VideoMAEForVideoClassification.from_pretrained reads it; {eps}; input mean {args.mean} "
+            f"std {args.std}, {args.t_length} frames of {args.crop_size} px)"
+        )
+        return 0
     x = example_input(args, a.dynamic_batch)
     try:
         export(model.float(), x, a.out, a.format, a.dynamic_batch, a.opset)

@@ -14,6 +14,9 @@ to its classifier (`fc`, `head` or `classifier`), averaged over whatever axes re
 channels: ResNet3D / r3d / r2plus1d: the global average pool (before dropout and fc); s3d: its classifier's
 input averaged over (T, H, W); a model folding segments into the batch (TSN: (B * segments, C)): the
 segment average, as its logits average. --layer NAME pools that module's output over (T, H, W) instead.
+A V-JEPA 2 arch or a --probe checkpoint: the mean of the encoder's tokens (what its attentive head or
+probe reads, averaged); --probe-query: the attentive probe's pooled query instead (the input of its
+linear layer; a grid's best probe).
 
 Frames are decoded by data.py (the dataset's load_frames for frame folders; decode.open_video, opened once
 per video, for video files) and cropped as the checkpoint's --evaluate crops them: the centre square of
@@ -109,6 +112,12 @@ def get_parser():
         "--layer", help="pool this module's output (e.g. layer3) instead of the fc input"
     )
     p.add_argument("--logits", action="store_true", help="also save the classifier's logits")
+    p.add_argument(
+        "--probe-query",
+        dest="probe_query",
+        action="store_true",
+        help="V-JEPA 2 head / --probe: the attentive probe's pooled query, not the mean token",
+    )
     p.add_argument(
         "-b", "--batch", type=flags.positive, default=8, help="windows per forward (memory)"
     )
@@ -258,7 +267,7 @@ class Extractor:
     """model(clips) -> (pooled features, logits) in one forward: a hook keeps the classifier's input (or
     --layer's output). No arch is edited: a forked model with a head named fc/head/classifier just works."""
 
-    def __init__(self, model, layer=None):
+    def __init__(self, model, layer=None, query=False):
         modules = dict(model.named_modules())
         if layer:
             if layer not in modules:
@@ -278,9 +287,17 @@ class Extractor:
             heads = sorted(
                 (n for n in modules if n.split(".")[-1] in HEADS), key=lambda n: n.count(".")
             )
+            if hasattr(model, "probes"):  # probe.ProbedModel: its best probe reads the tokens
+                heads = [f"probes.{int(model.best)}"]
             if not heads:
                 raise ValueError(f"no classifier module named {' / '.join(HEADS)} in the model")
-            modules[heads[0]].register_forward_pre_hook(lambda m, i: self.kept.append(i[0]))
+            if query and heads[0] + ".pooler" not in modules:
+                raise ValueError("--probe-query: this model has no attentive probe")
+            head = heads[0] + ".linear" if query else heads[0]
+            # tokens (B, N, D) (a V-JEPA head, a probe): their mean; else pool() below
+            modules[head].register_forward_pre_hook(
+                lambda m, i: self.kept.append(i[0].mean(1) if i[0].dim() == 3 else i[0])
+            )
         self.model, self.kept = model, []
 
     @torch.no_grad()
@@ -610,7 +627,7 @@ def main(argv=None):
     check(a)
     model, args, names = load_model(a)
     try:
-        ext = Extractor(model, a.layer)
+        ext = Extractor(model, a.layer, a.probe_query)
     except ValueError as e:
         fail(str(e))
     with tempfile.TemporaryDirectory() as tmp:

@@ -19,7 +19,10 @@ import checkpoint
 import data
 import decode
 import model as models
+import probe  # --probe: its checks
 import vit  # the VideoMAE ViTs' clip geometry
+import vjepa  # the V-JEPA 2 encoders' clip geometry
+import vjepa_zoo  # --vjepa-key: the encoders of an official .pt
 import zoo  # --evaluate --resume of a zoo's file: named, not loaded
 from errors import fail
 
@@ -429,6 +432,13 @@ def add_weights_args(p):
         help="imagenet (bare), kinetics400, PATH...; none: from scratch (after a recipe's)",
     )
     p.add_argument("--pretrained_model", help="PATH to pretrained weights (overrides --pretrained)")
+    p.add_argument("--probe-weights", dest="probe_weights", help="an official V-JEPA 2 probe .pt")
+    p.add_argument(
+        "--vjepa-key",
+        dest="vjepa_key",
+        choices=vjepa_zoo.ENCODER_KEYS,
+        help="which encoder of an official V-JEPA 2 .pt (default target_encoder, the probe evals')",
+    )
     p.add_argument(
         "--inflate", default="mean", choices=["mean", "center"], help="2D kernels over time"
     )
@@ -436,7 +446,10 @@ def add_weights_args(p):
         "--resume", default="", help="checkpoint PATH, or auto (the run folder's, if any)"
     )
     p.add_argument(
-        "-e", "--evaluate", action="store_true", help="only evaluate --resume on val_list"
+        "-e",
+        "--evaluate",
+        action="store_true",
+        help="only evaluate --resume (or --pretrained's classifier as it is) on val_list",
     )
     p.add_argument("--start-epoch", dest="start_epoch", default=0, type=natural, help="first epoch")
     p.add_argument(
@@ -445,6 +458,23 @@ def add_weights_args(p):
         action="store_true",
         help="--evaluate / predict: the EMA weights; training: the EMA top-1 picks model_best",
     )
+
+
+def add_probe_args(p):
+    """--probe: the backbone frozen, a grid of probes trained on its tokens (probe.py)."""
+    p.add_argument(
+        "--probe", choices=probe.KINDS, help="freeze the backbone, train probes on its tokens"
+    )
+    p.add_argument(
+        "--probe-lrs", dest="probe_lrs", nargs="+", type=float, default=[1e-3], help="grid: lrs"
+    )
+    p.add_argument(
+        "--probe-wds", dest="probe_wds", nargs="+", type=float, default=[0.01], help="grid: wds"
+    )
+    p.add_argument(
+        "--probe-blocks", dest="probe_blocks", default=4, type=positive, help="attentive"
+    )
+    p.add_argument("--probe-heads", dest="probe_heads", default=16, type=positive, help="attentive")
 
 
 def add_eval_args(p):
@@ -553,49 +583,76 @@ class FlagGroup:
     process: bool = False
     # may change what an evaluation scores: its value names the evaluation files
     scores: bool = True
-    kept: str = ""  # a resumed run keeps it: "always", or "training" (--evaluate may change it)
+    # a resumed run keeps it: "always", "training" (--evaluate may change it), or "no" (a resume may
+    # change it: the schedule follows new values, this process's own flags). The safe default: a new
+    # group's flags are kept, and a resume with another value is refused in one line.
+    kept: str = "training"
 
 
 FLAG_GROUPS = (
     FlagGroup(
         "model", "what the network is; a resumed run keeps it", add_model_args, kept="always"
     ),
+    FlagGroup("clips", "what the network sees; a resumed training run keeps it", add_clip_args),
+    # a resume may change them: the lists move with the data (--data_root)
+    FlagGroup("input", "the dataset, its frames and the normalisation", add_input_args, kept="no"),
+    # a resume may change them: the schedule follows the new values (--epochs, --lr, --wd)
     FlagGroup(
-        "clips",
-        "what the network sees; a resumed training run keeps it",
-        add_clip_args,
-        kept="training",
+        "optimisation",
+        "the recipe: optimizer and schedule",
+        add_optim_args,
+        scores=False,
+        kept="no",
     ),
-    FlagGroup("input", "the dataset, its frames and the normalisation", add_input_args),
-    FlagGroup("optimisation", "the recipe: optimizer and schedule", add_optim_args, scores=False),
     FlagGroup(
         "optimizer state",
         "the optimizer's state and parameter groups; a resumed training run keeps them",
         add_optimizer_state_args,
         scores=False,
-        kept="training",
+    ),
+    # a resume may change them (the recipe from then on)
+    FlagGroup(
+        "regularisation",
+        "the recipe: dropout, drop path, EMA",
+        add_regular_args,
+        scores=False,
+        kept="no",
     ),
     FlagGroup(
-        "regularisation", "the recipe: dropout, drop path, EMA", add_regular_args, scores=False
+        "augmentation",
+        "the recipe: mixing and clip augmentation",
+        add_augment_args,
+        scores=False,
+        kept="no",
+    ),
+    # this process's own: a resume may change them
+    FlagGroup(
+        "weights",
+        "this process: where the weights come from",
+        add_weights_args,
+        process=True,
+        kept="no",
     ),
     FlagGroup(
-        "augmentation", "the recipe: mixing and clip augmentation", add_augment_args, scores=False
+        "probing",
+        "--probe: the probes and their grid; a resumed run keeps them",
+        add_probe_args,
+        kept="always",
     ),
     FlagGroup(
-        "weights", "this process: where the weights come from", add_weights_args, process=True
+        "evaluation", "this process: --evaluate's views", add_eval_args, process=True, kept="no"
     ),
-    FlagGroup("evaluation", "this process: --evaluate's views", add_eval_args, process=True),
     FlagGroup(
         "devices and data",
         "this process: where the data is, how it is read, what computes",
         add_device_args,
         process=True,
+        kept="no",
     ),
     FlagGroup(
         "pretraining",
         "--pretrain: VideoMAE masked autoencoding (pretrain.py); a resumed run keeps them",
         add_pretrain_args,
-        kept="training",
     ),
     FlagGroup(
         "run",
@@ -603,6 +660,7 @@ FLAG_GROUPS = (
         add_run_args,
         process=True,
         scores=False,
+        kept="no",
     ),
 )
 
@@ -630,7 +688,7 @@ def flag_sets(parser=None):
         frozenset(flags(lambda g: g.process)),
         flags(lambda g: g.scores),
         flags(lambda g: g.kept == "always"),
-        flags(lambda g: bool(g.kept)),
+        flags(lambda g: g.kept != "no"),
         {
             a.dest: next((o for o in a.option_strings if o.startswith("--")), a.dest)
             for a in parser.actions
@@ -694,8 +752,8 @@ def check_args(args):
         fail(f"--arch {args.arch}: unknown; choose one of: {', '.join(models.ARCHS)}")
     check_mode(args)
     check_device(args)
-    if args.evaluate and not args.resume:
-        fail("--evaluate needs --resume CHECKPOINT")
+    if args.evaluate and not (args.resume or args.pretrained_model or args.pretrained):
+        fail("--evaluate needs --resume CHECKPOINT, or --pretrained FILE with a classifier")
     check_run_folder(args)
     if args.dataset == "demo":
         args.train_list = args.train_list or os.path.join(demo_folder(args), "train.txt")
@@ -716,6 +774,8 @@ def check_args(args):
     if any(s <= 0 for s in args.std or [1]):
         fail(f"--std {args.std}: must be > 0")
     check_recipe_args(args)
+    if probe.check(args, models.VITS + models.VJEPAS, models.VJEPAS):
+        fail(probe.check(args, models.VITS + models.VJEPAS, models.VJEPAS))
     args.freeze_bn = args.freeze_bn or args.fc_only
 
 
@@ -756,7 +816,7 @@ def check_run_folder(args):
     """--output_root / --run_name, else ./output and a name from the flags. --evaluate of a checkpoint file
     with neither given: the checkpoint's own folder, so an evaluation's files sit beside what it scored."""
     given = args.output_root is not None or args.run_name is not None
-    if args.evaluate and args.resume != "auto" and not given:
+    if args.evaluate and args.resume and args.resume != "auto" and not given:
         folder = os.path.dirname(os.path.abspath(args.resume))
         args.output_root, args.run_name = os.path.dirname(folder), os.path.basename(folder)
     args.output_root = args.output_root or OUTPUT_ROOT
@@ -784,6 +844,10 @@ def check_mode(args):
         fail(models.mode_error(args.arch, args.mode))
     if args.arch in models.VITS and vit.geometry_error(args.arch, args.t_length, args.crop_size):
         fail(vit.geometry_error(args.arch, args.t_length, args.crop_size))
+    if args.arch in models.VJEPAS and vjepa.geometry_error(
+        args.arch, args.t_length, args.crop_size
+    ):
+        fail(vjepa.geometry_error(args.arch, args.t_length, args.crop_size))
     # 2/shift of the channels move; 64: the fewest a block has
     if args.shift == 1 or args.shift > 64:
         fail(
@@ -818,8 +882,9 @@ def check_recipe_args(args):
             f"--drop-path {args.drop_path}: --arch {args.arch} has no stochastic depth "
             f"(these have: {', '.join(models.archs_with('drop_path'))})"
         )
-    if args.grad_ckpt and args.arch not in models.VITS:
-        fail(f"--grad-ckpt: checkpoints the blocks of the ViTs ({', '.join(models.VITS)}) only")
+    if args.grad_ckpt and args.arch not in models.VITS + models.VJEPAS:
+        vits = ", ".join(models.VITS + models.VJEPAS)
+        fail(f"--grad-ckpt: checkpoints the blocks of the ViTs ({vits}) only")
     if args.decode_device == "cuda" and (
         args.auto_augment or args.random_erase or args.color_jitter or args.ra_reps > 1
     ):
@@ -839,6 +904,12 @@ def check_recipe_args(args):
 # Flags that act only with others: (flag, when it acts, what it needs). Given (other than its default)
 # where it would do nothing, it is refused: a run that silently ignores a flag is not the run asked for.
 ACTS_WITH = (
+    # an arch without a dropout before its classifier (its entry's `dropout=False`: convnext)
+    (
+        "--dro",
+        lambda a: models.ARCHS[a.arch].dropout or a.dropout == 0,
+        "an arch with a dropout before its classifier (model.Arch.dropout)",
+    ),
     ("--lr-min", lambda a: a.lr_policy != "step", "a cosine --lr_policy"),
     ("--lr-warmup-start", lambda a: a.warmup > 0, "--warmup EPOCHS"),
     ("--momentum", lambda a: a.opt == "sgd", "--opt sgd (AdamW has no momentum)"),

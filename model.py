@@ -35,6 +35,7 @@ import torch.nn as nn
 import torchvision
 
 import vit
+import vjepa
 
 
 def init_conv_bn(*modules):
@@ -487,6 +488,11 @@ class Arch(NamedTuple):
         None  # a ResNet-3D: its layout (zoo.py: ImageNet twin, stem stride)
     )
     tokens: bool = False  # stages are token sequences, not (B, C, T, H, W) (features.py --layer)
+    # Parts of parameter names that take --norm-weight-decay as the 1-D parameters do (no decay by
+    # default): position tables and class / mask tokens (train.param_groups)
+    no_decay: tuple = ()
+    # --dro: a dropout before its classifier (train.check_args refuses --dro where False)
+    dropout: bool = True
 
 
 def resnet3d(layout):
@@ -519,12 +525,12 @@ def segment_class(cls):
 
 
 def torchvision_2d(spec):
-    """A builder: torchvision's 2D classifier named --arch (its `dropout` is the head's), segment by
-    segment. Its class becomes segment_class(its class): parameter names stay torchvision's, so
-    --pretrained imagenet loads torchvision's files as they are."""
-    model = torchvision.models.get_model(
-        spec.arch, num_classes=spec.num_classes, dropout=spec.dropout
-    )
+    """A builder: torchvision's 2D classifier named --arch (its `dropout` is the head's, where it has
+    one), segment by segment. Its class becomes segment_class(its class): parameter names stay
+    torchvision's, so --pretrained imagenet loads torchvision's files as they are."""
+    # a classifier without a dropout argument (convnext) has `dropout=False` in its entry
+    head = {"dropout": spec.dropout} if ARCHS[spec.arch].dropout else {}
+    model = torchvision.models.get_model(spec.arch, num_classes=spec.num_classes, **head)
     model.__class__ = segment_class(type(model))
     return model
 
@@ -557,6 +563,17 @@ def vit_video(spec):
     )
 
 
+def vjepa_video(spec):
+    """A builder: a V-JEPA 2 encoder with its attentive classifier (vjepa.py); any clip length and size.
+    --mode TSN: the clip's --num_segments snippets of --t_length frames encoded one by one and their
+    tokens concatenated before the classifier (the official multi-clip protocol)."""
+    model = vjepa.build(
+        spec.arch, spec.num_classes, spec.dropout, spec.drop_path, grad_ckpt=spec.grad_ckpt
+    )
+    model.snippet = spec.t_length if spec.mode == "TSN" else None
+    return model
+
+
 # --layer-decay's layers: the parameter names that open a block (module registration order is the
 # forward order in all of them). BEiT (Bao et al. 2022, Sec. 2.6) and VideoMAE number the patch
 # embedding 0, the blocks 1..L and the head L + 1; the ResNets' blocks here are their four stages.
@@ -565,11 +582,40 @@ def vit_video(spec):
 # --drop-path is not given (mvit 0.2, swin3d_t 0.1, swin3d_s/b 0.3).
 _STAGES, _MVIT, _SWIN = r"layer\d+\.", r"blocks\.\d+\.", r"features\.\d+\.\d+\."
 _VIDEO = ("3D",)
+# torchvision's token networks; Arch.no_decay (no weight decay): mvit's absolute position embeddings
+# and class token (its pos_encoding.*), Swin's relative position bias tables (Video Swin / mmaction2:
+# decay_mult 0)
+_MVIT_ARCH = Arch(
+    torchvision_video,
+    _VIDEO,
+    drop_path=True,
+    layers=_MVIT,
+    tokens=True,
+    no_decay=("pos_encoding.",),
+)
+_SWIN_ARCH = Arch(
+    torchvision_video,
+    _VIDEO,
+    drop_path=True,
+    layers=_SWIN,
+    tokens=True,
+    no_decay=("relative_position_bias_table",),
+)
+# a ViT's learned position table and the pretraining mask token (VideoMAE's no_weight_decay)
+_VIT_ARCH = Arch(
+    vit_video,
+    _VIDEO,
+    drop_path=True,
+    layers=_MVIT,
+    tokens=True,
+    no_decay=("pos_embed", "mask_token"),
+)
 BASIC, BOTTLENECK = torchvision.models.resnet.BasicBlock, torchvision.models.resnet.Bottleneck
 # --arch NAME -> its entry: the one list of archs. Adding an arch is one entry here: a builder (any
 # function of a ModelSpec, from this module or another: import its module above, e.g. vit.build for
 # the ViTs; that module takes the spec as it comes and does not import this one) and what it
-# supports. A torchvision 2D classifier as a TSN backbone is one line:
+# supports. A torchvision 2D classifier as a TSN backbone is one line (one without a dropout argument
+# says so: `dropout=False`):
 #     "efficientnet_b0": Arch(torchvision_2d, ("2D", "TSN")),
 ARCHS = {
     "resnet10_3d": resnet3d(R10),
@@ -583,11 +629,11 @@ ARCHS = {
     "mc3_18": Arch(torchvision_video, _VIDEO, layers=_STAGES),
     "r2plus1d_18": Arch(torchvision_video, _VIDEO, layers=_STAGES),
     "s3d": Arch(torchvision_video, _VIDEO),
-    "mvit_v1_b": Arch(torchvision_video, _VIDEO, drop_path=True, layers=_MVIT, tokens=True),
-    "mvit_v2_s": Arch(torchvision_video, _VIDEO, drop_path=True, layers=_MVIT, tokens=True),
-    "swin3d_t": Arch(torchvision_video, _VIDEO, drop_path=True, layers=_SWIN, tokens=True),
-    "swin3d_s": Arch(torchvision_video, _VIDEO, drop_path=True, layers=_SWIN, tokens=True),
-    "swin3d_b": Arch(torchvision_video, _VIDEO, drop_path=True, layers=_SWIN, tokens=True),
+    "mvit_v1_b": _MVIT_ARCH,
+    "mvit_v2_s": _MVIT_ARCH,
+    "swin3d_t": _SWIN_ARCH,
+    "swin3d_s": _SWIN_ARCH,
+    "swin3d_b": _SWIN_ARCH,
     # torchvision's 2D ImageNet networks, under torchvision's names and parameter names (so
     # --pretrained imagenet loads its files as they are).
     "resnet18": resnet2d(BASIC, (2, 2, 2, 2)),
@@ -597,12 +643,17 @@ ARCHS = {
     "mobilenet_v2": Arch(torchvision_2d, ("2D", "TSN")),
     # The VideoMAE / VideoMAEv2 video ViTs (vit.py; 3D clips only; patch embedding and position table
     # layer 0, blocks.i layer i + 1, fc_norm and head L + 1).
+    **{a: _VIT_ARCH for a in vit.VIT_SPECS},
+    # V-JEPA 2's encoders (vjepa.py; RoPE, no position table: any clip length and crop; patch
+    # embedding layer 0, blocks.i layer i + 1, norm and the attentive head L + 1).
     **{
-        a: Arch(vit_video, _VIDEO, drop_path=True, layers=_MVIT, tokens=True) for a in vit.VIT_SPECS
+        a: Arch(vjepa_video, ("3D", "TSN"), drop_path=True, layers=_MVIT, tokens=True)
+        for a in vjepa.VJEPA_SPECS
     },
 }
 # The ViTs, for the flags only they take (--grad-ckpt) and their own weights (vit_zoo.py).
 VITS = tuple(vit.VIT_SPECS)
+VJEPAS = tuple(vjepa.VJEPA_SPECS)  # their weights: vjepa_zoo.py
 
 
 def archs_with(field, value=True):

@@ -10,10 +10,11 @@ replacement as training (train.train_one_epoch runs the step with `reconstructio
 Each clip is cut into tubelets of 2 x P x P pixels; `tube_mask` hides round-down(ratio x n) of the n
 positions of one frame's grid and the same positions in every tubelet (TubeMaskingGenerator), drawn from
 the sample's own generator (seed, epoch, index): any worker count and a resumed run draw the same masks.
-The encoder sees the visible tokens only; the decoder (narrow, `DECODERS`) gets them with a learned mask
-token at every hidden position, both plus a fixed sinusoid table, and predicts the hidden tubelets' pixels:
-normalised per patch and channel (mean and unbiased std over its 2 x P x P pixels, + 1e-6) of the clip
-before input normalisation, or raw with --raw-target. The loss is their mean squared error.
+The encoder sees the visible tokens only; the decoder (narrow: the arch's entry's, `vit.decoder_of`) gets
+them with a learned mask token at every hidden position, both plus a fixed sinusoid table, and predicts
+the hidden tubelets' pixels: normalised per patch and channel (mean and unbiased std over its 2 x P x P
+pixels, + 1e-6) of the clip before input normalisation, or raw with --raw-target. The loss is their
+mean squared error.
 
 The checkpoint's weights carry the official names (models/modeling_pretrain.py PretrainVisionTransformer:
 encoder.patch_embed, encoder.blocks.i, encoder.norm, encoder_to_decoder, mask_token, decoder.blocks.i,
@@ -56,17 +57,6 @@ import train
 import vit
 from errors import fail
 
-# Decoder (width, heads) per encoder: modeling_pretrain.py pretrain_videomae_{small,base,large,huge,giant}
-# (decoder_embed_dim, decoder_num_heads); its depth is --decoder-depth (run_mae_pretraining.py default 4,
-# as every scripts/*/pretrain.sh). vit_t16 (a CPU test arch, not published): half its width.
-DECODERS = {
-    "vit_t16": (96, 3),
-    "vit_s16": (192, 3),
-    "vit_b16": (384, 6),
-    "vit_l16": (512, 8),
-    "vit_h16": (512, 8),
-    "vit_g14": (512, 8),
-}
 PATCH_EPS = 1e-6  # engine_for_pretraining.py: (x - mean) / (unbiased std + 1e-6)
 MASK_STREAM = (
     0x6D61736B  # "mask": the mask's generator is the sample's (seed, epoch, index, MASK_STREAM)
@@ -218,7 +208,9 @@ class PretrainViT(nn.Module):
         T_, H_, W_ = self.grid
         hidden = None if mask_ratio is None else T_ * hidden_per_frame(mask_ratio, H_ * W_)
         self.n_visible = None if hidden is None else T_ * H_ * W_ - hidden
-        width, heads = DECODERS[arch]
+        # (width, heads): the arch's entry's (vit.VIT_SPECS); its depth is --decoder-depth
+        # (run_mae_pretraining.py default 4, as every scripts/*/pretrain.sh)
+        width, heads = vit.decoder_of(spec)
         self.encoder = Encoder(spec, self.grid, drop_path, grad_ckpt)
         out = 3 * spec.tubelet * spec.patch**2
         self.decoder = Decoder(width, heads, decoder_depth, spec.mlp_ratio, out, grad_ckpt)
@@ -387,13 +379,7 @@ def draw(net, d, args, rt, epoch):
 def validate_and_log(args, rt, net, d, progress, meter, objective):
     """End of an epoch: val reconstruction loss and picture (every -ef epochs), checkpoint.pth, log line."""
     epoch = progress.epoch
-    loss_sum, _, seen = rt.all_sum(meter.totals(epoch))
-    log = {
-        "epoch": epoch,
-        "lr": net.optimizer.param_groups[0]["lr"],
-        "train_loss": loss_sum / seen if seen else None,
-        "val_loss": None,
-    }
+    log = {**train.epoch_log(rt, net, meter, epoch), "val_loss": None}
     progress.epoch, progress.iter = epoch + 1, 0
     if (epoch + 1) % args.eval_freq == 0 or epoch + 1 == args.epochs:
         try:
@@ -403,17 +389,14 @@ def validate_and_log(args, rt, net, d, progress, meter, objective):
             checkpoint.save(args, rt, net, progress, d)
             fail(f"validation stopped (checkpoint.pth saved): {e}")
         print(f"epoch {epoch} * val reconstruction loss {log['val_loss']:.4f}; {path}")
-    log["epoch_time"] = time.time() - meter.t_epoch
-    checkpoint.save(args, rt, net, progress, d)
-    rundir.append_log(rt, log)
-    return log
+    return train.save_and_log(args, rt, net, progress, d, meter, log)
 
 
 # ---- the run ---------------------------------------------------------------------------------------
 def check_args(args):
     """Pretraining's one-line refusals, before anything is read; then flags.check_args."""
-    if args.arch not in DECODERS:
-        fail(f"--arch {args.arch}: pretraining takes a video ViT ({', '.join(DECODERS)})")
+    if args.arch not in vit.VIT_SPECS:
+        fail(f"--arch {args.arch}: pretraining takes a video ViT ({', '.join(vit.VIT_SPECS)})")
     if not 0 < args.mask_ratio < 1:
         fail(f"--mask-ratio {args.mask_ratio}: must be in (0, 1)")
     args.t_length = flags.default_t_length(args)

@@ -33,7 +33,8 @@ import torch  # noqa: E402
 
 from errors import fail  # noqa: E402
 
-CURVES_FIGSIZE = (13.5, 3.6)  # inches; curves.png is CURVES_FIGSIZE * DPI pixels
+# inches of one row of CURVES_COLUMNS panels; curves.png is rows x CURVES_FIGSIZE * DPI pixels
+CURVES_FIGSIZE = (13.5, 3.6)
 DPI = 100
 
 
@@ -215,45 +216,71 @@ def read_log(log_jsonl_path):
     return [by_epoch[e] for e in sorted(by_epoch)]
 
 
+# The panels' y labels for the numbers the trainer logs; a number not named here is labelled by its key.
+YLABELS = {
+    "loss": "loss",
+    "top1": "top-1 (%)",
+    "top5": "top-5 (%)",
+    "lr": "learning rate",
+    "epoch_time": "epoch time (s)",
+}
+SPLITS = ("train", "val")
+SERIES_COLORS = {"train": "C0", "val": "C1", "EMA": "C2"}
+CURVES_COLUMNS = 3
+
+
+def curve_panels(rows):
+    """{panel: [(key, series label)]} for every number in the log rows, by the keys' naming rule:
+    `train_X`, `val_X` and `val_X_ema` share panel X (series "train", "val", "EMA"); any other number
+    (lr, epoch_time) is a panel of its own. Panels of the split numbers first, each in the order its
+    first key appears; booleans (`mixed`) and the epoch are no curves."""
+    split, other = {}, {}
+    for key in dict.fromkeys(k for r in rows for k in r):
+        values = [r[key] for r in rows if r.get(key) is not None]
+        if key == "epoch" or not values or any(isinstance(v, bool) for v in values):
+            continue
+        prefix, _, rest = key.partition("_")
+        if prefix not in SPLITS or not rest:
+            other[key] = [(key, None)]
+            continue
+        panel, ema = (rest[: -len("_ema")], True) if rest.endswith("_ema") else (rest, False)
+        split.setdefault(panel, []).append((key, "EMA" if ema else prefix))
+    return {**split, **other}
+
+
 def save_curves_png(log_jsonl_path, png_path):
-    """Three panels against the epoch: loss (train, and val where logged), top-1 (train, and val where
-    logged), learning rate (log scale). Null values are left out of their series."""
+    """A panel per logged number against the epoch (curve_panels: train and val of one number share
+    a panel), CURVES_COLUMNS panels a row; the lr on a log scale. Null values are left out of their
+    series."""
     rows = read_log(log_jsonl_path)
-
-    def series(key):
-        pts = [(r["epoch"], r[key]) for r in rows if r.get(key) is not None]
-        return [p[0] for p in pts], [p[1] for p in pts]
-
-    fig, axes = plt.subplots(1, 3, figsize=CURVES_FIGSIZE, dpi=DPI, layout="constrained")
+    panels = curve_panels(rows)
+    # MixUp/CutMix: train top-1 is against the dominant label
+    train = "train, dominant label" if any(r.get("mixed") for r in rows) else "train"
+    n = max(len(panels), 1)
+    cols, lines = min(n, CURVES_COLUMNS), -(-n // CURVES_COLUMNS)
+    width, height = CURVES_FIGSIZE
+    fig, axes = plt.subplots(
+        lines, cols, figsize=(width, height * lines), dpi=DPI, layout="constrained", squeeze=False
+    )
     try:
-        train = (
-            "train, dominant label" if any(r.get("mixed") for r in rows) else "train"
-        )  # MixUp/CutMix
-        panels = (
-            (
-                axes[0],
-                "loss",
-                (("train_loss", "train"), ("val_loss", "val"), ("val_loss_ema", "EMA")),
-            ),
-            (
-                axes[1],
-                "top-1 (%)",
-                (("train_top1", train), ("val_top1", "val"), ("val_top1_ema", "EMA")),
-            ),
-            (axes[2], "learning rate", (("lr", None),)),
-        )
-        for ax, ylabel, keys in panels:
+        for ax in axes.flat[len(panels) :]:
+            ax.set_axis_off()
+        for ax, (panel, keys) in zip(axes.flat, panels.items()):
             for key, label in keys:
-                x, y = series(key)
-                if x:
-                    ax.plot(x, y, marker="o" if len(x) < 30 else None, markersize=3, label=label)
+                pts = [(r["epoch"], r[key]) for r in rows if r.get(key) is not None]
+                x, y = [p[0] for p in pts], [p[1] for p in pts]
+                # a series keeps its colour in every panel (val alone in top-5 is still val's)
+                color = SERIES_COLORS.get(label)
+                label = train if label == "train" and panel == "top1" else label
+                marker = "o" if len(x) < 30 else None
+                ax.plot(x, y, marker=marker, markersize=3, label=label, color=color)
             ax.set_xlabel("epoch")
-            ax.set_ylabel(ylabel)
+            ax.set_ylabel(YLABELS.get(panel, panel))
             ax.grid(alpha=0.3)
-            if ax.get_legend_handles_labels()[0] and keys[0][1]:
+            if keys[0][1]:
                 ax.legend()
-        if any(r.get("lr") for r in rows):
-            axes[2].set_yscale("log")
+            if panel == "lr" and any(r.get("lr") for r in rows):
+                ax.set_yscale("log")
         fig.savefig(png_path, dpi=DPI)
     finally:
         plt.close(fig)
@@ -299,43 +326,69 @@ def write_evaluation(
 # ---- one epoch's numbers (train.train_one_epoch) -------------------------------------------------
 @dataclass
 class Meter:
-    """One epoch's running numbers on this rank, and the timing behind the progress line."""
+    """One epoch's running numbers on this rank, and the timing behind the progress line.
 
-    start: int  # first batch of this (maybe resumed) epoch
+    Each number is a sum and a count (`add`): update adds the loss and top-1 per clip, a fork adds its
+    own (`meter.add("grad_norm", norm, 1)`: per step); totals gives their means as the epoch's
+    train_<name> numbers, which reach log.jsonl, TensorBoard and curves.png with no other edit."""
+
+    # first batch of this (maybe resumed) epoch
+    start: int
+    # the numbers every epoch's line holds, None when no clip was seen (resumed at the epoch's end);
+    # pretraining: ("loss",), no classes
+    names: tuple = ("loss", "top1")
     # GPU trap: a host read (.item(), .tolist(), `if loss`) per step stalls the GPU's queue. The sums and the
     # first non-finite loss stay on the device; `totals` reads them at print time and at the epoch's end.
-    sums: object = 0.0  # (loss sum, correct) on the device
-    bad: tuple = (
-        -1,
-        0.0,
-    )  # (iteration, loss) of the first non-finite loss, on the device; -1: none
+    # name -> sum on the device; name -> how many values it holds, on the host
+    sums: dict = field(default_factory=dict)
+    counts: dict = field(default_factory=dict)
+    # (iteration, loss) of the first non-finite loss, on the device; -1: none
+    bad: tuple = (-1, 0.0)
     clips: int = 0
-    n_log: int = 0  # clips since the last line
-    t_wait: float = 0.0  # seconds spent waiting for the loader
+    # clips since the last line
+    n_log: int = 0
+    # seconds spent waiting for the loader
+    t_wait: float = 0.0
     t_epoch: float = field(default_factory=time.time)
     t_log: float = field(default_factory=time.time)
 
+    def add(self, name, total, count):
+        """`total`: the sum of `count` values of number `name` (a device tensor, or a float)."""
+        self.sums[name] = self.sums.get(name, 0.0) + total
+        self.counts[name] = self.counts.get(name, 0) + count
+
     def update(self, loss, logits, labels, it):
+        """One batch: its mean loss and, given logits (not pretraining's None), its top-1 per clip."""
         n, loss = len(labels), loss.detach().float()
-        # logits None: a loss without classes (pretraining's reconstruction), nothing is correct
-        correct = loss * 0 if logits is None else (logits.argmax(1) == labels).sum().float()
-        self.sums = self.sums + torch.stack([loss * n, correct])
+        self.add("loss", loss * n, n)
+        if logits is not None:
+            self.add("top1", (logits.argmax(1) == labels).sum().float() * 100, n)
         first = ~loss.isfinite() & (self.bad[0] < 0)
         self.bad = (torch.where(first, it, self.bad[0]), torch.where(first, loss, self.bad[1]))
         self.clips, self.n_log = self.clips + n, self.n_log + n
 
-    def totals(self, epoch):
-        """[loss sum, correct, clips] on the host (one sync); a non-finite loss so far stops."""
+    def totals(self, epoch, all_sum=None):
+        """{"train_<name>": mean} of every number added (the `names` first; None without values), on the
+        host (one sync); all_sum (rt.all_sum): over every rank's values. A non-finite loss so far stops."""
         if int(self.bad[0]) >= 0:
             fail(
                 f"loss is {float(self.bad[1])} at epoch {epoch} iteration {int(self.bad[0])}; stopping "
                 "(lower --lr, or --clip-grad)",
                 code=1,
             )
-        return (self.sums.tolist() if torch.is_tensor(self.sums) else [0.0, 0.0]) + [self.clips]
+        names = [*self.names, *(k for k in self.sums if k not in self.names)]
+        added = [k for k in names if k in self.sums]
+        on = next((v.device for v in self.sums.values() if torch.is_tensor(v)), "cpu")
+        sums = [torch.as_tensor(self.sums[k], device=on).double() for k in added]
+        sums = torch.stack(sums).tolist() if added else []
+        values = [*sums, *(self.counts[k] for k in added)]
+        values = all_sum(values) if all_sum else values
+        means = {k: s / c if c else None for k, s, c in zip(added, values, values[len(added) :])}
+        return {f"train_{k}": means.get(k) for k in names}
 
     def line(self, args, rt, progress, loss, lr, it, batches):
-        loss_sum, _, clips = self.totals(progress.epoch)  # the step's one host sync
+        # the step's one host sync
+        mean_loss = self.totals(progress.epoch)["train_loss"]
         now = time.time()
         left = (args.epochs - progress.epoch) * batches - it - 1  # batches
         eta = (now - self.t_epoch) / (it + 1 - self.start) * left
@@ -347,7 +400,7 @@ class Meter:
         ) / 2**30
         text = (
             f"epoch {progress.epoch} [{it + 1}/{batches}] loss {loss.item():.4f} "
-            f"({loss_sum / clips:.4f}) lr {lr:.2e} "
+            f"({mean_loss:.4f}) lr {lr:.2e} "
             f"{self.n_log * rt.world_size / (now - self.t_log):.1f} clips/s "
             f"data {self.t_wait / (now - self.t_epoch):.0%} eta {h}:{s // 60:02d}:{s % 60:02d} "
             f"mem {mem:.2f}GiB"

@@ -138,7 +138,8 @@ def evaluation_files(args, rt, flags):
     and the normalisation>: two protocols never overwrite each other. Rank 0 checks it can write them
     all BEFORE evaluating: a failure is one line at once, not after it."""
     settings = {k: getattr(args, k, None) for k in flags}
-    settings.update(resume=os.path.realpath(args.resume), mean=list(rt.mean), std=list(rt.std))
+    resume = os.path.realpath(args.resume) if args.resume else ""  # "": --evaluate --pretrained
+    settings.update(resume=resume, mean=list(rt.mean), std=list(rt.std))
     digest = hashlib.sha1(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[
         :8
     ]

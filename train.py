@@ -62,8 +62,10 @@ import gpudecode
 import launch
 import model as models
 import prepare  # the start-up folder check and the demo's synthetic data
+import probe  # --probe: frozen-backbone probing
 import report
 import rundir
+import vjepa_zoo  # --probe-weights: the official V-JEPA 2 probe checkpoints
 import zoo  # --pretrained: the model zoos' weights
 from errors import fail, warn
 
@@ -405,13 +407,37 @@ def make_model(args):
     Training, --evaluate and predict (with a checkpoint's flags: checkpoint_args) all build theirs here."""
     args.t_length = flags.default_t_length(args)
     pretrained = args.pretrained_model or args.pretrained
-    model = zoo.build_model(model_spec(args), pretrained=pretrained, inflate=args.inflate)
+    model = zoo.build_model(
+        model_spec(args), pretrained=pretrained, inflate=args.inflate, vjepa_key=args.vjepa_key
+    )
+    model = probe.wrap(model, args) if args.probe else model
+    if args.probe_weights:  # onto the probe, or a V-JEPA arch's own attentive head
+        vjepa_zoo.load_probe(model.probes[0] if args.probe else model.head, args.probe_weights)
     if args.t_length < getattr(model, "min_t", 1):
         raise ValueError(
             f"--t_length {args.t_length} is too short for --arch {args.arch} "
             f"(needs >= {model.min_t})"
         )
     return model
+
+
+def check_pretrained_head(args, model):
+    """--evaluate --pretrained FILE (no --resume) scores the file's own classifier: it must have one of
+    --num_classes outputs (the new head a fine-tuning run starts from would score chance)."""
+    if not args.evaluate or args.resume:
+        return
+    info = getattr(model, "pretrained_info", None) or {}
+    src, n = args.pretrained_model or args.pretrained, info.get("head_classes")
+    if n is None:
+        fail(
+            f"--evaluate --pretrained {src}: the file has no classifier (a backbone or pretraining "
+            "file): fine-tune it first, then --evaluate --resume the run's model_best.pth"
+        )
+    if not info.get("head_loaded"):
+        fail(
+            f"--evaluate --pretrained {src}: its classifier has {n} classes, --num_classes is "
+            f"{args.num_classes}: give the list of its {n} classes (or --num_classes {n})"
+        )
 
 
 def model_spec(args):
@@ -490,6 +516,8 @@ def build_net(args, rt, model=None):
 def make_optimizer(model, args, fused):
     """SGD (momentum) or AdamW over param_groups. `fused` (CUDA): the step takes GradScaler's found-inf
     flag on the device (the unfused one syncs to skip a step: fp16)."""
+    if args.probe:  # one group per probe, its own lr and wd
+        return probe.optimizer(model, args, fused)
     groups = param_groups(model, args)
     if args.opt == "adamw":
         betas = tuple(args.opt_betas or (0.9, 0.999))  # torch's default; VideoMAE pretraining 0.95
@@ -514,21 +542,18 @@ def set_train_mode(net, args):
                 m.eval()
 
 
-# Decayed by --norm-weight-decay, with the 1-D parameters: absolute position embeddings and class tokens
-# (mvit's pos_encoding.*), Swin's relative position bias tables (Video Swin / mmaction2: decay_mult 0), a
-# ViT's learned position table and the pretraining mask token (VideoMAE's no_weight_decay).
-EMBEDDINGS = ("pos_encoding.", "relative_position_bias_table", "pos_embed", "mask_token")
-
-
 def param_groups(model, args):
     """Optimizer groups: per layer (--layer-decay: "lr_scale" = decay^(L + 1 - i), model.layer_ids), each
-    split into --wd and --norm-weight-decay parameters. Weight decay on norms' scales/shifts and biases
-    only hurts (Goyal et al. 2017; torchvision references); --bn_bias_wd: the original's --wd on all."""
+    split into --wd and --norm-weight-decay parameters: the 1-D ones and those model.ARCHS' entry names
+    (Arch.no_decay). Weight decay on norms' scales/shifts and biases only hurts (Goyal et al. 2017;
+    torchvision references); --bn_bias_wd: the original's --wd on all."""
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     ids, L = models.layer_ids(args.arch, [n for n, _ in named]) if args.layer_decay < 1 else ({}, 0)
     norm_wd, groups = args.norm_weight_decay, {}  # --bn_bias_wd: no parameter is one_d below
+    # with the 1-D parameters: the position tables and tokens the arch's entry names
+    no_decay = models.ARCHS[args.arch].no_decay
     for name, p in named:
-        one_d = not args.bn_bias_wd and (p.ndim <= 1 or any(k in name for k in EMBEDDINGS))
+        one_d = not args.bn_bias_wd and (p.ndim <= 1 or any(k in name for k in no_decay))
         i = ids.get(name, L + 1)
         key = (L + 1 - i, one_d)  # scale exponent; without --layer-decay: (0, False), (0, True)
         groups.setdefault(
@@ -651,6 +676,11 @@ def classification(args):
     """The logits, and their cross-entropy against the labels or the mixed soft targets
     (--mixup-alpha / --cutmix-alpha), with --label-smoothing."""
     cross_entropy = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
+    if args.probe:  # every probe's logits (B, N, K): the sum of their losses (probe.py)
+        return Objective(
+            forward=lambda model, x, info: model(x),
+            loss=lambda logits, targets, x, info: probe.grid_loss(cross_entropy, logits, targets),
+        )
     return Objective(
         forward=lambda model, x, info: model(x),
         loss=lambda logits, targets, x, info: cross_entropy(logits, targets),
@@ -660,7 +690,9 @@ def classification(args):
 def train_one_epoch(args, rt, d, net, objective, progress):
     """Train from progress.iter to the end of progress.epoch; returns this rank's Meter. After each
     optimizer step, rundir.end_of_step saves and exits if a signal came or too many videos were bad."""
-    epoch, meter = progress.epoch, report.Meter(start=progress.iter)
+    # the meter's numbers in every epoch's line: a loss without classes (pretraining's) has no top-1
+    logged = ("loss", "top1") if objective.classifies else ("loss",)
+    epoch, meter = progress.epoch, report.Meter(progress.iter, logged)
     set_train_mode(net, args)
     # bad: this step's replaced videos, this rank
     batches, bad = d.steps_per_epoch * args.iter_size, []
@@ -679,6 +711,8 @@ def train_one_epoch(args, rt, d, net, objective, progress):
         lr = lr_at(args, step, d.steps_per_epoch)
         for g in net.optimizer.param_groups:
             g["lr"] = lr * g["lr_scale"]  # --layer-decay; else 1
+        if args.probe:  # each probe its own lr and wd (the official schedules)
+            probe.schedule(net.optimizer, args, step, d.steps_per_epoch, lr)
         with net.grad_sync(last):
             with rt.autocast:
                 out = objective.forward(net.train, x, info)
@@ -687,7 +721,8 @@ def train_one_epoch(args, rt, d, net, objective, progress):
             net.scaler.scale(loss / args.iter_size).backward()
         # top-1 against the labels, or the dominant (largest-weight) label of mixed targets
         top1_labels = labels if targets.dim() == 1 else targets.argmax(1)
-        meter.update(loss, out if objective.classifies else None, top1_labels, it)
+        scores = probe.first(out) if objective.classifies else None  # a grid: the first probe's
+        meter.update(loss, scores, top1_labels, it)
         if last:
             if args.clip_grad > 0:
                 net.scaler.unscale_(net.optimizer)
@@ -736,26 +771,38 @@ def evaluate(model, d, args, rt):
             clips = clips.flatten(0, 1).contiguous(memory_format=rt.memory_format)
             clips = data.normalize(clips, rt.mean, rt.std)
             with rt.autocast:
-                logits = model(clips)
-            # average views per video
-            scores.append(logits.float().softmax(-1).view(B, V, -1).mean(1).cpu())
+                logits = model(clips)  # (B*V, K); a grid of probes: (B*V, N, K)
+            probs = logits.float().softmax(-1)
+            scores.append(probs.view(B, V, *probs.shape[1:]).mean(1).cpu())  # average views
             labels.append(target)
     # never substituted (it would change the metric); all ranks learn of it below
     except decode.BadVideo as e:
         # one line, also when a DataLoader worker raised it (decode.BadVideo keeps its text)
         error = str(e)
-    scores = torch.cat(scores) if scores else torch.zeros(0, args.num_classes)
+    shape = tuple(scores[0].shape[1:]) if scores else (args.num_classes,)
+    scores = torch.cat(scores) if scores else torch.zeros(0, *shape)
     labels = torch.cat(labels) if labels else torch.zeros(0, dtype=torch.long)
     shards = rt.gather((d.val_indices[: len(labels)], scores, labels, error))
     errors = [s[3] for s in shards if s[3]]
     if errors:
         raise decode.BadVideo(errors[0])
     # Put every rank's shard back in dataset order.
-    all_scores = torch.zeros(len(d.val_ds), args.num_classes)
+    all_scores = torch.zeros(len(d.val_ds), *shape)
     all_labels = torch.zeros(len(d.val_ds), dtype=torch.long)
     for idx, s, y, _ in shards:
         all_scores[idx], all_labels[idx] = s, y
-    topk = all_scores.topk(min(5, args.num_classes), dim=1).indices
+    if (
+        all_scores.dim() == 3
+    ):  # a grid of probes: each one's top-1; the best (first of ties) reports
+        each = [scores_metrics(all_scores[:, i], all_labels) for i in range(all_scores.shape[1])]
+        best = max(range(len(each)), key=lambda i: (each[i]["top1"], -i))
+        return {**each[best], "probe_top1": [e["top1"] for e in each], "best_probe": best}
+    return scores_metrics(all_scores, all_labels)
+
+
+def scores_metrics(all_scores, all_labels):
+    """(videos, K) averaged probabilities and labels -> top1, top5, loss, scores, labels."""
+    topk = all_scores.topk(min(5, all_scores.shape[1]), dim=1).indices
     p_true = all_scores.gather(1, all_labels[:, None]).clamp_min(1e-12)
     return {
         "top1": (topk[:, 0] == all_labels).float().mean().item() * 100,
@@ -806,16 +853,7 @@ def evaluate_checkpoint(args, rt, net, d):
 def validate_and_log(args, rt, net, d, progress, meter):
     """End of an epoch: validate (every -ef epochs), save checkpoint.pth (and model_best.pth), log a line."""
     epoch = progress.epoch
-    loss_sum, correct, seen = rt.all_sum(meter.totals(epoch))
-    log = {
-        "epoch": epoch,
-        "lr": net.optimizer.param_groups[0]["lr"],  # the lr its last step used
-        "train_loss": loss_sum / seen if seen else None,  # seen = 0: resumed at the epoch's end
-        "train_top1": 100 * correct / seen if seen else None,
-        "val_top1": None,
-        "val_top5": None,
-        "val_loss": None,
-    }
+    log = {**epoch_log(rt, net, meter, epoch), "val_top1": None, "val_top5": None, "val_loss": None}
     # train_top1 is against the dominant label of mixed targets
     if args.mixup_alpha or args.cutmix_alpha:
         log["mixed"] = True
@@ -834,6 +872,9 @@ def validate_and_log(args, rt, net, d, progress, meter):
         log.update(val_top1=res["top1"], val_top5=res["top5"], val_loss=res["loss"])
         progress.last_val = res
         print(f"epoch {epoch} * Acc@1 {res['top1']:.3f} Acc@5 {res['top5']:.3f}")
+        if "probe_top1" in res:  # --probe grid: every probe's top-1; the best one's weights predict
+            log.update(probe_top1=res["probe_top1"], best_probe=res["best_probe"])
+            print(probe.grid_line(args, epoch, res))
         if ema:
             log.update(val_top1_ema=ema["top1"], val_top5_ema=ema["top5"], val_loss_ema=ema["loss"])
             print(f"epoch {epoch} * EMA Acc@1 {ema['top1']:.3f} Acc@5 {ema['top5']:.3f}")
@@ -842,8 +883,24 @@ def validate_and_log(args, rt, net, d, progress, meter):
     is_best = score is not None and score > progress.best_acc1
     if is_best:
         progress.best_acc1, progress.best_epoch = score, epoch
+    # the probe that won is the one model_best.pth predicts with
+    if is_best and args.probe:
+        net.bare.best.fill_(log.get("best_probe", 0))
+    return save_and_log(args, rt, net, progress, d, meter, log, best=is_best)
+
+
+def epoch_log(rt, net, meter, epoch):
+    """The epoch's log line so far: the lr its last step used and the meter's train_* numbers (every
+    rank's clips; None where this epoch saw none: resumed at its end)."""
+    lr = net.optimizer.param_groups[0]["lr"]
+    return {"epoch": epoch, "lr": lr, **meter.totals(epoch, rt.all_sum)}
+
+
+def save_and_log(args, rt, net, progress, d, meter, log, best=False):
+    """The epoch's end, training's and pretraining's: checkpoint.pth (model_best.pth), then its line in
+    log.jsonl, curves.png and TensorBoard (rundir.append_log): every number in `log` reaches all three."""
     log["epoch_time"] = time.time() - meter.t_epoch
-    checkpoint.save(args, rt, net, progress, d, best=is_best)
+    checkpoint.save(args, rt, net, progress, d, best=best)
     rundir.append_log(rt, log)
     return log
 
@@ -856,7 +913,9 @@ def main(args):
     rundir.prepare_run_dir(args, rt, flags.get_args_parser())
     d = build_data(args, rt)
     net = build_net(args, rt)
+    check_pretrained_head(args, net.bare)
     objective = classification(args)
+    net.bare.grid_out = bool(args.probe)  # --probe: every probe's logits, (B, N, K)
     progress = checkpoint.Progress()
     # saved with the args: a mid-epoch resume needs the same global batch
     args.world_size = rt.world_size

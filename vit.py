@@ -32,7 +32,7 @@ References
   Block, Attention, PatchEmbed, get_sinusoid_encoding_table, the vit_*_patch*_224 constructors).
 """
 
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import torch
 import torch.nn as nn
@@ -50,19 +50,43 @@ class ViTSpec(NamedTuple):
     mlp_ratio: float
     patch: int  # spatial patch, px; the tubelet is 2 frames
     tubelet: int = 2
+    # (width, heads) of its VideoMAE pretraining decoder (modeling_pretrain.py pretrain_videomae_*:
+    # decoder_embed_dim, decoder_num_heads); None: that rule for a new size (decoder_of)
+    decoder: Optional[tuple] = None
 
 
+# The video ViTs (model.ARCHS has an entry for each): a new one is one line here, pretraining included.
 VIT_SPECS = {
-    # Tiny CPU arch for tests and the demo (not a published model): DeiT-Ti's width, 4 blocks.
-    "vit_t16": ViTSpec(192, 4, 3, 4.0, 16),
-    "vit_s16": ViTSpec(384, 12, 6, 4.0, 16),  # vit_small_patch16_224
-    "vit_b16": ViTSpec(768, 12, 12, 4.0, 16),  # vit_base_patch16_224
-    "vit_l16": ViTSpec(1024, 24, 16, 4.0, 16),  # vit_large_patch16_224
-    "vit_h16": ViTSpec(1280, 32, 16, 4.0, 16),  # vit_huge_patch16_224
-    "vit_g14": ViTSpec(1408, 40, 16, 48 / 11, 14),  # VideoMAEv2 vit_giant_patch14_224 (6144 hidden)
+    # Tiny CPU arch for tests and the demo (not a published model): DeiT-Ti's width, 4 blocks; its
+    # pretraining decoder half that width.
+    "vit_t16": ViTSpec(192, 4, 3, 4.0, 16, decoder=(96, 3)),
+    # vit_small_patch16_224
+    "vit_s16": ViTSpec(384, 12, 6, 4.0, 16, decoder=(192, 3)),
+    # vit_base_patch16_224
+    "vit_b16": ViTSpec(768, 12, 12, 4.0, 16, decoder=(384, 6)),
+    # vit_large_patch16_224
+    "vit_l16": ViTSpec(1024, 24, 16, 4.0, 16, decoder=(512, 8)),
+    # vit_huge_patch16_224
+    "vit_h16": ViTSpec(1280, 32, 16, 4.0, 16, decoder=(512, 8)),
+    # VideoMAEv2 vit_giant_patch14_224 (6144 hidden)
+    "vit_g14": ViTSpec(1408, 40, 16, 48 / 11, 14, decoder=(512, 8)),
 }
 EPS = 1e-6  # every LayerNorm of the official models: partial(nn.LayerNorm, eps=1e-6)
+# transformers' VideoMAE (modeling_videomae.py): the blocks' layernorm_before / _after take the config's
+# layer_norm_eps (1e-12 in the Hub configs), fc_norm is nn.LayerNorm's default (1e-5). A network runs
+# with the eps of the source its weights were trained in: (blocks, fc_norm).
+OFFICIAL_EPS = (EPS, EPS)
+TRANSFORMERS_FC_EPS = 1e-5
 INIT_SCALE = 0.001  # run_class_finetuning.py --init_scale: the new head starts 1000x smaller
+
+
+def decoder_of(spec):
+    """(width, heads) of the pretraining decoder of ViTSpec `spec`: its own, else the rule the
+    published sizes follow (half the encoder's width, at most 512, 64 channels per head)."""
+    if spec.decoder:
+        return spec.decoder
+    width = min(spec.width // 2, 512)
+    return width, max(width // 64, 1)
 
 
 def sinusoid_table(n, dim):
@@ -160,6 +184,7 @@ class VideoViT(nn.Module):
         init_scale=INIT_SCALE,
         grad_ckpt=False,
         depth=None,
+        norm_eps=OFFICIAL_EPS,
     ):
         super().__init__()
         spec = VIT_SPECS[arch]._replace(depth=depth or VIT_SPECS[arch].depth)  # depth: tests
@@ -184,6 +209,15 @@ class VideoViT(nn.Module):
         with torch.no_grad():  # the official head init: trunc normal 0.02, then x init_scale
             self.head.weight.mul_(init_scale)
             self.head.bias.mul_(init_scale)
+        self.set_norm_eps(norm_eps)
+
+    def set_norm_eps(self, norm_eps):
+        """The LayerNorms' eps: (the blocks' norm1 / norm2, fc_norm), as the weights' source ran them."""
+        blocks, fc = (float(e) for e in norm_eps)
+        for blk in self.blocks:
+            blk.norm1.eps = blk.norm2.eps = blocks
+        self.fc_norm.eps = fc
+        self.norm_eps = (blocks, fc)
 
     def set_pos_embed(self, table):
         """A learned position table (1, N, C) for this grid: becomes a trained parameter."""

@@ -78,6 +78,22 @@ TRANSFORMERS_RULES = (
     # VideoMAEForPreTraining: the encoder's last norm (VideoMAEModel.layernorm) and the decoder.
     (r"layernorm\.\w+|decoder\..+|encoder_to_decoder\..+|mask_token", DROP),
 )
+# The way back (export.py --format hf): vit.py's names -> VideoMAEForVideoClassification's, as the Hub
+# files hold them (q_bias / v_bias: transformers 4 reads them as they are, transformers 5 renames them to
+# query.bias / value.bias on loading); qkv.weight is split into query / key / value (split_qkv).
+_L = r"videomae.encoder.layer.\1."
+TO_TRANSFORMERS_RULES = (
+    (r"patch_embed\.proj\.(\w+)", r"videomae.embeddings.patch_embeddings.projection.\1"),
+    (r"blocks\.(\d+)\.attn\.(query|key|value)\.weight", _L + r"attention.attention.\2.weight"),
+    (r"blocks\.(\d+)\.attn\.([qv]_bias)", _L + r"attention.attention.\2"),
+    (r"blocks\.(\d+)\.attn\.proj\.(\w+)", _L + r"attention.output.dense.\2"),
+    (r"blocks\.(\d+)\.mlp\.fc1\.(\w+)", _L + r"intermediate.dense.\2"),
+    (r"blocks\.(\d+)\.mlp\.fc2\.(\w+)", _L + r"output.dense.\2"),
+    (r"blocks\.(\d+)\.norm1\.(\w+)", _L + r"layernorm_before.\2"),
+    (r"blocks\.(\d+)\.norm2\.(\w+)", _L + r"layernorm_after.\2"),
+    (r"fc_norm\.(\w+)", r"fc_norm.\1"),
+    (r"head\.(\w+)", r"classifier.\1"),
+)
 MMACTION2_RULES = (
     # mmaction/models/backbones/vit_mae.py (VisionTransformer, Block, Attention; mmcv's PatchEmbed and
     # FFN), Recognizer3D's backbone. / cls_head. prefixes, TimeSformerHead.fc_cls.
@@ -97,29 +113,134 @@ LAYOUTS = {
 }
 
 
-def read_folder(path):
-    """A transformers folder -> (state dict, config dict)."""
+LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"  # what a clone without git-lfs holds
+
+
+def read_json(path, flag, name):
+    """A transformers folder's JSON file -> dict; a broken one is a ValueError naming flag and file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{flag} {name}: {path} is not valid JSON ({e})") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"{flag} {name}: {path} holds a JSON {type(obj).__name__}, not an object")
+    return obj
+
+
+def check_not_lfs_pointer(path, flag, name):
+    """A weights file that is a git-lfs pointer (a Hub repository cloned without git-lfs): say so."""
+    with open(path, "rb") as f:
+        head = f.read(len(LFS_POINTER))
+    if head == LFS_POINTER:
+        raise ValueError(
+            f"{flag} {name}: {path} is a git-lfs pointer ({os.path.getsize(path)} bytes), not the "
+            "weights: fetch the real file with `git lfs pull` in that clone (git-lfs installed), or "
+            "`huggingface-cli download ORG/NAME --local-dir FOLDER`"
+        )
+
+
+def read_folder(path, flag="--pretrained"):
+    """A transformers folder -> (state dict, config dict); a missing, broken or git-lfs pointer file is
+    a ValueError of one line naming it."""
     config_file = os.path.join(path, "config.json")
     if not os.path.isfile(config_file):
-        raise ValueError(
-            f"--pretrained {path}: a folder without config.json (not a transformers one)"
-        )
-    with open(config_file) as f:
-        config = json.load(f)
+        raise ValueError(f"{flag} {path}: a folder without config.json (not a transformers one)")
+    config = read_json(config_file, flag, path)
     st, bin_ = os.path.join(path, "model.safetensors"), os.path.join(path, "pytorch_model.bin")
     if os.path.isfile(st):
         import safetensors.torch
 
-        return safetensors.torch.load_file(st), config
+        check_not_lfs_pointer(st, flag, path)
+        try:
+            return safetensors.torch.load_file(st), config
+        except Exception as e:  # SafetensorError (truncated, bad header), OSError
+            why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise ValueError(
+                f"{flag} {path}: {st} is not a whole safetensors file, truncated or damaged "
+                f"({type(e).__name__}: {why}); download it again"
+            ) from None
     if os.path.isfile(bin_):
-        return torch.load(bin_, map_location="cpu", weights_only=True), config
-    raise ValueError(f"--pretrained {path}: no model.safetensors nor pytorch_model.bin in it")
+        check_not_lfs_pointer(bin_, flag, path)
+        try:
+            return checkpoint.load(bin_, flag), config
+        except ValueError as e:
+            raise ValueError(f"{e}; download it again") from None
+    raise ValueError(f"{flag} {path}: no model.safetensors nor pytorch_model.bin in it")
+
+
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # org/name on the Hugging Face Hub
+WEIGHT_FILES = (".pth", ".pt", ".pyth", ".pkl", ".bin", ".safetensors", ".tar")  # a file, not an id
+HUB_FILES = ["config.json", "preprocessor_config.json", "model.safetensors", "pytorch_model.bin"]
+
+
+def is_hub_id(src):
+    return (
+        isinstance(src, str)
+        and not os.path.exists(src)
+        and bool(HUB_ID.fullmatch(src))
+        and not src.endswith(WEIGHT_FILES)
+    )
+
+
+def hub_folder(repo_id, flag="--pretrained"):
+    """A Hugging Face Hub model id -> its folder in the Hub cache, downloaded if missing; offline
+    (HF_HUB_OFFLINE=1, no network) a cached copy. huggingface_hub is imported here only."""
+    try:
+        import huggingface_hub
+    except ImportError:
+        raise ValueError(
+            f"{flag} {repo_id}: not a local path; reading it from the Hugging Face Hub needs "
+            "huggingface_hub (pip install huggingface_hub)"
+        ) from None
+    try:
+        # the safetensors weights if the repository has them, else pytorch_model.bin: never both
+        folder = huggingface_hub.snapshot_download(repo_id, allow_patterns=HUB_FILES[:3])
+        if not os.path.isfile(os.path.join(folder, HUB_FILES[2])):
+            folder = huggingface_hub.snapshot_download(repo_id, allow_patterns=HUB_FILES)
+        return folder
+    except Exception as e:  # offline and not cached, no such repo, gated, network errors
+        from huggingface_hub import constants
+
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ValueError(
+            f"{flag} {repo_id}: no such local file or folder, and the Hugging Face Hub model could "
+            "not be read "
+            f"({type(e).__name__}: {why}); download it where the Hub cache is "
+            f"({constants.HF_HUB_CACHE}) with `huggingface-cli download {repo_id}` while online, or "
+            "give the path of a folder holding its config.json and model.safetensors"
+        ) from None
+
+
+def resolve(src):
+    """A local file or folder as it is; a Hub id (org/name, not a local path): its cached folder."""
+    return hub_folder(src) if is_hub_id(src) else src
+
+
+def folder_source(path, config):
+    """A transformers folder's (layer-norm eps, mean, std): the config's layer_norm_eps for the blocks,
+    1e-5 for fc_norm (modeling_videomae.py); preprocessor_config.json's image_mean / image_std."""
+    eps = config.get("layer_norm_eps", 1e-12)
+    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not 0 < eps < 1:
+        raise ValueError(f"--pretrained {path}: config.json's layer_norm_eps {eps!r} is not an eps")
+    mean, std = MEAN, STD
+    pre = os.path.join(path, "preprocessor_config.json")
+    if os.path.isfile(pre):
+        pre = read_json(pre, "--pretrained", path)
+        mean, std = tuple(pre.get("image_mean") or mean), tuple(pre.get("image_std") or std)
+    return (float(eps), vit.TRANSFORMERS_FC_EPS), mean, std
 
 
 def read(src):
-    """(state dict in the file's names without wrapper prefixes, the file's outer dict)."""
+    """(state dict in the file's names without wrapper prefixes, the file's outer dict, the source's
+    {norm_eps, mean, std})."""
     if os.path.isdir(src):
         state, config = read_folder(src)
+        if config.get("model_type") == "vjepa2":
+            raise ValueError(
+                f"--pretrained {src}: a transformers V-JEPA 2 folder: it loads into a vjepa2_* arch, "
+                "not a VideoMAE ViT"
+            )
         if config.get("use_mean_pooling") is False and any(
             k.startswith("classifier.") for k in state
         ):
@@ -127,8 +248,16 @@ def read(src):
                 f"--pretrained {src}: a transformers VideoMAE classifier without mean pooling "
                 "(use_mean_pooling false): vit.py's head reads the mean of the tokens"
             )
-        return strip_prefixes(state), {}
+        eps, mean, std = folder_source(src, config)
+        return strip_prefixes(state), {}, {"norm_eps": eps, "mean": mean, "std": std}
     outer = checkpoint.load(src, "--pretrained")
+    if isinstance(outer, dict) and any(
+        isinstance(outer.get(k), dict) for k in ("target_encoder", "encoder", "ema_encoder")
+    ):
+        raise ValueError(
+            f"--pretrained {src}: a V-JEPA 2 checkpoint (RoPE encoders): it loads into a vjepa2_* "
+            "arch, not a VideoMAE ViT"
+        )
     obj = outer
     for key in ("model", "module", "state_dict", "model_state"):  # run_class_finetuning --model_key
         if isinstance(obj, dict) and isinstance(obj.get(key), dict):
@@ -138,7 +267,15 @@ def read(src):
         raise ValueError(
             f"--pretrained {src}: not a state dict (nor one under 'model' / 'module' / 'state_dict')"
         )
-    return strip_prefixes(obj), outer
+    source = {"norm_eps": vit.OFFICIAL_EPS, "mean": MEAN, "std": STD}
+    args = outer.get("args")
+    if isinstance(args, dict) and "model" in outer:  # ours: as it was trained
+        source = {
+            "norm_eps": tuple(args.get("norm_eps") or vit.OFFICIAL_EPS),
+            "mean": tuple(args.get("mean") or MEAN),
+            "std": tuple(args.get("std") or STD),
+        }
+    return strip_prefixes(obj), outer, source
 
 
 def layout_of(state, src, arch, convnets):
@@ -183,6 +320,26 @@ def join_qkv(state):
         assert q.shape == kk.shape == v.shape, f"{p}: q {q.shape}, k {kk.shape}, v {v.shape}"
         state[p + "qkv.weight"] = torch.cat((q, kk, v))
     return state
+
+
+def split_qkv(state):
+    """join_qkv undone: each qkv weight -> query, key, value weights (rows in that order)."""
+    for k in [k for k in state if k.endswith(".attn.qkv.weight")]:
+        p, w = k[: -len("qkv.weight")], state.pop(k)
+        assert w.shape[0] % 3 == 0, f"{k}: {tuple(w.shape)}"
+        for name, part in zip(("query", "key", "value"), w.chunk(3)):
+            state[p + f"{name}.weight"] = part.contiguous()
+    return state
+
+
+def to_transformers(model):
+    """A vit.VideoViT's weights in VideoMAEForVideoClassification's names (float32, contiguous)."""
+    state = split_qkv(
+        {k: v.detach().float().cpu().contiguous() for k, v in model.state_dict().items()}
+    )
+    out, dropped, unexpected = convert(state, TO_TRANSFORMERS_RULES)
+    assert not dropped and not unexpected, f"no transformers name for {unexpected}"
+    return out
 
 
 def describe(state):
@@ -254,16 +411,39 @@ def _few(names, n=3):
     return ", ".join(names[:n]) + (f", ... ({len(names)})" if len(names) > n else "")
 
 
-@torch.no_grad()
-def load(model, src, convnets=None):
-    """Fill a vit.VideoViT from `src` (a file or a transformers folder) of any LAYOUTS layout, or one of
-    this trainer's checkpoints. Prints the report line; sets model.pretrained_info; returns the counts."""
-    state, outer = read(src)
+def to_our_names(state, src, arch, convnets):
+    """A file's state dict -> (ours, layout, dropped, unexpected) after its layout's rules."""
     # transformers: VideoMAEForVideoClassification / ForPreTraining hold VideoMAEModel as `videomae.`
     state = {re.sub(r"^videomae\.", "", k): v for k, v in state.items()}
-    layout = layout_of(state, src, model.arch, convnets or {})
+    layout = layout_of(state, src, arch, convnets)
     state, dropped, unexpected = convert(state, LAYOUTS[layout][1])
-    state = join_qkv(state)
+    return join_qkv(state), layout, dropped, unexpected
+
+
+def convnet_refusal(src, arch, state=None):
+    """--pretrained SRC given to a ConvNet --arch: the one line naming the ViT arch the file fits (SRC a
+    transformers folder or a Hub id; or `state`, a file's tensors, in a VideoMAE layout), else None."""
+    folder = state is None
+    if folder:
+        state, _, _ = read(resolve(src))
+    try:
+        state, layout, _, _ = to_our_names(state, src, arch, {})
+    except ValueError:  # no ViT layout: the ConvNet loader says what the file is
+        return None
+    what = "a transformers VideoMAE folder" if folder else f"a ViT file ({layout} layout)"
+    return (
+        f"--pretrained {src}: {what}, {describe(state)}; --arch {arch} is a ConvNet: "
+        "give the ViT arch"
+    )
+
+
+@torch.no_grad()
+def load(model, src, convnets=None):
+    """Fill a vit.VideoViT from `src` (a file, a transformers folder or a Hub id) of any LAYOUTS layout,
+    or one of this trainer's checkpoints. Prints the report line; sets model.pretrained_info (with
+    `head`: the file's classifier was loaded) and the LayerNorm eps of the weights' source."""
+    state, outer, source = read(resolve(src))
+    state, layout, dropped, unexpected = to_our_names(state, src, model.arch, convnets or {})
     ours = isinstance(outer.get("args"), dict) and "model" in outer
     if unexpected:
         raise ValueError(
@@ -297,15 +477,20 @@ def load(model, src, convnets=None):
         )
         own[k].copy_(v)
         loaded += 1
+    model.set_norm_eps(source["norm_eps"])
+    head = state.get("head.weight")
     line = f"pretrained {src} ({'ours' if ours else layout}): loaded {loaded}, new {len(new)}"
     line += f" ({_few(new)})" if new else ""
     groups = sorted({re.sub(r"\.\d+\..*|\.(weight|bias)$", ".*", k) for k in dropped})
     line += f", dropped {len(dropped)}" + (f" ({_few(groups, 6)})" if dropped else "")
-    print(f"{line}; position: {pos}")
-    if ours:
-        args = outer["args"]
-        mean, std = tuple(args.get("mean") or MEAN), tuple(args.get("std") or STD)
-    else:
-        mean, std = MEAN, STD
-    model.pretrained_info = {"format": "ours" if ours else layout, "mean": mean, "std": std}
+    blocks_eps, fc_eps = model.norm_eps
+    print(f"{line}; position: {pos}; LayerNorm eps {blocks_eps:g} (blocks), {fc_eps:g} (fc_norm)")
+    model.pretrained_info = {
+        "format": "ours" if ours else layout,
+        "mean": tuple(source["mean"]),
+        "std": tuple(source["std"]),
+        # the file's classifier: its number of classes (None: it has none), loaded or not
+        "head_classes": None if head is None else head.shape[0],
+        "head_loaded": not any(k.startswith("head.") for k in new),
+    }
     return {"loaded": loaded, "new": new, "dropped": dropped, "format": layout, "position": pos}

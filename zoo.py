@@ -30,6 +30,7 @@ import torchvision
 import checkpoint
 import model as models
 import vit_zoo
+import vjepa_zoo
 from model import HEAD, copy_weights, strip_prefixes
 
 
@@ -380,7 +381,7 @@ def imagenet_twin(arch):
 
 
 @torch.no_grad()
-def build_model(spec, *args, pretrained=None, inflate="mean", **fields):
+def build_model(spec, *args, pretrained=None, inflate="mean", vjepa_key=None, **fields):
     """model.build_model of a ModelSpec (or its fields: model.as_spec), then `pretrained`: None |
     "imagenet" | "imagenet_v2" | "kinetics400" | a 2D torchvision ResNet state dict | a 3D checkpoint
     (ours, "state_dict", bare, pytorchvideo, PySlowFast .pyth / Caffe2 .pkl, mmaction2).
@@ -389,7 +390,11 @@ def build_model(spec, *args, pretrained=None, inflate="mean", **fields):
     if inflate not in ("mean", "center"):
         raise ValueError(f"inflate must be 'mean' or 'center', got {inflate!r}")
     entry = models.ARCHS.get(spec.arch)  # None: build_model says "unknown arch"
-    video_only = entry and entry.build in (models.torchvision_video, models.vit_video)
+    video_only = entry and entry.build in (
+        models.torchvision_video,
+        models.vit_video,
+        models.vjepa_video,
+    )
     if video_only and pretrained in ("imagenet", "imagenet_v2"):
         raise ValueError(
             f"--pretrained {pretrained} is for the resnet*_3d archs; "
@@ -397,25 +402,50 @@ def build_model(spec, *args, pretrained=None, inflate="mean", **fields):
         )
     model = models.build_model(spec)
     if pretrained not in (None, "", "none"):
-        load_pretrained(model, pretrained, inflate)
+        load_pretrained(model, pretrained, inflate, vjepa_key)
     return model
 
 
-def load_pretrained(model, src, inflate="mean"):
+def read_source(src, arch):
+    """--pretrained SRC for a ConvNet: (state dict, Zoo, name for messages). A ViT's file, folder or
+    Hub id is refused in one line naming the ViT arch it fits."""
+    if src in ("imagenet", "imagenet_v2"):
+        state, name = imagenet_state_dict(arch, src)
+        return state, TORCHVISION, name
+    if os.path.isdir(src) or vit_zoo.is_hub_id(src):  # a transformers folder: a ViT's
+        raise ValueError(vit_zoo.convnet_refusal(src, arch))
+    path = kinetics400_file(arch) if src == "kinetics400" else src
+    state, zoo = read_checkpoint(path)
+    vit_file = vit_zoo.convnet_refusal(src, arch, state)
+    if vit_file:
+        raise ValueError(vit_file)
+    return state, zoo, f"kinetics400 ({path})" if src == "kinetics400" else src
+
+
+def pretrained_info(zoo, state, skipped):
+    """model.pretrained_info: the normalisation the weights expect, and the file's classifier (its
+    number of classes, None if it has none; loaded, or skipped as of another size)."""
+    head = next((v for k, v in state.items() if k.startswith(HEAD) and v.dim() > 1), None)
+    return {
+        "format": zoo.name,
+        "mean": zoo.mean,
+        "std": zoo.std,
+        "head_classes": None if head is None else head.shape[0],
+        "head_loaded": not any(k.startswith(HEAD) for k, _ in skipped),
+    }
+
+
+def load_pretrained(model, src, inflate="mean", vjepa_key=None):
     """Fill `model` from ImageNet ("imagenet"/"imagenet_v2"), Kinetics-400 ("kinetics400"), or a file:
     a 2D torchvision ResNet, ours, or a pytorchvideo / PySlowFast (PyTorch or Caffe2) / mmaction2
     checkpoint. Strict: every tensor but the classifier must fit. Prints one summary line, sets
     model.pretrained_info = {"format", "mean", "std"} (the normalisation the weights expect)."""
     arch = getattr(model, "arch", "the model")
+    if arch in models.VJEPAS:  # the V-JEPA 2 layouts (vjepa_zoo.py)
+        return vjepa_zoo.load(model, src, vjepa_key)
     if arch in models.VITS:  # the VideoMAE layouts (vit_zoo.py)
         return vit_zoo.load(model, src, {z.signature: z.name for z in ZOOS})
-    if src in ("imagenet", "imagenet_v2"):
-        state, name = imagenet_state_dict(arch, src)
-        zoo = TORCHVISION
-    else:
-        path = kinetics400_file(arch) if src == "kinetics400" else src
-        name = f"kinetics400 ({path})" if src == "kinetics400" else src
-        state, zoo = read_checkpoint(path)
+    state, zoo, name = read_source(src, arch)
     _check_stem(model, zoo, name)
     if any(".conv1.conv.net." in k for k in state) and not getattr(model, "frames", None):
         raise ValueError(
@@ -470,7 +500,7 @@ def load_pretrained(model, src, inflate="mean"):
             "belong in --arch resnet50_3d_mmaction"
         )
     print(line)
-    model.pretrained_info = {"format": zoo.name, "mean": zoo.mean, "std": zoo.std}
+    model.pretrained_info = pretrained_info(zoo, state, skipped)
     return {
         "inflated": inflated,
         "copied": copied,

@@ -35,7 +35,8 @@ def test_the_lists_derived_from_the_groups():
     assert not {"arch", "t_length", "image_tmpl", "mean", "test_sampling"} & sets.process
     assert {"arch", "t_length", "val_list", "amp", "use_ema"} <= set(sets.scores)
     assert not {"lr", "workers", "print_freq", "mixup_alpha"} & set(sets.scores)
-    assert set(sets.kept) == {"arch", "num_classes", "mode", "shift"}
+    probing = {"probe", "probe_lrs", "probe_wds", "probe_blocks", "probe_heads"}
+    assert set(sets.kept) == {"arch", "num_classes", "mode", "shift"} | probing
     assert {"t_length", "crop_size", "num_segments", "opt", "layer_decay", "fc_only"} <= set(
         sets.kept_training
     )
@@ -71,6 +72,39 @@ def test_a_flag_added_to_a_group_reaches_evaluate_predict_and_the_file_names(
     with pytest.raises(SystemExit) as e:
         run_main([*common, "--epochs", "2", "--resume", ckpt, "--scratch", "5"])
     one_line_error(capsys, "--scratch 3, not 5", "cannot change", exc=e)
+
+
+def scratch_group(p):
+    p.add_argument("--scratch", default=1, type=int, help="a flag added by a test")
+
+
+def test_a_new_flags_group_keeps_it_on_resume_by_default(lists, tmp_path, monkeypatch, capsys):
+    """The safe default: a flag in a new group that says nothing about resuming (FlagGroup's
+    default) is kept, so a resume with another value is refused in one line, not run silently."""
+    group = flags.FlagGroup("scratch", "a new group", scratch_group)
+    monkeypatch.setattr(flags, "FLAG_GROUPS", (*flags.FLAG_GROUPS, group))
+    assert "scratch" in flags.flag_sets().kept_training
+    common = ["ucf101", *lists, *TINY, "--output_root", str(tmp_path)]
+    run_main([*common, "--epochs", "1", "--scratch", "3"])
+    ckpt = str(run_dir(tmp_path, common) / "checkpoint.pth")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        run_main([*common, "--epochs", "2", "--resume", ckpt, "--scratch", "5"])
+    one_line_error(capsys, "--scratch 3, not 5", "cannot change", exc=e)
+
+
+def test_dropout_on_an_arch_without_one_is_refused(monkeypatch, capsys):
+    """--dro where the arch's entry has no dropout before its classifier (convnext_tiny): one line,
+    before anything is read; left at its default, or 0, it is no request and the run goes on."""
+    entry = models.Arch(models.torchvision_2d, ("2D", "TSN"), dropout=False)
+    monkeypatch.setitem(models.ARCHS, "convnext_tiny", entry)
+    common = ["ucf101", "t.txt", "v.txt", "--arch", "convnext_tiny", "--mode", "TSN"]
+    with pytest.raises(SystemExit) as e:
+        flags.check_recipe_args(train.parse_args([*common, "--dro", "0.5"]))
+    one_line_error(capsys, "--dro 0.5 does nothing without an arch with a dropout", exc=e)
+    for given in ([], ["--dro", "0"]):
+        flags.check_recipe_args(train.parse_args([*common, *given]))
+    flags.check_recipe_args(train.parse_args([*common[:4], "resnet18", "--dro", "0.5"]))
 
 
 def test_efficientnet_b0_as_a_tsn_backbone_is_one_registry_entry(lists, tmp_path, monkeypatch):

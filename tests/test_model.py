@@ -186,3 +186,24 @@ def test_frame_max_pool_is_max_pool3d_without_overlapping_3d_windows(t_stride, f
     assert not [
         m for m in net.modules() if isinstance(m, torch.nn.MaxPool3d) and m.kernel_size != m.stride
     ]
+
+
+def test_dropout_is_applied_where_an_arch_takes_it():
+    """--dro reaches every arch whose entry takes it (Arch.dropout): an nn.Dropout of that p in the built
+    model (on the meta device: no weights made); and it acts: two train-mode forwards of one clip differ
+    with it, not without (eval mode: equal)."""
+    for arch, entry in ARCHS.items():
+        if not entry.dropout:
+            continue
+        with torch.device("meta"):
+            model = build_model(arch, 5, dropout=0.37, t_length=16, crop_size=224)
+        ps = [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+        assert 0.37 in ps, arch
+    x = torch.randn(2, 3, 4, 32, 32)
+    for p in (0.5, 0.0):
+        torch.manual_seed(0)
+        model = build_model("resnet10_3d", 5, dropout=p)
+        a, b = model(x), model(x)
+        assert torch.equal(a, b) == (p == 0), p
+        model.eval()
+        assert torch.equal(model(x), model(x))

@@ -23,8 +23,11 @@ from PIL import Image
 import data
 import decode
 import flags
+import model as models
 import pretrain
+import report
 import train
+import vit
 from conftest import TINY, one_line_error, run_main
 from tests.reference.videomaev2.masking_generator import TubeMaskingGenerator
 from tests.reference.videomaev2.modeling_pretrain import PretrainVisionTransformer
@@ -263,6 +266,23 @@ def test_pretraining_run_writes_its_picture_and_fine_tunes(tiny_data, tmp_path, 
     with pytest.raises(SystemExit) as e:
         run_main([*ft[:-1], str(tmp_path / "ft2"), "--resume", str(run / "checkpoint.pth")])
     one_line_error(capsys, "is a pretraining checkpoint", "--pretrained", exc=e)
+
+
+def test_a_new_vit_entry_pretrains_with_no_pretrain_edit(tiny_data, tmp_path, monkeypatch):
+    """A ViT added as one vit.VIT_SPECS line (model.ARCHS derives its entry) pretrains: its decoder
+    comes from the entry (here the published sizes' rule, half the width at 64 per head), and the
+    run's log and curves hold the train and val loss, no top-1."""
+    monkeypatch.setitem(vit.VIT_SPECS, "vit_n16", vit.ViTSpec(128, 1, 2, 2.0, 16))
+    monkeypatch.setitem(models.ARCHS, "vit_n16", models.ARCHS["vit_t16"])
+    args = pretrain_args(tiny_data, tmp_path, "--epochs", "1", "--arch", "vit_n16")
+    run_main(args)
+    run = tmp_path / flags.run_dir_name(train.parse_args(args))
+    state = torch.load(run / "checkpoint.pth", weights_only=False)["model"]
+    assert state["encoder_to_decoder.weight"].shape == (64, 128)
+    assert state["decoder.head.weight"].shape == (3 * 2 * 16 * 16, 64)
+    (log,) = report.read_log(str(run / "log.jsonl"))
+    assert list(log) == ["epoch", "lr", "train_loss", "val_loss", "epoch_time"]
+    assert list(report.curve_panels([log])) == ["loss", "lr", "epoch_time"]
 
 
 def test_pretraining_under_amp(tiny_data, tmp_path):

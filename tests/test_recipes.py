@@ -277,6 +277,29 @@ def test_mvit_groups_take_layer_decay_and_no_decay_on_1d_parameters():
     assert groups[0]["lr_scale"] == 1  # the head's: the log's lr
 
 
+class TokenNet(nn.Module):
+    """A new arch with a learned class token and a position table beside its weights."""
+
+    def __init__(self, num_classes):
+        super().__init__()
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, 8))
+        self.pos_table = nn.Parameter(torch.zeros(1, 4, 8))
+        self.fc = nn.Linear(8, num_classes)
+
+
+def test_the_tokens_an_arch_entry_names_take_no_weight_decay(monkeypatch):
+    """Weight decay: a new arch's token named in its model.ARCHS entry (Arch.no_decay) joins the 1-D
+    parameters (--norm-weight-decay, default 0); its other matrices keep --wd, and no list elsewhere
+    needs the name."""
+    entry = models.Arch(lambda spec: TokenNet(spec.num_classes), ("3D",), no_decay=("cls_token",))
+    monkeypatch.setitem(models.ARCHS, "token_net", entry)
+    a = train.parse_args(["ucf101", "t", "v", "--arch", "token_net", "--wd", "0.05"])
+    m = models.build_model("token_net", 10)
+    where = {id(p): g["weight_decay"] for g in train.param_groups(m, a) for p in g["params"]}
+    decay = {name: where[id(p)] for name, p in m.named_parameters()}
+    assert decay == {"cls_token": 0.0, "pos_table": 0.05, "fc.weight": 0.05, "fc.bias": 0.0}
+
+
 def test_adamw_decays_only_weights_and_the_step_scales_each_layers_lr(lists, tmp_path, monkeypatch):
     seen = []
     monkeypatch.setattr(

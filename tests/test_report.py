@@ -125,13 +125,57 @@ def test_curves_png_shape(tmp_path):
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
     png = tmp_path / "curves.png"
     report.save_curves_png(str(log), str(png))
+    # loss, top1, lr, epoch_time (val_top5 and val_loss are null in every line): two rows of panels
+    width, height = report.CURVES_FIGSIZE
     with Image.open(png) as img:
-        assert img.size == tuple(round(s * report.DPI) for s in report.CURVES_FIGSIZE)
+        assert img.size == (round(width * report.DPI), round(2 * height * report.DPI))
         assert np.asarray(img.convert("L")).std() > 10
     assert [r["train_loss"] for r in report.read_log(str(log))][:2] == [1.5, 1.3]
     log.write_text(json.dumps(rows[0]) + "\nnot json\n")
     with pytest.raises(ValueError, match=r"log.jsonl:2:"):
         report.save_curves_png(str(log), str(png))
+
+
+def test_every_logged_number_is_a_panel_by_its_name(tmp_path):
+    """curves.png's panels follow the keys' naming rule, from the log alone: a number no code knows
+    (train_scratch, val_scratch) is a panel with its train and val series; pretraining's log (no
+    top-1) draws no top-1 panel; the epoch and a flag (mixed) are no curves."""
+    rows = [
+        {"epoch": e, "lr": 0.1, "train_loss": 1.0, "train_top1": 50.0, "val_top1": None}
+        | {"train_scratch": 2.0 + e, "val_scratch": 3.0, "val_top1_ema": 1.0, "mixed": True}
+        for e in range(3)
+    ]
+    assert report.curve_panels(rows) == {
+        "loss": [("train_loss", "train")],
+        "top1": [("train_top1", "train"), ("val_top1_ema", "EMA")],
+        "scratch": [("train_scratch", "train"), ("val_scratch", "val")],
+        "lr": [("lr", None)],
+    }
+    pretraining = [{"epoch": 0, "lr": 1e-3, "train_loss": 0.9, "val_loss": 0.8, "epoch_time": 2.0}]
+    assert list(report.curve_panels(pretraining)) == ["loss", "lr", "epoch_time"]
+    log, png = tmp_path / "log.jsonl", tmp_path / "curves.png"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report.save_curves_png(str(log), str(png))
+    with Image.open(png) as img:
+        # four panels: a second row
+        assert img.size[1] == round(2 * report.CURVES_FIGSIZE[1] * report.DPI)
+
+
+def test_meter_totals_are_the_logged_numbers():
+    """Meter.totals: the mean per clip of loss and top-1 and the mean of a number a fork adds (here
+    per step), as train_<name>; None for a declared number with no clip (resumed at the epoch's end);
+    all_sum sums the values over ranks before the means (two equal ranks: the same means)."""
+    meter = report.Meter(0)
+    logits = torch.tensor([[2.0, 0.0], [0.0, 1.0], [3.0, 0.0]])
+    meter.update(torch.tensor(1.5), logits, torch.tensor([0, 0, 0]), 0)
+    meter.update(torch.tensor(0.5), logits[:1], torch.tensor([1]), 1)
+    meter.add("grad_norm", torch.tensor(3.0), 1)
+    meter.add("grad_norm", 5.0, 1)
+    means = {"train_loss": 1.25, "train_top1": 50.0, "train_grad_norm": 4.0}
+    assert meter.totals(0) == means
+    assert meter.totals(0, lambda values: [2 * v for v in values]) == means
+    assert report.Meter(0).totals(0) == {"train_loss": None, "train_top1": None}
+    assert report.Meter(0, ("loss",)).totals(0) == {"train_loss": None}
 
 
 def test_write_evaluation_files(tmp_path):

@@ -17,11 +17,13 @@ MODULES = [
     for p in sorted(REPO.glob("*.py"))
     if not p.name.startswith("test_") and p.name != "conftest.py"
 ]
-# Every .py of the repository (hidden folders such as .git or a .venv left out).
+# Every .py of the repository (hidden folders such as .git or a .venv left out, and the vendored
+# reference code under tests/reference: upstream's files unchanged, as pyproject's ruff exclusion).
 ALL_PY = sorted(
     p
     for p in REPO.rglob("*.py")
     if not any(part.startswith(".") for part in p.relative_to(REPO).parts)
+    and REPO / "tests" / "reference" not in p.parents
 )
 
 

@@ -20,6 +20,7 @@ import torch
 
 import data
 import flags
+import report
 import rundir
 import train
 from conftest import (
@@ -859,14 +860,28 @@ def test_ddp_validation_and_per_class_report_are_exact(lists, tmp_path):
     assert logs(trained)[0]["val_loss"] == pytest.approx(loss, rel=1e-5)
 
 
-def test_tensorboard_writes_events(lists, tmp_path):
-    pytest.importorskip("tensorboard")
+def test_tensorboard_writes_events(lists, tmp_path, monkeypatch):
+    """TensorBoard's scalars, and a number a fork adds to the meter (`meter.add`, here per step): it
+    reaches log.jsonl, TensorBoard and a curves.png panel with no list edited."""
+    accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    update = report.Meter.update
+
+    def update_and_add(self, loss, logits, labels, it):
+        update(self, loss, logits, labels, it)
+        self.add("scratch", loss.detach() * 0 + 7.0, 1)
+
+    monkeypatch.setattr(report.Meter, "update", update_and_add)
     run_main(
         ["ucf101", *lists, *TINY, "--epochs", "1", "--tensorboard", "--output_root", str(tmp_path)]
     )
-    assert list(
-        (run_dir(tmp_path, ["ucf101", *lists, *TINY]) / "tensorboard").glob("events.out.tfevents.*")
-    )
+    run = run_dir(tmp_path, ["ucf101", *lists, *TINY])
+    assert list((run / "tensorboard").glob("events.out.tfevents.*"))
+    (log,) = report.read_log(str(run / "log.jsonl"))
+    assert log["train_scratch"] == 7.0
+    events = accumulator.EventAccumulator(str(run / "tensorboard")).Reload()
+    assert [e.value for e in events.Scalars("train_scratch")] == [7.0]
+    assert {"train_loss", "val_top1", "lr"} <= set(events.Tags()["scalars"])
+    assert report.curve_panels([log])["scratch"] == [("train_scratch", "train")]
 
 
 # ---- GPU: run where CUDA is present (skipped on CPU CI) --------------------------------------------

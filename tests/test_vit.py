@@ -93,6 +93,7 @@ def test_official_finetuned_checkpoint_gives_the_official_logits(tmp_path, capsy
     assert rel_err(want, got) < 1e-6
     line = capsys.readouterr().out.strip()
     assert "(videomae): loaded" in line and "new 0" in line and "fixed sinusoid table" in line, line
+    assert "LayerNorm eps 1e-06 (blocks), 1e-06 (fc_norm)" in line, line  # the official norm_layer
     # The parity has the power to see the biases: without q_bias the logits move far beyond 1e-6.
     with torch.no_grad():
         ref.blocks[0].attn.q_bias.zero_()
@@ -124,10 +125,9 @@ def test_transformers_folder_gives_its_logits(tmp_path, capsys):
         num_labels=5,
         attn_implementation="sdpa",
     )
+    # fc_norm runs at transformers' 1e-5 and the blocks at layer_norm_eps, here as in the folder
+    # (tests/test_hf.py: the eps parity itself, at 1e-12)
     hf = randomise(transformers.VideoMAEForVideoClassification(config).double())
-    # transformers builds fc_norm with LayerNorm's default eps (1e-5); the official model (and vit.py) use
-    # 1e-6 everywhere: compare the networks, not that constant.
-    hf.fc_norm.eps = 1e-6
     hf.save_pretrained(tmp_path / "hf", safe_serialization=True)
     assert (tmp_path / "hf" / "model.safetensors").is_file()
     import safetensors.torch
@@ -462,3 +462,32 @@ def test_videomae_ssv2_train_clips_do_not_depend_on_the_workers(lists):
 
     first = clips(0, 1)
     assert torch.equal(first, clips(2, 1)) and not torch.equal(first, clips(0, 2))
+
+
+@pytest.mark.parametrize(
+    "arch, official_name",
+    [("vit_s16", "vit_small_patch16_224"), ("vit_b16", "vit_base_patch16_224")],
+)
+def test_the_distilled_k710_files_layout(tmp_path, capsys, monkeypatch, arch, official_name):
+    """VideoMAEv2's distilled vit_s_k710_dl_from_giant.pth / vit_b_k710_dl_from_giant.pth: the official
+    vit_small / vit_base_patch16_224 (12 blocks, 16 frames, 224 px, 710 classes) under "module". Their
+    names and shapes (on the meta device: no memory) are vit.py's, and a file of that layout loads with
+    its 710-class head (ViT-S at full size: random weights, 12 blocks)."""
+    linspace = torch.linspace  # the official drop-path rates are read with .item(): on the CPU
+    monkeypatch.setattr(torch, "linspace", lambda *a, **k: linspace(*a, **{**k, "device": "cpu"}))
+    with torch.device("meta"):
+        ref = getattr(modeling_finetune, official_name)(num_classes=710, all_frames=16)
+        mine = vit.build(arch, 710, 16, 224)
+    want = {k: v.shape for k, v in ref.state_dict().items()}
+    assert want == {k: v.shape for k, v in mine.state_dict().items()}
+    assert len({k.split(".")[1] for k in want if k.startswith("blocks.")}) == 12
+    if arch != "vit_s16":
+        return
+    g = torch.Generator().manual_seed(0)
+    state = {k: torch.randn(s, generator=g) * 0.02 for k, s in want.items()}
+    torch.save({"module": state}, tmp_path / "vit_s_k710_dl_from_giant.pth")
+    m = vit.build(arch, 710, 16, 224)
+    zoo.load_pretrained(m, str(tmp_path / "vit_s_k710_dl_from_giant.pth"))
+    assert f"loaded {len(want)}, new 0" in capsys.readouterr().out
+    assert m.pretrained_info["head_classes"] == 710 and m.pretrained_info["head_loaded"]
+    assert all(torch.equal(v, state[k]) for k, v in m.state_dict().items())

@@ -22,6 +22,7 @@ from zoo import build_model
 
 KINETICS = {"mean": (0.45, 0.45, 0.45), "std": (0.225, 0.225, 0.225)}
 IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
+HEAD5 = {"head_classes": 5, "head_loaded": True}  # the file's classifier, of 5 classes, loaded
 BN = ("weight", "bias", "running_mean", "running_var")
 
 
@@ -213,7 +214,7 @@ def test_zoo_checkpoint_gives_the_zoo_logits(layout, net, arch, norm, nets, clip
         1 for k in ours.state_dict() if layout != "caffe2" or not k.endswith("num_batches_tracked")
     )
     assert f"({fmt}, 3D): inflated 0, copied {n}" in out and "skipped 0" in out, out
-    assert ours.pretrained_info == {"format": fmt, **norm}
+    assert ours.pretrained_info == {"format": fmt, **norm, "head_classes": 400, "head_loaded": True}
     with torch.no_grad():
         logits = ours.eval().double()(clip)
     assert logits.shape == (1, 400)
@@ -298,17 +299,18 @@ def test_normalisation_of_our_and_plain_checkpoints(tmp_path):
         tmp_path / "ours.pth",
     )
     info = build_model("resnet10_3d", 5, pretrained=str(tmp_path / "ours.pth")).pretrained_info
-    assert info == {"format": "ours", "mean": (0.5, 0.4, 0.3), "std": (0.2, 0.2, 0.2)}
+    assert info == {"format": "ours", "mean": (0.5, 0.4, 0.3), "std": (0.2, 0.2, 0.2), **HEAD5}
     torch.save(
         {"model": sd, "args": {"arch": "resnet10_3d"}}, tmp_path / "old.pth"
     )  # before mean/std were saved
     old = build_model("resnet10_3d", 5, pretrained=str(tmp_path / "old.pth"))
-    assert old.pretrained_info == {"format": "ours", **IMAGENET}
+    assert old.pretrained_info == {"format": "ours", **IMAGENET, **HEAD5}
     torch.save(sd, tmp_path / "bare.pth")
     assert build_model("resnet10_3d", 5, pretrained=str(tmp_path / "bare.pth")).pretrained_info == {
         "format": "bare",
         "mean": None,
         "std": None,
+        **HEAD5,
     }
     assert build_model("resnet10_3d", 5).pretrained_info is None
     import torchvision
@@ -317,6 +319,9 @@ def test_normalisation_of_our_and_plain_checkpoints(tmp_path):
     assert build_model("resnet18_3d", 5, pretrained=str(tmp_path / "r18.pth")).pretrained_info == {
         "format": "torchvision",
         **IMAGENET,
+        # torchvision's 1000-class fc: not loaded into 5 classes
+        "head_classes": 1000,
+        "head_loaded": False,
     }
 
 
@@ -341,7 +346,8 @@ def test_kinetics400_offline_says_where_to_put_the_file(tmp_path, monkeypatch, n
     # Once the file is where the message said, it loads through the converter, with no download.
     save("pytorchvideo", nets["i3d"][0], where)
     m = build_model("resnet50_3d", 400, pretrained="kinetics400")
-    assert calls == [url] and m.pretrained_info == {"format": "pytorchvideo", **KINETICS}
+    info = {"format": "pytorchvideo", **KINETICS, "head_classes": 400, "head_loaded": True}
+    assert calls == [url] and m.pretrained_info == info
 
 
 # ---- named specs, init a block can rely on ---------------------------------------------------------------

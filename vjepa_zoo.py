@@ -1,0 +1,211 @@
+"""Pretrained weights for vjepa.py's V-JEPA 2 encoders and attentive probes, in every published layout.
+
+    vjepa_zoo.load(model, "vitl.pt")  # an official .pt, a transformers folder, or one of our checkpoints
+    vjepa_zoo.load_probe(model.head, "ssv2-vitl-16x2x3.pt")  # an official probe onto the probe
+
+Layouts (each recognised by keys only it has):
+- official: facebookresearch/vjepa2's pretraining checkpoints (vitl.pt, vith.pt, vitg.pt, vitg-384.pt):
+  a dict holding `encoder`, `target_encoder` (and `predictor`, optimiser state, ...), each a state dict
+  under `module.` / `backbone.` prefixes. The frozen-probe evals read `target_encoder`
+  (configs/eval/*/*.yaml checkpoint_key; evals/video_classification_frozen/modelcustom/
+  vit_encoder_multiclip.py init_module): so does `key=None`; `key` picks another (`encoder`,
+  `ema_encoder`). vision_transformer.py's names are vjepa.py's; a stored `pos_embed` (unused with RoPE,
+  src/hub/backbones.py drops it the same way) is dropped and reported.
+- official-probe: the eval's probe checkpoints (ssv2-vitl-16x2x3.pt, diving48-vitl-256.pt, ...):
+  `classifiers`, a list of AttentiveClassifier state dicts under DDP's `module.` (eval.py
+  save_checkpoint); the first is read, as notebooks/vjepa2_demo.py does.
+- transformers: a folder of VJEPA2Model / VJEPA2ForVideoClassification (config.json and
+  model.safetensors; transformers/models/vjepa2/modeling_vjepa2.py), read with safetensors, never by
+  importing transformers: query / key / value joined into qkv, the pooler's k_proj / v_proj into kv, the
+  predictor dropped. Where transformers computes otherwise than the official code, the loaded model
+  follows transformers for its own files: its pooler LayerNorms use eps 1e-6 (the official probe:
+  PyTorch's default 1e-5) and its pooler has the encoder's number of heads; both are set on the probe
+  and said in the load line. Its RoPE takes rows and columns from config.crop_size rather than from the
+  clip: the same positions at that crop (the published folders' 256 px), other positions at another.
+Every load prints one line; anything missing, of another shape, or left over refuses the file in one
+line naming what it holds and the arch that would take it.
+"""
+
+import os
+import re
+
+import torch
+
+import checkpoint
+import vit_zoo
+import vjepa
+from model import strip_prefixes
+
+# The official eval's normalisation (eval.py DEFAULT_NORMALIZATION: ImageNet's mean / std).
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+DROP = vit_zoo.DROP
+ENCODER_KEYS = ("target_encoder", "encoder", "ema_encoder")
+
+# modeling_vjepa2.py's names -> vjepa.py's (the first rule that matches wins; DROP: dropped, reported).
+_E, _L = r"(?:vjepa2\.)?encoder\.", r"(?:vjepa2\.)?encoder\.layer\.(\d+)\."
+_X, _S = r"pooler\.cross_attention_layer\.", r"pooler\.self_attention_layers\.(\d+)\."
+_XO, _SO = "head.pooler.cross_attention_block.", r"head.pooler.blocks.\1."
+TRANSFORMERS_RULES = (
+    (_E + r"embeddings\.patch_embeddings\.proj\.(\w+)", r"patch_embed.proj.\1"),
+    (_L + r"attention\.(query|key|value|proj)\.(\w+)", r"blocks.\1.attn.\2.\3"),
+    (_L + r"(norm1|norm2|mlp\.fc1|mlp\.fc2)\.(\w+)", r"blocks.\1.\2.\3"),
+    (_E + r"layernorm\.(\w+)", r"norm.\1"),
+    (r"(?:vjepa2\.)?predictor\..+", DROP),
+    (r"pooler\.query_tokens", "head.pooler.query_tokens"),
+    (_X + r"layer_norm(\d)\.(\w+)", _XO + r"norm\1.\2"),
+    (_X + r"cross_attn\.(q|k|v)_proj\.(\w+)", _XO + r"xattn.\1.\2"),
+    (_X + r"mlp\.(\w+)\.(\w+)", _XO + r"mlp.\1.\2"),
+    (_S + r"layer_norm(\d)\.(\w+)", _SO + r"norm\2.\3"),
+    (_S + r"self_attn\.(q|k|v)_proj\.(\w+)", _SO + r"attn.\2_proj.\3"),
+    (_S + r"self_attn\.out_proj\.(\w+)", _SO + r"attn.proj.\2"),
+    (_S + r"mlp\.(\w+)\.(\w+)", _SO + r"mlp.\2.\3"),
+    (r"classifier\.(\w+)", r"head.linear.\1"),
+)
+
+
+def join(state, parts, joined):
+    """Separate projections (transformers) -> one (the official): rows of parts[0], then parts[1], ..."""
+    pattern = re.compile(rf"(.+)\.{parts[0]}\.(weight|bias)")
+    for k in [k for k in state if pattern.fullmatch(k)]:
+        p, kind = pattern.fullmatch(k).groups()
+        state[f"{p}.{joined}.{kind}"] = torch.cat([state.pop(f"{p}.{n}.{kind}") for n in parts])
+    return state
+
+
+def describe(state):
+    """'a V-JEPA encoder of width D, L blocks (--arch ...)' of a state dict in vjepa.py's names."""
+    w = state.get("patch_embed.proj.weight")
+    if w is None:
+        return "no encoder"
+    depth = len({k.split(".")[1] for k in state if k.startswith("blocks.")})
+    fits = [a for a, s in vjepa.VJEPA_SPECS.items() if (s.width, s.depth) == (w.shape[0], depth)]
+    return f"an encoder {w.shape[0]} wide, {depth} blocks" + (
+        f" (--arch {fits[0]})" if fits else ""
+    )
+
+
+def read_official(outer, src, key):
+    """The encoder's state dict of an official .pt (or a refusal naming the keys it has)."""
+    key = key or "target_encoder"
+    have = [k for k in ENCODER_KEYS if isinstance(outer.get(k), dict)]
+    if key not in have:
+        raise ValueError(
+            f"--pretrained {src}: no '{key}' in this V-JEPA checkpoint (it has {', '.join(have)}): "
+            f"pick one with --vjepa-key"
+        )
+    state = {re.sub(r"^(module\.|backbone\.)+", "", k): v for k, v in outer[key].items()}
+    dropped = [k for k in ("pos_embed",) if state.pop(k, None) is not None]
+    return state, dropped, f"official '{key}'"
+
+
+def read_transformers(src):
+    """A transformers VJEPA2 folder -> (state in vjepa.py's names, dropped, config)."""
+    state, config = vit_zoo.read_folder(src)
+    if config.get("model_type") != "vjepa2":
+        raise ValueError(
+            f"--pretrained {src}: a transformers {config.get('model_type')!r} folder, not a vjepa2 one"
+        )
+    state, dropped, unexpected = vit_zoo.convert(state, TRANSFORMERS_RULES)
+    if unexpected:
+        raise ValueError(
+            f"--pretrained {src}: {len(unexpected)} tensors vjepa.py has no place for "
+            f"({vit_zoo._few(unexpected)})"
+        )
+    state = join(state, ("query", "key", "value"), "qkv")  # the encoder's blocks
+    state = join(state, ("q_proj", "k_proj", "v_proj"), "qkv")  # the pooler's self-attention
+    state = join(state, ("k", "v"), "kv")  # the pooler's cross-attention
+    return state, dropped, config
+
+
+def read(src, key):
+    """(state in vjepa.py's names, dropped names, layout phrase, transformers config or None)."""
+    # a Hub id (facebook/vjepa2-vitl-fpc64-256): its folder in the Hub cache
+    src = vit_zoo.resolve(src)
+    if os.path.isdir(src):
+        state, dropped, config = read_transformers(src)
+        return state, dropped, "transformers", config
+    outer = checkpoint.load(src, "--pretrained")
+    if isinstance(outer, dict) and any(isinstance(outer.get(k), dict) for k in ENCODER_KEYS):
+        return (*read_official(outer, src, key), None)
+    if isinstance(outer, dict) and "classifiers" in outer:
+        raise ValueError(
+            f"--pretrained {src}: an official V-JEPA 2 probe checkpoint (classifiers), not an "
+            "encoder: give it with --probe-weights"
+        )
+    if isinstance(outer, dict) and isinstance(outer.get("model"), dict) and "args" in outer:
+        return strip_prefixes(outer["model"]), [], "ours", None
+    raise ValueError(
+        f"--pretrained {src}: not a V-JEPA 2 checkpoint (no {' / '.join(ENCODER_KEYS)}, no "
+        "transformers vjepa2 folder); the VideoMAE ViTs (vit_*) take VideoMAE files"
+    )
+
+
+def follow_transformers(head, config):
+    """The probe computes as transformers' pooler: its eps and its (encoder's) number of heads."""
+    for m in head.modules():
+        if isinstance(m, torch.nn.LayerNorm):
+            m.eps = config.get("layer_norm_eps", 1e-6)
+        if hasattr(m, "heads"):
+            m.heads = config["num_attention_heads"]
+    return f"probe as transformers: {config['num_attention_heads']} heads, LayerNorm eps 1e-6"
+
+
+@torch.no_grad()
+def load(model, src, key=None):
+    """Fill a vjepa.VJEPAViT from `src`; prints the report line, sets model.pretrained_info."""
+    state, dropped, layout, config = read(src, key)
+    own = model.state_dict()
+    has_head = any(k.startswith("head.") for k in state)
+    bad = [
+        f"{k} {tuple(v.shape)} here, {tuple(state[k].shape)} in the file"
+        for k, v in own.items()
+        if k in state and state[k].shape != v.shape and not k.startswith("head.linear.")
+    ]
+    missing = [k for k in own if k not in state and not (k.startswith("head.") and not has_head)]
+    extra = [k for k in state if k not in own]
+    if bad or missing or extra:
+        wrong = bad + [k + " missing" for k in missing] + [k + " extra" for k in extra]
+        raise ValueError(
+            f"--pretrained {src}: {describe(state)} ({layout}) does not fit --arch {model.arch} "
+            f"({model.spec.width} wide, {model.spec.depth} blocks): {vit_zoo._few(wrong)}"
+        )
+    new = [k for k in own if k not in state or own[k].shape != state[k].shape]
+    for k, v in state.items():
+        if k not in new:
+            own[k].copy_(v)
+    line = f"pretrained {src} ({layout}): loaded {len(own) - len(new)}, new {len(new)}"
+    line += f" ({vit_zoo._few(new)})" if new else ""
+    line += f", dropped {len(dropped)}" + (f" ({vit_zoo._few(dropped)})" if dropped else "")
+    if config is not None and has_head:
+        line += "; " + follow_transformers(model.head, config)
+    print(line)
+    model.pretrained_info = {"format": layout.split()[0], "mean": MEAN, "std": STD}
+    return {"loaded": len(own) - len(new), "new": new, "dropped": dropped, "format": layout}
+
+
+@torch.no_grad()
+def load_probe(head, src):
+    """An official probe checkpoint (eval.py's `classifiers`, the first) onto a vjepa.AttentiveClassifier."""
+    outer = checkpoint.load(src, "--probe-weights")
+    if not (isinstance(outer, dict) and isinstance(outer.get("classifiers"), list)):
+        raise ValueError(
+            f"--probe-weights {src}: not an official V-JEPA 2 probe checkpoint (classifiers)"
+        )
+    state = strip_prefixes(outer["classifiers"][0])
+    own = head.state_dict()
+    wrong = [
+        f"{k} {tuple(state[k].shape) if k in state else 'missing'} in the file, {tuple(v.shape)} here"
+        for k, v in own.items()
+        if k not in state or state[k].shape != v.shape
+    ] + [f"{k} extra" for k in state if k not in own]
+    if wrong:
+        w, c = state.get("linear.weight", torch.zeros(0, 0)).shape
+        raise ValueError(
+            f"--probe-weights {src}: a probe of width {c}, {w} classes, "
+            f"{len({k.split('.')[2] for k in state if k.startswith('pooler.blocks.')}) + 1} blocks "
+            f"does not fit this one ({vit_zoo._few(wrong)})"
+        )
+    for k, v in state.items():
+        own[k].copy_(v)
+    print(f"probe {src} (official-probe): loaded {len(state)}")
+    return len(state)
