@@ -1402,7 +1402,7 @@ def vit_step(task, arch, device, amp=None, compile=False, t_length=16, crop_size
     if task == "pretrain":
         objective = pretrain.reconstruction(data.MEAN, data.STD, model.spec)
     else:
-        objective = train.classification(argparse.Namespace(label_smoothing=0.0))
+        objective = train.classification(argparse.Namespace(label_smoothing=0.0, probe=None))
     flops = vit_flops(task, arch, t_length, crop_size, ratio)
     model.to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
