@@ -7,10 +7,14 @@ A save is collective (it gathers every rank's RNG state): every rank calls it; r
 `rt`, `net`, `d` are train.py's Runtime, Net and Data records: this module only reads their fields.
 """
 
+import argparse
+import codecs
 import os
 import pickle
 import random
+import re
 import shutil
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -118,7 +122,7 @@ def check_best(args, rt, progress, ckpt):
         return
     best = os.path.join(rt.run_dir, "model_best.pth")
     try:  # mmap: reads the small fields, not the weights
-        held = torch.load(best, map_location="cpu", weights_only=False, mmap=True)
+        held = read_torch(best, mmap=True)
         held = (held.get("best_epoch"), held.get("best_acc1"))
     except Exception:  # missing, truncated, not ours: it holds no best
         held = None
@@ -144,25 +148,33 @@ def check_best(args, rt, progress, ckpt):
 def load(path, flag="--resume"):
     """The one reader of checkpoint files (ours for --resume / --evaluate / predict, the zoos' for
     --pretrained): PATH -> dict, on the CPU. Any problem is a ValueError of one line naming `flag` and the
-    file. weights_only=False: our checkpoints hold args and numpy RNG states, PySlowFast's a config, and
-    unpickling can run code from the file: load only files you trust."""
+    file. A checkpoint is data: read as read_torch / read_caffe2 say, a pickle asking for anything else
+    (code: a function to call, a class to build) is refused unless TRUST["on"] (--trust-checkpoint)."""
+    if os.path.isdir(path):
+        held = sorted(f for f in os.listdir(path) if f.endswith((".pth", ".pt", ".pyth", ".pkl")))
+        raise ValueError(
+            f"{flag} {path} is a folder, not a checkpoint file: name the file "
+            + (f"({', '.join(os.path.join(path, f) for f in held)})" if held else "(it holds none)")
+        )
     if not os.path.isfile(path):
         raise ValueError(f"{flag} {path}: no such checkpoint file")
     errors = []
-    for reader in (
-        (_caffe2_pickle, _torch_file) if path.endswith(".pkl") else (_torch_file, _caffe2_pickle)
-    ):
+    for reader in (read_caffe2, read_torch) if path.endswith(".pkl") else (read_torch, read_caffe2):
         try:
             ckpt = reader(path)
             break
-        except (
-            Exception
-        ) as e:  # torch raises many kinds (UnpicklingError, EOFError, RuntimeError, ...)
+        except Unsafe as e:
+            raise ValueError(
+                f"{flag} {path}: refused: its pickle asks for {e.name}, which is code, not checkpoint "
+                "data (tensors, numbers, text, numpy arrays); if you trust the file's source, add "
+                "--trust-checkpoint"
+            ) from None
+        # torch raises many kinds (UnpicklingError, EOFError, RuntimeError, ...)
+        except Exception as e:
             errors.append(e)
     else:
-        e = (
-            errors[1] if path.endswith(".pkl") else errors[0]
-        )  # torch's own complaint, first line only
+        # torch's own complaint, first line only
+        e = errors[1] if path.endswith(".pkl") else errors[0]
         why = (str(e).splitlines() or [""])[0]
         raise ValueError(
             f"{flag} {path}: cannot read it as a torch checkpoint ({type(e).__name__}: {why}) "
@@ -173,15 +185,81 @@ def load(path, flag="--resume"):
     return ckpt
 
 
-def _torch_file(path):
-    return torch.load(path, map_location="cpu", weights_only=False)
+# --trust-checkpoint (train.py, predict, features, export set it): read files as torch.load(weights_only=
+# False) and pickle.load do, running whatever code they name -- only for files you trust.
+TRUST = {"on": False}
 
 
-def _caffe2_pickle(
-    path,
-):  # PySlowFast's Caffe2 zoo: a Python 2 pickle (slowfast/utils/checkpoint.py: latin1)
+class Unsafe(Exception):
+    """A checkpoint's pickle asked for a global outside the allowlists: `name`, "module.name"."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
+
+
+_MULTIARRAY = np._core.multiarray if hasattr(np, "_core") else np.core.multiarray
+# What checkpoints hold beyond the tensors and plain containers torch.load(weights_only=True) builds:
+# numpy arrays, scalars and dtypes (numpy's RNG state in ours; PySlowFast's and mmengine's meta), under
+# numpy 2's module names and numpy 1's (numpy.core), and argparse.Namespace args (older trainers' files).
+NUMPY_GLOBALS = {
+    "numpy.core.multiarray._reconstruct": _MULTIARRAY._reconstruct,
+    "numpy._core.multiarray._reconstruct": _MULTIARRAY._reconstruct,
+    "numpy.core.multiarray.scalar": _MULTIARRAY.scalar,
+    "numpy._core.multiarray.scalar": _MULTIARRAY.scalar,
+    "numpy.ndarray": np.ndarray,
+    "numpy.dtype": np.dtype,
+    **{f"numpy.dtypes.{n}": getattr(np.dtypes, n) for n in np.dtypes.__all__},
+}
+
+
+class Record:
+    """A zoo's bookkeeping object, read as its fields only (no code of its own runs): mmengine's
+    HistoryBuffer, the training logs a mmaction2 run's checkpoint keeps under 'message_hub'."""
+
+
+SAFE_GLOBALS = [(obj, name) for name, obj in NUMPY_GLOBALS.items()] + [
+    argparse.Namespace,
+    (Record, "mmengine.logging.history_buffer.HistoryBuffer"),
+]
+
+
+def read_torch(path, **kw):
+    """torch.load(weights_only=True) with SAFE_GLOBALS allowed; Unsafe names the global it refused."""
+    if TRUST["on"]:
+        return torch.load(path, map_location="cpu", weights_only=False, **kw)
+    try:
+        with torch.serialization.safe_globals(SAFE_GLOBALS), warnings.catch_warnings():
+            # a plain pickle (not torch's zip) of protocol > 2: torch warns, then reads it as well
+            warnings.filterwarnings("ignore", "Detected pickle protocol")
+            return torch.load(path, map_location="cpu", weights_only=True, **kw)
+    except pickle.UnpicklingError as e:
+        # torch's text: "... Unsupported global: GLOBAL posix.system was not an allowed global ..."
+        named = re.search(r"GLOBAL (\S+)", str(e))
+        if named:
+            raise Unsafe(named[1]) from None
+        raise
+
+
+class ArraysOnly(pickle.Unpickler):
+    """PySlowFast's Caffe2 zoo: a Python 2 pickle of dicts of numpy blobs (slowfast/utils/checkpoint.py
+    reads it with latin1). Builds numpy arrays and scalars only (and bytes: protocol 2 writes them as
+    _codecs.encode); any other global is Unsafe."""
+
+    def find_class(self, module, name):
+        full = f"{module}.{name}"
+        if full in NUMPY_GLOBALS:
+            return NUMPY_GLOBALS[full]
+        if full == "_codecs.encode":
+            return codecs.encode
+        raise Unsafe(full)
+
+
+def read_caffe2(path):
     with open(path, "rb") as f:
-        return pickle.load(f, encoding="latin1")
+        if TRUST["on"]:
+            return pickle.load(f, encoding="latin1")
+        return ArraysOnly(f, encoding="latin1").load()
 
 
 def load_weights(model, ckpt, path, args, ema=False):

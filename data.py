@@ -93,24 +93,42 @@ def _columns(fields, ints):
     return "num_frames and label must be integers" if len(fields) > 2 else f"expected {expected}"
 
 
-def read_list(list_file, root=None, num_classes=None, problems=None, decoder="auto"):
+def read_list(
+    list_file,
+    root=None,
+    num_classes=None,
+    problems=None,
+    decoder="auto",
+    labels=None,
+    unlabelled=False,
+):
     """Parse a list file into Videos; its format is picked by the file (LIST_FORMATS): text lines
     (`_text_rows`), a Kinetics CSV (`_kinetics_rows`) or a Something-Something v2 JSON list
     (`_sthv2_rows`). A bad entry raises ValueError("list:LINE: what: the line"), or, if `problems` is a
     list, goes into it as (LINE, message) and is skipped (`check` reports them all). A path may be a
     frame folder or a video file (decode.VIDEO_FILES); videos listed without a frame count (mmaction2's
     `<video> <label>`, the CSV and JSON formats) have their frames counted here with `decoder` (0 if
-    unreadable: loading it is then a BadVideo), so only they open a file: three-column lists open none."""
+    unreadable: loading it is then a BadVideo), so only they open a file: three-column lists open none.
+    `labels`: Something-Something v2's labels file (default: STHV2_LABELS beside the list). `unlabelled`
+    (pretraining, whose labels are unused): '<frame_dir> <num_frames>' lines too, as label 0."""
     list_file = str(list_file)
     root = os.path.dirname(os.path.abspath(list_file)) if root is None else str(root)
     rows = LIST_FORMATS.get(os.path.splitext(list_file)[1].lower(), (_text_rows,))[0]
     videos = []
-    for n, line, row in rows(list_file):
+    for n, line, row in rows(list_file, labels):
         try:
             if isinstance(row, ValueError):
                 raise row
             path, num_frames, label = row
+            if label is None and not unlabelled:
+                raise ValueError(UNLABELLED)
+            label = 0 if label is None else label
             path = os.path.normpath(os.path.join(root, path.replace("\\", "/")))
+            if num_frames is None and os.path.isdir(path):
+                raise ValueError(
+                    "a frame folder without its frame count: frame folders take "
+                    f"'{LIST_FORMS[2]}' (`prepare.py lists` counts the frames)"
+                )
             if label < 0 or (num_classes is not None and label >= num_classes):
                 raise ValueError(f"label {label} outside [0, {num_classes or 'num_classes'})")
             num_frames = num_frames or decode.video_frames(path, decoder)
@@ -125,8 +143,16 @@ def read_list(list_file, root=None, num_classes=None, problems=None, decoder="au
     return videos
 
 
-def _text_rows(list_file):
-    """Text lines -> (line number, line, (path, num_frames or None, label) or the ValueError). Only whole
+# A '<frame_dir> N' line: the frame count without a label (pretraining's lists), or a label without the count.
+UNLABELLED = (
+    f"a frame folder and one number: training reads '{LIST_FORMS[2]}' (`prepare.py lists` writes "
+    "them); unlabelled '<frame_dir> <num_frames>' lists are for `train.py pretrain`"
+)
+
+
+def _text_rows(list_file, labels=None):
+    """Text lines -> (line number, line, (path, num_frames or None, label) or the ValueError); a frame
+    folder with one number: (path, that number as its frame count, None). Only whole
     lines starting with '#' are comments: a frame folder may contain '#' or spaces (but not end in
     ' <integer>': columns are counted from the right). Backslashes become '/': a Windows list works."""
     for n, text in read_text_lines(list_file):
@@ -140,11 +166,14 @@ def _text_rows(list_file):
             yield n, line, ValueError(_columns(fields, ints))
             continue
         path, *numbers = line.rsplit(maxsplit=ints)
-        if ints == 1 and not decode.is_video_file(
-            path
-        ):  # "dir x 3": a frame folder's line gone wrong
-            why = f"'<video> <label>' names a video file ({' '.join(decode.VIDEO_FILES)})"
-            yield n, line, ValueError(_columns(fields, ints) if len(fields) > 2 else why)
+        if ints == 1 and not decode.is_video_file(path):
+            # "dir x 3": a frame folder's line gone wrong; "dir 3": its frame count (read_list decides)
+            if len(fields) > 2:
+                yield n, line, ValueError(_columns(fields, ints))
+            elif int(numbers[0]) < 1:
+                yield n, line, ValueError(f"num_frames must be >= 1, got {numbers[0]}")
+            else:
+                yield n, line, (path, int(numbers[0]), None)
             continue
         *num_frames, label = map(int, numbers)
         if num_frames and num_frames[0] < 1:
@@ -177,7 +206,7 @@ def kinetics_name(row):
     return f"{row['youtube_id']}_{start:06d}_{end:06d}"
 
 
-def _kinetics_rows(list_file):
+def _kinetics_rows(list_file, labels=None):
     """A Kinetics CSV read as a list: label = the index of its class among the file's sorted class names
     (the label order of every public Kinetics checkpoint; every official split holds every class); the
     video is <label>/<name>.mp4 under the root (--data_root), the downloaders' layout. (`prepare.py
@@ -235,33 +264,66 @@ def sthv2_entries(list_file):
     return list(enumerate(entries, 1))
 
 
-def _sthv2_rows(list_file):
-    """A Something-Something v2 JSON list: video <id>.webm, label the labels file's index of its
-    template (STHV2_LABELS beside the list); entry k is "line" k of the messages."""
-    labels = sthv2_labels(os.path.join(os.path.dirname(os.path.abspath(list_file)), STHV2_LABELS))
+def sthv2_labels_file(list_file, labels=None):
+    """The labels file of a Something-Something v2 JSON list: `labels` (--labels), else STHV2_LABELS
+    beside the list."""
+    return labels or os.path.join(os.path.dirname(os.path.abspath(list_file)), STHV2_LABELS)
+
+
+def sthv2_label(entry, labels, labels_file):
+    """A JSON list entry's label: the labels file's index of its "template", or an integer "label" where
+    it has no template (lists that carry the index). ValueError saying what is missing."""
+    if not isinstance(entry, dict) or "id" not in entry:
+        raise ValueError('expected {"id", "template", ...}')
+    template, label = entry.get("template"), entry.get("label")
+    if isinstance(template, str):
+        if _template(template) not in labels:
+            raise ValueError(f"template not in {labels_file}")
+        return labels[_template(template)]
+    if isinstance(label, int) and not isinstance(label, bool):
+        return label
+    if template is not None:
+        raise ValueError(f'"template" must be text, got {json.dumps(template)}')
+    if "template" in entry:
+        raise ValueError('"template" is null and there is no integer "label"')
+    raise ValueError('no "template" nor integer "label" (the test split has no labels)')
+
+
+def _sthv2_rows(list_file, labels=None):
+    """A Something-Something v2 JSON list: video <id>.webm, label `sthv2_label` (the labels file's index
+    of its template, `sthv2_labels_file`); entry k is "line" k of the messages."""
+    labels_file = sthv2_labels_file(list_file, labels)
+    lookup = sthv2_labels(labels_file) if os.path.isfile(labels_file) else None
     for n, entry in sthv2_entries(list_file):
         line = json.dumps(entry)
-        if not isinstance(entry, dict) or "id" not in entry or "template" not in entry:
-            yield (
-                n,
-                line,
-                ValueError('expected {"id", "template", ...} (the test split has no labels)'),
-            )
-        elif sthv2_template(entry) not in labels:
-            yield n, line, ValueError(f"template not in {STHV2_LABELS}")
-        else:
-            yield n, line, (f"{entry['id']}.webm", None, labels[sthv2_template(entry)])
+        try:
+            if (
+                lookup is None
+                and isinstance(entry, dict)
+                and isinstance(entry.get("template"), str)
+            ):
+                raise ValueError(
+                    f"its class is a template, and there is no labels file {labels_file} (--labels "
+                    "FILE names it)"
+                )
+            label = sthv2_label(entry, lookup or {}, labels_file)
+        except ValueError as e:
+            yield n, line, e
+            continue
+        yield n, line, (f"{entry['id']}.webm", None, label)
 
 
-def list_classes(list_file):
+def list_classes(list_file, labels=None):
     """The class names a list's own format gives (line i = label i), None for text lists (their classes
-    file is <dataset>_classes.txt, see `class_names`)."""
+    file is <dataset>_classes.txt, see `class_names`); `labels`: as read_list's."""
     names = LIST_FORMATS.get(os.path.splitext(str(list_file))[1].lower(), (None, None))[1]
-    return names(str(list_file)) if names else None
+    return names(str(list_file), labels) if names else None
 
 
-def _sthv2_classes(list_file):
-    labels_file = os.path.join(os.path.dirname(os.path.abspath(list_file)), STHV2_LABELS)
+def _sthv2_classes(list_file, labels=None):
+    labels_file = sthv2_labels_file(list_file, labels)
+    if not os.path.isfile(labels_file):
+        return None  # integer labels, no names
     with open(labels_file, encoding="utf-8") as f:
         labels = json.load(f)
     return [name for name, _ in sorted(labels.items(), key=lambda kv: int(kv[1]))]
@@ -269,7 +331,7 @@ def _sthv2_classes(list_file):
 
 # list file suffix -> (rows, class names); anything else is text lines
 LIST_FORMATS = {
-    ".csv": (_kinetics_rows, lambda path: _kinetics_classes(kinetics_csv(path))),
+    ".csv": (_kinetics_rows, lambda path, labels=None: _kinetics_classes(kinetics_csv(path))),
     ".json": (_sthv2_rows, _sthv2_classes),
 }
 
@@ -843,6 +905,8 @@ class DataSpec:
     train_sampling: str = "ours"  # TRAIN_PLACEMENTS: where train clips go
     num_classes: int = None  # labels must be below it; None: from the list
     class_names: str = None  # a classes file; None: see `class_names`
+    labels: str = None  # Something-Something v2's labels file; None: STHV2_LABELS beside the list
+    unlabelled: bool = False  # pretraining: '<frame_dir> <num_frames>' lines too (read_list)
     seed: int = 0
     video_decoder: str = "auto"  # decode.VIDEO_DECODERS
     read_timeout: float = None  # s; None: no limit (see decode.read_files)
@@ -910,7 +974,7 @@ def class_names(spec, list_file):
     )
     if spec.class_names or (spec.dataset and os.path.isfile(path)):
         return read_class_names(path)
-    return list_classes(list_file)
+    return list_classes(list_file, spec.labels)
 
 
 def read_class_names(path):
@@ -961,7 +1025,14 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         self.reps = spec.reps if mode == "train" else 1  # reps: clips per video
         # for the list's video files, if any
         self.video_decoder = decode.pick_video_decoder(spec.video_decoder)
-        self.videos = read_list(list_file, spec.root, spec.num_classes, decoder=self.video_decoder)
+        self.videos = read_list(
+            list_file,
+            spec.root,
+            spec.num_classes,
+            decoder=self.video_decoder,
+            labels=spec.labels,
+            unlabelled=spec.unlabelled,
+        )
         self.num_classes = spec.num_classes or max(v.label for v in self.videos) + 1
 
     def set_epoch(self, epoch):

@@ -34,6 +34,7 @@ import sys
 
 import torch
 
+import checkpoint
 import data
 import flags
 import predict
@@ -65,6 +66,7 @@ def get_parser():
         "--dynamic-batch", dest="dynamic_batch", action="store_true", help="any batch size"
     )
     p.add_argument("--opset", type=flags.positive, default=18, help="ONNX opset version")
+    flags.add_trust_arg(p)
     return p
 
 
@@ -248,6 +250,7 @@ def export_hf(model, args, names, out):
 
 def main(argv=None):
     a = get_parser().parse_args(argv)
+    checkpoint.TRUST["on"] = a.trust_checkpoint
     check_out(a)
     try:
         model, args, names = predict.load_checkpoint(a.resume, "cpu", 1, 1, a.use_ema)

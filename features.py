@@ -53,6 +53,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from tqdm import tqdm
 
+import checkpoint
 import data
 import decode
 import flags
@@ -144,6 +145,7 @@ def get_parser():
     p.add_argument(
         "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu"
     )
+    flags.add_trust_arg(p)
     return p
 
 
@@ -624,6 +626,7 @@ def extract_all(a, args, ext, ds, ids, rt):
 
 def main(argv=None):
     a = get_parser().parse_args(argv)
+    checkpoint.TRUST["on"] = a.trust_checkpoint
     check(a)
     model, args, names = load_model(a)
     try:
@@ -652,10 +655,8 @@ def main(argv=None):
     if rt.world_size > 1:
         dist.barrier()  # every rank waits for rank 0's reports: torchrun ends the others at a first exit
         dist.destroy_process_group()
-    if os.environ.get(
-        "TORCHELASTIC_RUN_ID"
-    ):  # torchrun prints its own traceback for any other status:
-        return 0  # the failed videos are reported above and in failed.txt
+    # Every rank, after every rank's videos and the summary: a pipeline checking the status stops on
+    # missing features (torchrun then prints its own failure banner after the summary).
     return 2 if bad or failed else 0
 
 

@@ -7,6 +7,7 @@ flags as they are added: argparse keeps no public list of them.
 """
 
 import argparse
+import difflib
 import math
 import os
 import shlex
@@ -93,6 +94,16 @@ def project_file(arg):
     return arg
 
 
+def closest_recipes(path):
+    """'; closest recipes: @recipes/...' for a mistyped recipe name (difflib), or ''."""
+    folder = os.path.join(PROJECT, "recipes")
+    names = (
+        sorted(f for f in os.listdir(folder) if f.endswith(".txt")) if os.path.isdir(folder) else []
+    )
+    close = difflib.get_close_matches(os.path.basename(path), names, n=3, cutoff=0.6)
+    return f"; closest recipes: {', '.join('@recipes/' + n for n in close)}" if close else ""
+
+
 def no_weights(value):
     """--pretrained none (or ''): no pretrained weights, e.g. after a recipe's --pretrained."""
     return None if value.strip().lower() in ("", "none") else value
@@ -124,8 +135,12 @@ class Parser(argparse.ArgumentParser):
         return self.groups[title]
 
     def parse_known_args(self, args=None, namespace=None):
-        args = sys.argv[1:] if args is None else list(args)
-        return super().parse_known_args([project_file(a) for a in args], namespace)
+        args = [project_file(a) for a in (sys.argv[1:] if args is None else list(args))]
+        # argparse's own error would be a bare "No such file or directory"
+        for a in args:
+            if isinstance(a, str) and a.startswith("@") and not os.path.isfile(a[1:]):
+                self.error(f"{a}: no such recipe or arguments file{closest_recipes(a[1:])}")
+        return super().parse_known_args(args, namespace)
 
     def error(self, message):  # one line, exit 2 (argparse would print the whole usage first)
         self.exit(2, f"{self.prog}: error: {message} (see -h)\n")
@@ -150,16 +165,25 @@ class Group:
         return action
 
 
-def get_args_parser():
+def get_args_parser(pretrain=False):
+    """The flags, by FLAG_GROUPS; `pretrain`: as `train.py pretrain` shows them (its name, its group
+    first)."""
+    if pretrain:
+        prog, about = (
+            "train.py pretrain",
+            "Pretrain a video ViT as a masked autoencoder (VideoMAE).",
+        )
+    else:
+        prog, about = "train.py", "Train / evaluate 3D, TSN/TSM, 2D and ViT video networks."
     p = Parser(
-        prog="train.py",
-        description="Train / evaluate 3D, TSN/TSM, 2D and ViT video networks.",
+        prog=prog,
+        description=about,
         epilog="Other commands (each with its own -h): `train.py demo` trains on synthetic videos; "
         "`train.py predict --resume CKPT VIDEO...` labels videos; `train.py features LIST --resume "
         "CKPT --out DIR` saves per-window features; `train.py export --resume CKPT OUT` writes ONNX "
         "or .pt2; `train.py pretrain DATASET TRAIN VAL --arch vit_b16` pretrains a ViT (VideoMAE).",
     )
-    for group in FLAG_GROUPS:
+    for group in sorted(FLAG_GROUPS, key=lambda g: pretrain and g.add is not add_pretrain_args):
         group.add(p.add_argument_group(group.title, group.about))
     return p
 
@@ -221,6 +245,11 @@ def add_input_args(p):
     )
     p.add_argument(
         "--max_bad_videos", default=100, type=natural, help="bad videos replaced before a stop"
+    )
+    p.add_argument(
+        "--labels",
+        help=f"Something-Something v2 .json lists: the labels file of {{template: index}} "
+        f"(default: {data.STHV2_LABELS} beside each list)",
     )
 
 
@@ -451,12 +480,24 @@ def add_weights_args(p):
         action="store_true",
         help="only evaluate --resume (or --pretrained's classifier as it is) on val_list",
     )
+    add_trust_arg(p)
     p.add_argument("--start-epoch", dest="start_epoch", default=0, type=natural, help="first epoch")
     p.add_argument(
         "--use-ema",
         dest="use_ema",
         action="store_true",
         help="--evaluate / predict: the EMA weights; training: the EMA top-1 picks model_best",
+    )
+
+
+def add_trust_arg(p):
+    """--trust-checkpoint (train.py, predict, features, export): checkpoint.TRUST."""
+    p.add_argument(
+        "--trust-checkpoint",
+        dest="trust_checkpoint",
+        action="store_true",
+        help="read checkpoint files with full pickle, which runs any code in them (default: "
+        "tensors, numbers, text and numpy arrays only): only for files you trust",
     )
 
 
@@ -488,7 +529,11 @@ def add_eval_args(p):
 def add_device_args(p):
     """Where this process's data is, how it is read, what computes on it."""
     p.add_argument(
-        "train_list", nargs="?", help="list file: '<frame_dir> <num_frames> <label>' per line"
+        "train_list",
+        nargs="?",
+        help="list file: lines of '<frame_dir> <num_frames> <label>', '<video> <label>' or "
+        "'<video> <num_frames> <label>' (pretraining: '<frame_dir> <num_frames>' too); a Kinetics "
+        ".csv; a Something-Something v2 .json (--labels)",
     )
     p.add_argument(
         "val_list", nargs="?", help="validation list file, same format (demo: both optional)"
@@ -561,7 +606,9 @@ def add_run_args(p):
         "--tensorboard", action="store_true", help="also TensorBoard files in RUN/tensorboard"
     )
     p.add_argument(
-        "--save_scores", action="store_true", help="also write the per-video scores (.npz)"
+        "--save_scores",
+        action="store_true",
+        help="also write scores_*.npz: per video its softmax probabilities averaged over the views",
     )
     p.add_argument(
         "--output_root",
@@ -699,7 +746,11 @@ def flag_sets(parser=None):
 def parse_args(argv=None):
     """Command line (recipes included) -> args. A flag not given takes, first found: the demo recipe's
     value (dataset demo), the checkpoint's own (--evaluate: its model and clip flags), the default."""
-    parser = recipe_parser(get_args_parser().parse_args(argv).dataset)
+    # `train.py pretrain` hands over with --pretrain: its own usage and errors
+    pretrain = "--pretrain" in (sys.argv[1:] if argv is None else argv)
+    first = (get_args_parser(pretrain=True) if pretrain else get_args_parser()).parse_args(argv)
+    checkpoint.TRUST["on"] = first.trust_checkpoint
+    parser = recipe_parser(first.dataset, pretrain)
     # None: not given, resolved by check_args (check_device, check_run_folder), which must know that.
     parser.set_defaults(device=None, output_root=None)
     args = parser.parse_args(argv)
@@ -716,9 +767,9 @@ def parse_args(argv=None):
     return args
 
 
-def recipe_parser(dataset):
+def recipe_parser(dataset, pretrain=False):
     """The parser whose defaults a run starts from: demo's are recipes/demo.txt's."""
-    parser = get_args_parser()
+    parser = get_args_parser(pretrain=True) if pretrain else get_args_parser()
     if dataset == "demo":
         parser.set_defaults(**vars(parser.parse_args(["demo", "@" + DEMO_RECIPE])))
     return parser
@@ -934,6 +985,10 @@ ACTS_WITH = (
     ("--model-ema-decay", lambda a: a.model_ema, "--model-ema"),
     ("--model-ema-steps", lambda a: a.model_ema, "--model-ema"),
     ("--use-ema", lambda a: a.model_ema, "--model-ema (there is no EMA to use)"),
+    ("--mask-ratio", lambda a: a.pretrain, "train.py pretrain (fine-tuning masks nothing)"),
+    ("--decoder-depth", lambda a: a.pretrain, "train.py pretrain (fine-tuning has no decoder)"),
+    ("--raw-target", lambda a: a.pretrain, "train.py pretrain"),
+    ("--vis-videos", lambda a: a.pretrain, "train.py pretrain"),
     (
         "--train_sampling",
         lambda a: a.num_segments == 1,

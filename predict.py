@@ -152,6 +152,7 @@ def get_parser():
         "--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda | cpu"
     )
     p.add_argument("-k", "--top", type=flags.positive, default=5, help="classes to show per input")
+    flags.add_trust_arg(p)
     return p
 
 
@@ -166,6 +167,7 @@ def _report(result, top):
 
 def main(argv=None):
     a = get_parser().parse_args(argv)
+    checkpoint.TRUST["on"] = a.trust_checkpoint
     failed = False
     try:
         if a.device.startswith("cuda") and not torch.cuda.is_available():

@@ -28,6 +28,7 @@ References
 
 import argparse
 import importlib.util
+import json
 import math
 import os
 import re
@@ -436,13 +437,10 @@ def _sthv2_entries(labels_dir):
         path = os.path.join(labels_dir, name)
         for n, entry in data.sthv2_entries(path):
             try:
-                entries[part].append(
-                    (str(entry["id"]), labels[data.sthv2_template(entry)], f"{path}:{n}")
-                )
-            except (KeyError, TypeError):
-                raise ValueError(
-                    f"{path}:{n}: expected an id and a template of {labels_file}: {entry}"
-                ) from None
+                label = data.sthv2_label(entry, labels, labels_file)
+            except ValueError as e:
+                raise ValueError(f"{path}:{n}: {e}: {json.dumps(entry)}") from None
+            entries[part].append((str(entry["id"]), label, f"{path}:{n}"))
     return classes, entries
 
 
@@ -577,13 +575,14 @@ def check(
     num_classes=None,
     full=False,
     decoder="auto",
+    labels=None,
 ):
     """Every problem of a list file and its frames, one line each with the list line; returns them.
     Checks the list syntax and labels, that every listed frame exists, and decodes the first and last
     frame of each video (full=True: every frame, and that all have one size); video files: _check_video."""
     data.check_image_tmpl(image_tmpl, start_index)
     problems = []  # (line, message)
-    videos = data.read_list(list_file, root, num_classes, problems, decoder)
+    videos = data.read_list(list_file, root, num_classes, problems, decoder, labels)
     if not videos:
         problems.append((0, f"{list_file}: no videos listed"))
     frames = 0
@@ -767,6 +766,9 @@ def _parser():
         "--full", action="store_true", help="decode every frame (default: first and last)"
     )
     c.add_argument("--num_classes", type=int, help="labels must be < this")
+    c.add_argument(
+        "--labels", help=f"a .json list's labels file (default: {data.STHV2_LABELS} beside it)"
+    )
     li.add_argument("--force", action="store_true", help="overwrite existing list files")
     li.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="count processes")
     for q in (li, c):
@@ -826,6 +828,7 @@ def main(argv=None):
                     a.num_classes,
                     a.full,
                     a.video_decoder,
+                    a.labels,
                 )
                 else 0
             )

@@ -388,7 +388,8 @@ def validate_and_log(args, rt, net, d, progress, meter, objective):
         except decode.BadVideo as e:
             checkpoint.save(args, rt, net, progress, d)
             fail(f"validation stopped (checkpoint.pth saved): {e}")
-        print(f"epoch {epoch} * val reconstruction loss {log['val_loss']:.4f}; {path}")
+        drawn = f"; {path}" if path else ""  # --vis-videos 0: no picture
+        print(f"epoch {epoch} * val reconstruction loss {log['val_loss']:.4f}{drawn}")
     return train.save_and_log(args, rt, net, progress, d, meter, log)
 
 
@@ -491,7 +492,12 @@ def main(args):
 
 
 if __name__ == "__main__":  # `python train.py pretrain ARGS` hands over here
+    args = train.parse_args([*sys.argv[1:], "--pretrain"])
     try:
-        main(train.parse_args([*sys.argv[1:], "--pretrain"]))
-    except decode.BadVideo as e:
-        fail(str(e))
+        main(args)
+    except BaseException as e:
+        # as train.py: a one-line error, a traceback, Ctrl-C leave no run folder holding only args.txt
+        rundir.remove_if_unused()
+        if isinstance(e, decode.BadVideo):
+            fail(str(e))
+        raise

@@ -176,6 +176,8 @@ def data_spec(args, mode):
         finish_crop=not args.device.startswith("cuda"),  # a CPU model: the loader finishes the crop
         augment=None,
         reps=args.ra_reps,
+        # pretraining: '<frame_dir> <num_frames>' lines too (labels unused)
+        unlabelled=getattr(args, "pretrain", False),
     )
     if mode == "train":
         derived["augment"] = clip_augment(args)  # in the loader, or augment.BatchAugment's draws
@@ -240,9 +242,13 @@ def build_data(args, rt):
     except (ValueError, OSError) as e:
         fail(str(e))
     args.num_classes = args.num_classes or max(train_ds.num_classes, val_ds.num_classes)
-    if rt.rank == 0 and any(decode.is_video_file(v.path) for v in train_ds.videos + val_ds.videos):
+    files = [v.path for v in train_ds.videos + val_ds.videos if decode.is_video_file(v.path)]
+    # AVI files always go to PyAV (decode.open_video): said where some are listed
+    if rt.rank == 0 and files:
+        avi = any(p.lower().endswith(".avi") for p in files)
         print(
-            f"video files: decoded with {train_ds.video_decoder} (AVI files: pyav; --video_decoder)"
+            f"video files: decoded with {train_ds.video_decoder} "
+            f"({'AVI files: pyav; ' if avi else ''}--video_decoder)"
         )
     check_frame_folders(args, [] if args.evaluate else train_ds.videos, val_ds.videos)
     train_labels, warned = {v.label for v in train_ds.videos}, set()

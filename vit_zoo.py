@@ -286,7 +286,7 @@ def layout_of(state, src, arch, convnets):
             return name
     other = [name for key, name in convnets.items() if key in state]
     if not other and any(k.startswith(("conv1.", "layer1.", "features.")) for k in state):
-        other = ["torchvision / ours (a ConvNet)"]
+        other = ["torchvision / ours"]
     what = f"a {other[0]} ConvNet checkpoint" if other else "no VideoMAE ViT layout"
     raise ValueError(
         f"--pretrained {src}: {what} (no ViT patch embedding: {', '.join(k for k, _ in LAYOUTS.values())}); "

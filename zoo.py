@@ -7,8 +7,8 @@ Sources: torchvision's ImageNet ResNets (2D, inflated by model.copy_weights), ou
 Kinetics checkpoints of pytorchvideo (.pyth), PySlowFast (PyTorch .pyth and Caffe2 .pkl) and mmaction2
 (.pth). A file's layout is recognised by a key only it has (Zoo.signature) and renamed to our names by
 a small table of rules; loading is strict (only the classifier may differ) and checks every shape as it
-copies; `model.pretrained_info` tells the input normalisation the weights expect. Reading a checkpoint
-unpickles it: only pass files you trust.
+copies; `model.pretrained_info` tells the input normalisation the weights expect. Files are read as data
+(checkpoint.load: tensors, numbers, text, numpy arrays), never as code.
 
 Layouts followed (each rule table cites its files)
 - torchvision/models/resnet.py: our names (conv1, bn1, layerS.I.convK, layerS.I.downsample.0/.1, fc).

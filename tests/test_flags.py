@@ -124,3 +124,24 @@ def test_efficientnet_b0_as_a_tsn_backbone_is_one_registry_entry(lists, tmp_path
     assert not torch.equal(trained["classifier.1.weight"], init.state_dict()["classifier.1.weight"])
     with pytest.raises(SystemExit):  # its entry says which modes it runs in
         flags.check_args(train.parse_args([*common, "--mode", "3D", "--num_segments", "1"]))
+
+
+def test_a_mistyped_recipe_names_the_closest_recipes(capsys):
+    with pytest.raises(SystemExit) as e:
+        train.parse_args(["ucf101", "t.txt", "v.txt", "@recipes/ucf101_i3dd.txt"])
+    one_line_error(
+        capsys, "@recipes/ucf101_i3dd.txt", "closest recipes: @recipes/ucf101_i3d.txt", exc=e
+    )
+
+
+def test_help_names_every_list_format_and_what_save_scores_writes():
+    text = " ".join(train.get_args_parser().format_help().split())
+    for form in (
+        "<frame_dir> <num_frames> <label>",
+        "<video> <label>",
+        ".csv",
+        ".json",
+        "--labels",
+    ):
+        assert form in text, form
+    assert "softmax probabilities averaged over the views" in text

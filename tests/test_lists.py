@@ -13,7 +13,7 @@ import data
 import predict
 import prepare
 import train
-from conftest import TINY, run_dir, run_main
+from conftest import TINY, one_line_error, run_dir, run_main
 
 FRAMES = 10
 # Something-Something v2's labels file names classes by templates with '[something]' placeholders
@@ -107,7 +107,8 @@ def test_sthv2_trains_evaluates_and_predicts_with_its_class_names_and_no_flips(
     folder = run_dir(tmp_path, argv)
     ckpt = torch.load(folder / "checkpoint.pth", map_location="cpu", weights_only=False)
     assert ckpt["class_names"] == list(TEMPLATES)
-    capsys.readouterr()
+    out = capsys.readouterr().out  # .webm files: the decoder named, AVI files not mentioned
+    assert "video files: decoded with" in out and "AVI" not in out
     run_main([*argv, "--evaluate", "--resume", str(folder / "model_best.pth")])
     out = capsys.readouterr().out
     assert "top-1" in out and "Pushing [something] from right to left" in out  # the class table
@@ -137,7 +138,9 @@ def test_sthv2_json_entry_without_a_known_template_names_the_entry(sthv2, tmp_pa
     bad = tmp_path / "something-something-v2-train.json"
     (tmp_path / "something-something-v2-labels.json").write_text(json.dumps(TEMPLATES))
     bad.write_text(json.dumps([{"id": "1", "template": "Pushing [something]"}, {"id": "2"}]))
-    with pytest.raises(ValueError, match=r"train.json:1: template not in something-something-v2"):
+    with pytest.raises(
+        ValueError, match=r"train.json:1: template not in \S*something-something-v2-labels.json"
+    ):
         data.read_list(bad, root=videos)
     problems = []
     data.read_list(bad, root=videos, problems=problems)
@@ -163,3 +166,75 @@ def test_kinetics_csv_is_a_list_with_sorted_class_names(tmp_path):
     assert listed[0].path == str(tmp_path / "riding a bike" / "abc_000010_000020.mp4")
     assert all(v.num_frames == FRAMES for v in listed)
     assert data.list_classes(path) == ["abseiling", "riding a bike"]
+
+
+def test_sthv2_entries_with_a_null_template_or_an_integer_label(sthv2, tmp_path, capsys):
+    """ "template": null is one line (training, `prepare.py check`, `prepare.py lists`), never a traceback;
+    an entry with an integer "label" and no template takes that label."""
+    videos, labels = sthv2
+    entries = [
+        {"id": "1", "label": 1},
+        {"id": "2", "template": None, "label": "pushing a cup"},
+        {"id": "3", "template": "Pushing [something] from left to right"},
+    ]
+    bad = tmp_path / "something-something-v2-train.json"
+    (tmp_path / "something-something-v2-labels.json").write_text(json.dumps(TEMPLATES))
+    bad.write_text(json.dumps(entries))
+    with pytest.raises(ValueError, match=r'train.json:2: "template" is null') as e:
+        data.read_list(bad, root=videos)
+    assert "\n" not in str(e.value)
+    problems = []
+    listed = data.read_list(bad, root=videos, problems=problems)
+    assert [(v.path, v.label) for v in listed] == [
+        (str(videos / "1.webm"), 1),
+        (str(videos / "3.webm"), 0),
+    ]
+    assert [n for n, _ in problems] == [2]
+    capsys.readouterr()
+    assert prepare.main(["check", str(bad), "--root", str(videos)]) == 1
+    err = capsys.readouterr()
+    assert "Traceback" not in err.err and 'train.json:2: "template" is null' in err.out + err.err
+    (tmp_path / "something-something-v2-validation.json").write_text(json.dumps(entries))
+    assert (
+        prepare.main(["lists", str(videos), "--sthv2", str(tmp_path), "--out", str(tmp_path)]) == 2
+    )
+    one_line_error(capsys, 'train.json:2: "template" is null')
+
+
+def test_sthv2_labels_file_named_by_the_labels_flag(sthv2, tmp_path):
+    """--labels FILE: the labels file anywhere, under any name (default: beside the list)."""
+    videos, labels = sthv2
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    for part in ("train", "validation"):
+        name = f"something-something-v2-{part}.json"
+        (lists / name).write_text((labels / name).read_text())
+    mine = tmp_path / "my_labels.json"
+    mine.write_text(json.dumps(TEMPLATES))
+    train_json = str(lists / "something-something-v2-train.json")
+    with pytest.raises(ValueError, match="no labels file .*--labels FILE"):
+        data.read_list(train_json, root=videos)
+    argv = ["sthv2", train_json, train_json, "--data_root", str(videos), "--labels", str(mine)]
+    args = train.parse_args([*argv, *TINY])
+    ds = train.make_dataset(args, args.train_list, "train")
+    assert [v.label for v in ds.videos] == [i % 2 for i in range(1, 9)]
+    assert data.class_names(train.data_spec(args, "train"), train_json) == list(TEMPLATES)
+
+
+def test_a_frame_folder_with_one_number_needs_its_label_or_pretraining(tmp_path):
+    """'<frame_dir> N' (a count without a label, or a label without the count) is refused in training
+    naming the form it needs, read as '<frame_dir> <num_frames>' for pretraining; a frame folder named
+    like a video file listed without a count is refused saying the count is missing."""
+    for name in ("v1", "v2.avi"):
+        folder = tmp_path / name
+        folder.mkdir()
+        for k in range(1, 6):
+            (folder / f"img_{k:05d}.jpg").write_bytes(b"")
+    (tmp_path / "l.txt").write_text("v1 5\n")
+    with pytest.raises(ValueError, match=r"l.txt:1: a frame folder and one number: .*pretrain"):
+        data.read_list(tmp_path / "l.txt")
+    (video,) = data.read_list(tmp_path / "l.txt", unlabelled=True)
+    assert (video.path, video.num_frames, video.label) == (str(tmp_path / "v1"), 5, 0)
+    (tmp_path / "avi.txt").write_text("v2.avi 3\n")
+    with pytest.raises(ValueError, match=r"avi.txt:1: a frame folder without its frame count"):
+        data.read_list(tmp_path / "avi.txt")

@@ -9,11 +9,15 @@ Resume and worker-count exactness: tests/test_exact.py with --trainer-flags (doc
 """
 
 import argparse
+import importlib
 import itertools
 import json
 from functools import partial
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 import numpy as np
 import pytest
 import torch
@@ -28,17 +32,23 @@ import pretrain
 import report
 import train
 import vit
-from conftest import TINY, one_line_error, run_main
-from tests.reference.videomaev2.masking_generator import TubeMaskingGenerator
-from tests.reference.videomaev2.modeling_pretrain import PretrainVisionTransformer
+from conftest import ENV, REPO, TINY, one_line_error, run_main, tiny_checkpoint
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)  # IMAGENET_DEFAULT_MEAN / STD
+
+
+def reference(name):
+    """A module of the vendored official code. Its models import timm: a test needing them skips without
+    it (every other test here runs after `pip install -r requirements.txt` alone)."""
+    if name.startswith("modeling"):
+        pytest.importorskip("timm", reason="the vendored VideoMAEv2 models import timm")
+    return importlib.import_module(f"tests.reference.videomaev2.{name}")
 
 
 def official_model(depth=4, decoder_depth=4):
     """modeling_pretrain.py's PretrainVisionTransformer at vit_t16's size (192 wide, 3 heads), its
     pretrain_videomae_* arguments (qkv_bias, LayerNorm eps 1e-6), for 4 x 64 x 64 clips."""
-    return PretrainVisionTransformer(
+    return reference("modeling_pretrain").PretrainVisionTransformer(
         img_size=64,
         patch_size=16,
         encoder_embed_dim=192,
@@ -106,7 +116,8 @@ def test_mask_is_the_official_tube_mask():
     grid = (2, 4, 4)
     for seed, ratio in itertools.product(range(5), (0.9, 0.75, 0.6)):  # 0.6: 9.6 -> 9
         np.random.seed(seed)
-        ref = TubeMaskingGenerator(grid, ratio)()  # np.random.shuffle of [0] * (n - k) + [1] * k
+        # np.random.shuffle of [0] * (n - k) + [1] * k
+        ref = reference("masking_generator").TubeMaskingGenerator(grid, ratio)()
         np.random.seed(seed)
         perm = np.random.permutation(16)  # the same draws as that shuffle
         ours = pretrain.tube_mask(grid, ratio, perm)
@@ -268,6 +279,19 @@ def test_pretraining_run_writes_its_picture_and_fine_tunes(tiny_data, tmp_path, 
     one_line_error(capsys, "is a pretraining checkpoint", "--pretrained", exc=e)
 
 
+def unlabelled(data, folder):
+    """The lists of `data` as '<frame_dir> <num_frames>' lines (no label column), in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for path in data:
+        lines = Path(path).read_text().splitlines()
+        root = Path(path).parent
+        new = folder / Path(path).name
+        new.write_text("".join(f"{root / ln.split()[0]} {ln.split()[1]}\n" for ln in lines))
+        out.append(str(new))
+    return out
+
+
 def test_a_new_vit_entry_pretrains_with_no_pretrain_edit(tiny_data, tmp_path, monkeypatch):
     """A ViT added as one vit.VIT_SPECS line (model.ARCHS derives its entry) pretrains: its decoder
     comes from the entry (here the published sizes' rule, half the width at 64 per head), and the
@@ -285,14 +309,20 @@ def test_a_new_vit_entry_pretrains_with_no_pretrain_edit(tiny_data, tmp_path, mo
     assert list(report.curve_panels([log])) == ["loss", "lr", "epoch_time"]
 
 
-def test_pretraining_under_amp(tiny_data, tmp_path):
+def test_pretraining_under_amp(tiny_data, tmp_path, capsys):
     """--amp bf16 (CPU autocast here, as on a GPU): the pretraining step runs under autocast; the
     epoch's train and val losses are the float32 run's within 5 %, and the weights differ from it (so
-    autocast was on)."""
+    autocast was on). Both read unlabelled '<frame_dir> <num_frames>' lists (pretraining uses no
+    labels) and draw no picture (--vis-videos 0: no path printed)."""
     runs = []
+    lists = unlabelled(tiny_data, tmp_path / "lists")
     for amp in ("off", "bf16"):
-        args = pretrain_args(tiny_data, tmp_path / amp, "--epochs", "1", "--amp", amp)
+        args = pretrain_args(
+            lists, tmp_path / amp, "--epochs", "1", "--amp", amp, "--vis-videos", "0"
+        )
         run_main(args)
+        line = [ln for ln in capsys.readouterr().out.splitlines() if "val reconstruction" in ln]
+        assert line and "None" not in line[0] and ".png" not in line[0], line
         run = tmp_path / amp / flags.run_dir_name(train.parse_args(args))
         log = json.loads((run / "log.jsonl").read_text().splitlines()[-1])
         runs.append((log, torch.load(run / "checkpoint.pth", weights_only=False)["model"]))
@@ -301,6 +331,26 @@ def test_pretraining_under_amp(tiny_data, tmp_path):
     assert log16["val_loss"] == pytest.approx(log32["val_loss"], rel=0.05)
     assert all(torch.isfinite(v).all() for v in w16.values())
     assert any(not torch.equal(w16[k], w32[k]) for k in w32)
+
+
+def test_a_refused_pretraining_start_leaves_no_run_folder(tiny_data, tmp_path):
+    """`train.py pretrain --resume <a fine-tuning checkpoint> --run_name X`: refused in one line after the
+    run folder was made; the folder (holding only args.txt) is removed, as train.py removes its own."""
+    ckpt = tiny_checkpoint(tmp_path / "ft.pth", arch="vit_t16", t_length=4, crop_size=32)
+    argv = pretrain_args(tiny_data, tmp_path / "out", "--resume", ckpt, "--run_name", "X")
+    # pretrain.py as `train.py pretrain` runs it (one interpreter fewer)
+    cmd = [sys.executable, str(REPO / "pretrain.py"), *[a for a in argv if a != "--pretrain"]]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=120)
+    one_line_error(r.stderr, "is not a pretraining checkpoint")
+    assert r.returncode == 2 and not (tmp_path / "out" / "X").exists()
+
+
+def test_pretrain_help_is_the_pretraining_usage(capsys):
+    with pytest.raises(SystemExit) as e:
+        train.parse_args(["-h", "--pretrain"])  # what `train.py pretrain -h` parses
+    out = capsys.readouterr().out
+    assert e.value.code == 0 and out.startswith("usage: train.py pretrain [-h] [--pretrain]")
+    assert out.index("--mask-ratio") < out.index("--arch")  # its group first
 
 
 @pytest.mark.parametrize(

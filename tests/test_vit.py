@@ -20,6 +20,7 @@ import torch
 import torch.nn as nn
 
 import flags
+import model
 import train
 import vit
 import zoo
@@ -239,6 +240,7 @@ def test_a_learned_table_is_interpolated_as_videomaev2(tmp_path, capsys):
     "case, needles",
     [
         ("convnet", ["pytorchvideo ConvNet checkpoint", "--arch vit_s16"]),
+        ("ours_convnet", ["a torchvision / ours ConvNet checkpoint", "--arch vit_s16"]),
         ("vit_b", ["768 wide", "--arch vit_b16", "does not fit --arch vit_s16"]),
         ("no_q_bias", ["q_bias", "missing"]),
     ],
@@ -247,6 +249,8 @@ def test_a_wrong_file_is_refused_in_one_line(tmp_path, case, needles):
     if case == "convnet":
         hub = pytest.importorskip("pytorchvideo.models.hub.resnet")
         torch.save(hub.i3d_r50(pretrained=False).state_dict(), tmp_path / "f.pth")
+    elif case == "ours_convnet":
+        torch.save({"model": model.build_model("resnet10_3d", 4).state_dict()}, tmp_path / "f.pth")
     elif case == "vit_b":
         torch.save({"model": official("vit_b16").state_dict()}, tmp_path / "f.pth")
     else:
@@ -256,6 +260,7 @@ def test_a_wrong_file_is_refused_in_one_line(tmp_path, case, needles):
     with pytest.raises(ValueError) as e:
         ours(src=tmp_path / "f.pth")
     one_line_error(str(e.value), *needles)
+    assert str(e.value).count("ConvNet") <= 1, e.value  # said once
 
 
 @pytest.mark.parametrize(
