@@ -14,6 +14,7 @@ size, FLOPs and training speed, and end-to-end training with the real loader aga
     python bench.py video [--videos_dir DIR] [--sweep]      # JPEG frames vs re-encoded vs original videos
     python bench.py features                               # whole-video features vs decode-only, 1 core
     python bench.py gpu     # everything GPU-only: CUDA tests + amp/compile/loader/nvJPEG rows -> markdown
+    python bench.py vit     # pretraining loader at --num_sample 1 2 4; ViT-S/B steps eager vs compiled
 Every command takes --json OUT to write its numbers as well.
 
 data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in [256, 320], random
@@ -63,7 +64,9 @@ timing); BannyStone/Video_Classification_PyTorch lib/transforms.py (the naive pi
 
 import argparse
 import copy
+import itertools
 import dataclasses
+import functools
 import json
 import os
 import platform
@@ -89,7 +92,9 @@ import decode
 import gpudecode
 import model as models
 import prepare
+import pretrain
 import train
+import vit
 import vjepa
 
 DEFAULT_FRAMES = os.path.join("output", "bench_frames")
@@ -1320,6 +1325,27 @@ def vit_gpu_rows(args):
     return rows
 
 
+def vit_b_pretrain_rows(args):
+    """bench.py gpu's ViT-B/16 pretraining and fine-tuning rows: bf16, eager and compiled, batch 8-64,
+    in-memory batches vs the real loader, and the fraction of the dense bf16 peak."""
+    vit_args = get_args_parser().parse_args(
+        ["vit", "--device", "cuda", "--amp", "bf16", "--archs", "vit_b16", "--num_sample"]
+        + ["--batches", "8", "16", "32", "64", "--steps", "20", "--warmup", "5", "--rounds", "1"]
+        + ["--real", "--workers", str(args.workers)]
+    )
+    rows = []
+    for key, r in bench_vit(vit_args)["steps"].items():
+        of_peak = f", {r['of_peak']:.0%} of dense bf16 peak" if "of_peak" in r else ""
+        rows.append(
+            (
+                f"{key} 16x224",
+                f"{r['views_s']:.1f} views/s in-memory, {r['real_views_s']:.1f} real loader"
+                f"{of_peak}, {r['tflops_per_view'] * 1e3:.0f} GFLOPs per view",
+            )
+        )
+    return rows
+
+
 def bench_gpu(args):
     """The CUDA-only tests (pytest -k cuda), then model rows (fp32, bf16, fp16, channels-last, compile),
     real loader vs in-memory batches, and --decode_device cuda: one markdown table for docs/performance.md."""
@@ -1363,7 +1389,7 @@ def bench_gpu(args):
                 f"{last['clips_s']:.1f} clips/s, peak {last['peak_gib']:.2f} GiB",
             )
         )
-    rows += vit_gpu_rows(args)
+    rows += vit_gpu_rows(args) + vit_b_pretrain_rows(args)
     for name, flags in (
         ("JPEGs decoded by the loader", []),
         ("--decode_device cuda (nvJPEG)", ["--decode_device", "cuda"]),
@@ -1398,6 +1424,194 @@ def bench_gpu(args):
     )
     print("| what | result |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows))
     return {"rows": dict(rows), "tests_exit": r.returncode}
+
+
+# ---- bench.py vit: the VideoMAE pretraining loader with --num_sample K, and the ViT steps --------------
+# Dense bf16 peak, TFLOP/s, of the GPUs the fraction-of-peak column knows (vendor data sheets, SXM)
+BF16_PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}
+
+
+def pretrain_loader_rows(args, frames_dir):
+    """The pretraining loader (recipes/*_videomae_pretrain.txt's clips: 16 frames t_stride 4, the 13-place
+    multi-scale crop, tube masks) at --num_sample K: delivered views per CPU second of this process (one
+    thread: per core), and frames decoded per delivered view (decode.decode_frame calls, counted)."""
+    train_list, _ = ensure_frames(frames_dir)
+    rows, calls, real = {}, [0], decode.decode_frame
+
+    def counted(blob):
+        calls[0] += 1
+        return real(blob)
+
+    decode.decode_frame = counted
+    try:
+        for finish, where in ((False, "coarse crop (CUDA model)"), (True, "finished (CPU model)")):
+            for K in args.num_sample:
+                spec = data.DataSpec(
+                    t_length=args.t_length, t_stride=4, crop_size=args.crop_size, new_size=256,
+                    train_crop="multiscale13", flip=False, reps=K, finish_crop=finish,
+                )  # fmt: skip
+                ds = data.VideoFrameDataset(train_list, spec, "train")
+                grid = (args.t_length // 2, args.crop_size // 16, args.crop_size // 16)
+                ds = pretrain.MaskedClips(ds, grid, 0.9)
+                calls[0], n = 0, len(ds.videos)
+                rate = rate_cpu(ds, n, args.iters, args.repeats)
+                per_view = calls[0] / (args.iters * args.repeats * K)
+                rows[f"pretrain loader, {where}, K={K}"] = {
+                    "views_s_core": rate * K,
+                    "frames_per_view": per_view,
+                }
+                print(f"{where} K={K}: {rate * K:.1f} views/s per core, {per_view:.2f} frames "
+                      "decoded per view", flush=True)  # fmt: skip
+    finally:
+        decode.decode_frame = real
+    return rows
+
+
+def vit_step(task, arch, device, amp=None, compile=False, t_length=16, crop_size=224, ratio=0.9):
+    """A fresh ViT and train.py's step on a loader batch: to_model_input, the objective of
+    train.classification or pretrain.reconstruction under autocast, backward, AdamW. (step, FLOPs
+    per view of forward + backward)."""
+    torch.manual_seed(0)
+    model = vit_model(task, arch, t_length, crop_size, ratio)
+    if task == "pretrain":
+        objective = pretrain.reconstruction(data.MEAN, data.STD, model.spec)
+    else:
+        objective = train.classification(argparse.Namespace(label_smoothing=0.0, probe=None))
+    flops = vit_flops(task, arch, t_length, crop_size, ratio)
+    model.to(device).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
+    net = torch.compile(model, dynamic=False) if compile else model
+    dtype = {"bf16": torch.bfloat16}.get(amp)
+    rt = argparse.Namespace(device=device, memory_format=torch.contiguous_format)
+    rt.mean, rt.std = data.MEAN, data.STD
+    rt.autocast = torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
+
+    def step(clips, labels, info):
+        x, labels = train.to_model_input(clips, labels, info, rt)
+        with rt.autocast:
+            loss = objective.loss(objective.forward(net, x, info), labels, x, info)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss
+
+    return step, flops
+
+
+@functools.lru_cache(maxsize=None)
+def vit_flops(task, arch, t_length, crop_size, ratio):
+    """FLOPs of one view's forward + backward (torch.utils.flop_counter, multiply-add = 2), on the meta
+    device: shapes only (the model is built on the CPU, once per row kind)."""
+    model = vit_model(task, arch, t_length, crop_size, ratio).to("meta")
+    x = torch.empty(1, 3, t_length, crop_size, crop_size, device="meta")
+    with FlopCounterMode(display=False) as fc:
+        if task == "pretrain":
+            mask = pretrain.draw_mask(model.grid, ratio, 0, 0, 0)[None].to("meta")
+            model(x, mask).float().pow(2).mean().backward()
+        else:
+            model(x).logsumexp(1).mean().backward()
+    return fc.get_total_flops()
+
+
+def vit_model(task, arch, t_length, crop_size, ratio):
+    if task == "pretrain":
+        return pretrain.PretrainViT(arch, t_length, crop_size, mask_ratio=ratio)
+    return vit.build(arch, 400, t_length, crop_size)
+
+
+def vit_batches(task, args, batch, n=2):
+    """In-memory uint8 batches as the loader ships them (with masks for pretraining)."""
+    g = torch.Generator().manual_seed(0)
+    shape = (batch, 3, args.t_length, args.crop_size, args.crop_size)
+    grid = (args.t_length // 2, args.crop_size // 16, args.crop_size // 16)
+    out = []
+    for i in range(n):
+        info = {"box": torch.tensor([[0.05, 0.05, 0.9, 0.9]]).repeat(batch, 1)}
+        if task == "pretrain":
+            info["mask"] = torch.stack(
+                [pretrain.draw_mask(grid, 0.9, 0, i, b) for b in range(batch)]
+            )
+        x = torch.randint(0, 256, shape, dtype=torch.uint8, generator=g)
+        out.append((x, torch.randint(0, 400, (batch,), generator=g), info))
+    return (out[i % n] for i in range(args.warmup + args.steps))
+
+
+def vit_step_rows(args, device):
+    """The ViT-S/B pretraining and fine-tuning steps, eager and compiled, timed in alternating rounds
+    (--rounds; the best counts: drift on a shared machine hits both alike): views/s on in-memory
+    batches (CPU: per core, over this process's CPU time; CUDA: wall time, synchronised) and, on
+    CUDA, the fraction of the GPU's dense bf16 peak; with --real, the real loader too."""
+    rows, peak = {}, None
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name()
+        peak = args.peak_tflops or next((v for k, v in BF16_PEAK_TFLOPS.items() if k in name), None)
+    for arch, task, batch in itertools.product(args.archs, args.tasks, args.batches):
+        steps = {}
+        for compile in (False, True):
+            step, flops = vit_step(
+                task, arch, device, args.amp, compile, args.t_length, args.crop_size
+            )
+            for b in itertools.islice(vit_batches(task, args, batch), args.warmup):
+                step(*b)  # compilation, allocator warm-up
+            steps["compiled" if compile else "eager"] = step
+        best = dict.fromkeys(steps, 0.0)
+        for _ in range(args.rounds):
+            for kind, step in steps.items():
+                best[kind] = max(best[kind], timed_rate(step, task, args, batch, device))
+        for kind, rate in best.items():
+            row = {"views_s": rate, "tflops_per_view": flops / 1e12}
+            if peak:
+                row["of_peak"] = rate * flops / (peak * 1e12)
+            if args.real and device.type == "cuda":
+                row["real_views_s"] = vit_real_rate(args, task, steps[kind], batch, device)
+            key = f"{arch} {task} b{batch} {args.amp or 'fp32'} {kind}"
+            rows[key] = row
+            print(key, {k: round(v, 4) for k, v in row.items()}, flush=True)
+    return rows
+
+
+def timed_rate(step, task, args, batch, device):
+    """views/s of --steps steps on in-memory batches: CPU time of this process on a CPU, wall on CUDA."""
+    clock = time.perf_counter if device.type == "cuda" else time.process_time
+    batches = list(itertools.islice(vit_batches(task, args, batch), args.steps))
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    t0 = clock()
+    for b in batches:
+        step(*b)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return batch * len(batches) / (clock() - t0)
+
+
+def vit_real_rate(args, task, step, batch, device):
+    """views/s of `step` fed by the real loader (DataLoader workers over the benchmark frames)."""
+    train_list, _ = ensure_frames(args.frames or DEFAULT_FRAMES)
+    spec = data.DataSpec(
+        t_length=args.t_length, t_stride=4, crop_size=args.crop_size, new_size=256,
+        train_crop="multiscale13" if task == "pretrain" else "jitter", flip=task != "pretrain",
+    )  # fmt: skip
+    ds = data.VideoFrameDataset(train_list, spec, "train")
+    grid = (args.t_length // 2, args.crop_size // 16, args.crop_size // 16)
+    ds = pretrain.MaskedClips(ds, grid, 0.9) if task == "pretrain" else ds
+    indices = [i % len(ds) for i in range(batch * (args.warmup + args.steps + args.workers))]
+    loader = DataLoader(
+        ds, batch_size=batch, sampler=indices, num_workers=args.workers, pin_memory=True,
+        collate_fn=data.collate, drop_last=True, persistent_workers=False,
+    )  # fmt: skip
+    rate, _ = run_steps(step, loader, args.warmup + args.workers, args.steps, device)
+    return rate
+
+
+def bench_vit(args):
+    """`bench.py vit`: the pretraining loader rows (CPU, per core) and the ViT step rows (--device)."""
+    device = torch.device(args.device)
+    out = {"loader": {}, "steps": {}}
+    if args.num_sample:
+        out["loader"] = pretrain_loader_rows(args, args.frames or DEFAULT_FRAMES)
+    if args.steps:
+        out["steps"] = vit_step_rows(args, device)
+    return out
 
 
 def add_video_features_gpu(sub):
@@ -1479,6 +1693,32 @@ def add_model_train_flags(m, t):
         q.add_argument("--warmup", default=3, type=int, help="untimed steps first")
 
 
+def add_vit(sub):
+    w = sub.add_parser(
+        "vit", help="pretraining loader at --num_sample K; ViT steps eager vs compiled"
+    )
+    w.add_argument("--t_length", default=16, type=int, help="frames per clip")
+    w.add_argument("--crop_size", default=224, type=int, help="square crop in px")
+    w.add_argument("--frames", default=None, help="train.txt's folder (default: synthetic frames)")
+    w.add_argument("--num_sample", default=[1, 2, 4], type=int, nargs="*", help="loader rows' K")
+    w.add_argument("--iters", default=8, type=int, help="loader: clips per round")
+    w.add_argument("--repeats", default=2, type=int, help="loader: rounds (the best counts)")
+    w.add_argument("--archs", default=["vit_s16", "vit_b16"], nargs="*", help="step rows' ViTs")
+    w.add_argument("--batches", default=[2], type=int, nargs="*", help="step rows' batch sizes")
+    w.add_argument(
+        "--tasks", default=["pretrain", "finetune"], nargs="*", choices=["pretrain", "finetune"]
+    )
+    w.add_argument("--steps", default=3, type=int, help="timed steps per row (0: no step rows)")
+    w.add_argument("--warmup", default=2, type=int, help="untimed steps first (compilation)")
+    w.add_argument("--rounds", default=2, type=int, help="alternating eager / compiled rounds")
+    w.add_argument("--device", default="cpu", help="cpu or cuda")
+    w.add_argument("--amp", default=None, choices=[None, "bf16"], help="autocast dtype")
+    w.add_argument("--real", action="store_true", help="CUDA: also the real loader's views/s")
+    w.add_argument("--workers", default=DEFAULT_WORKERS, type=int, help="--real's loader workers")
+    w.add_argument("--peak-tflops", dest="peak_tflops", type=float, help="dense bf16 peak, TFLOP/s")
+    w.add_argument("--json", default=None, help="also write the numbers to this file")
+
+
 def get_args_parser():
     p = argparse.ArgumentParser(description="Benchmark the data pipeline, the model and training.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -1486,6 +1726,7 @@ def get_args_parser():
     m = sub.add_parser("model", help="params, GMACs, forward+backward clips/s and memory")
     t = sub.add_parser("train", help="training clips/s: real loader vs in-memory batches")
     v = add_video_features_gpu(sub)
+    add_vit(sub)
     for q in (d, m, t, v):
         q.add_argument("--t_length", default=16, type=int, help="frames per clip")
         q.add_argument("--crop_size", default=224, type=int, help="square crop in px")
@@ -1589,6 +1830,7 @@ def main(argv=None):
             "video": bench_video,
             "gpu": bench_gpu,
             "features": bench_features,
+            "vit": bench_vit,
         }
         out = commands[args.cmd](args)
     except (ValueError, FileNotFoundError, decode.BadVideo) as e:

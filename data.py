@@ -1161,6 +1161,31 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             return self.spec.train_sampling
         return self.spec.test_sampling
 
+    def train_view(self, frames, rng):
+        """One train view of the decoded frames, its draws (box, flip, augment) the next ones of `rng`:
+        (uint8 (N, crop, crop, 3) in decode order, box, the augment.BatchAugment draws or None). The
+        frames are only read: every view of a video shares them."""
+        H, W, _ = frames[0].shape
+        if self.spec.train_crop == "jitter":  # one box for every frame (snippet)
+            box = train_box(H, W, self.spec.new_size, self.spec.crop_size, rng)
+        else:
+            more = self.spec.train_crop == "multiscale13"
+            box = multiscale_box(H, W, self.spec.new_size, self.spec.crop_size, rng, more)
+        # finish_box follows train_box's rescaled pixel grid; a multi-scale box is off that grid
+        finish = finish_box if self.spec.train_crop == "jitter" else resample_box
+        crop, box = (
+            (finish(frames, box, self.spec.crop_size), IDENTITY_BOX)
+            if self.finish_crop
+            else train_crop(frames, box, self.spec.crop_size)
+        )
+        if self.flip and rng.random() < 0.5:  # mirror W, and the box
+            crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])
+        if hasattr(self.spec.augment, "draw"):  # augment.BatchAugment: only its draws, here
+            return crop, box, self.spec.augment.draw(rng, crop)
+        if self.spec.augment:
+            crop = augment_clip(crop, self.spec.augment, rng)
+        return crop, box, None
+
     def load_clip(self, video, rng, read=None):
         """(video, numpy Generator) -> (clip, info). Train: clip uint8 (3, T, crop, crop) and
         info["box"], the float32 (4,) box that `crop_resize` still cuts out on the device (identity
@@ -1178,32 +1203,12 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         H, W, _ = frames[0].shape
         info = {}
         if self.mode == "train":  # draws: frames, then per clip box, flip, augment -- in this order
-            views, boxes, drawn = [], [], []
-            for _ in range(self.reps):  # repeated augmentation: `reps` clips of the same frames
-                if self.spec.train_crop == "jitter":  # one box for every frame (snippet)
-                    box = train_box(H, W, self.spec.new_size, self.spec.crop_size, rng)
-                else:
-                    more = self.spec.train_crop == "multiscale13"
-                    box = multiscale_box(H, W, self.spec.new_size, self.spec.crop_size, rng, more)
-                # finish_box follows train_box's rescaled pixel grid; a multi-scale box is off that grid
-                finish = finish_box if self.spec.train_crop == "jitter" else resample_box
-                crop, box = (
-                    (finish(frames, box, self.spec.crop_size), IDENTITY_BOX)
-                    if self.finish_crop
-                    else train_crop(frames, box, self.spec.crop_size)
-                )
-                if self.flip and rng.random() < 0.5:  # mirror W, and the box
-                    crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])
-                if hasattr(self.spec.augment, "draw"):  # augment.BatchAugment: only its draws, here
-                    drawn.append(self.spec.augment.draw(rng, crop))
-                    views.append(crop)
-                else:
-                    views.append(
-                        augment_clip(crop, self.spec.augment, rng) if self.spec.augment else crop
-                    )
-                boxes.append(box)
+            # repeated augmentation (--ra-reps / --num_sample): `reps` views of the same decoded frames
+            views, boxes, drawn = zip(*(self.train_view(frames, rng) for _ in range(self.reps)))
             info["box"] = torch.tensor(boxes if self.reps > 1 else boxes[0], dtype=torch.float32)
-            if drawn:  # --augment_device batch: augment.apply augments the batch after the transfer
+            if (
+                drawn[0] is not None
+            ):  # --augment_device batch: augment.apply augments the batch later
                 info["augment"] = torch.stack(drawn) if self.reps > 1 else drawn[0]
         else:
             views = [

@@ -442,10 +442,12 @@ def add_augment_args(p):
     )
     p.add_argument(
         "--ra-reps",
+        "--num_sample",
         dest="ra_reps",
         default=1,
         type=positive,
-        help="repeated augmentation: clips per video per step (-b counts videos)",
+        help="repeated augmentation: views per video per step from one decode, each its own crop "
+        "(and mask: --pretrain); -b counts videos (VideoMAEv2's --num_sample)",
     )
 
 
@@ -940,8 +942,8 @@ def check_recipe_args(args):
         args.auto_augment or args.random_erase or args.color_jitter or args.ra_reps > 1
     ):
         fail(
-            "--auto-augment / --random-erase / --color-jitter / --ra-reps work on the loader's clips: "
-            "use --decode_device cpu"
+            "--auto-augment / --random-erase / --color-jitter / --ra-reps (--num_sample) work on the "
+            "loader's clips: use --decode_device cpu"
         )
     if args.augment_device == "batch" and not (
         args.auto_augment or args.random_erase or args.color_jitter

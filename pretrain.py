@@ -80,16 +80,20 @@ def hidden_per_frame(ratio, n):
     return int(ratio * n)
 
 
-def draw_mask(grid, ratio, seed, epoch, index):
+def draw_mask(grid, ratio, seed, epoch, index, views=1):
     """The mask of sample `index` in `epoch`: a permutation from its own generator (np.random's shuffle
-    of the same state is the same permutation, so the official generator's draws compare exactly)."""
+    of the same state is the same permutation, so the official generator's draws compare exactly).
+    views > 1 (--num_sample): (views, T'H'W'), view k's the k-th permutation drawn in turn from that
+    generator, as VideoMAEv2's pretrain_datasets.py calls its transform (crop and mask) once per view."""
     rng = np.random.default_rng([seed, epoch, index, MASK_STREAM])
-    return tube_mask(grid, ratio, rng.permutation(grid[1] * grid[2]))
+    masks = [tube_mask(grid, ratio, rng.permutation(grid[1] * grid[2])) for _ in range(views)]
+    return masks[0] if views == 1 else torch.stack(masks)
 
 
 class MaskedClips(torch.utils.data.Dataset):
     """A train.make_dataset dataset whose items carry info["mask"], (T'H'W',) bool: draw_mask of the
-    dataset's seed, its epoch (set_epoch: the wrapped one's) and the item's index."""
+    dataset's seed, its epoch (set_epoch: the wrapped one's) and the item's index; (K, T'H'W') for the
+    K views of a train item with --num_sample K (the wrapped dataset's reps: one decode, K crops)."""
 
     def __init__(self, ds, grid, ratio):
         self.ds, self.grid, self.ratio = ds, grid, ratio
@@ -104,7 +108,8 @@ class MaskedClips(torch.utils.data.Dataset):
 
     def __getitem__(self, index):
         clip, label, info = self.ds[index]
-        mask = draw_mask(self.grid, self.ratio, self.ds.spec.seed, self.ds.epoch, index)
+        views = self.ds.reps
+        mask = draw_mask(self.grid, self.ratio, self.ds.spec.seed, self.ds.epoch, index, views)
         return clip, label, {**info, "mask": mask}
 
 
@@ -139,12 +144,29 @@ class Encoder(nn.Module):
         self.grad_ckpt = grad_ckpt
         self.apply(_xavier)
 
-    def forward(self, x, mask):
-        """x (B, 3, T, H, W), mask (B, N) bool, the same count per row -> visible tokens (B, N_vis, D)."""
+    def forward(self, x, mask, visible=None):
+        """x (B, 3, T, H, W), mask (B, N) bool, the same count per row -> visible tokens (B, N_vis, D).
+        visible: their indices (`split_tokens`), if known."""
         x = self.patch_embed(x) + self.pos_embed.to(x.dtype)
-        B, _, D = x.shape
-        x = x[~mask].reshape(B, -1, D)  # ~mask: visible, in token order
-        return self.norm(vit.run_blocks(self.blocks, x, self.grad_ckpt))
+        visible = split_tokens(mask)[0] if visible is None else visible
+        return self.norm(vit.run_blocks(self.blocks, take(x, visible), self.grad_ckpt))
+
+
+def split_tokens(mask, n_visible=None):
+    """(B, N) bool mask (True = hidden), the same count per row -> the indices of the visible tokens
+    (B, n_visible) and of the hidden ones (B, N - n_visible), each in token order: x[~mask] and x[mask]
+    as gathers of a shape known in advance, so torch.compile sees no data-dependent shape (no graph
+    break, no recompilation). n_visible None: counted from the mask (a host sync)."""
+    if n_visible is None:
+        n_visible = mask.shape[1] - int(mask[0].sum())
+    # a stable sort of 0 (visible) / 1 (hidden) keeps each group in token order
+    order = torch.sort(mask.to(torch.uint8), dim=1, stable=True).indices
+    return order[:, :n_visible], order[:, n_visible:]
+
+
+def take(x, index):
+    """x (B, N, D), index (B, n) -> (B, n, D): the rows of each sample."""
+    return torch.gather(x, 1, index.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
 
 
 class Decoder(nn.Module):
@@ -165,13 +187,27 @@ class Decoder(nn.Module):
 
 class PretrainViT(nn.Module):
     """PretrainVisionTransformer for vit.VIT_SPECS[arch] over t_length x crop_size clips:
-    (x, mask) -> predictions (B, N_masked, tubelet * P * P * 3) for the hidden tokens, in token order."""
+    (x, mask) -> predictions (B, N_masked, tubelet * P * P * 3) for the hidden tokens, in token order.
+    mask_ratio (tube_mask's): the visible count is known before the mask is (`split_tokens`), so the
+    compiled model never reads it from the mask; None: counted from each batch's mask."""
 
-    def __init__(self, arch, t_length, crop_size, decoder_depth=4, drop_path=0.0, grad_ckpt=False):
+    def __init__(
+        self,
+        arch,
+        t_length,
+        crop_size,
+        decoder_depth=4,
+        drop_path=0.0,
+        grad_ckpt=False,
+        mask_ratio=None,
+    ):
         super().__init__()
         spec = self.spec = vit.VIT_SPECS[arch]
         self.arch = arch
         self.grid = (t_length // spec.tubelet, crop_size // spec.patch, crop_size // spec.patch)
+        T_, H_, W_ = self.grid
+        hidden = None if mask_ratio is None else T_ * hidden_per_frame(mask_ratio, H_ * W_)
+        self.n_visible = None if hidden is None else T_ * H_ * W_ - hidden
         # (width, heads): the arch's entry's (vit.VIT_SPECS); its depth is --decoder-depth
         # (run_mae_pretraining.py default 4, as every scripts/*/pretrain.sh)
         width, heads = vit.decoder_of(spec)
@@ -185,11 +221,12 @@ class PretrainViT(nn.Module):
         self.register_buffer("pos_embed", vit.sinusoid_table(n, width), persistent=False)
 
     def forward(self, x, mask):
-        x_vis = self.encoder_to_decoder(self.encoder(x, mask))  # (B, N_vis, C)
+        visible, hidden = split_tokens(mask, self.n_visible)
+        x_vis = self.encoder_to_decoder(self.encoder(x, mask, visible))  # (B, N_vis, C)
         B, _, C = x_vis.shape
         pos = self.pos_embed.to(x_vis.dtype).expand(B, -1, -1)
         # the visible tokens keep their order; the positions follow them (no unshuffling needed)
-        pos_vis, pos_mask = pos[~mask].reshape(B, -1, C), pos[mask].reshape(B, -1, C)
+        pos_vis, pos_mask = take(pos, visible), take(pos, hidden)
         x = torch.cat([x_vis + pos_vis, self.mask_token.to(x_vis.dtype) + pos_mask], dim=1)
         return self.decoder(x, pos_mask.shape[1])
 
@@ -250,7 +287,8 @@ def reconstruction(mean, std, spec, raw=False):
     normalised clip (mean, std undo it as the official engine does). No class scores (labels unused)."""
 
     def hidden(x, info):
-        return info["mask"].to(x.device, non_blocking=True).flatten(1)
+        # (B, N), or (B, K, N) with --num_sample K: a row per view, each video's K views together as x's
+        return info["mask"].to(x.device, non_blocking=True).flatten(0, -2)
 
     def forward(model, x, info):
         return model(x, hidden(x, info))
@@ -373,7 +411,6 @@ def check_args(args):
         "--pretrained": args.pretrained or args.pretrained_model,
         "--decode_device cuda": args.decode_device == "cuda",
         "--mixup-alpha / --cutmix-alpha": args.mixup_alpha or args.cutmix_alpha,
-        "--ra-reps": args.ra_reps > 1,
         "--model-ema": args.model_ema,
     }
     for flag, given in refused.items():
@@ -390,6 +427,7 @@ def build_model(args):
         args.decoder_depth,
         args.drop_path or 0.0,
         args.grad_ckpt,
+        args.mask_ratio,
     )
 
 
@@ -412,10 +450,11 @@ def start_line(args, rt, d, model):
     n = int(np.prod(model.grid))
     hidden = model.grid[0] * hidden_per_frame(args.mask_ratio, model.grid[1] * model.grid[2])
     params = sum(p.numel() for p in model.parameters()) / 1e6
+    views = f" videos x {args.ra_reps} views from one decode" if args.ra_reps > 1 else ""
     return (
         f"run folder {rt.run_dir}: pretraining {args.arch} ({params:.1f}M parameters with the "
         f"decoder) on {len(d.train_ds)} train / {len(d.val_ds)} val videos, {n - hidden} of {n} "
-        f"tokens visible, {rt.world_size} process(es) x batch {args.batch_size} x iter_size "
+        f"tokens visible, {rt.world_size} process(es) x batch {args.batch_size}{views} x iter_size "
         f"{args.iter_size}, {d.steps_per_epoch} steps/epoch, lr x {train.lr_batch_scale(args):g}, "
         f"device {rt.device}"
     )

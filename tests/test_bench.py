@@ -532,3 +532,30 @@ def test_bench_model_says_per_video_for_a_segment_model(tmp_path, capsys):
     assert res["gmacs_per_clip"] == pytest.approx(8 * one, rel=0.01)
     assert "video of 8 segments of 3x1x224x224" in out and "GMACs per video (8 segments)" in out
     assert "per clip" not in out, out
+
+
+def test_vit_loader_rows_count_one_decode_for_k_views(tiny_data):
+    """bench.py vit's pretraining loader rows: frames decoded per delivered view are the clip's frames / K
+    (counted by wrapping decode.decode_frame), and the wrapper is removed afterwards."""
+    frames = os.path.dirname(tiny_data[0])
+    out = bench.main(
+        [
+            "vit",
+            "--frames",
+            frames,
+            "--t_length",
+            "4",
+            "--crop_size",
+            "32",
+            "--num_sample",
+            "1",
+            "2",
+        ]
+        + ["--iters", "2", "--repeats", "1", "--steps", "0"]
+    )
+    rows = out["loader"]
+    for where in ("coarse crop (CUDA model)", "finished (CPU model)"):
+        assert rows[f"pretrain loader, {where}, K=1"]["frames_per_view"] == 4
+        assert rows[f"pretrain loader, {where}, K=2"]["frames_per_view"] == 2
+        assert all(r["views_s_core"] > 0 for r in rows.values())
+    assert decode.decode_frame.__name__ == "decode_frame"

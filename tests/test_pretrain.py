@@ -8,6 +8,7 @@ module, so `official_loss` below transcribes them, the rearranges as explicit pe
 Resume and worker-count exactness: tests/test_exact.py with --trainer-flags (docs/pretrain.md).
 """
 
+import argparse
 import importlib
 import itertools
 import json
@@ -24,6 +25,7 @@ import torch.nn as nn
 from PIL import Image
 
 import data
+import decode
 import flags
 import model as models
 import pretrain
@@ -131,6 +133,64 @@ def test_masks_come_from_the_sample_generator():
     assert a.sum() == 4 * int(0.9 * 49)
     others = [pretrain.draw_mask(grid, 0.9, *k) for k in ((1, 3, 5), (0, 4, 5), (0, 3, 6))]
     assert all(not torch.equal(a, b) for b in others)
+
+
+@pytest.mark.parametrize("finish", [False, True])  # the coarse crop of a CUDA model / a CPU model's
+def test_num_sample_views_are_separate_decodes_with_the_same_draws(tiny_data, monkeypatch, finish):
+    """--num_sample K (VideoMAEv2's pretrain_datasets.py: the transform, crop and mask, called K times on
+    one decode): view k of a sample equals the view made from a decode of its own with the k-th draws
+    of the sample's generators (box, then mask), and the K views cost one decode of each frame."""
+    K, grid, ratio = 3, (2, 2, 2), 0.5
+    spec = data.DataSpec(
+        t_length=4, t_stride=2, new_size=36, crop_size=32, train_crop="multiscale13", seed=3
+    )
+    spec = data.dataclasses.replace(spec, finish_crop=finish)
+    many = pretrain.MaskedClips(
+        data.VideoFrameDataset(tiny_data[0], spec, "train", reps=K), grid, ratio
+    )
+    one = pretrain.MaskedClips(data.VideoFrameDataset(tiny_data[0], spec, "train"), grid, ratio)
+    decoded, real = [], decode.decode_frame
+    monkeypatch.setattr(decode, "decode_frame", lambda blob: decoded.append(1) or real(blob))
+    many.set_epoch(1), one.set_epoch(1)
+    ds = many.ds
+    for index in range(4):
+        decoded.clear()
+        clip, _, info = many[index]
+        assert clip.shape == (K, 3, 4, 32, 32) and info["mask"].shape == (K, 8)
+        video, rng = ds.videos[index], np.random.default_rng([spec.seed, 1, index])
+        numbers, inverse = np.unique(ds.choose_frames(video, rng), return_inverse=True)
+        assert len(decoded) == len(numbers)  # one decode per frame for all K views
+        masks = np.random.default_rng([spec.seed, 1, index, pretrain.MASK_STREAM])
+        for k in range(K):  # the reference: a decode per view
+            crop, box, _ = ds.train_view(ds.load_frames(video, numbers), rng)
+            crop = crop[torch.from_numpy(inverse.reshape(-1))].permute(3, 0, 1, 2)
+            assert torch.equal(clip[k], crop)
+            assert info["box"][k].tolist() == list(torch.tensor(box).tolist())
+            mask = pretrain.tube_mask(grid, ratio, masks.permutation(4))
+            assert torch.equal(info["mask"][k], mask)
+        assert len(decoded) == (K + 1) * len(numbers)
+        assert any(not torch.equal(clip[0], clip[k]) for k in range(1, K))  # each its own draws
+        single, _, first = one[index]  # --num_sample 1: the first view and mask
+        assert torch.equal(single, clip[0]) and torch.equal(first["mask"], info["mask"][0])
+
+
+def test_num_sample_loss_takes_each_view_with_its_mask():
+    """The step's (B, K, N) masks are B x K rows, each video's K views together as its clips."""
+    torch.manual_seed(0)
+    model = pretrain.PretrainViT("vit_t16", 4, 64, decoder_depth=1).double().eval()
+    x = torch.randn(2, 2, 3, 4, 64, 64, dtype=torch.float64)
+    masks = torch.stack([pretrain.draw_mask(model.grid, 0.75, 0, 0, i, views=2) for i in range(2)])
+    objective = pretrain.reconstruction(MEAN, STD, model.spec)
+
+    def loss_fn(x, info):
+        return objective.loss(objective.forward(model, x, info), None, x, info)
+
+    with torch.no_grad():
+        loss = loss_fn(x.flatten(0, 1), {"mask": masks})
+        each = [
+            loss_fn(x[b, k][None], {"mask": masks[b, k][None]}) for b in range(2) for k in range(2)
+        ]
+    assert torch.allclose(loss, torch.stack(each).mean(), rtol=1e-12)
 
 
 @pytest.mark.parametrize("raw", [False, True])
@@ -301,6 +361,8 @@ def test_pretrain_help_is_the_pretraining_usage(capsys):
         (["--mask-ratio", "0"], "--mask-ratio 0.0: must be in (0, 1)"),
         (["--crop_size", "40"], "--crop_size 40"),
         (["--t_length", "5"], "--t_length 5"),
+        (["--num_sample", "0"], "--num_sample"),
+        (["--num_sample", "2", "--decode_device", "cuda"], "--decode_device cuda"),
     ],
 )
 def test_bad_inputs_one_line(tiny_data, tmp_path, capsys, flags, needle):
@@ -324,6 +386,7 @@ def test_recipes_are_the_official_scripts(recipe, ratio, stride, lr, batch):
     assert (args.mask_ratio, args.t_stride, args.lr, args.batch_size) == (ratio, stride, lr, batch)
     assert (args.opt, args.opt_betas, args.weight_decay) == ("adamw", [0.9, 0.95], 0.05)
     assert args.train_crop == "multiscale13" and args.no_flip
+    assert args.ra_reps == 1  # pretrain.sh sets no --num_sample: one view per decoded video
     # lr x global batch / 256: K400's 64 GPUs x 32 clips give 1.2e-3 once warm
     args.world_size = 64 if batch == 32 else 8
     total = batch * args.world_size
@@ -411,3 +474,41 @@ def test_grad_ckpt_gives_the_same_gradients():
         calls.append(len(seen))
     assert calls == [2, 4]  # --grad-ckpt: each block runs again in the backward
     assert all(torch.equal(a, b) for a, b in zip(*grads))
+
+
+@pytest.mark.parametrize("what", ["pretrain", "finetune"])
+def test_compiled_steps_never_recompile_nor_break_the_graph(what):
+    """--compile (train.build_net: dynamic=False) of the pretraining model (encoder, the visible-token
+    gather, decoder) and of the fine-tuning ViT: one whole graph (fullgraph), and training steps with
+    new masks, weights and clips reuse it (error_on_recompile). The eager backend keeps it CPU-cheap:
+    graph breaks and recompilations are dynamo's, whatever backend compiles the graph."""
+    import vit  # noqa: PLC0415
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    if what == "pretrain":
+        model = pretrain.PretrainViT("vit_t16", 4, 32, decoder_depth=1, mask_ratio=0.5)
+        objective = pretrain.reconstruction(MEAN, STD, model.spec)
+    else:
+        model = vit.build("vit_t16", 5, 4, 32, depth=1)
+        objective = train.classification(argparse.Namespace(label_smoothing=0.0, probe=None))
+
+    def loss_fn(model, x, labels, info):
+        return objective.loss(objective.forward(model, x, info), labels, x, info)
+
+    compiled = torch.compile(model, dynamic=False, fullgraph=True, backend="eager")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    losses = []
+    for step in range(3):
+        x, labels = torch.randn(2, 3, 4, 32, 32), torch.tensor([step, 4 - step])
+        mask = torch.stack([pretrain.draw_mask(model.grid, 0.5, 0, step, i) for i in range(2)])
+        with torch.no_grad():  # the compiled step computes the eager one
+            eager = loss_fn(model, x, labels, {"mask": mask})
+        with torch._dynamo.config.patch(error_on_recompile=step > 0):
+            loss = loss_fn(compiled, x, labels, {"mask": mask})
+            loss.backward()
+        opt.step()
+        opt.zero_grad()
+        assert torch.allclose(loss, eager, rtol=1e-5), (loss, eager)
+        losses.append(loss.item())
+    assert len(set(losses)) == 3
