@@ -1,24 +1,28 @@
-"""Clip augmentation after the transfer (--augment_device batch): the loader draws, the batch is augmented.
+"""Clip augmentation after the transfer (--augment_device batch): the loader draws, the batch is
+augmented.
 
-data.clip_augment's torchvision transforms (colour jitter, RandAugment, random erasing) cost the loader
-about half its clip rate when they run there (`bench.py data`, rows (f)). Their draws depend on nothing
-but the clip's generator and size, so the loader can make them alone and ship each clip's parameters, a
-small float64 record, beside its uint8 pixels; `apply` then augments the whole batch on the trainer's
-device, one torchvision kernel call per stage for all clips that drew the same operation:
+data.clip_augment's torchvision transforms (colour jitter, RandAugment, random erasing) cost the
+loader about half its clip rate when they run there (`bench.py data`, rows (f)). Their draws depend
+on nothing but the clip's generator and size, so the loader can make them alone and ship each clip's
+parameters, a small float64 record, beside its uint8 pixels; `apply` then augments the whole batch
+on the trainer's device, one torchvision kernel call per stage for all clips that drew the same
+operation:
 
     aug = BatchAugment(data.clip_augment(True, 2, 9, 0.4, 0.25))   # VideoFrameDataset(augment=aug)
     params = aug.draw(rng, crop)            # in load_clip, where data.augment_clip would run
-    clips = apply(clips, params)            # uint8 (B, 3, T, H, W) and (B, S, 8) -> augmented, uint8
+    # uint8 (B, 3, T, H, W) and (B, S, 8) -> augmented, uint8
+    clips = apply(clips, params)
 
-`draw` seeds torch exactly as data.augment_clip does (one integer from the sample's generator, the same
-torch calls in the same order as the transforms' own), so a clip gets the same operations and the same
-magnitudes on either path, and `apply` runs the kernels the transforms run (torchvision.transforms.v2
-.functional, on the same memory layout): on the CPU the clips are the loader path's bit for bit
-(tests/test_augment.py, every operation); on CUDA, the float kernels may round a level differently.
+`draw` seeds torch exactly as data.augment_clip does (one integer from the sample's generator, the
+same torch calls in the same order as the transforms' own), so a clip gets the same operations and
+the same magnitudes on either path, and `apply` runs the kernels the transforms run
+(torchvision.transforms.v2 .functional, on the same memory layout): on the CPU the clips are the
+loader path's bit for bit (tests/test_augment.py, every operation); on CUDA, the float kernels may
+round a level differently.
 
-A record is S stages x (operation, 7 values): colour jitter's three factors in its drawn order, then the
-RandAugment operations with their signed magnitudes, then erasing's box and fill; "Identity" where a stage
-does nothing (RandAugment's "Identity", erasing not drawn).
+A record is S stages x (operation, 7 values): colour jitter's three factors in its drawn order, then
+the RandAugment operations with their signed magnitudes, then erasing's box and fill; "Identity"
+where a stage does nothing (RandAugment's "Identity", erasing not drawn).
 
 References
 - E. D. Cubuk et al., "RandAugment", CVPR Workshops 2020; Z. Zhong et al., "Random Erasing Data
@@ -30,9 +34,10 @@ from torchvision import tv_tensors
 from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as TF
 
-# RandAugment's operations in its own order (its draw is an index into this), then the other stages'.
-# Trap: its table and its one-operation method are private (torchvision 0.29); the tests compare every
-# operation with the transform itself, so a change there fails them rather than the clips drifting.
+# RandAugment's operations in its own order (its draw is an index into this), then the other
+# stages'. Trap: its table and its one-operation method are private (torchvision 0.29); the tests
+# compare every operation with the transform itself, so a change there fails them rather than the
+# clips drifting.
 RA_OPS = tuple(v2.RandAugment._AUGMENTATION_SPACE)
 JITTER = ("brightness", "contrast", "saturation")  # ColorJitter's fn_idx 0, 1, 2 (hue is never on)
 OPS = RA_OPS + JITTER + ("erase",)
@@ -42,7 +47,8 @@ _RA = v2.RandAugment()
 
 
 class BatchAugment:
-    """data.clip_augment's Compose, split: `draw` in the loader, `apply` (module level) on the batch."""
+    """data.clip_augment's Compose, split: `draw` in the loader, `apply` (module level) on the
+    batch."""
 
     def __init__(self, compose):
         self.transforms = list(compose.transforms)
@@ -56,9 +62,9 @@ class BatchAugment:
                 raise ValueError(f"BatchAugment cannot defer {t!r}")
 
     def draw(self, rng, crop):
-        """The sample's generator and its uint8 (T, H, W, 3) crop -> float64 (S, WIDTH) parameters: what
-        data.augment_clip(crop, compose, rng) would draw, from the same generator state (it takes one
-        integer from `rng`, as augment_clip does). The crop is only measured."""
+        """The sample's generator and its uint8 (T, H, W, 3) crop -> float64 (S, WIDTH) parameters:
+        what data.augment_clip(crop, compose, rng) would draw, from the same generator state (it
+        takes one integer from `rng`, as augment_clip does). The crop is only measured."""
         seed = int(rng.integers(2**63))  # data.augment_clip's draw, first: the same torch stream
         video = tv_tensors.Video(crop.permute(0, 3, 1, 2))
         H, W = video.shape[-2:]
@@ -81,19 +87,16 @@ class BatchAugment:
 
 def _jitter_stages(t, video):
     p = t.make_params([video])  # ColorJitter's own draws: fn_idx = randperm(4), then the factors
-    factors = (
-        p["brightness_factor"],
-        p["contrast_factor"],
-        p["saturation_factor"],
-        None,
-    )  # hue off
+    # hue off
+    factors = (p["brightness_factor"], p["contrast_factor"], p["saturation_factor"], None)
     return [
         (JITTER[i], factors[i]) if factors[i] is not None else ("Identity",) for i in p["fn_idx"]
     ]
 
 
 def _ra_stage(t, H, W):
-    """One RandAugment operation, drawn as RandAugment.forward draws it (torchvision.transforms.v2)."""
+    """One RandAugment operation, drawn as RandAugment.forward draws it
+    (torchvision.transforms.v2)."""
     op = RA_OPS[int(torch.randint(len(RA_OPS), ()))]
     magnitudes_fn, signed = t._AUGMENTATION_SPACE[op]
     magnitudes = magnitudes_fn(t.num_magnitude_bins, H, W)
@@ -116,7 +119,8 @@ def _erase_stage(t, video):
 
 
 def _run(op, x, values):
-    """One stage on uint8 clips (n, T, 3, H, W) that all drew (op, values): the transforms' kernels."""
+    """One stage on uint8 clips (n, T, 3, H, W) that all drew (op, values): the transforms'
+    kernels."""
     if op in RA_OPS:
         return _RA._apply_image_or_video_transform(
             x, op, float(values[0]), interpolation=_RA.interpolation, fill=_RA._fill
@@ -133,11 +137,12 @@ def _run(op, x, values):
 
 
 def apply(clips, params):
-    """uint8 clips (B, 3, T, H, W) on any device, float64 params (B, S, WIDTH) from `draw` -> the clips
-    augmented, uint8 (B, 3, T, H, W) in channels_last_3d memory (collate's). Stage by stage, the clips
-    that drew the same operation and values go through one kernel call together. Each clip is worked
-    on as (T, 3, H, W) over (T, H, W, 3) memory, the layout data.augment_clip hands torchvision (where
-    a kernel's order of summation follows the layout -- a convolution, a mean -- it stays the same)."""
+    """uint8 clips (B, 3, T, H, W) on any device, float64 params (B, S, WIDTH) from `draw` -> the
+    clips augmented, uint8 (B, 3, T, H, W) in channels_last_3d memory (collate's). Stage by stage,
+    the clips that drew the same operation and values go through one kernel call together. Each clip
+    is worked on as (T, 3, H, W) over (T, H, W, 3) memory, the layout data.augment_clip hands
+    torchvision (where a kernel's order of summation follows the layout -- a convolution, a mean --
+    it stays the same)."""
     x = clips.permute(0, 2, 3, 4, 1).contiguous()  # (B, T, H, W, 3)
     params = params.cpu()
     for s in range(params.shape[1]):

@@ -1,62 +1,76 @@
 """Benchmarks: the data pipeline against the naive pipeline and the JPEG decode limit, the model's
-size, FLOPs and training speed, and end-to-end training with the real loader against an in-memory one.
+size, FLOPs and training speed, and end-to-end training with the real loader against an in-memory
+one.
 
     python bench.py data                                    # CPU, ~1-2 min on 2 cores
     python bench.py model --arch resnet18_3d --t_length 8 --crop_size 112 -b 2
     python bench.py model --arch resnet50_3d --iters 0      # params and GMACs only
     python bench.py model --vjepa --iters 3                 # V-JEPA 2 sizes; CPU probe vs fine-tune
-    python bench.py model --arch resnet50_3d -b 32 --amp bf16 --channels-last --compile --device cuda
-    python bench.py train --arch resnet10_3d --t_length 8 --crop_size 112 -b 4 --workers 2 --iters 10
-    python bench.py train --arch resnet50_3d -b 32 --workers 16 --amp bf16 --channels-last --device cuda \
+    python bench.py model --arch resnet50_3d -b 32 --amp bf16 --channels-last --compile --device \
+        cuda
+    python bench.py train --arch resnet10_3d --t_length 8 --crop_size 112 -b 4 --workers 2 \
+        --iters 10
+    python bench.py train --arch resnet50_3d -b 32 --workers 16 --amp bf16 --channels-last \
+        --device cuda \
         --iters 200
-    python bench.py train ... --device cuda --decode_device cuda    # the loader ships bytes, nvJPEG decodes
-    python bench.py train ... --device cuda --augment batch  # RandAugment drawn in the loader, run in step
-    python bench.py video [--videos_dir DIR] [--sweep]      # JPEG frames vs re-encoded vs original videos
-    python bench.py features                               # whole-video features vs decode-only, 1 core
-    python bench.py gpu     # everything GPU-only: CUDA tests + amp/compile/loader/nvJPEG rows -> markdown
-    python bench.py vit     # pretraining loader at --num_sample 1 2 4; ViT-S/B steps eager vs compiled
+    # the loader ships bytes, nvJPEG decodes
+    python bench.py train ... --device cuda --decode_device cuda
+    # RandAugment drawn in the loader, run in step
+    python bench.py train ... --device cuda --augment batch
+    # JPEG frames vs re-encoded vs original videos
+    python bench.py video [--videos_dir DIR] [--sweep]
+    # whole-video features vs decode-only, 1 core
+    python bench.py features
+    # everything GPU-only: CUDA tests + amp/compile/loader/nvJPEG rows -> markdown
+    python bench.py gpu
+    # pretraining loader at --num_sample 1 2 4; ViT-S/B steps eager vs compiled
+    python bench.py vit
 Every command takes --json OUT to write its numbers as well.
 
 data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in [256, 320], random
   224 crop, random flip) and val clips (centred, short side 256, centre crop), from 340x256 JPEGs
   made once by prepare.make_synth (q95, textured: flat images decode unrealistically fast) into
   ./output/bench_frames (8 videos of 72 frames per list), or from --frames DIR (train.txt, val.txt).
-  (a) decode only: the clip's frame files decoded to uint8 by decode.decode_frame and dropped, with each
-      decoder data.py can use (TorchCodec, torchvision, Pillow) -- the limit of any JPEG-frame pipeline
-      on this CPU.
+  (a) decode only: the clip's frame files decoded to uint8 by decode.decode_frame and dropped, with
+      each decoder data.py can use (TorchCodec, torchvision, Pillow) -- the limit of any JPEG-frame
+      pipeline on this CPU.
   (b) naive: the original project's pipeline: per frame PIL open+convert, PIL resize, crop and flip,
       then stack, float /255 and ImageNet normalisation (TSN-style Group* transforms).
   (c) data.py: VideoFrameDataset's uint8 (3, T, crop, crop) clip through data.collate, one row per
       decoder (decode.DECODER): the same run shows the pipeline before (torchvision) and after
       (TorchCodec) the switch. Train clips are cropped around their random box (data.train_box);
-      cutting out and enlarging that box (data.crop_resize) and normalisation run batched on the device
-      in the training step -- timed apart, on this CPU, in the "device part" line. (b) and (c) both pay
-      for collating.
-  (d) data.py bytes only: the loader's side of --decode_device cuda (VideoFrameDataset(encoded=True) +
-      gpudecode.collate_encoded): it reads the files and ships their bytes; the GPU decodes them.
+      cutting out and enlarging that box (data.crop_resize) and normalisation run batched on the
+      device in the training step -- timed apart, on this CPU, in the "device part" line. (b) and
+      (c) both pay for collating.
+  (d) data.py bytes only: the loader's side of --decode_device cuda (VideoFrameDataset(encoded=True)
+      + gpudecode.collate_encoded): it reads the files and ships their bytes; the GPU decodes them.
   All rows read the same files: the ones data.py's own __getitem__ chooses for clip i = video i % K
   (`clip_files`: the dataset's bytes mode, not a copy of its sampling). "1 core":
   torch.set_num_threads(1) in this process, best of --repeats rounds run in turn. "N workers": a
-  DataLoader with N processes, batch 8, the first N batches (start-up) untimed. Frames come from disk
-  on the first (untimed) pass only, then from the OS page cache -- the same for all rows. "Loader's
-  share of the limit": each (c) row over the fastest (a) row. Targets (1 core, train): (c) >= 5x (b),
+  DataLoader with N processes, batch 8, the first N batches (start-up) untimed. Frames come from
+  disk on the first (untimed) pass only, then from the OS page cache -- the same for all rows.
+  "Loader's share of the limit": each (c) row over the fastest (a) row. Targets (1 core, train): (c)
+  >= 5x (b),
   (c) >= 0.8x the best (a). (c) cannot beat the best (a), so the "vs (b)" of the best (a) row bounds
   what (c)/(b) can reach.
-model: parameters, GMACs per clip, or per video of all its segments for TSN/2D (torch.utils.flop_counter
-  on a 1-clip forward on the meta device; MACs = flops / 2 of the convs and the fc, not BN/ReLU/pooling
-  -- the model zoos' convention),
-  training clips/s (forward + backward + SGD, data.normalize in the step as in train.py) and peak
-  memory (CUDA: max_memory_allocated; CPU: the process's peak RSS, which only grows row to row).
-  Rows are cumulative: fp32, then each requested option added to the row above.
-train: training clips/s of one model and step fed by the real loader (VideoFrameDataset + DataLoader)
+model: parameters, GMACs per clip, or per video of all its segments for TSN/2D
+(torch.utils.flop_counter
+  on a 1-clip forward on the meta device; MACs = flops / 2 of the convs and the fc, not
+  BN/ReLU/pooling -- the model zoos' convention), training clips/s (forward + backward + SGD,
+  data.normalize in the step as in train.py) and peak memory (CUDA: max_memory_allocated; CPU: the
+  process's peak RSS, which only grows row to row). Rows are cumulative: fp32, then each requested
+  option added to the row above.
+train: training clips/s of one model and step fed by the real loader (VideoFrameDataset +
+DataLoader)
   and by pre-made uint8 batches in memory. real / synthetic < 1 is time lost to data: waiting in
-  next(loader) ("data wait", share of the timed steps) or, on a CPU, workers taking the model's cores.
+  next(loader) ("data wait", share of the timed steps) or, on a CPU, workers taking the model's
+  cores.
 video: clips/s per core (CPU time of this process, one thread: less swayed by other load on a shared
   machine than wall time) of train and val clips through VideoFrameDataset from (a) JPEG frames
   (prepare.py extract, q95), (b) the same videos re-encoded (prepare.py reencode) with each video
   decoder, (c) the original videos; the disk each takes, the CPU time of each preparation, and list
-  start-up times. Originals: DIR/original (default: 8 synthetic 10 s videos, made once). --sweep also
-  times other re-encodings: how prepare.REENCODE was chosen (docs/video.md).
+  start-up times. Originals: DIR/original (default: 8 synthetic 10 s videos, made once). --sweep
+  also times other re-encodings: how prepare.REENCODE was chosen (docs/video.md).
 
 References: PyTorch Performance Tuning Guide and torch.utils.benchmark (warmup, synchronize, best-of
 timing); BannyStone/Video_Classification_PyTorch lib/transforms.py (the naive pipeline).
@@ -103,7 +117,8 @@ DEFAULT_WORKERS = min(os.cpu_count() or 1, 8)
 
 # ---- data: the three pipelines -------------------------------------------------------------------
 def ensure_frames(frames_dir):
-    """The synthetic 340x256 q95 frame folders, made once and reused (delete the folder to remake)."""
+    """The synthetic 340x256 q95 frame folders, made once and reused (delete the folder to
+    remake)."""
     train_list, val_list = (
         os.path.join(frames_dir, "train.txt"),
         os.path.join(frames_dir, "val.txt"),
@@ -116,8 +131,8 @@ def ensure_frames(frames_dir):
 
 def clip_files(ds, i):
     """The frame files data.py reads for item i, each once, in the order it reads them: what the
-    dataset's own __getitem__ chooses (its bytes mode stops right after choosing), never a copy of its
-    sampling -- a changed sampler is what gets benchmarked."""
+    dataset's own __getitem__ chooses (its bytes mode stops right after choosing), never a copy of
+    its sampling -- a changed sampler is what gets benchmarked."""
     enc = copy.copy(ds)
     enc.spec = dataclasses.replace(ds.spec, encoded=True)
     return list(enc[i][0].paths)
@@ -128,20 +143,18 @@ NAIVE = "(b) naive (original project)"
 PIPELINE = "(c) data.py, {}"  # data.py's own pipeline with decode.DECODER = each decoder
 OURS = PIPELINE.format(decode.DECODER)  # data.py as shipped (TorchCodec where installed)
 BYTES = "(d) data.py, bytes only (--decode_device)"
-CPU_BEFORE = (
-    "(e) CPU trainer's input, crop_resize in step"  # before: the crop finished in float in the step
-)
+# before: the crop finished in float in the step
+CPU_BEFORE = "(e) CPU trainer's input, crop_resize in step"
 CPU_NOW = "(e) CPU trainer's input, uint8 in loader"  # now: data.finish_box in the loader
 FINISHED = "(f) data.py, crop finished in the loader"  # what clip augmentation starts from
 AUGMENTED = "(f) + --auto-augment ra --random-erase 0.25"  # RandAugment + erasing on the uint8 clip
-AUG_BATCH = (
-    "(f) + the same, --augment_device batch"  # the loader only draws; augment.apply in the step
-)
+# the loader only draws; augment.apply in the step
+AUG_BATCH = "(f) + the same, --augment_device batch"
 
 
 class DecodeOnly(Dataset):
-    """Clip i's files decoded to uint8 and dropped: returns the frame count, since shipping the frames
-    back is not decoding."""
+    """Clip i's files decoded to uint8 and dropped: returns the frame count, since shipping the
+    frames back is not decoding."""
 
     def __init__(self, files, decoder):
         self.files, self.decoder = files, decoder
@@ -154,7 +167,8 @@ class DecodeOnly(Dataset):
 
 
 class Naive(Dataset):
-    """The original project's clip from the files data.py reads for clip i (its own crop/flip draws)."""
+    """The original project's clip from the files data.py reads for clip i (its own crop/flip
+    draws)."""
 
     def __init__(self, files, mode, args):
         self.files, self.mode, self.args = files, mode, args
@@ -168,8 +182,8 @@ class Naive(Dataset):
 
 
 class Pipeline(Dataset):
-    """data.py's dataset, its frames decoded with `decoder` (decode.DECODER, set in whichever process
-    runs the item: this one, or a DataLoader worker)."""
+    """data.py's dataset, its frames decoded with `decoder` (decode.DECODER, set in whichever
+    process runs the item: this one, or a DataLoader worker)."""
 
     def __init__(self, ds, decoder):
         self.ds, self.decoder = ds, decoder
@@ -203,7 +217,8 @@ def naive_clip(paths, mode, new_size, crop, rng):
 
 
 class Collated(Dataset):
-    """dataset[i] collated into a batch of one: stacking into a batch is part of every pipeline's cost."""
+    """dataset[i] collated into a batch of one: stacking into a batch is part of every pipeline's
+    cost."""
 
     def __init__(self, ds, collate):
         self.ds, self.collate = ds, collate
@@ -227,8 +242,8 @@ def rate_main(dataset, indices, warmup=2):
 
 
 def rate_loader(dataset, indices, workers, batch=8, collate=None, step=None):
-    """clips/s through a DataLoader (and `step` on each batch in this process, as a trainer would); the
-    first max(1, workers) batches (start-up) are not timed."""
+    """clips/s through a DataLoader (and `step` on each batch in this process, as a trainer would);
+    the first max(1, workers) batches (start-up) are not timed."""
     loader = DataLoader(
         dataset,
         batch_size=batch,
@@ -249,7 +264,8 @@ def rate_loader(dataset, indices, workers, batch=8, collate=None, step=None):
 
 
 def data_methods(ds, K, mode, args):
-    """The benchmark's rows for one dataset: name -> a map-style dataset whose item i is clip i's work."""
+    """The benchmark's rows for one dataset: name -> a map-style dataset whose item i is clip i's
+    work."""
     files = [clip_files(ds, i) for i in range(K)]
     decoders = decode.available_decoders()
     methods = {DECODE.format(d): DecodeOnly(files, d) for d in decoders}
@@ -259,9 +275,8 @@ def data_methods(ds, K, mode, args):
     enc = copy.copy(ds)
     enc.spec = dataclasses.replace(enc.spec, encoded=True)  # --decode_device's loader: the bytes
     methods[BYTES] = Collated(enc, gpudecode.collate_encoded)
-    if (
-        mode == "train"
-    ):  # (e): all a CPU trainer does before its model: the loader, then train.to_model_input
+    # (e): all a CPU trainer does before its model: the loader, then train.to_model_input
+    if mode == "train":
         for name, finish in ((CPU_BEFORE, False), (CPU_NOW, True)):
             methods[name] = TrainerInput(copy.copy(ds), finish)
         for name, aug in (
@@ -276,9 +291,9 @@ def data_methods(ds, K, mode, args):
 
 
 class TrainerInput(Collated):
-    """(e) a clip as train.py's CPU trainer gets it: dataset item, collate, then train.to_model_input (in
-    the main process: with workers, `step`). finish: data.finish_box in the loader (train.py with a CPU
-    model) or not (the float crop_resize in the step, as before)."""
+    """(e) a clip as train.py's CPU trainer gets it: dataset item, collate, then
+    train.to_model_input (in the main process: with workers, `step`). finish: data.finish_box in the
+    loader (train.py with a CPU model) or not (the float crop_resize in the step, as before)."""
 
     def __init__(self, ds, finish):
         super().__init__(ds, data.collate)
@@ -328,15 +343,13 @@ def bench_data(args):
             )
             K = min(args.videos or len(ds), len(ds))
             methods, files = data_methods(ds, K, mode, args)
-            for (
-                m
-            ) in methods.values():  # one untimed pass: every file read once, into the page cache
+            # one untimed pass: every file read once, into the page cache
+            for m in methods.values():
                 [m[i] for i in range(K)]
             one = dict.fromkeys(methods, 0.0)
             idx = [i % K for i in range(args.iters + 2)]
-            for _ in range(
-                args.repeats
-            ):  # rounds in turn, so drift on a shared machine hits all alike
+            # rounds in turn, so drift on a shared machine hits all alike
+            for _ in range(args.repeats):
                 for name, m in methods.items():
                     one[name] = max(one[name], rate_main(m, idx))
             idx = [i % K for i in range(64 * max(1, args.workers))]
@@ -395,7 +408,8 @@ def print_data(res, mode, list_file, methods, args):
     print(
         f"\ndata: {mode} clips 3x{args.t_length}x{args.crop_size}x{args.crop_size} "
         f"(t_stride {args.t_stride}) "
-        f"from {list_file}: {res['videos']} videos, {W}x{H} JPEGs of {res['jpeg_kb']:.0f} KB; clips/s"
+        f"from {list_file}: {res['videos']} videos, {W}x{H} JPEGs of {res['jpeg_kb']:.0f} KB; "
+        "clips/s"
     )
     print(
         f"{'method':44s} {'1 core':>8s} {f'{args.workers} workers':>10s} "
@@ -404,7 +418,8 @@ def print_data(res, mode, list_file, methods, args):
     for name in methods:
         w = f"{many[name]:10.1f}" if many else f"{'-':>10s}"
         print(
-            f"{name:44s} {one[name]:8.1f} {w} {one[name] / one[NAIVE]:7.2f}x {one[name] / best_a:11.2f}x"
+            f"{name:44s} {one[name]:8.1f} {w} {one[name] / one[NAIVE]:7.2f}x "
+            f"{one[name] / best_a:11.2f}x"
         )
     print(
         f"(c) device part ({'normalize + crop_resize' if mode == 'train' else 'normalize'}), "
@@ -425,7 +440,8 @@ def print_data(res, mode, list_file, methods, args):
     )
     if CPU_NOW in one:  # goal: the whole CPU input path >= 0.6x decode-only, one core
         print(
-            f"CPU trainer's whole input path / best (a), 1 core: {one[CPU_BEFORE] / best_a:.2f}x before, "
+            f"CPU trainer's whole input path / best (a), 1 core: {one[CPU_BEFORE] / best_a:.2f}x "
+            "before, "
             f"{one[CPU_NOW] / best_a:.2f}x now (goal >= 0.6)"
         )
     if AUGMENTED in one:
@@ -441,7 +457,8 @@ def print_data(res, mode, list_file, methods, args):
 
 
 def rate_device_part(ds, K, mode, batch=8, rounds=3):
-    """clips/s of the training step's data work (normalize, and crop_resize for train) on this CPU."""
+    """clips/s of the training step's data work (normalize, and crop_resize for train) on this
+    CPU."""
     x, _, info = data.collate([ds[i % K] for i in range(batch)])
     best = 0.0
     for _ in range(rounds):
@@ -454,7 +471,8 @@ def rate_device_part(ds, K, mode, batch=8, rounds=3):
 
 
 def rate_augment_apply(ds, K, batch=8, rounds=3):
-    """clips/s of augment.apply (--augment_device batch: the step's share of the augmentation) here."""
+    """clips/s of augment.apply (--augment_device batch: the step's share of the augmentation)
+    here."""
     x, _, info = data.collate([ds[i % K] for i in range(batch)])
     best = 0.0
     for _ in range(rounds):
@@ -464,9 +482,10 @@ def rate_augment_apply(ds, K, batch=8, rounds=3):
     return best
 
 
-# ---- model and train: one training step, as train.py does it -----------------------------------
+# ---- model and train: one training step, as train.py does it -------------------------------------
 def make_step(args, device, amp=None, channels_last=False, compile=False, grad_ckpt=False):
-    """A fresh model and its training step on a uint8 clip batch: forward, backward, SGD, as in train.py."""
+    """A fresh model and its training step on a uint8 clip batch: forward, backward, SGD, as in
+    train.py."""
     torch.manual_seed(args.seed)
     model = models.build_model(
         args.arch,
@@ -502,15 +521,15 @@ def make_step(args, device, amp=None, channels_last=False, compile=False, grad_c
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
-        return (
-            loss  # no host sync per step, as in train.py (run_steps synchronizes around the timing)
-        )
+        # no host sync per step, as in train.py (run_steps synchronizes around the timing)
+        return loss
 
     return step
 
 
 def synthetic_batches(args, n=2):
-    """Pre-made uint8 batches like the loader's: same shape, channels_last_3d memory, pinned on CUDA."""
+    """Pre-made uint8 batches like the loader's: same shape, channels_last_3d memory, pinned on
+    CUDA."""
     g = torch.Generator().manual_seed(args.seed)
     shape = (args.batch_size, 3, clip_frames(args), args.crop_size, args.crop_size)
     out = [
@@ -570,7 +589,8 @@ def clip_frames(args):  # frames per clip (TSN: num_segments snippets of t_lengt
 
 
 def count(arch, num_classes, t_length, crop_size, **seg):
-    """Parameters and forward GMACs of one clip, on the meta device: shapes only, instant at any size."""
+    """Parameters and forward GMACs of one clip, on the meta device: shapes only, instant at any
+    size."""
     with torch.device("meta"):
         m = models.build_model(arch, num_classes, t_length=t_length, crop_size=crop_size, **seg)
         with FlopCounterMode(display=False) as fc:
@@ -578,9 +598,10 @@ def count(arch, num_classes, t_length, crop_size, **seg):
     return sum(p.numel() for p in m.parameters()), fc.get_total_flops() / 2 / 1e9  # a MAC = 2 flops
 
 
-# `bench.py model --compare`: the families --arch / --mode offer, side by side, per video at 224 px and 400
-# classes: I3D's 16x4 clip, TSN / TSM-R50's 8 one-frame segments (mmaction2's tsn/tsm_r50 1x1x8), and the
-# transformers' 16x224x224 clip. CPU step: batch 1, fp32 (--iters steps; 0: sizes only).
+# `bench.py model --compare`: the families --arch / --mode offer, side by side, per video at 224 px
+# and 400 classes: I3D's 16x4 clip, TSN / TSM-R50's 8 one-frame segments (mmaction2's tsn/tsm_r50
+# 1x1x8), and the transformers' 16x224x224 clip. CPU step: batch 1, fp32 (--iters steps; 0: sizes
+# only).
 ONE_CLIP = dict(mode="3D", t_length=16, num_segments=1, shift=0)
 COMPARE = {
     "I3D-R50 16x4": dict(ONE_CLIP, arch="resnet50_3d"),
@@ -588,8 +609,8 @@ COMPARE = {
     "TSM-R50 8 segments": dict(arch="resnet50", mode="TSN", t_length=1, num_segments=8, shift=8),
     "mvit_v2_s 16x224": dict(ONE_CLIP, arch="mvit_v2_s"),
     "swin3d_t 16x224": dict(ONE_CLIP, arch="swin3d_t"),
-    # VideoMAE (Tong et al. 2022, Table 6 / model zoo): ViT-S 57 G, ViT-B 180 G "FLOPs" per 16x224 view
-    # (fvcore's count, which is MACs: the GMACs column compares with them directly)
+    # VideoMAE (Tong et al. 2022, Table 6 / model zoo): ViT-S 57 G, ViT-B 180 G "FLOPs" per 16x224
+    # view (fvcore's count, which is MACs: the GMACs column compares with them directly)
     "ViT-S/16 16x224": dict(ONE_CLIP, arch="vit_s16"),
     "ViT-B/16 16x224": dict(ONE_CLIP, arch="vit_b16"),
     # PySlowFast's families at their zoo views (MODEL_ZOO.md: X3D-XS 3.8M params 0.60 GFLOPs, X3D-M
@@ -601,13 +622,15 @@ COMPARE = {
 PUBLISHED = {  # what the zoos publish for the same view
     "X3D-XS 4x160": "3.8M, 0.60 GMACs (PySlowFast MODEL_ZOO.md)",
     "X3D-M 16x224": "3.8M, 4.73 GMACs (PySlowFast MODEL_ZOO.md)",
-    # SlowFast paper, Table 2: 65.7 GFLOPs (MACs) per 32x256x256 test view; bench.count gives 65.71 there
+    # SlowFast paper, Table 2: 65.7 GFLOPs (MACs) per 32x256x256 test view; bench.count gives 65.71
+    # there
     "SlowFast-R50 32x224": "65.7 GMACs at the 256-px test view (SlowFast paper, Table 2)",
 }
 
 
 def compare_archs(args):
-    """Params, GMACs per video and the CPU time of one training step (batch 1, fp32) of each COMPARE row."""
+    """Params, GMACs per video and the CPU time of one training step (batch 1, fp32) of each COMPARE
+    row."""
     print(f"\n{'model':20s} {'params':>8s} {'GMACs/video':>12s} {'CPU s/step (b=1)':>17s}")
     out = {}
     for name, row in COMPARE.items():
@@ -665,8 +688,9 @@ def pyslowfast_modules(num_classes):
 
 
 def compare_pyslowfast_modules(args):
-    """CPU s/step (batch 1, fp32, forward + backward + SGD, this process's threads) of slowfast_net's
-    SlowFast / X3D beside PySlowFast's own module of the same network and clip, alternating."""
+    """CPU s/step (batch 1, fp32, forward + backward + SGD, this process's threads) of
+    slowfast_net's SlowFast / X3D beside PySlowFast's own module of the same network and clip,
+    alternating."""
     torch.manual_seed(args.seed)
     out = {}
     for name, (arch, T, crop, ref) in pyslowfast_modules(args.num_classes).items():
@@ -691,15 +715,16 @@ def compare_pyslowfast_modules(args):
         best = {who: min(t[1:]) for who, t in times.items()}
         out[f"{name} (ours / PySlowFast)"] = {"cpu_s_per_step": best}
         print(
-            f"{name:20s} ours {best['ours']:6.2f} s/step, PySlowFast's module {best['pyslowfast']:6.2f}"
+            f"{name:20s} ours {best['ours']:6.2f} s/step, PySlowFast's module "
+            f"{best['pyslowfast']:6.2f}"
         )
     return out
 
 
-# `bench.py model --vjepa`: V-JEPA 2's encoders (vjepa.py) per 16-frame view, against the published sizes
-# (facebookresearch/vjepa2 README: ViT-L 300M, ViT-H 600M, ViT-g 1B params), and on this CPU one probe
-# training step (frozen encoder under no_grad, a 1-block attentive probe) against one full fine-tuning
-# step of the same tiny encoder, and the cost of each probe added to a grid.
+# `bench.py model --vjepa`: V-JEPA 2's encoders (vjepa.py) per 16-frame view, against the published
+# sizes (facebookresearch/vjepa2 README: ViT-L 300M, ViT-H 600M, ViT-g 1B params), and on this CPU
+# one probe training step (frozen encoder under no_grad, a 1-block attentive probe) against one full
+# fine-tuning step of the same tiny encoder, and the cost of each probe added to a grid.
 VJEPA_ROWS = {
     "ViT-L/16 16x256": ("vjepa2_vitl16", 256, "300M"),
     "ViT-H/16 16x256": ("vjepa2_vith16", 256, "600M"),
@@ -725,7 +750,8 @@ def vjepa_sizes():
 
 
 def vjepa_probe_vs_finetune(iters, probes=(1, 4)):
-    """CPU s/step, batch 2 of 16x64x64 clips, vjepa2_vitt16: full fine-tuning vs N probes on it frozen."""
+    """CPU s/step, batch 2 of 16x64x64 clips, vjepa2_vitt16: full fine-tuning vs N probes on it
+    frozen."""
     import probe
 
     x, y = torch.randn(2, 3, 16, 64, 64), torch.tensor([0, 1])
@@ -759,9 +785,10 @@ def vjepa_probe_vs_finetune(iters, probes=(1, 4)):
 
 
 def reference_vits(num_classes):
-    """ViT-S/16 for 16x224 clips as transformers' VideoMAEForVideoClassification (SDPA attention) and as
-    the official eager model (tests/reference/videomaev2, needs timm) build it, where installed:
-    {name: (module, forward on (B, 3, T, H, W))}. Bench-only imports: the trainer never imports either."""
+    """ViT-S/16 for 16x224 clips as transformers' VideoMAEForVideoClassification (SDPA attention)
+    and as the official eager model (tests/reference/videomaev2, needs timm) build it, where
+    installed: {name: (module, forward on (B, 3, T, H, W))}. Bench-only imports: the trainer never
+    imports either."""
     out = {}
     try:
         import transformers
@@ -790,8 +817,8 @@ def reference_vits(num_classes):
 
 
 def compare_vit_implementations(args):
-    """CPU s/step (batch 1, fp32, forward + backward + SGD on a 16x224 clip, this process's threads) of
-    vit_s16 beside transformers' and the official implementation of the same network."""
+    """CPU s/step (batch 1, fp32, forward + backward + SGD on a 16x224 clip, this process's threads)
+    of vit_s16 beside transformers' and the official implementation of the same network."""
     torch.manual_seed(args.seed)
     x, y = torch.randn(1, 3, 16, 224, 224), torch.randint(0, args.num_classes, (1,))
     ours = models.build_model("vit_s16", args.num_classes, t_length=16)
@@ -820,9 +847,8 @@ def bench_model(args):
         steps = vjepa_probe_vs_finetune(args.iters) if args.iters else {}
         return {"settings": vars(args), "vjepa": sizes, "cpu_s_per_step": steps}
     device = torch.device(args.device)
-    torch.backends.cudnn.benchmark = (
-        True  # fixed shapes: let cuDNN pick the fastest 3D conv algorithms
-    )
+    # fixed shapes: let cuDNN pick the fastest 3D conv algorithms
+    torch.backends.cudnn.benchmark = True
     params, gmacs = count(
         args.arch, args.num_classes, args.t_length, args.crop_size, **segments(args)
     )
@@ -859,7 +885,8 @@ def bench_model(args):
         clips_s, _ = run_steps(step, synthetic_batches(args), args.warmup, args.iters, device)
         r = out["rows"][name] = {"clips_s": clips_s, "peak_gib": peak_mem_gib(device)}
         print(
-            f"{name:32s} {clips_s:9.2f} {1000 * args.batch_size / clips_s:9.1f} {r['peak_gib']:9.2f} "
+            f"{name:32s} {clips_s:9.2f} {1000 * args.batch_size / clips_s:9.1f} "
+            f"{r['peak_gib']:9.2f} "
             f"{clips_s / out['rows']['fp32']['clips_s']:7.2f}x"
         )
         del step  # frees the model before the next row builds its own
@@ -869,8 +896,8 @@ def bench_model(args):
 
 
 def train_augment(where):
-    """bench.py train --augment: (f)'s recipe (RandAugment n2 m9 + erasing 0.25) in the loader, or drawn
-    there and applied in the step (--augment_device batch), or none."""
+    """bench.py train --augment: (f)'s recipe (RandAugment n2 m9 + erasing 0.25) in the loader, or
+    drawn there and applied in the step (--augment_device batch), or none."""
     recipe = data.clip_augment(True, random_erase=0.25)
     return {"off": None, "loader": recipe, "batch": augment.BatchAugment(recipe)}[where]
 
@@ -881,6 +908,7 @@ def bench_train(args):
     train_list = (
         os.path.join(args.frames, "train.txt") if args.frames else ensure_frames(DEFAULT_FRAMES)[0]
     )
+    # then the loader ships bytes
     ds = data.VideoFrameDataset(
         train_list,
         mode="train",
@@ -891,7 +919,7 @@ def bench_train(args):
         seed=args.seed,
         encoded=args.decode_device == "cuda",
         augment=train_augment(args.augment),
-    )  # then the loader ships bytes
+    )
     step = make_step(args, device, args.amp, args.channels_last, args.compile)
     sampler = torch.utils.data.RandomSampler(
         ds,
@@ -908,13 +936,15 @@ def bench_train(args):
         drop_last=True,
         collate_fn=gpudecode.collate_encoded if ds.spec.encoded else data.collate,
     )
-    # --decode_device cuda: nvJPEG decodes each batch in this process; that time counts as "data wait"
+    # --decode_device cuda: nvJPEG decodes each batch in this process; that time counts as "data
+    # wait"
     batches = (
         (gpudecode.decode_batch(b, args.decode_device, ds) for b in loader)
         if ds.spec.encoded
         else loader
     )
-    # Synthetic first: it also warms up the model (cuDNN autotune, compile) before the real loader runs.
+    # Synthetic first: it also warms up the model (cuDNN autotune, compile) before the real loader
+    # runs.
     synth, synth_wait = run_steps(step, synthetic_batches(args), args.warmup, args.iters, device)
     real, real_wait = run_steps(step, batches, args.warmup, args.iters, device)
     out = {
@@ -925,11 +955,8 @@ def bench_train(args):
         "real_data_wait": real_wait,
         "synthetic_data_wait": synth_wait,
     }
-    amp = (
-        [args.amp] * (args.amp != "off")
-        + ["channels-last"] * args.channels_last
-        + ["compile"] * args.compile
-    )
+    asked = ((args.amp, args.amp != "off"), ("channels-last", args.channels_last))
+    amp = [name for name, on in asked + (("compile", args.compile),) if on]
     print(
         f"\ntrain {args.arch} 3x{args.t_length}x{args.crop_size}x{args.crop_size}, "
         f"batch {args.batch_size}, {args.workers} workers, {device}, {'+'.join(amp) or 'fp32'}, "
@@ -951,9 +978,10 @@ DEFAULT_VIDEOS = os.path.join("output", "bench_videos")
 
 
 def make_originals(folder, count=8, seconds=10, fps=30, size=(640, 360)):
-    """Stand-ins for downloaded videos: a panning textured scene (camera motion) with a textured patch
-    moving on it and sensor noise, h264 with B-frames and one keyframe every 250 frames (x264's default,
-    as in most web videos), made once. Real videos differ: the ratios, not the absolute numbers, carry."""
+    """Stand-ins for downloaded videos: a panning textured scene (camera motion) with a textured
+    patch moving on it and sensor noise, h264 with B-frames and one keyframe every 250 frames
+    (x264's default, as in most web videos), made once. Real videos differ: the ratios, not the
+    absolute numbers, carry."""
     import av
 
     os.makedirs(folder, exist_ok=True)
@@ -984,8 +1012,9 @@ def make_originals(folder, count=8, seconds=10, fps=30, size=(640, 360)):
 
 
 def ensure_video_sets(root, short_side):
-    """root/original (made once, or your videos), root/frames (extract) and root/reencoded (reencode),
-    their lists (label 0), and the CPU seconds each preparation took (one process; root/prep.json)."""
+    """root/original (made once, or your videos), root/frames (extract) and root/reencoded
+    (reencode), their lists (label 0), and the CPU seconds each preparation took (one process;
+    root/prep.json)."""
     original = os.path.join(root, "original")
     if not os.path.isdir(original):
         print(f"making benchmark videos in {original} (once) ...", flush=True)
@@ -1025,7 +1054,8 @@ def disk_bytes(folder):
 
 def rate_cpu(ds, K, iters, repeats):
     """clips/s per core: ds[i] for `iters` clips over the first K videos, over the CPU time of this
-    process (time.process_time: what one core spends, whatever else runs on the machine), best round."""
+    process (time.process_time: what one core spends, whatever else runs on the machine), best
+    round."""
     best = 0.0
     for r in range(repeats):
         ds.set_epoch(r)
@@ -1087,7 +1117,8 @@ def bench_video(args):
 
 
 def video_decoders():
-    """Each video decoder -> the FFmpeg it runs on, or why it cannot run here (both are always named)."""
+    """Each video decoder -> the FFmpeg it runs on, or why it cannot run here (both are always
+    named)."""
     import av
 
     libs = {"pyav": f"PyAV {av.__version__}, its wheel's FFmpeg {av.ffmpeg_version_info}"}
@@ -1148,7 +1179,8 @@ def print_video(out, rows):
         print(f"{name}: {what}")
     s = out["startup"]
     print(
-        f"start-up: a 240k-line three-column list reads in {s['list_240k_s']:.2f} s (no file opened); "
+        f"start-up: a 240k-line three-column list reads in {s['list_240k_s']:.2f} s (no file "
+        "opened); "
         f"a two-column line counts its video's frames in {1000 * s['count_s_per_video']:.1f} ms"
     )
 
@@ -1160,7 +1192,8 @@ SWEEP = [{"codec": "mpeg4", "gop": g, "q": q} for g, q in ((12, 2), (12, 3), (12
 
 
 def psnr_vs_original(original, encoded):
-    """PSNR (dB) of every 10th frame of `encoded` against the same frame of `original`, resized alike."""
+    """PSNR (dB) of every 10th frame of `encoded` against the same frame of `original`, resized
+    alike."""
     import av
 
     with av.open(encoded) as c:
@@ -1176,8 +1209,8 @@ def psnr_vs_original(original, encoded):
 
 
 def sweep_encodings(args, root, lists):
-    """The re-encoding choice (prepare.REENCODE), measured: per setting, train clips/s per core with the
-    default decoder vs JPEG frames, disk vs JPEG frames, PSNR vs the original frames."""
+    """The re-encoding choice (prepare.REENCODE), measured: per setting, train clips/s per core with
+    the default decoder vs JPEG frames, disk vs JPEG frames, PSNR vs the original frames."""
     clip = dict(
         t_length=args.t_length,
         t_stride=args.t_stride,
@@ -1227,10 +1260,11 @@ def sweep_encodings(args, root, lists):
     return rows
 
 
-# ---- gpu: everything GPU-only, one command, a markdown table -----------------------------------------
+# ---- gpu: everything GPU-only, one command, a markdown table -------------------------------------
 def bench_features(args):
-    """videos/s and windows/s of `train.py features` (--arch, random weights, --window 16 every 16 frames)
-    over synthetic frame folders, and frames/s against decoding the same frames only, on one core."""
+    """videos/s and windows/s of `train.py features` (--arch, random weights, --window 16 every 16
+    frames) over synthetic frame folders, and frames/s against decoding the same frames only, on one
+    core."""
     import features
 
     root = args.folder or DEFAULT_FRAMES + "_features"
@@ -1290,7 +1324,8 @@ def bench_features(args):
     print(
         f"features ({args.arch}, {args.crop_size} px, 16-frame windows every 16, 1 core): "
         f"{res['videos_per_s']:.2f} videos/s, {res['windows_per_s']:.1f} windows/s, "
-        f"{res['frames_per_s']:.0f} frames/s; decode only {res['decode_only_frames_per_s']:.0f} frames/s; "
+        f"{res['frames_per_s']:.0f} frames/s; decode only {res['decode_only_frames_per_s']:.0f} "
+        "frames/s; "
         f"features / decode-only = {res['ratio_to_decode_only']:.2f}x "
         f"({args.videos} videos of {args.num_frames} 320x240 JPEG frames)"
     )
@@ -1298,8 +1333,9 @@ def bench_features(args):
 
 
 def vit_gpu_rows(args):
-    """bench.py gpu's ViT rows: a bf16 training step of ViT-S/16 and ViT-B/16 on 16x224 clips (-b clips),
-    without and with --grad-ckpt: clips/s and peak memory (max_memory_allocated, reset per row)."""
+    """bench.py gpu's ViT rows: a bf16 training step of ViT-S/16 and ViT-B/16 on 16x224 clips (-b
+    clips), without and with --grad-ckpt: clips/s and peak memory (max_memory_allocated, reset per
+    row)."""
     rows = []
     for arch in ("vit_s16", "vit_b16"):
         clip = [
@@ -1326,8 +1362,8 @@ def vit_gpu_rows(args):
 
 
 def vit_b_pretrain_rows(args):
-    """bench.py gpu's ViT-B/16 pretraining and fine-tuning rows: bf16, eager and compiled, batch 8-64,
-    in-memory batches vs the real loader, and the fraction of the dense bf16 peak."""
+    """bench.py gpu's ViT-B/16 pretraining and fine-tuning rows: bf16, eager and compiled, batch
+    8-64, in-memory batches vs the real loader, and the fraction of the dense bf16 peak."""
     vit_args = get_args_parser().parse_args(
         ["vit", "--device", "cuda", "--amp", "bf16", "--archs", "vit_b16", "--num_sample"]
         + ["--batches", "8", "16", "32", "64", "--steps", "20", "--warmup", "5", "--rounds", "1"]
@@ -1347,8 +1383,9 @@ def vit_b_pretrain_rows(args):
 
 
 def bench_gpu(args):
-    """The CUDA-only tests (pytest -k cuda), then model rows (fp32, bf16, fp16, channels-last, compile),
-    real loader vs in-memory batches, and --decode_device cuda: one markdown table for docs/performance.md."""
+    """The CUDA-only tests (pytest -k cuda), then model rows (fp32, bf16, fp16, channels-last,
+    compile), real loader vs in-memory batches, and --decode_device cuda: one markdown table for
+    docs/performance.md."""
     if not torch.cuda.is_available():
         print("bench.py gpu: no CUDA GPU visible; nothing measured (run it on a machine with one)")
         sys.exit(2)
@@ -1360,18 +1397,8 @@ def bench_gpu(args):
         text=True,
     )
     tests = (r.stdout.strip().splitlines() or ["no output"])[-1]
-    clip = [
-        "--arch",
-        args.arch,
-        "-b",
-        str(args.batch_size),
-        "--t_length",
-        str(args.t_length),
-        "--crop_size",
-        str(args.crop_size),
-        "--device",
-        "cuda",
-    ]
+    clip = f"--arch {args.arch} -b {args.batch_size} --t_length {args.t_length}".split()
+    clip += f"--crop_size {args.crop_size} --device cuda".split()
     rows = [(f"CUDA tests (pytest -k cuda, exit {r.returncode})", tests)]
     for name, flags in (
         ("fp32", []),
@@ -1396,45 +1423,36 @@ def bench_gpu(args):
         ("RandAugment + erasing in the loader", ["--augment", "loader"]),
         ("RandAugment + erasing, --augment_device batch", ["--augment", "batch"]),
     ):
-        res = bench_train(
-            get_args_parser().parse_args(
-                [
-                    "train",
-                    *clip,
-                    "--amp",
-                    "bf16",
-                    "--channels-last",
-                    "--workers",
-                    str(args.workers),
-                    *flags,
-                ]
-            )
-        )
+        argv = ["train", *clip, "--amp", "bf16", "--channels-last", "--workers", str(args.workers)]
+        res = bench_train(get_args_parser().parse_args(argv + flags))
         rows.append(
             (
                 f"train bf16 + channels-last, {name}",
                 f"real {res['real_clips_s']:.1f} vs in-memory "
-                f"{res['synthetic_clips_s']:.1f} clips/s ({res['real_over_synthetic']:.2f}x), data wait "
+                f"{res['synthetic_clips_s']:.1f} clips/s ({res['real_over_synthetic']:.2f}x), "
+                "data wait "
                 f"{res['real_data_wait']:.0%}",
             )
         )
     print(
-        f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}, {os.cpu_count()} CPUs, {args.arch} "
+        f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}, {os.cpu_count()} CPUs, "
+        f"{args.arch} "
         f"3x{args.t_length}x{args.crop_size}x{args.crop_size}, batch {args.batch_size}\n"
     )
     print("| what | result |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows))
     return {"rows": dict(rows), "tests_exit": r.returncode}
 
 
-# ---- bench.py vit: the VideoMAE pretraining loader with --num_sample K, and the ViT steps --------------
+# ---- bench.py vit: the VideoMAE pretraining loader with --num_sample K, the ViT steps ------------
 # Dense bf16 peak, TFLOP/s, of the GPUs the fraction-of-peak column knows (vendor data sheets, SXM)
 BF16_PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}
 
 
 def pretrain_loader_rows(args, frames_dir):
-    """The pretraining loader (recipes/*_videomae_pretrain.txt's clips: 16 frames t_stride 4, the 13-place
-    multi-scale crop, tube masks) at --num_sample K: delivered views per CPU second of this process (one
-    thread: per core), and frames decoded per delivered view (decode.decode_frame calls, counted)."""
+    """The pretraining loader (recipes/*_videomae_pretrain.txt's clips: 16 frames t_stride 4, the
+    13-place multi-scale crop, tube masks) at --num_sample K: delivered views per CPU second of this
+    process (one thread: per core), and frames decoded per delivered view (decode.decode_frame
+    calls, counted)."""
     train_list, _ = ensure_frames(frames_dir)
     rows, calls, real = {}, [0], decode.decode_frame
 
@@ -1447,9 +1465,15 @@ def pretrain_loader_rows(args, frames_dir):
         for finish, where in ((False, "coarse crop (CUDA model)"), (True, "finished (CPU model)")):
             for K in args.num_sample:
                 spec = data.DataSpec(
-                    t_length=args.t_length, t_stride=4, crop_size=args.crop_size, new_size=256,
-                    train_crop="multiscale13", flip=False, reps=K, finish_crop=finish,
-                )  # fmt: skip
+                    t_length=args.t_length,
+                    t_stride=4,
+                    crop_size=args.crop_size,
+                    new_size=256,
+                    train_crop="multiscale13",
+                    flip=False,
+                    reps=K,
+                    finish_crop=finish,
+                )
                 ds = data.VideoFrameDataset(train_list, spec, "train")
                 grid = (args.t_length // 2, args.crop_size // 16, args.crop_size // 16)
                 ds = pretrain.MaskedClips(ds, grid, 0.9)
@@ -1460,8 +1484,11 @@ def pretrain_loader_rows(args, frames_dir):
                     "views_s_core": rate * K,
                     "frames_per_view": per_view,
                 }
-                print(f"{where} K={K}: {rate * K:.1f} views/s per core, {per_view:.2f} frames "
-                      "decoded per view", flush=True)  # fmt: skip
+                print(
+                    f"{where} K={K}: {rate * K:.1f} views/s per core, {per_view:.2f} frames "
+                    "decoded per view",
+                    flush=True,
+                )
     finally:
         decode.decode_frame = real
     return rows
@@ -1500,8 +1527,8 @@ def vit_step(task, arch, device, amp=None, compile=False, t_length=16, crop_size
 
 @functools.lru_cache(maxsize=None)
 def vit_flops(task, arch, t_length, crop_size, ratio):
-    """FLOPs of one view's forward + backward (torch.utils.flop_counter, multiply-add = 2), on the meta
-    device: shapes only (the model is built on the CPU, once per row kind)."""
+    """FLOPs of one view's forward + backward (torch.utils.flop_counter, multiply-add = 2), on the
+    meta device: shapes only (the model is built on the CPU, once per row kind)."""
     model = vit_model(task, arch, t_length, crop_size, ratio).to("meta")
     x = torch.empty(1, 3, t_length, crop_size, crop_size, device="meta")
     with FlopCounterMode(display=False) as fc:
@@ -1537,10 +1564,10 @@ def vit_batches(task, args, batch, n=2):
 
 
 def vit_step_rows(args, device):
-    """The ViT-S/B pretraining and fine-tuning steps, eager and compiled, timed in alternating rounds
-    (--rounds; the best counts: drift on a shared machine hits both alike): views/s on in-memory
-    batches (CPU: per core, over this process's CPU time; CUDA: wall time, synchronised) and, on
-    CUDA, the fraction of the GPU's dense bf16 peak; with --real, the real loader too."""
+    """The ViT-S/B pretraining and fine-tuning steps, eager and compiled, timed in alternating
+    rounds (--rounds; the best counts: drift on a shared machine hits both alike): views/s on
+    in-memory batches (CPU: per core, over this process's CPU time; CUDA: wall time, synchronised)
+    and, on CUDA, the fraction of the GPU's dense bf16 peak; with --real, the real loader too."""
     rows, peak = {}, None
     if device.type == "cuda":
         name = torch.cuda.get_device_name()
@@ -1571,7 +1598,8 @@ def vit_step_rows(args, device):
 
 
 def timed_rate(step, task, args, batch, device):
-    """views/s of --steps steps on in-memory batches: CPU time of this process on a CPU, wall on CUDA."""
+    """views/s of --steps steps on in-memory batches: CPU time of this process on a CPU, wall on
+    CUDA."""
     clock = time.perf_counter if device.type == "cuda" else time.process_time
     batches = list(itertools.islice(vit_batches(task, args, batch), args.steps))
     if device.type == "cuda":
@@ -1588,23 +1616,34 @@ def vit_real_rate(args, task, step, batch, device):
     """views/s of `step` fed by the real loader (DataLoader workers over the benchmark frames)."""
     train_list, _ = ensure_frames(args.frames or DEFAULT_FRAMES)
     spec = data.DataSpec(
-        t_length=args.t_length, t_stride=4, crop_size=args.crop_size, new_size=256,
-        train_crop="multiscale13" if task == "pretrain" else "jitter", flip=task != "pretrain",
-    )  # fmt: skip
+        t_length=args.t_length,
+        t_stride=4,
+        crop_size=args.crop_size,
+        new_size=256,
+        train_crop="multiscale13" if task == "pretrain" else "jitter",
+        flip=task != "pretrain",
+    )
     ds = data.VideoFrameDataset(train_list, spec, "train")
     grid = (args.t_length // 2, args.crop_size // 16, args.crop_size // 16)
     ds = pretrain.MaskedClips(ds, grid, 0.9) if task == "pretrain" else ds
     indices = [i % len(ds) for i in range(batch * (args.warmup + args.steps + args.workers))]
     loader = DataLoader(
-        ds, batch_size=batch, sampler=indices, num_workers=args.workers, pin_memory=True,
-        collate_fn=data.collate, drop_last=True, persistent_workers=False,
-    )  # fmt: skip
+        ds,
+        batch_size=batch,
+        sampler=indices,
+        num_workers=args.workers,
+        pin_memory=True,
+        collate_fn=data.collate,
+        drop_last=True,
+        persistent_workers=False,
+    )
     rate, _ = run_steps(step, loader, args.warmup + args.workers, args.steps, device)
     return rate
 
 
 def bench_vit(args):
-    """`bench.py vit`: the pretraining loader rows (CPU, per core) and the ViT step rows (--device)."""
+    """`bench.py vit`: the pretraining loader rows (CPU, per core) and the ViT step rows
+    (--device)."""
     device = torch.device(args.device)
     out = {"loader": {}, "steps": {}}
     if args.num_sample:

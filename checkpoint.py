@@ -1,7 +1,8 @@
-"""Checkpoints: what checkpoint.pth holds (weights, optimizer, GradScaler, Progress, args, every rank's RNG
-state), how it is written (atomically: a temp file, then a rename), read (one-line errors, also for the
-zoos' files) and resumed (the flags a run cannot change checked, the RNG states restored), and how
-model_best.pth follows it. The rest of the run folder, and the signals that trigger a save, are rundir.py.
+"""Checkpoints: what checkpoint.pth holds (weights, optimizer, GradScaler, Progress, args, every
+rank's RNG state), how it is written (atomically: a temp file, then a rename), read (one-line
+errors, also for the zoos' files) and resumed (the flags a run cannot change checked, the RNG states
+restored), and how model_best.pth follows it. The rest of the run folder, and the signals that
+trigger a save, are rundir.py.
 
 A save is collective (it gathers every rank's RNG state): every rank calls it; rank 0 writes.
 `rt`, `net`, `d` are train.py's Runtime, Net and Data records: this module only reads their fields.
@@ -24,10 +25,8 @@ import data
 import model as models
 from errors import disk_errors, fail
 
-TEMP_FILES = (
-    "checkpoint.pth.tmp",
-    "model_best.tmp",
-)  # never complete: the saves write them, then rename
+# never complete: the saves write them, then rename
+TEMP_FILES = ("checkpoint.pth.tmp", "model_best.tmp")
 
 
 @dataclass
@@ -35,19 +34,18 @@ class Progress:
     """Where training stands; saved in every checkpoint."""
 
     epoch: int = 0  # the epoch to continue with
-    iter: int = (
-        0  # batches of it already trained (a multiple of iter_size); saved as optimizer steps
-    )
+    # batches of it already trained (a multiple of iter_size); saved as optimizer steps
+    iter: int = 0
     best_acc1: float = 0.0
     best_epoch: int = -1
-    bad_seen: set = field(
-        default_factory=set
-    )  # videos ("<list>:<line>") replaced in training so far
+    # videos ("<list>:<line>") replaced in training so far
+    bad_seen: set = field(default_factory=set)
     last_val: dict = None  # the latest validation's results (not saved)
 
 
 def atomic_save(obj, path):
-    """To a temp file, flushed to disk, then renamed: a crash mid-save never destroys the last good file."""
+    """To a temp file, flushed to disk, then renamed: a crash mid-save never destroys the last good
+    file."""
     tmp = f"{path}.tmp"
     with disk_errors(path, tmp):
         with open(tmp, "wb") as f:
@@ -57,11 +55,12 @@ def atomic_save(obj, path):
         os.replace(tmp, path)
 
 
-# ---- checkpoints -----------------------------------------------------------------------------------
+# ---- checkpoints ---------------------------------------------------------------------------------
 def save(args, rt, net, progress, d, best=False):
-    """checkpoint.pth: a plain dict, weights without 'module.'; `best`: also copied to model_best.pth."""
-    # Each rank has its own dropout stream: one state per rank. CUDA: every GPU's state (DataParallel
-    # replicas and --device cuda:1 draw from their own generators, not cuda:0's).
+    """checkpoint.pth: a plain dict, weights without 'module.'; `best`: also copied to
+    model_best.pth."""
+    # Each rank has its own dropout stream: one state per rank. CUDA: every GPU's state
+    # (DataParallel replicas and --device cuda:1 draw from their own generators, not cuda:0's).
     rng = rt.gather(
         {
             "torch": torch.get_rng_state(),
@@ -87,7 +86,8 @@ def save(args, rt, net, progress, d, best=False):
             "bad_seen": sorted(progress.bad_seen),
             "class_names": d.class_names,
             "rng": rng,
-            # --model-ema: the averaged model's state_dict (the same keys as "model") and its updates
+            # --model-ema: the averaged model's state_dict (the same keys as "model") and its
+            # updates
             "model_ema": net.ema.module.state_dict() if net.ema else None,
             "model_ema_updates": int(net.ema.n_averaged) if net.ema else 0,
             # the ViTs' LayerNorm eps (vit.VideoViT.norm_eps): the weights' source's, kept with them
@@ -105,8 +105,9 @@ def save(args, rt, net, progress, d, best=False):
 
 
 def copy_best(path, run_dir):
-    """model_best.pth := a copy of `path`, to a temp file, then renamed: never half-written either. A kill
-    before the rename leaves checkpoint.pth naming a best that model_best.pth lacks: check_best mends it."""
+    """model_best.pth := a copy of `path`, to a temp file, then renamed: never half-written either.
+    A kill before the rename leaves checkpoint.pth naming a best that model_best.pth lacks:
+    check_best mends it."""
     best, tmp = os.path.join(run_dir, "model_best.pth"), os.path.join(run_dir, "model_best.tmp")
     with disk_errors(best, tmp):
         shutil.copyfile(path, tmp)
@@ -114,10 +115,11 @@ def copy_best(path, run_dir):
 
 
 def check_best(args, rt, progress, ckpt):
-    """--resume (training): the best score recorded must have its weights in model_best.pth, or a later best
-    would be compared with a score whose weights are gone. A kill between a best epoch's two renames leaves
-    checkpoint.pth (that epoch's) newer than model_best.pth: copy it again. Any other mismatch (the file
-    deleted, a checkpoint from another folder): forget the best score, in one line."""
+    """--resume (training): the best score recorded must have its weights in model_best.pth, or a
+    later best would be compared with a score whose weights are gone. A kill between a best epoch's
+    two renames leaves checkpoint.pth (that epoch's) newer than model_best.pth: copy it again. Any
+    other mismatch (the file deleted, a checkpoint from another folder): forget the best score, in
+    one line."""
     if progress.best_epoch < 0:
         return
     best = os.path.join(rt.run_dir, "model_best.pth")
@@ -128,18 +130,19 @@ def check_best(args, rt, progress, ckpt):
         held = None
     if held == (progress.best_epoch, progress.best_acc1):
         return
-    if (
-        ckpt.get("epoch") == progress.best_epoch + 1 and ckpt.get("iter", 0) == 0
-    ):  # it is the best epoch's
+    # it is the best epoch's
+    if ckpt.get("epoch") == progress.best_epoch + 1 and ckpt.get("iter", 0) == 0:
         if rt.rank == 0:
             copy_best(args.resume, rt.run_dir)
             print(
-                f"{best} did not hold epoch {progress.best_epoch} (best Acc@1 {progress.best_acc1:.3f}): "
+                f"{best} did not hold epoch {progress.best_epoch} (best Acc@1 "
+                f"{progress.best_acc1:.3f}): "
                 f"copied it from {args.resume}"
             )
         return
     print(
-        f"{best} does not hold epoch {progress.best_epoch} (best Acc@1 {progress.best_acc1:.3f}): that "
+        f"{best} does not hold epoch {progress.best_epoch} (best Acc@1 {progress.best_acc1:.3f}): "
+        "that "
         "score is forgotten; the next validation sets the best"
     )
     progress.best_acc1, progress.best_epoch = 0.0, -1
@@ -147,9 +150,10 @@ def check_best(args, rt, progress, ckpt):
 
 def load(path, flag="--resume"):
     """The one reader of checkpoint files (ours for --resume / --evaluate / predict, the zoos' for
-    --pretrained): PATH -> dict, on the CPU. Any problem is a ValueError of one line naming `flag` and the
-    file. A checkpoint is data: read as read_torch / read_caffe2 say, a pickle asking for anything else
-    (code: a function to call, a class to build) is refused unless TRUST["on"] (--trust-checkpoint)."""
+    --pretrained): PATH -> dict, on the CPU. Any problem is a ValueError of one line naming `flag`
+    and the file. A checkpoint is data: read as read_torch / read_caffe2 say, a pickle asking for
+    anything else (code: a function to call, a class to build) is refused unless TRUST["on"]
+    (--trust-checkpoint)."""
     if os.path.isdir(path):
         held = sorted(f for f in os.listdir(path) if f.endswith((".pth", ".pt", ".pyth", ".pkl")))
         raise ValueError(
@@ -165,7 +169,8 @@ def load(path, flag="--resume"):
             break
         except Unsafe as e:
             raise ValueError(
-                f"{flag} {path}: refused: its pickle asks for {e.name}, which is code, not checkpoint "
+                f"{flag} {path}: refused: its pickle asks for {e.name}, which is code, not "
+                "checkpoint "
                 "data (tensors, numbers, text, numpy arrays); if you trust the file's source, add "
                 "--trust-checkpoint"
             ) from None
@@ -185,8 +190,9 @@ def load(path, flag="--resume"):
     return ckpt
 
 
-# --trust-checkpoint (train.py, predict, features, export set it): read files as torch.load(weights_only=
-# False) and pickle.load do, running whatever code they name -- only for files you trust.
+# --trust-checkpoint (train.py, predict, features, export set it): read files as
+# torch.load(weights_only= False) and pickle.load do, running whatever code they name -- only for
+# files you trust.
 TRUST = {"on": False}
 
 
@@ -199,9 +205,10 @@ class Unsafe(Exception):
 
 
 _MULTIARRAY = np._core.multiarray if hasattr(np, "_core") else np.core.multiarray
-# What checkpoints hold beyond the tensors and plain containers torch.load(weights_only=True) builds:
-# numpy arrays, scalars and dtypes (numpy's RNG state in ours; PySlowFast's and mmengine's meta), under
-# numpy 2's module names and numpy 1's (numpy.core), and argparse.Namespace args (older trainers' files).
+# What checkpoints hold beyond the tensors and plain containers torch.load(weights_only=True)
+# builds: numpy arrays, scalars and dtypes (numpy's RNG state in ours; PySlowFast's and mmengine's
+# meta), under numpy 2's module names and numpy 1's (numpy.core), and argparse.Namespace args (older
+# trainers' files).
 NUMPY_GLOBALS = {
     "numpy.core.multiarray._reconstruct": _MULTIARRAY._reconstruct,
     "numpy._core.multiarray._reconstruct": _MULTIARRAY._reconstruct,
@@ -225,7 +232,8 @@ SAFE_GLOBALS = [(obj, name) for name, obj in NUMPY_GLOBALS.items()] + [
 
 
 def read_torch(path, **kw):
-    """torch.load(weights_only=True) with SAFE_GLOBALS allowed; Unsafe names the global it refused."""
+    """torch.load(weights_only=True) with SAFE_GLOBALS allowed; Unsafe names the global it
+    refused."""
     if TRUST["on"]:
         return torch.load(path, map_location="cpu", weights_only=False, **kw)
     try:
@@ -242,9 +250,9 @@ def read_torch(path, **kw):
 
 
 class ArraysOnly(pickle.Unpickler):
-    """PySlowFast's Caffe2 zoo: a Python 2 pickle of dicts of numpy blobs (slowfast/utils/checkpoint.py
-    reads it with latin1). Builds numpy arrays and scalars only (and bytes: protocol 2 writes them as
-    _codecs.encode); any other global is Unsafe."""
+    """PySlowFast's Caffe2 zoo: a Python 2 pickle of dicts of numpy blobs
+    (slowfast/utils/checkpoint.py reads it with latin1). Builds numpy arrays and scalars only (and
+    bytes: protocol 2 writes them as _codecs.encode); any other global is Unsafe."""
 
     def find_class(self, module, name):
         full = f"{module}.{name}"
@@ -263,8 +271,8 @@ def read_caffe2(path):
 
 
 def load_weights(model, ckpt, path, args, ema=False):
-    """A checkpoint's weights ('model', 'state_dict' or the dict itself; `ema`: 'model_ema') into `model`;
-    ValueError: 1 line."""
+    """A checkpoint's weights ('model', 'state_dict' or the dict itself; `ema`: 'model_ema') into
+    `model`; ValueError: 1 line."""
     if ema and not isinstance(ckpt.get("model_ema"), dict):
         raise ValueError(f"--use-ema: {path} holds no EMA weights (trained without --model-ema)")
     weights = ckpt["model_ema"] if ema else ckpt.get("model", ckpt.get("state_dict", ckpt))
@@ -294,22 +302,25 @@ def auto_checkpoint(run_dir):
 
 
 def check_resume_flags(args, path, saved, mid_epoch, flags):
-    """Flags a run cannot change: flags.kept, and to continue training flags.kept_training (flags.flag_sets:
-    the model, clip and optimizer-state groups). --epochs, --lr_steps, --warmup, --lr can: the schedule
-    follows them."""
+    """Flags a run cannot change: flags.kept, and to continue training flags.kept_training
+    (flags.flag_sets: the model, clip and optimizer-state groups). --epochs, --lr_steps, --warmup,
+    --lr can: the schedule follows them."""
     if bool(saved.get("pretrain")) != bool(getattr(args, "pretrain", False)):
         if saved.get("pretrain"):
             fail(
-                f"--resume {path} is a pretraining checkpoint (train.py pretrain): fine-tune from it "
+                f"--resume {path} is a pretraining checkpoint (train.py pretrain): fine-tune from "
+                "it "
                 f"with --pretrained {path}, not --resume"
             )
         fail(f"--resume {path} is not a pretraining checkpoint: train.py pretrain cannot resume it")
     segments = saved.get("num_segments", 1)
     if args.evaluate and saved.get("shift") and segments != args.num_segments:
-        # TSN averages any number of snippets; TSM's shift moves channels between neighbouring segments,
-        # so its layers learned its own count (mmaction2 tests its TSMs at the training count too).
+        # TSN averages any number of snippets; TSM's shift moves channels between neighbouring
+        # segments, so its layers learned its own count (mmaction2 tests its TSMs at the training
+        # count too).
         fail(
-            f"--resume {path} is a TSM model (--shift {saved['shift']}) trained on {segments} segments: "
+            f"--resume {path} is a TSM model (--shift {saved['shift']}) trained on {segments} "
+            "segments: "
             f"it is evaluated on those, not --num_segments {args.num_segments} (leave the flag out)"
         )
     for key in flags.kept if args.evaluate else flags.kept_training:
@@ -328,15 +339,17 @@ def check_resume_flags(args, path, saved, mid_epoch, flags):
         now = args.batch_size * args.iter_size * args.world_size
         if was != now:
             fail(
-                f"--resume {path} stopped mid-epoch with a global batch of {was} clips (b x iter_size x "
-                f"processes), this run has {now}: resume with the same, or from an end-of-epoch checkpoint"
+                f"--resume {path} stopped mid-epoch with a global batch of {was} clips (b x "
+                "iter_size x "
+                f"processes), this run has {now}: resume with the same, or from an end-of-epoch "
+                "checkpoint"
             )
 
 
 def resume(args, rt, net, progress, flags):
-    """--resume: the weights and, to continue training, the optimizer, GradScaler, Progress and this rank's
-    RNG state; `flags`: flags.flag_sets(), what a run keeps. Returns the checkpoint, or None for a fresh
-    run."""
+    """--resume: the weights and, to continue training, the optimizer, GradScaler, Progress and this
+    rank's RNG state; `flags`: flags.flag_sets(), what a run keeps. Returns the checkpoint, or None
+    for a fresh run."""
     if args.resume == "auto":
         args.resume = auto_checkpoint(rt.run_dir)
         if args.evaluate and not args.resume:
@@ -348,7 +361,8 @@ def resume(args, rt, net, progress, flags):
         ckpt = load(args.resume)
         if not args.evaluate and "optimizer" not in ckpt:
             fail(
-                f"--resume {args.resume}: weights only, not a train.py checkpoint; start from them with "
+                f"--resume {args.resume}: weights only, not a train.py checkpoint; start from "
+                "them with "
                 "--pretrained PATH"
             )
         saved = ckpt.get("args") if isinstance(ckpt.get("args"), dict) else {}
@@ -365,8 +379,10 @@ def resume(args, rt, net, progress, flags):
 
 
 def load_training_state(args, rt, net, progress, ckpt, saved):
-    """The optimizer, GradScaler, Progress and this rank's RNG state, with the flags of this run winning."""
-    # The optimizer state holds wd and momentum too: keep this run's --wd / --momentum (lr is set per step).
+    """The optimizer, GradScaler, Progress and this rank's RNG state, with the flags of this run
+    winning."""
+    # The optimizer state holds wd and momentum too: keep this run's --wd / --momentum (lr is set
+    # per step).
     hyper = [
         {k: g[k] for k in ("weight_decay", "momentum", "lr_scale") if k in g}
         for g in net.optimizer.param_groups
@@ -374,17 +390,16 @@ def load_training_state(args, rt, net, progress, ckpt, saved):
     net.optimizer.load_state_dict(ckpt["optimizer"])
     for g, h in zip(net.optimizer.param_groups, hyper):
         g.update(h)
-    if getattr(net, "ema", None) is not None and ckpt.get(
-        "model_ema"
-    ):  # none saved: starts from the weights
+    # none saved: starts from the weights
+    if getattr(net, "ema", None) is not None and ckpt.get("model_ema"):
         net.ema.module.load_state_dict(ckpt["model_ema"])
         net.ema.n_averaged.fill_(ckpt["model_ema_updates"])
-    if ckpt[
-        "scaler"
-    ]:  # empty: saved with --amp off; a run turning fp16 on starts from a fresh scale
+    # empty: saved with --amp off; a run turning fp16 on starts from a fresh scale
+    if ckpt["scaler"]:
         net.scaler.load_state_dict(ckpt["scaler"])
-    # The position in optimizer steps, not batches: resuming with the same global batch split otherwise
-    # (-b 2 --iter_size 2 -> -b 4) continues with exactly the clips and lr steps not yet done.
+    # The position in optimizer steps, not batches: resuming with the same global batch split
+    # otherwise (-b 2 --iter_size 2 -> -b 4) continues with exactly the clips and lr steps not yet
+    # done.
     steps = ckpt.get("step", ckpt.get("iter", 0) // saved.get("iter_size", 1))
     progress.epoch, progress.iter = ckpt["epoch"], steps * args.iter_size
     progress.best_acc1, progress.best_epoch = ckpt["best_acc1"], ckpt.get("best_epoch", -1)
@@ -402,8 +417,7 @@ def set_rng_state(s):
         cuda = [cuda]
     if cuda is not None and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
         torch.cuda.set_rng_state_all(cuda)
-    elif (
-        cuda is not None and torch.cuda.is_available()
-    ):  # other GPUs than when saved: the first ones' states
+    # other GPUs than when saved: the first ones' states
+    elif cuda is not None and torch.cuda.is_available():
         for i, state in enumerate(cuda[: torch.cuda.device_count()]):
             torch.cuda.set_rng_state(state, i)

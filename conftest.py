@@ -1,9 +1,9 @@
-"""pytest: the repository root is importable (train, data, model, ...) from tests/ and from test_smoke.py,
-and the tests' shared constants, helpers and fixtures live here, once.
+"""pytest: the repository root is importable (train, data, model, ...) from tests/ and from
+test_smoke.py, and the tests' shared constants, helpers and fixtures live here, once.
 
-Constants and helpers: `from conftest import TINY, run_main, run_cli, ...`. Fixtures (lists, tiny_data,
-synth) need no import. `--trainer-flags="--your_flag 3"` appends flags to every trainer command of
-tests/test_exact.py (the `trainer_flags` fixture).
+Constants and helpers: `from conftest import TINY, run_main, run_cli, ...`. Fixtures (lists,
+tiny_data, synth) need no import. `--trainer-flags="--your_flag 3"` appends flags to every trainer
+command of tests/test_exact.py (the `trainer_flags` fixture).
 """
 
 from pathlib import Path
@@ -29,12 +29,11 @@ import prepare  # noqa: E402
 import train  # noqa: E402
 
 REPO = Path(__file__).resolve().parent
-UCF101_LISTS = (
-    REPO.parent / "shared" / "data" / "ucf101"
-)  # the real lists; tests that read them skip without
+# the real lists; tests that read them skip without
+UCF101_LISTS = REPO.parent / "shared" / "data" / "ucf101"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-# A tiny recipe: 4 frames, 32 px crops, the 4-block resnet10_3d; -b 4 on 8 train videos is two optimizer
-# steps per epoch (a second or two on CPU).
+# A tiny recipe: 4 frames, 32 px crops, the 4-block resnet10_3d; -b 4 on 8 train videos is two
+# optimizer steps per epoch (a second or two on CPU).
 TINY = [
     "--arch",
     "resnet10_3d",
@@ -80,13 +79,15 @@ def pytest_addoption(parser):
 
 @pytest.fixture(scope="session")
 def trainer_flags(request):
-    """The --trainer-flags option split like a shell line: appended to every trainer command of test_exact."""
+    """The --trainer-flags option split like a shell line: appended to every trainer command of
+    test_exact."""
     return shlex.split(request.config.getoption("--trainer-flags"))
 
 
-# ---- running train.py ------------------------------------------------------------------------------
+# ---- running train.py ----------------------------------------------------------------------------
 def run_main(argv):
-    """train.main in this process (pretrain.main for --pretrain, as `python train.py` hands it over)."""
+    """train.main in this process (pretrain.main for --pretrain, as `python train.py` hands it
+    over)."""
     args = train.parse_args(argv)
     if args.pretrain:
         import pretrain  # a test-side import: train.py itself never imports pretrain.py
@@ -96,7 +97,8 @@ def run_main(argv):
 
 
 def run_cli(argv, timeout=240, **kw):
-    """python train.py ARGV in a subprocess (one thread, unbuffered) with a timeout: CompletedProcess."""
+    """python train.py ARGV in a subprocess (one thread, unbuffered) with a timeout:
+    CompletedProcess."""
     return subprocess.run(
         [sys.executable, str(REPO / "train.py"), *argv],
         capture_output=True,
@@ -138,7 +140,8 @@ def acc_line(text):
 
 
 def one_line_error(capsys_or_text, *needles, code=2, exc=None):
-    """The error is one line, no traceback, naming each needle (and exiting with code, given exc)."""
+    """The error is one line, no traceback, naming each needle (and exiting with code, given
+    exc)."""
     if exc is not None:
         assert exc.value.code == code
     err = capsys_or_text if isinstance(capsys_or_text, str) else capsys_or_text.readouterr().err
@@ -165,7 +168,8 @@ CKPT_ARGS = dict(
 
 
 def tiny_checkpoint(path, class_names=None, **override):
-    """A checkpoint as train.py writes it (what predict, features and export read): a random tiny arch."""
+    """A checkpoint as train.py writes it (what predict, features and export read): a random tiny
+    arch."""
     torch.manual_seed(0)
     args = dict(CKPT_ARGS, **override)
     net = model.build_model(  # a ViT's position table is built for its clips
@@ -189,17 +193,18 @@ def tiny_checkpoint(path, class_names=None, **override):
     return str(path)
 
 
-# ---- data on disk ----------------------------------------------------------------------------------
+# ---- data on disk --------------------------------------------------------------------------------
 def copy_lists(lists, tmp_path):
-    """A copy of the `lists` fixture's data to spoil, in tmp_path/data: (folder, its first train video)."""
+    """A copy of the `lists` fixture's data to spoil, in tmp_path/data: (folder, its first train
+    video)."""
     folder = tmp_path / "data"
     shutil.copytree(Path(lists[0]).parent, folder)
     return folder, (folder / "train.txt").read_text().split()[0]
 
 
 def spoil_frames(folder, video):
-    """Frames 2..9 of `video` undecodable; 1 and 10 stay fine: the early folder check passes, the clip
-    does not."""
+    """Frames 2..9 of `video` undecodable; 1 and 10 stay fine: the early folder check passes, the
+    clip does not."""
     for k in range(2, 10):
         (folder / video / f"img_{k:05d}.jpg").write_bytes(b"garbage")
 
@@ -220,7 +225,8 @@ def write_frames(folder, n, size=(16, 12), start=1, tmpl="img_{:05d}.jpg", seed=
 
 
 def copy_video(src, dst, count=NUM_FRAMES, tmpl="img_{:05d}.jpg", dst_start=1):
-    """Copy a synth video's first `count` frames into a new folder, renamed by tmpl from dst_start."""
+    """Copy a synth video's first `count` frames into a new folder, renamed by tmpl from
+    dst_start."""
     dst.mkdir(parents=True, exist_ok=True)
     for k in range(count):
         (dst / tmpl.format(dst_start + k)).write_bytes((src / f"img_{1 + k:05d}.jpg").read_bytes())
@@ -236,7 +242,8 @@ def fake_ucf101(tmp_path):
         splits / "trainlist01.txt",
         [
             "ApplyEyeMakeup/v_ApplyEyeMakeup_g08_c01.avi 1",
-            "HandStandPushups/v_HandStandPushups_g08_c01.avi 3",  # UCF101 spells this class two ways
+            "HandStandPushups/v_HandStandPushups_g08_c01.avi "
+            "3",  # UCF101 spells this class two ways
             "Biking/v_Biking_g08_c01.avi 2",
             "Biking/v_Biking_g09_c01.avi 2",  # no frames: warned about, left out
         ],
@@ -245,13 +252,11 @@ def fake_ucf101(tmp_path):
         splits / "testlist01.txt",
         ["ApplyEyeMakeup/v_ApplyEyeMakeup_g01_c01.avi", "Biking/v_Biking_g01_c01.avi"],
     )
-    write_list(
-        splits / "trainlist02.txt", ["Biking/v_Biking_g01_c01.avi 2"]
-    )  # another split: ignored
+    # another split: ignored
+    write_list(splits / "trainlist02.txt", ["Biking/v_Biking_g01_c01.avi 2"])
     write_frames(frames / "v_ApplyEyeMakeup_g08_c01", 3)
-    write_frames(
-        frames / "HandstandPushups" / "v_HandStandPushups_g08_c01", 5
-    )  # per-class layout works too
+    # per-class layout works too
+    write_frames(frames / "HandstandPushups" / "v_HandStandPushups_g08_c01", 5)
     write_frames(frames / "v_Biking_g08_c01", 4)
     write_frames(frames / "v_ApplyEyeMakeup_g01_c01", 6)
     write_frames(frames / "v_Biking_g01_c01", 2)
@@ -260,8 +265,8 @@ def fake_ucf101(tmp_path):
 
 
 def fake_hmdb51(tmp_path):
-    """A tiny HMDB51: '<class>_test_split1.txt' files ('<video>.avi <0|1|2>', trailing spaces as in the
-    real ones) for 3 classes, one flat folder of frame folders."""
+    """A tiny HMDB51: '<class>_test_split1.txt' files ('<video>.avi <0|1|2>', trailing spaces as in
+    the real ones) for 3 classes, one flat folder of frame folders."""
     frames, splits = tmp_path / "hmdb" / "frames", tmp_path / "hmdb_splits"
     splits.mkdir()
     # class names sort brush_hair < sword < sword_exercise, but their FILES sort
@@ -286,10 +291,11 @@ def fake_hmdb51(tmp_path):
     return frames, splits
 
 
-# ---- fixtures: synthetic frame datasets, made once per module ----------------------------------------
+# ---- fixtures: synthetic frame datasets, made once per module ------------------------------------
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory):
-    """Four train + four val videos of NUM_FRAMES 48x40 JPEGs. Read-only: tests that break frames copy."""
+    """Four train + four val videos of NUM_FRAMES 48x40 JPEGs. Read-only: tests that break frames
+    copy."""
     root = tmp_path_factory.mktemp("synth")
     train_list, val_list = prepare.make_synth(
         root, classes=4, videos=4, frames=NUM_FRAMES, size=(W, H)
@@ -307,8 +313,8 @@ def lists(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny_data(tmp_path_factory):
-    """(train.txt of 12 videos, val7.txt): an odd-length val list, so a 2-process split is uneven (the case
-    where padded samplers go wrong)."""
+    """(train.txt of 12 videos, val7.txt): an odd-length val list, so a 2-process split is uneven
+    (the case where padded samplers go wrong)."""
     out = tmp_path_factory.mktemp("tiny")
     train_list, val_list = prepare.make_synth(out, classes=4, videos=12, frames=10, size=(48, 40))
     lines = Path(val_list).read_text().splitlines()[:7]

@@ -1,29 +1,35 @@
-"""Frame folders and video files -> uint8 clips: list files, exact clip sampling, a decode-speed pipeline.
+"""Frame folders and video files -> uint8 clips: list files, exact clip sampling, a decode-speed
+pipeline.
 
-A dataset is a list file, one video per line: `<frame_dir> <num_frames> <label>` (the TSN / TSM / mmaction2
-"rawframes" format; the original project's). Frame i of a video is `frame_dir/image_tmpl.format(i)`,
-i = start_index .. start_index + num_frames - 1. A line may name a video file (decode.VIDEO_FILES), as
-`<video> <num_frames> <label>` or mmaction2's `<video> <label>`: its frame i is the (i - start_index)-th
-frame a plain decode gives, read exactly by `decode.open_video` (TorchCodec, else PyAV; docs/video.md).
-Kinetics' CSV files and Something-Something v2's JSON lists (with its labels file) are read as lists
-too: `read_list` picks the format by the file (LIST_FORMATS).
+A dataset is a list file, one video per line: `<frame_dir> <num_frames> <label>` (the TSN / TSM /
+mmaction2 "rawframes" format; the original project's). Frame i of a video is
+`frame_dir/image_tmpl.format(i)`, i = start_index .. start_index + num_frames - 1. A line may name a
+video file (decode.VIDEO_FILES), as `<video> <num_frames> <label>` or mmaction2's `<video> <label>`:
+its frame i is the (i - start_index)-th frame a plain decode gives, read exactly by
+`decode.open_video` (TorchCodec, else PyAV; docs/video.md). Kinetics' CSV files and
+Something-Something v2's JSON lists (with its labels file) are read as lists too: `read_list` picks
+the format by the file (LIST_FORMATS).
 
-    ds = VideoFrameDataset("ucf101_train_split1_list.txt", DataSpec(), "train")  # root: the list's folder
+    # root: the list's folder
+    ds = VideoFrameDataset("ucf101_train_split1_list.txt", DataSpec(), "train")
     clip, label, info = ds[0]            # uint8 (3, T, 224, 224); test mode: (V, 3, T, crop, crop)
     x = crop_resize(normalize(clips.to("cuda")), info["box"].to("cuda"))   # a collated train batch
 
-prepare.py makes frame folders, lists and classes files. Frames are decoded in decode.py (TorchCodec,
-Pillow without it); with `encoded=True` the loader only reads files and gpudecode.py decodes batches on
-the GPU (--decode_device cuda). A clip is its decodes, one crop, at most one resize.
+prepare.py makes frame folders, lists and classes files. Frames are decoded in decode.py
+(TorchCodec, Pillow without it); with `encoded=True` the loader only reads files and gpudecode.py
+decodes batches on the GPU (--decode_device cuda). A clip is its decodes, one crop, at most one
+resize.
 
 References
 - L. Wang et al., "Temporal Segment Networks", ECCV 2016: the frame-folder list format.
-- J. Carreira, A. Zisserman, "Quo Vadis, Action Recognition?" (I3D), CVPR 2017: clips, 2D->3D inflation.
-- X. Wang et al., "Non-local Neural Networks", CVPR 2018, and PySlowFast / mmaction2 (`SampleFrames`,
-  `ThreeCrop`): dense clips with scale jitter [256, 320] for training; multi-view testing
-  (clips spread evenly over the video x 3 crops along the long side).
+- J. Carreira, A. Zisserman, "Quo Vadis, Action Recognition?" (I3D), CVPR 2017: clips, 2D->3D
+  inflation.
+- X. Wang et al., "Non-local Neural Networks", CVPR 2018, and PySlowFast / mmaction2
+  (`SampleFrames`, `ThreeCrop`): dense clips with scale jitter [256, 320] for training; multi-view
+  testing (clips spread evenly over the video x 3 crops along the long side).
 - torchvision `references/video_classification`: uint8 clips, resizing on stacked tensors.
-- R. Goyal et al., "The 'something something' video database", ICCV 2017: v2's JSON lists and labels.
+- R. Goyal et al., "The 'something something' video database", ICCV 2017: v2's JSON lists and
+  labels.
 """
 
 import csv
@@ -48,7 +54,7 @@ STD = (0.229, 0.224, 0.225)
 MODES = ("train", "val", "test")
 
 
-# ---- list files ---------------------------------------------------------------------------------
+# ---- list files ----------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Video:
     path: str  # frame folder (root joined)
@@ -60,8 +66,9 @@ class Video:
 
 def read_text_lines(path):
     """A text file -> [(line number, line)], for list, split and class files. A UTF-8 BOM is dropped
-    (Notepad writes one; U+FEFF would otherwise become part of the first path). Text that is not UTF-8
-    (latin-1, a binary file) is a ValueError naming the file and the line, not a bare codec error."""
+    (Notepad writes one; U+FEFF would otherwise become part of the first path). Text that is not
+    UTF-8 (latin-1, a binary file) is a ValueError naming the file and the line, not a bare codec
+    error."""
     path = str(path)
     with open(path, "rb") as f:
         raw = f.read()
@@ -75,20 +82,21 @@ def read_text_lines(path):
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise ValueError(f"{path}:{line}: a NUL byte: a binary file, not a text list")
-    # universal newlines, as open() in text mode: a list made on Windows (CRLF) or old macOS (CR) works
+    # universal newlines, as open() in text mode: a list made on Windows (CRLF) or old macOS (CR)
+    # works
     return list(enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1))
 
 
-# A list line is a path, which may hold spaces, then integer columns: how many tells the line's form.
+# A list line is a path, which may hold spaces, then integer columns: how many tells the line's
+# form.
 LIST_FORMS = {1: "<video> <label>", 2: "<frame_dir or video> <num_frames> <label>"}
 
 
 def _columns(fields, ints):
     """What is wrong with a line of `fields` whose last `ints` are integers (none of LIST_FORMS)."""
     expected = " or ".join(f"'{form}'" for form in LIST_FORMS.values())
-    if ints > max(
-        LIST_FORMS
-    ):  # read as the path, an extra column would surface later as a missing folder
+    # read as the path, an extra column would surface later as a missing folder
+    if ints > max(LIST_FORMS):
         return f"{ints + 1} columns, expected {expected} (a path may not end in ' <integer>')"
     return "num_frames and label must be integers" if len(fields) > 2 else f"expected {expected}"
 
@@ -104,13 +112,14 @@ def read_list(
 ):
     """Parse a list file into Videos; its format is picked by the file (LIST_FORMATS): text lines
     (`_text_rows`), a Kinetics CSV (`_kinetics_rows`) or a Something-Something v2 JSON list
-    (`_sthv2_rows`). A bad entry raises ValueError("list:LINE: what: the line"), or, if `problems` is a
-    list, goes into it as (LINE, message) and is skipped (`check` reports them all). A path may be a
-    frame folder or a video file (decode.VIDEO_FILES); videos listed without a frame count (mmaction2's
-    `<video> <label>`, the CSV and JSON formats) have their frames counted here with `decoder` (0 if
-    unreadable: loading it is then a BadVideo), so only they open a file: three-column lists open none.
-    `labels`: Something-Something v2's labels file (default: STHV2_LABELS beside the list). `unlabelled`
-    (pretraining, whose labels are unused): '<frame_dir> <num_frames>' lines too, as label 0."""
+    (`_sthv2_rows`). A bad entry raises ValueError("list:LINE: what: the line"), or, if `problems`
+    is a list, goes into it as (LINE, message) and is skipped (`check` reports them all). A path may
+    be a frame folder or a video file (decode.VIDEO_FILES); videos listed without a frame count
+    (mmaction2's `<video> <label>`, the CSV and JSON formats) have their frames counted here with
+    `decoder` (0 if unreadable: loading it is then a BadVideo), so only they open a file:
+    three-column lists open none. `labels`: Something-Something v2's labels file (default:
+    STHV2_LABELS beside the list). `unlabelled` (pretraining, whose labels are unused): '<frame_dir>
+    <num_frames>' lines too, as label 0."""
     list_file = str(list_file)
     root = os.path.dirname(os.path.abspath(list_file)) if root is None else str(root)
     rows = LIST_FORMATS.get(os.path.splitext(list_file)[1].lower(), (_text_rows,))[0]
@@ -143,7 +152,8 @@ def read_list(
     return videos
 
 
-# A '<frame_dir> N' line: the frame count without a label (pretraining's lists), or a label without the count.
+# A '<frame_dir> N' line: the frame count without a label (pretraining's lists), or a label without
+# the count.
 UNLABELLED = (
     f"a frame folder and one number: training reads '{LIST_FORMS[2]}' (`prepare.py lists` writes "
     "them); unlabelled '<frame_dir> <num_frames>' lists are for `train.py pretrain`"
@@ -151,10 +161,11 @@ UNLABELLED = (
 
 
 def _text_rows(list_file, labels=None):
-    """Text lines -> (line number, line, (path, num_frames or None, label) or the ValueError); a frame
-    folder with one number: (path, that number as its frame count, None). Only whole
-    lines starting with '#' are comments: a frame folder may contain '#' or spaces (but not end in
-    ' <integer>': columns are counted from the right). Backslashes become '/': a Windows list works."""
+    """Text lines -> (line number, line, (path, num_frames or None, label) or the ValueError); a
+    frame folder with one number: (path, that number as its frame count, None). Only whole lines
+    starting with '#' are comments: a frame folder may contain '#' or spaces (but not end in '
+    <integer>': columns are counted from the right). Backslashes become '/': a Windows list
+    works."""
     for n, text in read_text_lines(list_file):
         line = text.strip()
         if not line or line.startswith("#"):
@@ -167,7 +178,8 @@ def _text_rows(list_file, labels=None):
             continue
         path, *numbers = line.rsplit(maxsplit=ints)
         if ints == 1 and not decode.is_video_file(path):
-            # "dir x 3": a frame folder's line gone wrong; "dir 3": its frame count (read_list decides)
+            # "dir x 3": a frame folder's line gone wrong; "dir 3": its frame count (read_list
+            # decides)
             if len(fields) > 2:
                 yield n, line, ValueError(_columns(fields, ints))
             elif int(numbers[0]) < 1:
@@ -192,13 +204,15 @@ def kinetics_csv(path):
         reader = csv.DictReader(f)
         if not set(KINETICS_COLUMNS) <= set(reader.fieldnames or ()):
             raise ValueError(
-                f"{path}:1: expected the columns {','.join(KINETICS_COLUMNS)}, got {reader.fieldnames}"
+                f"{path}:1: expected the columns {','.join(KINETICS_COLUMNS)}, got "
+                f"{reader.fieldnames}"
             )
         return list(enumerate(reader, 2))
 
 
 def kinetics_name(row):
-    """A Kinetics row's video name, the downloaders' file name: <youtube_id>_<start:06d>_<end:06d>."""
+    """A Kinetics row's video name, the downloaders' file name:
+    <youtube_id>_<start:06d>_<end:06d>."""
     try:
         start, end = int(float(row["time_start"])), int(float(row["time_end"]))
     except ValueError:
@@ -207,10 +221,11 @@ def kinetics_name(row):
 
 
 def _kinetics_rows(list_file, labels=None):
-    """A Kinetics CSV read as a list: label = the index of its class among the file's sorted class names
-    (the label order of every public Kinetics checkpoint; every official split holds every class); the
-    video is <label>/<name>.mp4 under the root (--data_root), the downloaders' layout. (`prepare.py
-    lists --kinetics` finds videos anywhere, re-encoded ones included, and writes a text list.)"""
+    """A Kinetics CSV read as a list: label = the index of its class among the file's sorted class
+    names (the label order of every public Kinetics checkpoint; every official split holds every
+    class); the video is <label>/<name>.mp4 under the root (--data_root), the downloaders' layout.
+    (`prepare.py lists --kinetics` finds videos anywhere, re-encoded ones included, and writes a
+    text list.)"""
     rows = kinetics_csv(list_file)
     lookup = {name: k for k, name in enumerate(_kinetics_classes(rows))}
     for n, row in rows:
@@ -231,9 +246,9 @@ STHV2_LABELS = "something-something-v2-labels.json"  # beside a Something-Someth
 
 
 def sthv2_labels(labels_file):
-    """something-something-v2-labels.json ({template: "index"}) -> {template without brackets: index}.
-    The train / validation entries name their class by a template with '[something]' placeholders;
-    the labels file's keys are the same templates (with or without the brackets)."""
+    """something-something-v2-labels.json ({template: "index"}) -> {template without brackets:
+    index}. The train / validation entries name their class by a template with '[something]'
+    placeholders; the labels file's keys are the same templates (with or without the brackets)."""
     try:
         with open(labels_file, encoding="utf-8") as f:
             labels = json.load(f)
@@ -252,8 +267,8 @@ def sthv2_template(entry):
 
 
 def sthv2_entries(list_file):
-    """A Something-Something v2 JSON list ([{"id", "label", "template", "placeholders"}], the official
-    something-something-v2-train.json / -validation.json) -> [(entry number, entry)]."""
+    """A Something-Something v2 JSON list ([{"id", "label", "template", "placeholders"}], the
+    official something-something-v2-train.json / -validation.json) -> [(entry number, entry)]."""
     try:
         with open(list_file, encoding="utf-8") as f:
             entries = json.load(f)
@@ -271,8 +286,8 @@ def sthv2_labels_file(list_file, labels=None):
 
 
 def sthv2_label(entry, labels, labels_file):
-    """A JSON list entry's label: the labels file's index of its "template", or an integer "label" where
-    it has no template (lists that carry the index). ValueError saying what is missing."""
+    """A JSON list entry's label: the labels file's index of its "template", or an integer "label"
+    where it has no template (lists that carry the index). ValueError saying what is missing."""
     if not isinstance(entry, dict) or "id" not in entry:
         raise ValueError('expected {"id", "template", ...}')
     template, label = entry.get("template"), entry.get("label")
@@ -290,8 +305,8 @@ def sthv2_label(entry, labels, labels_file):
 
 
 def _sthv2_rows(list_file, labels=None):
-    """A Something-Something v2 JSON list: video <id>.webm, label `sthv2_label` (the labels file's index
-    of its template, `sthv2_labels_file`); entry k is "line" k of the messages."""
+    """A Something-Something v2 JSON list: video <id>.webm, label `sthv2_label` (the labels file's
+    index of its template, `sthv2_labels_file`); entry k is "line" k of the messages."""
     labels_file = sthv2_labels_file(list_file, labels)
     lookup = sthv2_labels(labels_file) if os.path.isfile(labels_file) else None
     for n, entry in sthv2_entries(list_file):
@@ -314,8 +329,8 @@ def _sthv2_rows(list_file, labels=None):
 
 
 def list_classes(list_file, labels=None):
-    """The class names a list's own format gives (line i = label i), None for text lists (their classes
-    file is <dataset>_classes.txt, see `class_names`); `labels`: as read_list's."""
+    """The class names a list's own format gives (line i = label i), None for text lists (their
+    classes file is <dataset>_classes.txt, see `class_names`); `labels`: as read_list's."""
     names = LIST_FORMATS.get(os.path.splitext(str(list_file))[1].lower(), (None, None))[1]
     return names(str(list_file), labels) if names else None
 
@@ -337,8 +352,9 @@ LIST_FORMATS = {
 
 
 def check_image_tmpl(image_tmpl, start_index=1):
-    """The frame-name template needs one unnamed integer field, like 'img_{:05d}.jpg': without one every
-    frame has the same name (counting frames would never end); a named one ('{idx:05d}') cannot be filled."""
+    """The frame-name template needs one unnamed integer field, like 'img_{:05d}.jpg': without one
+    every frame has the same name (counting frames would never end); a named one ('{idx:05d}')
+    cannot be filled."""
     try:
         distinct = image_tmpl.format(start_index) != image_tmpl.format(start_index + 1)
     except (IndexError, KeyError, ValueError, TypeError, AttributeError):
@@ -371,17 +387,18 @@ def sample_indices(
     A clip is t_length frames, t_stride apart, spanning (t_length - 1) * t_stride + 1 frames.
     - train: a uniformly random start (from `rng`, a numpy Generator); num_clips independent clips.
     - val:   the centred clip (num_clips must be 1).
-    - test:  num_clips clips spread evenly: the first starts at the first frame, the last ends at the
+    - test:  num_clips clips spread evenly: the first starts at the first frame, the last ends at
+      the
              last frame (num_clips=1: the centred clip).
     Short videos: the stride shrinks to the largest s <= t_stride whose span fits; if even stride 1
     is too long, the clip is every frame followed by repeats of the last. Frame numbers never leave
-    [start_index, start_index + num_frames - 1].
-    `placement` picks another zoo's val/test clips instead: "pyslowfast" (`_pyslowfast_clips`), "mmaction2"
-    (`_mmaction2_clips`), "videomae" (Kinetics, `_videomae_clips`) or "videomae-ssv2" (segment-based,
-    `_videomae_ssv2_clips`); their short-video rules are theirs. Train clips are ours, or with placement
-    "videomae-ssv2" VideoMAE's segment-based SSv2 train clips (`_videomae_ssv2_train`).
-    num_segments > 1 (TSN / TSM): one snippet of t_length frames per segment, see `segment_indices`;
-    then a clip is (num_segments * t_length) frames, the snippets one after the other."""
+    [start_index, start_index + num_frames - 1]. `placement` picks another zoo's val/test clips
+    instead: "pyslowfast" (`_pyslowfast_clips`), "mmaction2" (`_mmaction2_clips`), "videomae"
+    (Kinetics, `_videomae_clips`) or "videomae-ssv2" (segment-based, `_videomae_ssv2_clips`); their
+    short-video rules are theirs. Train clips are ours, or with placement "videomae-ssv2" VideoMAE's
+    segment-based SSv2 train clips (`_videomae_ssv2_train`). num_segments > 1 (TSN / TSM): one
+    snippet of t_length frames per segment, see `segment_indices`; then a clip is (num_segments *
+    t_length) frames, the snippets one after the other."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if placement not in PLACEMENTS:
@@ -418,7 +435,8 @@ def sample_indices(
 
 
 def _offsets(num_frames, t_length, t_stride):
-    """A clip's frame offsets; short videos: the largest stride <= t_stride whose span fits, at least 1."""
+    """A clip's frame offsets; short videos: the largest stride <= t_stride whose span fits, at
+    least 1."""
     stride = t_stride
     if (t_length - 1) * stride + 1 > num_frames:
         stride = max(1, (num_frames - 1) // max(1, t_length - 1))
@@ -426,19 +444,19 @@ def _offsets(num_frames, t_length, t_stride):
 
 
 def segment_indices(num_frames, t_length, t_stride, mode, num_clips, rng, placement, num_segments):
-    """TSN's sparse sampling (Wang et al. 2016, Sec. 3.1): the snippets' possible starts (0 .. room - 1,
-    room = frames left for a snippet's start; its stride shrinks on short videos as a clip's does) split
-    into N = num_segments equal segments, segment k = starts [floor(k * room / N), floor((k + 1) * room /
-    N)), at least one start each (a video shorter than N snippets repeats frames). 0-based
-    (num_clips, N * t_length), snippet-major.
+    """TSN's sparse sampling (Wang et al. 2016, Sec. 3.1): the snippets' possible starts (0 .. room
+    - 1, room = frames left for a snippet's start; its stride shrinks on short videos as a clip's
+    does) split into N = num_segments equal segments, segment k = starts [floor(k * room / N),
+    floor((k + 1) * room / N)), at least one start each (a video shorter than N snippets repeats
+    frames). 0-based (num_clips, N * t_length), snippet-major.
     - train: a uniformly random start inside each segment (N independent draws).
-    - val / test: view j of num_clips at fraction (j + 1/2) / num_clips of every segment: one view is
-      the segment centres, int(tick / 2 + tick * k) with tick = room / N, summed in that order: TSN's
-      test sampling (tsn-pytorch dataset.py, _get_test_indices) and mmaction2's 2D SampleFrames test,
-      so their 25-snippet test is --num_segments 25 with one view.
+    - val / test: view j of num_clips at fraction (j + 1/2) / num_clips of every segment: one view
+      is the segment centres, int(tick / 2 + tick * k) with tick = room / N, summed in that order:
+      TSN's test sampling (tsn-pytorch dataset.py, _get_test_indices) and mmaction2's 2D
+      SampleFrames test, so their 25-snippet test is --num_segments 25 with one view.
     - placement "mmaction2" / "pyslowfast": that zoo's num_clips * N test clips of t_length frames
-      (mmaction2's 2D test is SampleFrames(clip_len=1, frame_interval=1, num_clips=N, test_mode=True)),
-      view j taking clips j, j + num_clips, ...: every view spans the video."""
+      (mmaction2's 2D test is SampleFrames(clip_len=1, frame_interval=1, num_clips=N,
+      test_mode=True)), view j taking clips j, j + num_clips, ...: every view spans the video."""
     if mode != "train" and placement != "ours":
         clips = ZOO_CLIPS[placement](num_frames, t_length, t_stride, num_clips * num_segments)
         return (
@@ -456,8 +474,8 @@ def segment_indices(num_frames, t_length, t_stride, mode, num_clips, rng, placem
         hi = np.maximum((k + 1) * room // num_segments, lo + 1)
         starts = rng.integers(lo, hi)[None, :]  # (1, N); train draws one view
     else:
-        # Trap: TSN's int(tick / 2.0 + tick * k) in that float order; room / N * (k + 1/2) rounds the
-        # other way at exact halves (30 frames, 25 segments: segment 12 reads frame 15, not 14).
+        # Trap: TSN's int(tick / 2.0 + tick * k) in that float order; room / N * (k + 1/2) rounds
+        # the other way at exact halves (30 frames, 25 segments: segment 12 reads frame 15, not 14).
         tick = room / float(num_segments)
         views = (np.arange(num_clips)[:, None] + 0.5) / num_clips  # (V, 1); one view: 1/2
         starts = np.minimum((tick * views + tick * k[None, :]).astype(np.int64), room - 1)
@@ -468,10 +486,11 @@ def segment_indices(num_frames, t_length, t_stride, mode, num_clips, rng, placem
 def _pyslowfast_clips(num_frames, t_length, t_stride, num_clips):
     """PySlowFast's test clips (slowfast/datasets/decoder.py: get_start_end_idx with clip_idx k of
     num_clips, USE_OFFSET_SAMPLING False as in its Kinetics configs, then temporal_sampling; fps =
-    target fps). Clip k spans t_length * t_stride frames from start = max(N - span, 0) * k / num_clips
-    -- so the last clip ends before the video does, and num_clips=1 is the FIRST clip, not the centre.
-    Its frames are torch.linspace(start, start + span - 1, t_length) (float32, so the step is a little
-    over t_stride), clamped to the video and truncated to integers: short videos repeat frames."""
+    target fps). Clip k spans t_length * t_stride frames from start = max(N - span, 0) * k /
+    num_clips -- so the last clip ends before the video does, and num_clips=1 is the FIRST clip, not
+    the centre. Its frames are torch.linspace(start, start + span - 1, t_length) (float32, so the
+    step is a little over t_stride), clamped to the video and truncated to integers: short videos
+    repeat frames."""
     span = t_length * t_stride
     delta = max(num_frames - span, 0)
     clips = [
@@ -482,14 +501,14 @@ def _pyslowfast_clips(num_frames, t_length, t_stride, num_clips):
 
 
 def _mmaction2_clips(num_frames, t_length, t_stride, num_clips):
-    """mmaction2 `SampleFrames(clip_len=t_length, frame_interval=t_stride, num_clips, test_mode=True)`
-    (mmaction/datasets/transforms/loading.py, 1.x `_get_test_clips`, default out_of_bound_opt='loop').
-    clip_len 1 (its 2D recognizers: TSN's 25-snippet test): start k = int(k * tick + tick / 2), tick =
-    N / num_clips, the segment centres of TSN's _get_test_indices. 3D recognizers: the clip spans
-    (t_length - 1) * t_stride + 1 frames; max_offset = max(N - span, 0); starts round(k * max_offset /
-    (num_clips - 1)), or max_offset // 2 for one clip. Frames past the end wrap around to the start
-    (modulo N). (mmaction2 0.x instead started clip k at
-    int((k + 1/2) * (N - span + 1) / num_clips); 1.x changed it to the above, "aligned with PySlowFast".)"""
+    """mmaction2 `SampleFrames(clip_len=t_length, frame_interval=t_stride, num_clips,
+    test_mode=True)` (mmaction/datasets/transforms/loading.py, 1.x `_get_test_clips`, default
+    out_of_bound_opt='loop'). clip_len 1 (its 2D recognizers: TSN's 25-snippet test): start k =
+    int(k * tick + tick / 2), tick = N / num_clips, the segment centres of TSN's _get_test_indices.
+    3D recognizers: the clip spans (t_length - 1) * t_stride + 1 frames; max_offset = max(N - span,
+    0); starts round(k * max_offset / (num_clips - 1)), or max_offset // 2 for one clip. Frames past
+    the end wrap around to the start (modulo N). (mmaction2 0.x instead started clip k at int((k +
+    1/2) * (N - span + 1) / num_clips); 1.x changed it to the above, "aligned with PySlowFast".)"""
     if t_length == 1:  # its 2D branch (clip_len 1): the segment centres, as TSN's test indices
         tick = num_frames / float(num_clips)
         starts = np.arange(num_clips) * tick + tick / 2.0
@@ -505,13 +524,14 @@ def _mmaction2_clips(num_frames, t_length, t_stride, num_clips):
 
 
 def _videomae_clips(num_frames, t_length, t_stride, num_clips):
-    """VideoMAE's Kinetics clips (MCG-NJU/VideoMAE and OpenGVLab/VideoMAEv2 datasets.py VideoClsDataset).
-    Test (num_clips > 1, --test_num_segment): the frames 0, t_stride, 2 t_stride, ... (the last repeated up
-    to t_length), clip k the t_length of them from int(k * step), step = max(M - t_length, 0) /
-    (num_clips - 1) for M such frames. One clip (their validation mode): converted = t_length * t_stride,
-    end = (converted + N) // 2, the clip np.linspace(end - converted, end, t_length) clamped to
-    [end - converted, end - 1] and truncated; a video of at most `converted` frames takes
-    np.linspace(0, N, N // t_stride) padded with N, clamped to N - 1."""
+    """VideoMAE's Kinetics clips (MCG-NJU/VideoMAE and OpenGVLab/VideoMAEv2 datasets.py
+    VideoClsDataset). Test (num_clips > 1, --test_num_segment): the frames 0, t_stride, 2 t_stride,
+    ... (the last repeated up to t_length), clip k the t_length of them from int(k * step), step =
+    max(M - t_length, 0) / (num_clips - 1) for M such frames. One clip (their validation mode):
+    converted = t_length * t_stride, end = (converted + N) // 2, the clip np.linspace(end -
+    converted, end, t_length) clamped to [end - converted, end - 1] and truncated; a video of at
+    most `converted` frames takes np.linspace(0, N, N // t_stride) padded with N, clamped to N -
+    1."""
     if num_clips == 1:
         converted = t_length * t_stride
         if num_frames <= converted:
@@ -529,11 +549,11 @@ def _videomae_clips(num_frames, t_length, t_stride, num_clips):
 
 
 def _videomae_ssv2_clips(num_frames, t_length, t_stride, num_clips):
-    """VideoMAE's Something-Something v2 test clips (datasets.py SSVideoClsDataset, segment-based; the
-    stride is not used): tick = N / t_length; clip v of num_clips takes int(v * tick / num_clips + tick *
-    x) for x < t_length -- all clips' frames sorted together, clip v every num_clips-th from v, as
-    theirs reads them. One clip (validation): the segment centres int(tick / 2 + tick * x), VideoMAEv2's
-    mode 'validation' (VideoMAE's draws train clips there)."""
+    """VideoMAE's Something-Something v2 test clips (datasets.py SSVideoClsDataset, segment-based;
+    the stride is not used): tick = N / t_length; clip v of num_clips takes int(v * tick / num_clips
+    + tick * x) for x < t_length -- all clips' frames sorted together, clip v every num_clips-th
+    from v, as theirs reads them. One clip (validation): the segment centres int(tick / 2 + tick *
+    x), VideoMAEv2's mode 'validation' (VideoMAE's draws train clips there)."""
     tick = num_frames / float(t_length)
     if num_clips == 1:
         return np.array([[int(tick / 2.0 + tick * x) for x in range(t_length)]], dtype=np.int64)
@@ -545,11 +565,11 @@ def _videomae_ssv2_clips(num_frames, t_length, t_stride, num_clips):
 
 
 def _videomae_ssv2_train(num_frames, t_length, rng):
-    """VideoMAE's Something-Something v2 train clip (datasets.py SSVideoClsDataset.loadvideo_decord, train
-    mode; the stride is not used): t_length segments of d = N // t_length frames, frame k * d + a uniform
-    draw below d in segment k (the last N mod t_length frames are never read). Trap, kept as theirs: a
-    video shorter than t_length frames (d = 0) is frame 0 repeated (their `elif len(vr) > num_segment`
-    cannot be reached then)."""
+    """VideoMAE's Something-Something v2 train clip (datasets.py SSVideoClsDataset.loadvideo_decord,
+    train mode; the stride is not used): t_length segments of d = N // t_length frames, frame k * d
+    + a uniform draw below d in segment k (the last N mod t_length frames are never read). Trap,
+    kept as theirs: a video shorter than t_length frames (d = 0) is frame 0 repeated (their `elif
+    len(vr) > num_segment` cannot be reached then)."""
     d = num_frames // t_length
     if d == 0:
         return np.zeros(t_length, dtype=np.int64)
@@ -566,25 +586,27 @@ ZOO_CLIPS = {
 
 # ---- crops and transforms: uint8 frames -> clips -------------------------------------------------
 def crop_boxes(height, width, mode, new_size, crop_size, num_crops=1):
-    """Val/test crops: squares (y, x, side) in ORIGINAL frame pixels, each resized to crop_size later
-    (train crops: `train_box`). This equals "resize the short side to new_size, then crop crop_size"
-    (up to whole source pixels), but resizes only the crop -- nothing if the frames were extracted
-    with short side new_size (then side == crop_size).
+    """Val/test crops: squares (y, x, side) in ORIGINAL frame pixels, each resized to crop_size
+    later (train crops: `train_box`). This equals "resize the short side to new_size, then crop
+    crop_size" (up to whole source pixels), but resizes only the crop -- nothing if the frames were
+    extracted with short side new_size (then side == crop_size).
     - val, and test with num_crops=1: centre crop.
     - test, num_crops=3: the whole short side, three crops at the start, centre and end of the long
       side (together they see the whole frame). At crop_size 256 this is mmaction2's ThreeCrop test
       protocol. (PySlowFast's 3 crops at 256 px go through a fully convolutional head that averages
       the softmaxes of the windows its fixed pooling kernel sees: not implemented here.)
-    - test, num_crops=10: the 5 distinct crops of the original project's 10-crop test (lib/transforms.py
-      GroupOverSample, from GroupMultiScaleCrop.fill_fix_offset: short side scaled to new_size, then
-      crop_size crops at upper-left, upper-right, lower-left, lower-right and centre, with steps of
-      (scaled size - crop_size) // 4); the caller adds each one's mirror image after it."""
+    - test, num_crops=10: the 5 distinct crops of the original project's 10-crop test
+      (lib/transforms.py GroupOverSample, from GroupMultiScaleCrop.fill_fix_offset: short side
+      scaled to new_size, then crop_size crops at upper-left, upper-right, lower-left, lower-right
+      and centre, with steps of (scaled size - crop_size) // 4); the caller adds each one's mirror
+      image after it."""
     short = min(height, width)
     side = min(short, round(crop_size * short / new_size))
     if mode in ("train", "val") or num_crops == 1:
         return [((height - side) // 2, (width - side) // 2, side)]
     if num_crops == 10:
-        # the scaled frame as torchvision's Resize(new_size) makes it (long side truncated), its offsets
+        # the scaled frame as torchvision's Resize(new_size) makes it (long side truncated), its
+        # offsets
         sh, sw = (
             (new_size, int(new_size * width / height))
             if height <= width
@@ -627,24 +649,25 @@ def train_box(height, width, new_size, crop_size, rng):
 MULTISCALE = (1, 0.875, 0.75, 0.66)  # TSN's GroupMultiScaleCrop scales of the short side
 TRAIN_CROPS = ("jitter", "multiscale", "multiscale13")  # train_box, multiscale_box (5 / 13 places)
 # (y, x) in quarters of the slack: the corners and centre; with more_fix_crop (tsn-pytorch's and
-# VideoMAE's GroupMultiScaleCrop default, its pretraining crop) 8 more: the edge centres and quarter points.
+# VideoMAE's GroupMultiScaleCrop default, its pretraining crop) 8 more: the edge centres and quarter
+# points.
 FIX_PLACES = ((0, 0), (0, 4), (4, 0), (4, 4), (2, 2))
 MORE_FIX_PLACES = ((2, 0), (2, 4), (4, 2), (0, 2), (1, 1), (1, 3), (3, 1), (3, 3))
 
 
 def multiscale_box(height, width, new_size, crop_size, rng, more_places=False):
-    """TSN's training crop (tsn-pytorch transforms.py GroupMultiScaleCrop, fix_crop with the 5 corner /
-    centre offsets; mmaction2 MultiScaleCrop(scales=(1, .875, .75, .66), max_wh_scale_gap=1,
-    random_crop=False)) as a `train_box` box in ORIGINAL pixels: crop height and width each a scale of
-    the short side, at most one step apart in the list, at one of 5 places (corners, centre), then
-    resized to crop_size x crop_size (aspect not kept). new_size plays no part: the box is the same
-    fraction of the frame whatever its size, apart from the snap: as GroupMultiScaleCrop (tsn-pytorch,
-    VideoMAE) a side within 3 px of crop_size is taken as crop_size, in the stored frame's pixels
-    (mmaction2 snaps after its Resize(-1, 256), where a 224 crop snaps only at exactly 224). A snap that
-    would leave a frame shorter than crop_size is not taken (theirs pads the crop with zeros).
-    more_places: at one of 13 places (MORE_FIX_PLACES too: MCG-NJU/VideoMAE transforms.py
-    GroupMultiScaleCrop, more_fix_crop=True, the pretraining crop of its datasets.py
-    DataAugmentationForVideoMAE)."""
+    """TSN's training crop (tsn-pytorch transforms.py GroupMultiScaleCrop, fix_crop with the 5
+    corner / centre offsets; mmaction2 MultiScaleCrop(scales=(1, .875, .75, .66),
+    max_wh_scale_gap=1, random_crop=False)) as a `train_box` box in ORIGINAL pixels: crop height and
+    width each a scale of the short side, at most one step apart in the list, at one of 5 places
+    (corners, centre), then resized to crop_size x crop_size (aspect not kept). new_size plays no
+    part: the box is the same fraction of the frame whatever its size, apart from the snap: as
+    GroupMultiScaleCrop (tsn-pytorch, VideoMAE) a side within 3 px of crop_size is taken as
+    crop_size, in the stored frame's pixels (mmaction2 snaps after its Resize(-1, 256), where a 224
+    crop snaps only at exactly 224). A snap that would leave a frame shorter than crop_size is not
+    taken (theirs pads the crop with zeros). more_places: at one of 13 places (MORE_FIX_PLACES too:
+    MCG-NJU/VideoMAE transforms.py GroupMultiScaleCrop, more_fix_crop=True, the pretraining crop of
+    its datasets.py DataAugmentationForVideoMAE)."""
     short = min(height, width)
     sizes = [int(short * s) for s in MULTISCALE]
     sizes = [crop_size if abs(s - crop_size) < 3 and crop_size <= short else s for s in sizes]
@@ -656,19 +679,16 @@ def multiscale_box(height, width, new_size, crop_size, rng, more_places=False):
     return (float(y * dy), float(x * dx), float(h), float(w))
 
 
-IDENTITY_BOX = (
-    0.0,
-    0.0,
-    1.0,
-    1.0,
-)  # box (y0, x0, h, w) in fractions of the shipped window: all of it
+# box (y0, x0, h, w) in fractions of the shipped window: all of it
+IDENTITY_BOX = (0.0, 0.0, 1.0, 1.0)
 
 
 def clip_augment(rand_augment=False, num_ops=2, magnitude=9, color_jitter=0.0, random_erase=0.0):
     """The train clips' augmentation after crop and flip (PySlowFast's AUG for MViT; torchvision's
     transforms, which take (T, C, H, W) videos): colour jitter (brightness, contrast, saturation),
-    RandAugment, random erasing with probability `random_erase`, in this order; None when all are off.
-    Erased boxes take the ImageNet mean colour (~0 once normalised, torchvision references' value)."""
+    RandAugment, random erasing with probability `random_erase`, in this order; None when all are
+    off. Erased boxes take the ImageNet mean colour (~0 once normalised, torchvision references'
+    value)."""
     ops = (
         ([v2.ColorJitter(color_jitter, color_jitter, color_jitter)] if color_jitter else [])
         + ([v2.RandAugment(num_ops, magnitude)] if rand_augment else [])
@@ -682,15 +702,15 @@ def clip_augment(rand_augment=False, num_ops=2, magnitude=9, color_jitter=0.0, r
 
 
 def augment_clip(crop, augment, rng):
-    """uint8 (N, H, W, 3) frames -> the same, `augment` applied once to the whole clip: one draw for every
-    frame. torchvision's transforms draw from torch's global generator: seeded here from the sample's
-    `rng`, inside fork_rng (the caller's stream is left as it was), so (seed, epoch, index) fixes them."""
+    """uint8 (N, H, W, 3) frames -> the same, `augment` applied once to the whole clip: one draw for
+    every frame. torchvision's transforms draw from torch's global generator: seeded here from the
+    sample's `rng`, inside fork_rng (the caller's stream is left as it was), so (seed, epoch, index)
+    fixes them."""
     seed = int(rng.integers(2**63))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        video = augment(
-            tv_tensors.Video(crop.permute(0, 3, 1, 2))
-        )  # (T, C, H, W): torchvision's layout
+        # (T, C, H, W): torchvision's layout
+        video = augment(tv_tensors.Video(crop.permute(0, 3, 1, 2)))
     return video.as_subclass(torch.Tensor).permute(0, 2, 3, 1)
 
 
@@ -699,8 +719,9 @@ def train_crop(frames, box, size):
 
     Exactly one bilinear resample in total, as the reference's single rescale:
     - an upscale (box smaller than size; e.g. frames extracted at short side new_size): ship the
-      size x size window holding every pixel the box's taps read, and the box in fractions of it, for
-      `crop_resize` to enlarge on the device (a CPU resize costs over a third of a clip's decoding).
+      size x size window holding every pixel the box's taps read, and the box in fractions of it,
+      for `crop_resize` to enlarge on the device (a CPU resize costs over a third of a clip's
+      decoding).
     - a downscale, or taps that fit no window (~3% of clips from short-side-new_size frames):
       `resample_box` here, from the full-resolution pixels; the window box is the identity."""
     H, W, _ = frames[0].shape
@@ -713,44 +734,39 @@ def train_crop(frames, box, size):
 
 
 def finish_box(frames, box, size):
-    """A CPU model's `train_box` crop, whole, in uint8 in the loader: `crop_resize`'s grid, in torch's uint8
-    kernel. Trap: F.interpolate's grid starts at its input's start: see `_aligned`."""
+    """A CPU model's `train_box` crop, whole, in uint8 in the loader: `crop_resize`'s grid, in
+    torch's uint8 kernel. Trap: F.interpolate's grid starts at its input's start: see `_aligned`."""
     (a, b, n, j), (c, e, m, k) = (
         _aligned(*v, size) for v in zip(box[:2], box[2:], frames[0].shape)
     )
-    x = torch.stack([f[a:b, c:e] for f in frames]).permute(
-        0, 3, 1, 2
-    )  # (N, 3, h, w) channels-last view
+    # (N, 3, h, w) channels-last view
+    x = torch.stack([f[a:b, c:e] for f in frames]).permute(0, 3, 1, 2)
     x = F.interpolate(x, size=(n, m), mode="bilinear", align_corners=False, antialias=False)
-    return x[:, :, j : j + size, k : k + size].permute(
-        0, 2, 3, 1
-    )  # (N, size, size, 3), the decoder's layout
+    # (N, size, size, 3), the decoder's layout
+    return x[:, :, j : j + size, k : k + size].permute(0, 2, 3, 1)
 
 
 def _aligned(start, length, limit, size):
-    """finish_box, one axis -> input span [a, b) (a at a whole rescaled pixel), rescaled length, first j."""
-    r = round(
-        size * limit / length
-    )  # the rescaled frame's side (train_box: length = size * limit / r)
+    """finish_box, one axis -> input span [a, b) (a at a whole rescaled pixel), rescaled length,
+    first j."""
+    # the rescaled frame's side (train_box: length = size * limit / r)
+    r = round(size * limit / length)
     step = limit // math.gcd(limit, r)  # input starts the rescaled grid hits at a whole pixel
-    a = step * (
-        max(0, math.floor(start - 1)) // step
-    )  # the first tap, start - 0.5 (+0.5 px margin)
-    b = min(
-        limit, -(-math.ceil(start + length + 1) // step) * step
-    )  # past the last tap, as a multiple
+    # the first tap, start - 0.5 (+0.5 px margin)
+    a = step * (max(0, math.floor(start - 1)) // step)
+    # past the last tap, as a multiple
+    b = min(limit, -(-math.ceil(start + length + 1) // step) * step)
     return a, b, (b - a) * r // limit, round(start * r / limit) - a * r // limit
 
 
 def _window(start, length, size, limit):
     """Start of a `size` window of a `limit`-sample axis that holds every tap with a weight of the
     `size` outputs over [start, start + length) (`_taps`, in plain floats: per-clip torch calls cost
-    more than the copy), centred on them (so the taps just outside the box are real pixels, as in the
-    reference); None if no window holds them."""
+    more than the copy), centred on them (so the taps just outside the box are real pixels, as in
+    the reference); None if no window holds them."""
     first = math.floor(max(0.0, start + 0.5 * length / size - 0.5))
-    end = max(
-        0.0, start + (size - 0.5) * length / size - 0.5
-    )  # the last output's source coordinate
+    # the last output's source coordinate
+    end = max(0.0, start + (size - 0.5) * length / size - 0.5)
     last = min(math.floor(end) + (end > math.floor(end)), limit - 1)
     if last - first + 1 > size or limit < size:
         return None
@@ -758,10 +774,10 @@ def _window(start, length, size, limit):
 
 
 def _taps(start, length, n, limit):
-    """1-D bilinear taps of F.interpolate(align_corners=False) for n outputs covering [start, start +
-    length) of a signal of `limit` samples: (i0, i1, weight of i1). Output i reads source coordinate
-    start + (i + 0.5) * length / n - 0.5, clamped at 0; i1 stops at the last sample (ATen's
-    area_pixel_compute_source_index and its bilinear kernel)."""
+    """1-D bilinear taps of F.interpolate(align_corners=False) for n outputs covering [start, start
+    + length) of a signal of `limit` samples: (i0, i1, weight of i1). Output i reads source
+    coordinate start + (i + 0.5) * length / n - 0.5, clamped at 0; i1 stops at the last sample
+    (ATen's area_pixel_compute_source_index and its bilinear kernel)."""
     c = (start + (torch.arange(n, dtype=torch.float64) + 0.5) * (length / n) - 0.5).clamp(min=0)
     i0 = c.floor().long().clamp(max=limit - 1)
     return i0, (i0 + 1).clamp(max=limit - 1), (c - i0).clamp(0, 1).float()
@@ -774,22 +790,22 @@ def resample_box(frames, box, size):
     read. Separable: rows, then columns, in float32."""
     H, W, _ = frames[0].shape
     y0, x0, h, w = box
-    # taps on the frames' device: decode_batch (--decode_device cuda) replays this on GPU-decoded frames
+    # taps on the frames' device: decode_batch (--decode_device cuda) replays this on GPU-decoded
+    # frames
     dev = frames[0].device
     (r0, r1, rw), (c0, c1, cw) = (
         [t.to(dev) for t in _taps(*a)] for a in ((y0, h, size, H), (x0, w, size, W))
     )
     left, right = int(c0[0]), int(c1[-1]) + 1
-    # rows first, gathered straight from each frame's box columns (uint8; only the taps are converted)
-    top = torch.stack(
-        [f[:, left:right].index_select(0, r0) for f in frames]
-    ).float()  # (N, size, w', 3)
+    # rows first, gathered straight from each frame's box columns (uint8; only the taps are
+    # converted) (N, size, w', 3)
+    top = torch.stack([f[:, left:right].index_select(0, r0) for f in frames]).float()
     bottom = torch.stack([f[:, left:right].index_select(0, r1) for f in frames]).float()
     N = top.shape[0]
-    rows = torch.lerp(top, bottom, rw[None, :, None, None]).view(
-        N * size, -1
-    )  # (N*size, w'*3) interleaved
-    # columns: gather whole RGB triplets from the flat rows (3x faster than indexing dim 2 of (.., w', 3))
+    # (N*size, w'*3) interleaved
+    rows = torch.lerp(top, bottom, rw[None, :, None, None]).view(N * size, -1)
+    # columns: gather whole RGB triplets from the flat rows (3x faster than indexing dim 2 of (..,
+    # w', 3))
     i0, i1 = ((c[:, None] - left) * 3 + torch.arange(3, device=dev) for c in (c0, c1))
     out = torch.lerp(
         rows.index_select(1, i0.flatten()),
@@ -800,14 +816,15 @@ def resample_box(frames, box, size):
 
 
 def resized_crop(frames, box, size):
-    """List of N uint8 (H, W, 3) frames -> uint8 (N, size, size, 3): the crop `box` resized to `size`,
-    one batched op for the clip, in the decoder's interleaved layout: torch's fast uint8 resize kernel
-    wants channels-last input (planar uint8 input is ~10x slower in it)."""
+    """List of N uint8 (H, W, 3) frames -> uint8 (N, size, size, 3): the crop `box` resized to
+    `size`, one batched op for the clip, in the decoder's interleaved layout: torch's fast uint8
+    resize kernel wants channels-last input (planar uint8 input is ~10x slower in it)."""
     y, x, side = box
     crop = torch.stack([f[y : y + side, x : x + side] for f in frames])  # (N, side, side, 3)
     if side == size:
         return crop
-    # bilinear straight on uint8; antialias matters when shrinking (else aliasing), only costs enlarging
+    # bilinear straight on uint8; antialias matters when shrinking (else aliasing), only costs
+    # enlarging
     crop = crop.permute(0, 3, 1, 2)  # (N, 3, side, side) channels-last view
     out = F.interpolate(
         crop if crop.is_cpu else crop.float(),
@@ -816,19 +833,19 @@ def resized_crop(frames, box, size):
         antialias=side > size,
         align_corners=False,
     )
-    if (
-        not crop.is_cpu
-    ):  # CUDA has no uint8 bilinear kernel: float there, rounded back (+-1 of the CPU's)
+    # CUDA has no uint8 bilinear kernel: float there, rounded back (+-1 of the CPU's)
+    if not crop.is_cpu:
         out = out.round_().clamp_(0, 255).to(torch.uint8)
     return out.permute(0, 2, 3, 1)  # (N, size, size, 3), contiguous again
 
 
 def normalize(x, mean=MEAN, std=STD, dtype=torch.float32):
-    """uint8 clips (..., 3, T, H, W) on any device -> `dtype`, /255 then (x - mean) / std per channel.
-    mean/std: RGB in [0, 1], what the weights were trained with (ImageNet's for inflated 2D weights,
-    0.45 / 0.225 for PySlowFast / pytorchvideo Kinetics weights: model.pretrained_info says which).
-    Keeps the memory format: a batch from `collate` stays channels_last_3d. Trap (CPU): the per-channel
-    broadcast is ~3x slower over channels-last memory; change a layout in uint8, before this (train.py)."""
+    """uint8 clips (..., 3, T, H, W) on any device -> `dtype`, /255 then (x - mean) / std per
+    channel. mean/std: RGB in [0, 1], what the weights were trained with (ImageNet's for inflated 2D
+    weights, 0.45 / 0.225 for PySlowFast / pytorchvideo Kinetics weights: model.pretrained_info says
+    which). Keeps the memory format: a batch from `collate` stays channels_last_3d. Trap (CPU): the
+    per-channel broadcast is ~3x slower over channels-last memory; change a layout in uint8, before
+    this (train.py)."""
     if x.dtype != torch.uint8 or x.dim() < 4 or x.shape[-4] != 3:
         raise ValueError(
             f"normalize expects uint8 (..., 3, T, H, W), got {x.dtype} {tuple(x.shape)}"
@@ -838,28 +855,26 @@ def normalize(x, mean=MEAN, std=STD, dtype=torch.float32):
 
 
 @functools.lru_cache(maxsize=16)
-def _scaled(
-    mean, std, device, dtype
-):  # once per device: a CUDA tensor from a list is a blocking copy
+# once per device: a CUDA tensor from a list is a blocking copy
+def _scaled(mean, std, device, dtype):
     return [torch.tensor(v, dtype=dtype).view(3, 1, 1, 1).mul(255).to(device) for v in (mean, std)]
 
 
 def crop_resize(x, boxes):
-    """The device half of the training crop (see `train_crop`), one batched op: float (B, C, T, H, W)
-    and boxes (B, 4) = (y0, x0, h, w) in fractions of H and W -> the boxes cut out and resized to
-    H x W, bilinear (align_corners=False, border clamp: F.interpolate's sampling), the same for every
-    frame. Identity boxes (clips the loader already finished) pass through untouched. No randomness:
-    the boxes were drawn in the loader from (seed, epoch, index), so a resume repeats them exactly."""
+    """The device half of the training crop (see `train_crop`), one batched op: float (B, C, T, H,
+    W) and boxes (B, 4) = (y0, x0, h, w) in fractions of H and W -> the boxes cut out and resized to
+    H x W, bilinear (align_corners=False, border clamp: F.interpolate's sampling), the same for
+    every frame. Identity boxes (clips the loader already finished) pass through untouched. No
+    randomness: the boxes were drawn in the loader from (seed, epoch, index), so a resume repeats
+    them exactly."""
     B = x.shape[0]
-    if bool(
-        (boxes == boxes.new_tensor(IDENTITY_BOX)).all()
-    ):  # pass the loader's CPU boxes: no GPU sync
+    # pass the loader's CPU boxes: no GPU sync
+    if bool((boxes == boxes.new_tensor(IDENTITY_BOX)).all()):
         return x
     boxes = boxes.to(device=x.device, dtype=x.dtype, non_blocking=True).view(B, 4)
     y0, x0, h, w = boxes.unbind(1)
-    theta = torch.zeros(
-        B, 3, 4, device=x.device, dtype=x.dtype
-    )  # output (x, y, t) in [-1, 1] -> input
+    # output (x, y, t) in [-1, 1] -> input
+    theta = torch.zeros(B, 3, 4, device=x.device, dtype=x.dtype)
     theta[:, 0, 0], theta[:, 1, 1], theta[:, 2, 2] = w, h, 1  # time maps onto itself exactly
     theta[:, 0, 3], theta[:, 1, 3] = 2 * x0 + w - 1, 2 * y0 + h - 1  # box centre, in [-1, 1] units
     grid = F.affine_grid(theta, list(x.shape), align_corners=False)  # (B, T, H, W, 3)
@@ -867,8 +882,8 @@ def crop_resize(x, boxes):
 
 
 def collate(batch):
-    """DataLoader collate_fn: (clip, label, info) items -> (clips, labels, info). Clips are (.., 3, T,
-    H, W) views of the decoder's (.., T, H, W, 3) memory; stacking that memory as it is (no
+    """DataLoader collate_fn: (clip, label, info) items -> (clips, labels, info). Clips are (.., 3,
+    T, H, W) views of the decoder's (.., T, H, W, 3) memory; stacking that memory as it is (no
     transposition) gives a channels_last_3d batch. info: default_collate (strings -> lists)."""
     items = [(c.movedim(-4, -1), label, i) for c, label, i in batch]
     clips, labels, info = torch.utils.data.default_collate(items)
@@ -876,14 +891,15 @@ def collate(batch):
 
 
 # ---- the dataset ---------------------------------------------------------------------------------
-# Datasets whose labels name a direction (a flipped "moving left" is "moving right"): no horizontal flips.
+# Datasets whose labels name a direction (a flipped "moving left" is "moving right"): no horizontal
+# flips.
 NO_FLIP = {"sthv1", "sthv2", "demo"}
 
 
 @dataclasses.dataclass(frozen=True)
 class DataSpec:
-    """What VideoFrameDataset makes of a list, besides its mode: train.make_dataset fills one from the
-    flags (a field added here and there reaches training, evaluation, features and predict). The
+    """What VideoFrameDataset makes of a list, besides its mode: train.make_dataset fills one from
+    the flags (a field added here and there reaches training, evaluation, features and predict). The
     defaults are the reference recipe's."""
 
     dataset: str = ""  # its name: the flip rule (NO_FLIP) and the classes file (`class_names`)
@@ -910,9 +926,8 @@ class DataSpec:
     seed: int = 0
     video_decoder: str = "auto"  # decode.VIDEO_DECODERS
     read_timeout: float = None  # s; None: no limit (see decode.read_files)
-    encoded: bool = (
-        False  # --decode_device: items are EncodedClips, gpudecode.decode_batch decodes them
-    )
+    # --decode_device: items are EncodedClips, gpudecode.decode_batch decodes them
+    encoded: bool = False
     finish_crop: bool = False  # a CPU model: the loader finishes the train crop (finish_box)
 
     @property
@@ -965,10 +980,10 @@ class DataSpec:
 
 
 def class_names(spec, list_file):
-    """The class names of `list_file`'s labels (name i = label i), or None: the spec's classes file, else
-    <dataset>_classes.txt beside the list (`prepare.py lists` writes it), else those the list's own
-    format names (a Something-Something v2 labels file, a Kinetics CSV's classes). ValueError / OSError
-    for an unreadable or malformed file."""
+    """The class names of `list_file`'s labels (name i = label i), or None: the spec's classes file,
+    else <dataset>_classes.txt beside the list (`prepare.py lists` writes it), else those the list's
+    own format names (a Something-Something v2 labels file, a Kinetics CSV's classes). ValueError /
+    OSError for an unreadable or malformed file."""
     path = spec.class_names or os.path.join(
         os.path.dirname(os.path.abspath(list_file)), f"{spec.dataset}_classes.txt"
     )
@@ -978,8 +993,8 @@ def class_names(spec, list_file):
 
 
 def read_class_names(path):
-    """A classes file (`<dataset>_classes.txt`, written by prepare.py): line i = the name of label i.
-    ValueError naming file:line for a blank line inside, a duplicate, or no names at all."""
+    """A classes file (`<dataset>_classes.txt`, written by prepare.py): line i = the name of label
+    i. ValueError naming file:line for a blank line inside, a duplicate, or no names at all."""
     lines = read_text_lines(path)
     while lines and not lines[-1][1].strip():  # the final newline(s)
         lines.pop()
@@ -1002,25 +1017,27 @@ BAD_ATTEMPTS = 4  # train mode: replacements tried for one unreadable video befo
 
 class VideoFrameDataset(torch.utils.data.Dataset):
     """`ds[i] -> (clip, label, info)`: clip uint8 (3, T, crop, crop) in train/val mode; in test mode
-    (V, 3, T, crop, crop) with V = num_clips * num_crops, clip-major (view = clip * num_crops + crop).
-    info: {"bad": ""} and in train mode "box" (see `load_clip`). train_sampling / test_sampling:
-    `sample_indices`'s placement of train / val and test clips (TRAIN_PLACEMENTS / PLACEMENTS).
+    (V, 3, T, crop, crop) with V = num_clips * num_crops, clip-major (view = clip * num_crops +
+    crop). info: {"bad": ""} and in train mode "box" (see `load_clip`). train_sampling /
+    test_sampling: `sample_indices`'s placement of train / val and test clips (TRAIN_PLACEMENTS /
+    PLACEMENTS).
 
-    Randomness: sample i of epoch e uses np.random.default_rng([seed, e, i]) and nothing else, so clips
-    do not depend on the number of workers, their order or a resume point (numpy's GLOBAL RNG, copied
-    into every forked worker, would give all workers the same "random" crops). Call set_epoch(e)
-    before iterating: a worker only sees the epoch that the dataset had when the worker started."""
+    Randomness: sample i of epoch e uses np.random.default_rng([seed, e, i]) and nothing else, so
+    clips do not depend on the number of workers, their order or a resume point (numpy's GLOBAL RNG,
+    copied into every forked worker, would give all workers the same "random" crops). Call
+    set_epoch(e) before iterating: a worker only sees the epoch that the dataset had when the worker
+    started."""
 
     def __init__(self, list_file, spec=DataSpec(), mode="train", **fields):
-        """The videos of `list_file` (read_list: text, Kinetics CSV or Something-Something v2 JSON) as
-        `spec` says, in `mode`; keyword arguments replace fields of `spec` (DataSpec(), the reference
-        recipe, by default)."""
+        """The videos of `list_file` (read_list: text, Kinetics CSV or Something-Something v2 JSON)
+        as `spec` says, in `mode`; keyword arguments replace fields of `spec` (DataSpec(), the
+        reference recipe, by default)."""
         spec = dataclasses.replace(spec, **fields)
         spec.check(mode)
         self.list_file, self.spec, self.mode, self.epoch = str(list_file), spec, mode, 0
         self.flip = spec.flips
-        # a CPU model, or `augment` (clip_augment: the final pixels): finish_box here, uint8 (crop_resize
-        # would take ~20x the time)
+        # a CPU model, or `augment` (clip_augment: the final pixels): finish_box here, uint8
+        # (crop_resize would take ~20x the time)
         self.finish_crop = spec.finish_crop or spec.augment is not None
         self.reps = spec.reps if mode == "train" else 1  # reps: clips per video
         # for the list's video files, if any
@@ -1047,12 +1064,10 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     def load_frames(self, video, numbers):
         """Decode frames `numbers` of `video` (decode_frame) -> list of uint8 (H, W, 3) tensors.
         Any failure is a BadVideo naming the frame, the reason, the video and its list line."""
-        if decode.is_video_file(
-            video.path
-        ):  # a first read as frames get (a FIFO, a dead mount: read_timeout)
-            decode.read_files(
-                video, [video.path], self.spec.read_timeout, count=12
-            )  # then the decoder reads the file
+        # a first read as frames get (a FIFO, a dead mount: read_timeout)
+        if decode.is_video_file(video.path):
+            # then the decoder reads the file
+            decode.read_files(video, [video.path], self.spec.read_timeout, count=12)
             return self.read_video(video, numbers)
         frames, paths = [], [self.frame_path(video, int(i)) for i in numbers]
         for path, blob in zip(paths, decode.read_files(video, paths, self.spec.read_timeout)):
@@ -1060,11 +1075,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                 if isinstance(blob, OSError):
                     raise blob
                 img = decode.decode_frame(blob)
-            except (
-                OSError,
-                RuntimeError,
-                ValueError,
-            ) as e:  # PIL: UnidentifiedImageError is an OSError
+            # PIL: UnidentifiedImageError is an OSError
+            except (OSError, RuntimeError, ValueError) as e:
                 if not os.path.isdir(video.path):
                     raise decode.BadVideo(video, video.path, "missing folder") from None
                 if not os.path.isfile(path):
@@ -1078,15 +1090,15 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         return frames
 
     def read_video(self, video, numbers, source=None, device="cpu"):
-        """Frames `numbers` of a video file (or of its bytes, `source`), opened once, on `device`. The
-        file must hold the frames the list says (BadVideo otherwise, naming it and its list line)."""
+        """Frames `numbers` of a video file (or of its bytes, `source`), opened once, on `device`.
+        The file must hold the frames the list says (BadVideo otherwise, naming it and its list
+        line)."""
         try:
             n, read = decode.open_video(
                 video.path if source is None else source, self.video_decoder, device
             )
-            if n < max(
-                1, video.num_frames
-            ):  # 0: a `<video> <label>` line that could not be counted
+            # 0: a `<video> <label>` line that could not be counted
+            if n < max(1, video.num_frames):
                 raise RuntimeError(
                     f"{video.num_frames} frames listed, the video has {n}" if n else "no frames"
                 )
@@ -1105,10 +1117,11 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         return frames
 
     def __getitem__(self, index):
-        """(clip, label, info). Train mode: an unreadable video (BadVideo) is replaced by another one, drawn
-        from (seed, epoch, index, attempt) only -- the same replacement for any worker count or resume
-        point -- and each failure is one line of info["bad"]; the label is the replacement's. Val/test
-        never substitute (it would change the metric): BadVideo propagates."""
+        """(clip, label, info). Train mode: an unreadable video (BadVideo) is replaced by another
+        one, drawn from (seed, epoch, index, attempt) only -- the same replacement for any worker
+        count or resume point -- and each failure is one line of info["bad"]; the label is the
+        replacement's. Val/test never substitute (it would change the metric): BadVideo
+        propagates."""
         video = self.videos[index]
         rng = np.random.default_rng([self.spec.seed, self.epoch, index])
         bad = []
@@ -1138,8 +1151,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             video = self.videos[j + (j >= index)]
 
     def choose_frames(self, video, rng):
-        """The frame numbers of `video`'s clip(s), int64 (clips, T) in clip order: sample_indices as the
-        spec says, drawing from `rng` first (gpudecode.defer_clip calls it alone, as load_clip does)."""
+        """The frame numbers of `video`'s clip(s), int64 (clips, T) in clip order: sample_indices as
+        the spec says, drawing from `rng` first (gpudecode.defer_clip calls it alone, as load_clip
+        does)."""
         if video.num_frames < 1:  # a `<video> <label>` line whose video could not be counted: why
             self.read_video(video, [])
         return sample_indices(
@@ -1162,9 +1176,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         return self.spec.test_sampling
 
     def train_view(self, frames, rng):
-        """One train view of the decoded frames, its draws (box, flip, augment) the next ones of `rng`:
-        (uint8 (N, crop, crop, 3) in decode order, box, the augment.BatchAugment draws or None). The
-        frames are only read: every view of a video shares them."""
+        """One train view of the decoded frames, its draws (box, flip, augment) the next ones of
+        `rng`: (uint8 (N, crop, crop, 3) in decode order, box, the augment.BatchAugment draws or
+        None). The frames are only read: every view of a video shares them."""
         H, W, _ = frames[0].shape
         if self.spec.train_crop == "jitter":  # one box for every frame (snippet)
             box = train_box(H, W, self.spec.new_size, self.spec.crop_size, rng)
@@ -1203,12 +1217,12 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         H, W, _ = frames[0].shape
         info = {}
         if self.mode == "train":  # draws: frames, then per clip box, flip, augment -- in this order
-            # repeated augmentation (--ra-reps / --num_sample): `reps` views of the same decoded frames
+            # repeated augmentation (--ra-reps / --num_sample): `reps` views of the same decoded
+            # frames
             views, boxes, drawn = zip(*(self.train_view(frames, rng) for _ in range(self.reps)))
             info["box"] = torch.tensor(boxes if self.reps > 1 else boxes[0], dtype=torch.float32)
-            if (
-                drawn[0] is not None
-            ):  # --augment_device batch: augment.apply augments the batch later
+            # --augment_device batch: augment.apply augments the batch later
+            if drawn[0] is not None:
                 info["augment"] = torch.stack(drawn) if self.reps > 1 else drawn[0]
         else:
             views = [
@@ -1217,20 +1231,18 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                     H, W, self.mode, self.spec.new_size, self.spec.crop_size, self.spec.num_crops
                 )
             ]
-            if (
-                self.spec.num_crops == 10
-            ):  # GroupOverSample's order: each crop, then its mirror image
+            # GroupOverSample's order: each crop, then its mirror image
+            if self.spec.num_crops == 10:
                 views = [v for crop in views for v in (crop, crop.flip(-2))]
-        # Decode order -> clip order, here only: test clips interleave or overlap, short videos repeat
-        # frames (a clip read in order as it is, no copy). Each view (N, c, c, 3) -> (clips, T, c, c, 3),
-        # TSN: T = N x t_length.
+        # Decode order -> clip order, here only: test clips interleave or overlap, short videos
+        # repeat frames (a clip read in order as it is, no copy). Each view (N, c, c, 3) -> (clips,
+        # T, c, c, 3), TSN: T = N x t_length.
         if not np.array_equal(numbers, clips.reshape(-1)):
             views = [x[torch.from_numpy(inverse.reshape(-1))] for x in views]
         out = [x.reshape(*clips.shape, *x.shape[1:]) for x in views]
-        x = (
-            out[0].unsqueeze(1) if len(out) == 1 else torch.stack(out, 1)
-        )  # (clips, crops, T, c, c, 3)
-        # (V, 3, T, c, c) as a VIEW of the decoder's interleaved memory: no de-interleaving copy here
-        # (`collate` keeps it that way; .contiguous() if you need planar memory).
+        # (clips, crops, T, c, c, 3)
+        x = out[0].unsqueeze(1) if len(out) == 1 else torch.stack(out, 1)
+        # (V, 3, T, c, c) as a VIEW of the decoder's interleaved memory: no de-interleaving copy
+        # here (`collate` keeps it that way; .contiguous() if you need planar memory).
         x = x.flatten(0, 1).permute(0, 4, 1, 2, 3)
         return (x if self.mode == "test" or self.reps > 1 else x[0]), info

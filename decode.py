@@ -3,8 +3,8 @@
 that cannot be read raises.
 
 References
-- TorchCodec (pytorch/torchcodec, src/torchcodec/decoders/_image_decoders.py): decode_jpeg / decode_image,
-  batched nvJPEG decoding of a list of JPEGs on CUDA.
+- TorchCodec (pytorch/torchcodec, src/torchcodec/decoders/_image_decoders.py): decode_jpeg /
+  decode_image, batched nvJPEG decoding of a list of JPEGs on CUDA.
 - docs/video.md: exact frames from video files, AVI's timestamps, the decoders.
 """
 
@@ -25,16 +25,12 @@ try:  # TorchCodec (>= 0.16): libjpeg-turbo on the CPU, nvJPEG on CUDA; no FFmpe
     )
 
     _NO_CODEC = None
-except (
-    ImportError,
-    OSError,
-    RuntimeError,
-) as e:  # not installed (Pillow decodes, ~1.3x slower) or broken
+# not installed (Pillow decodes, ~1.3x slower) or broken
+except (ImportError, OSError, RuntimeError) as e:
     codec_decode_image = codec_decode_jpeg = None
     _NO_CODEC = f"{type(e).__name__}: {e}"
-    if not isinstance(
-        e, ImportError
-    ):  # installed but its libraries do not load (a wheel for another torch)
+    # installed but its libraries do not load (a wheel for another torch)
+    if not isinstance(e, ImportError):
         warnings.warn(
             f"TorchCodec is installed but does not load ({_NO_CODEC}); decoding frames with Pillow"
         )
@@ -56,13 +52,15 @@ try:  # TorchCodec's video decoder needs FFmpeg's shared libraries (its wheel sh
 except (ImportError, OSError, RuntimeError) as e:
     VideoDecoder, _NO_VIDEO_CODEC = None, f"{type(e).__name__}: {e}"
 
-# decode_frame's decoder: "torchcodec", "torchvision" (bit-identical on JPEGs: both call libjpeg-turbo)
-# or "pil"; module-level so `bench.py data` can time each (a worker keeps the value it started with).
+# decode_frame's decoder: "torchcodec", "torchvision" (bit-identical on JPEGs: both call
+# libjpeg-turbo) or "pil"; module-level so `bench.py data` can time each (a worker keeps the value
+# it started with).
 DECODERS = ("torchcodec", "torchvision", "pil")
 DECODER = "torchcodec" if codec_decode_image is not None else "pil"
 
-# torchvision >= 0.29 deprecates its image decoders (in favour of TorchCodec) and warns on every call.
-# Silenced once here, for that message only: a catch_warnings() around each call costs ~3% of a clip.
+# torchvision >= 0.29 deprecates its image decoders (in favour of TorchCodec) and warns on every
+# call. Silenced once here, for that message only: a catch_warnings() around each call costs ~3% of
+# a clip.
 warnings.filterwarnings(
     "ignore",
     message="The image decoding and encoding capabilities of TorchVision",
@@ -72,20 +70,21 @@ warnings.filterwarnings(
 
 # ---- decoding: files -> uint8 frames -------------------------------------------------------------
 def read_encoded(path, count=-1):
-    """A file's bytes (the first `count`; -1: all) as a 1-D uint8 tensor, what decoders take; OSError."""
+    """A file's bytes (the first `count`; -1: all) as a 1-D uint8 tensor, what decoders take;
+    OSError."""
     return torch.from_numpy(np.fromfile(path, dtype=np.uint8, count=count))
 
 
 def is_jpeg(data):
-    return (
-        data.numel() >= 3 and bytes(data[:3].tolist()) == b"\xff\xd8\xff"
-    )  # SOI + the next marker
+    # SOI + the next marker
+    return data.numel() >= 3 and bytes(data[:3].tolist()) == b"\xff\xd8\xff"
 
 
 def decode_frame(source, decoder=None):
     """An image file (path) or its bytes (1-D uint8 tensor) -> uint8 (H, W, 3) tensor, decoded with
-    `decoder` (default: DECODER). Raises OSError / RuntimeError if missing or corrupt. TorchCodec and
-    torchvision give the same pixels on JPEGs (tested), as (3, H, W) views of (H, W, 3) memory."""
+    `decoder` (default: DECODER). Raises OSError / RuntimeError if missing or corrupt. TorchCodec
+    and torchvision give the same pixels on JPEGs (tested), as (3, H, W) views of (H, W, 3)
+    memory."""
     decoder = decoder or DECODER
     data = source if isinstance(source, torch.Tensor) else read_encoded(source)
     if decoder == "pil":
@@ -94,9 +93,8 @@ def decode_frame(source, decoder=None):
     if decoder == "torchcodec" and codec_decode_image is not None:
         try:  # decode_jpeg straight away: decode_image would sniff the format from the bytes again
             img = (codec_decode_jpeg if is_jpeg(data) else codec_decode_image)(data, mode="RGB")
-        except (
-            ValueError
-        ) as e:  # "Unsupported or unrecognized image format": a corrupt file, for us
+        # "Unsupported or unrecognized image format": a corrupt file, for us
+        except ValueError as e:
             raise RuntimeError(str(e)) from None
     elif decoder == "torchvision" and decode_image is not None:
         img = decode_image(data, mode=ImageReadMode.RGB)
@@ -121,11 +119,12 @@ def _size_change(frame, first):
 
 
 def _why(err):
-    """A decode error without torchvision's C++ source location ("decode_jpeg, /path.cpp:171, ...")."""
+    """A decode error without torchvision's C++ source location ("decode_jpeg, /path.cpp:171,
+    ...")."""
     return re.sub(r"^\w+, \S+:\d+, ", "", str(err))
 
 
-# ---- video files: exact frames ---------------------------------------------------------------------
+# ---- video files: exact frames -------------------------------------------------------------------
 VIDEO_FILES = (".mp4", ".avi", ".mkv", ".webm", ".mov")
 VIDEO_DECODERS = ("auto", "torchcodec", "pyav")
 _AV_ERRORS = (OSError, ValueError, RuntimeError, IndexError) + (
@@ -160,14 +159,15 @@ def video_frames(path, decoder="auto"):
 
 
 def open_video(source, decoder="pyav", device="cpu"):
-    """A video file (path, or its bytes as a 1-D uint8 tensor) -> (num_frames, read): read(indices) ->
-    list of uint8 (H, W, 3) tensors on `device`, from the file opened once. Frame k is the k-th frame a
-    plain decode from the start outputs: `extract`'s img_{k+1:05d}.jpg. Failures: RuntimeError, one line.
-    TorchCodec's VideoDecoder runs in exact mode: opening scans the packets (no decoding), and
-    get_frames_at decodes forward from the keyframe before each run of frames, each frame once. AVI
-    files always go to PyAV, counted from the first frame: AVI stores no presentation timestamps,
-    FFmpeg reconstructs them, and with B-frames TorchCodec's exact mode returns the frame before the one
-    asked for after a seek, and fails on the last one (tests/videos.py: h264.avi, mpeg4.avi)."""
+    """A video file (path, or its bytes as a 1-D uint8 tensor) -> (num_frames, read): read(indices)
+    -> list of uint8 (H, W, 3) tensors on `device`, from the file opened once. Frame k is the k-th
+    frame a plain decode from the start outputs: `extract`'s img_{k+1:05d}.jpg. Failures:
+    RuntimeError, one line. TorchCodec's VideoDecoder runs in exact mode: opening scans the packets
+    (no decoding), and get_frames_at decodes forward from the keyframe before each run of frames,
+    each frame once. AVI files always go to PyAV, counted from the first frame: AVI stores no
+    presentation timestamps, FFmpeg reconstructs them, and with B-frames TorchCodec's exact mode
+    returns the frame before the one asked for after a seek, and fails on the last one
+    (tests/videos.py: h264.avi, mpeg4.avi)."""
     try:
         head = (
             source[:12].numpy()
@@ -200,11 +200,11 @@ def open_video(source, decoder="pyav", device="cpu"):
 
 def _pyav_open(source, avi):
     """PyAV. Opening demuxes the video packets (no decoding): frame k is the packet with the k-th
-    smallest timestamp, leaving out those an mp4 edit list discards (a plain decode drops their frames).
-    A read decodes from the last keyframe at or before its first frame and takes frames by timestamp,
-    which names a frame exactly (never "the frame at about this time"). Without usable timestamps
-    (AVI, missing or repeated ones), or if a frame is not where they say, it counts frames from the
-    start of the file, opened afresh."""
+    smallest timestamp, leaving out those an mp4 edit list discards (a plain decode drops their
+    frames). A read decodes from the last keyframe at or before its first frame and takes frames by
+    timestamp, which names a frame exactly (never "the frame at about this time"). Without usable
+    timestamps (AVI, missing or repeated ones), or if a frame is not where they say, it counts
+    frames from the start of the file, opened afresh."""
     box = [_av_open(source)]
     # One converter for the file's frames, one thread: frame.to_ndarray(format="rgb24") builds a new
     # swscale context for every frame (and may start threads), 4x the cost of the conversion itself.
@@ -246,22 +246,22 @@ def _av_open(source):
     )
     if not container.streams.video:
         raise ValueError("no video stream")
-    container.streams.video[
-        0
-    ].codec_context.thread_count = 1  # one core per loader worker, as TorchCodec
+    # one core per loader worker, as TorchCodec
+    container.streams.video[0].codec_context.thread_count = 1
     return container
 
 
 class BadVideo(Exception):
-    """A listed video that cannot be read: its folder or a frame is missing, a frame is empty, truncated,
-    undecodable, or of another size than the first. One line: "<list>:<line>: <frame path>: <reason>
-    (video <folder>)". Train mode replaces such a video (VideoFrameDataset.__getitem__); val/test raise."""
+    """A listed video that cannot be read: its folder or a frame is missing, a frame is empty,
+    truncated, undecodable, or of another size than the first. One line: "<list>:<line>: <frame
+    path>: <reason> (video <folder>)". Train mode replaces such a video
+    (VideoFrameDataset.__getitem__); val/test raise."""
 
     def __init__(self, video, path=None, reason=None):
-        if (
-            path is None
-        ):  # BadVideo(text): how a DataLoader worker's exception is re-raised in the main
-            # process (torch's ExceptionWrapper passes the worker's whole traceback): keep its last line
+        # BadVideo(text): how a DataLoader worker's exception is re-raised in the main
+        if path is None:
+            # process (torch's ExceptionWrapper passes the worker's whole traceback): keep its last
+            # line
             mark = f"{type(self).__name__}: "
             lines = [ln for ln in str(video).splitlines() if mark in ln] or [str(video)]
             self.video = self.path = self.reason = None
@@ -270,17 +270,17 @@ class BadVideo(Exception):
         self.video, self.path, self.reason = video, path, reason
         super().__init__(f"{video.list_file}:{video.line}: {path}: {reason} (video {video.path})")
 
-    def __reduce__(
-        self,
-    ):  # pickled (multiprocessing): re-created with the same fields, or the same text
+    # pickled (multiprocessing): re-created with the same fields, or the same text
+    def __reduce__(self):
         return BadVideo, (
             (self.video, self.path, self.reason) if self.path is not None else (str(self),)
         )
 
 
 class ReadTimeout(BadVideo):
-    """A frame whose read never returned (a FIFO in its place, a stalled network mount): never replaced,
-    the run ends with this one line -- the reading thread stays blocked, and the next read may block too."""
+    """A frame whose read never returned (a FIFO in its place, a stalled network mount): never
+    replaced, the run ends with this one line -- the reading thread stays blocked, and the next read
+    may block too."""
 
     def __reduce__(self):
         return ReadTimeout, (
@@ -289,9 +289,10 @@ class ReadTimeout(BadVideo):
 
 
 def read_files(video, paths, timeout=None, count=-1):
-    """Each path's bytes (read_encoded), or the OSError its read raised. timeout (s): the reads run in a
-    daemon thread; one still blocked after `timeout` raises ReadTimeout naming its file (an open() or
-    read() cannot be interrupted, and a hang would stop every worker of the run silently)."""
+    """Each path's bytes (read_encoded), or the OSError its read raised. timeout (s): the reads run
+    in a daemon thread; one still blocked after `timeout` raises ReadTimeout naming its file (an
+    open() or read() cannot be interrupted, and a hang would stop every worker of the run
+    silently)."""
     out = []
 
     def work():
@@ -304,9 +305,8 @@ def read_files(video, paths, timeout=None, count=-1):
     if not timeout:
         work()
         return out
-    reader = threading.Thread(
-        target=work, daemon=True
-    )  # daemon: a blocked one never delays the exit
+    # daemon: a blocked one never delays the exit
+    reader = threading.Thread(target=work, daemon=True)
     reader.start()
     reader.join(timeout)
     if reader.is_alive():

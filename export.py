@@ -1,29 +1,33 @@
-"""Export a trained model to a file other programs run without this code: ONNX, torch.export's .pt2, or a
-transformers folder.
+"""Export a trained model to a file other programs run without this code: ONNX, torch.export's .pt2,
+or a transformers folder.
 
     python train.py export --resume model_best.pth --format onnx model.onnx
     python export.py --resume model_best.pth --format pt2 model.pt2 --dynamic-batch
-    python train.py export --resume model_best.pth --format hf OUT/  # a ViT: VideoMAEForVideoClassification
+    # a ViT: VideoMAEForVideoClassification
+    python train.py export --resume model_best.pth --format hf OUT/
 
-The model is rebuilt from the checkpoint as --evaluate and predict rebuild it (predict.load_checkpoint),
-in eval mode, and traced on a clip of the checkpoint's size. Its input is a float32 clip batch
-(B, 3, T, H, W), RGB, already normalised: (pixel / 255 - mean) / std; its output the logits (B, classes).
-OUT.json, beside the model, says all of it: the input layout and size, mean/std, the crop, class names.
-Batch size: fixed at 1, or any with --dynamic-batch (T, H, W stay the checkpoint's clip).
+The model is rebuilt from the checkpoint as --evaluate and predict rebuild it
+(predict.load_checkpoint), in eval mode, and traced on a clip of the checkpoint's size. Its input is
+a float32 clip batch (B, 3, T, H, W), RGB, already normalised: (pixel / 255 - mean) / std; its
+output the logits (B, classes). OUT.json, beside the model, says all of it: the input layout and
+size, mean/std, the crop, class names. Batch size: fixed at 1, or any with --dynamic-batch (T, H, W
+stay the checkpoint's clip).
 
-ONNX goes through torch's exporter (torch.onnx.export(dynamo=True): torch.export, then onnxscript), .pt2
-through torch.export.export + torch.export.save (load: torch.export.load(OUT).module()). An arch either
-exporter cannot take is refused in one line (s3d and mvit need their 16x224x224 input). ONNX writes the
-weights to OUT.data beside OUT (ONNX's external data, named inside OUT): the two travel together.
-OUT's folder is made if missing; a missing onnx / onnxscript is one line naming what to install.
+ONNX goes through torch's exporter (torch.onnx.export(dynamo=True): torch.export, then onnxscript),
+.pt2 through torch.export.export + torch.export.save (load: torch.export.load(OUT).module()). An
+arch either exporter cannot take is refused in one line (s3d and mvit need their 16x224x224 input).
+ONNX writes the weights to OUT.data beside OUT (ONNX's external data, named inside OUT): the two
+travel together. OUT's folder is made if missing; a missing onnx / onnxscript is one line naming
+what to install.
 
 --format hf (the ViTs, vit.py): OUT/ becomes a folder that transformers'
-VideoMAEForVideoClassification.from_pretrained(OUT) loads with no missing or unexpected key (config.json,
-model.safetensors in the Hub files' names, preprocessor_config.json for VideoMAEImageProcessor), id2label
-from the class names. Written with safetensors and json alone: transformers is not imported. The blocks'
-LayerNorm eps goes into the config (layer_norm_eps); transformers fixes fc_norm's at 1e-5, so a model whose
-fc_norm ran at another eps (the official weights' 1e-6) gives logits that differ by that eps alone (said
-when written). Layer scale and a learned position table have no place in transformers' VideoMAE: refused.
+VideoMAEForVideoClassification.from_pretrained(OUT) loads with no missing or unexpected key
+(config.json, model.safetensors in the Hub files' names, preprocessor_config.json for
+VideoMAEImageProcessor), id2label from the class names. Written with safetensors and json alone:
+transformers is not imported. The blocks' LayerNorm eps goes into the config (layer_norm_eps);
+transformers fixes fc_norm's at 1e-5, so a model whose fc_norm ran at another eps (the official
+weights' 1e-6) gives logits that differ by that eps alone (said when written). Layer scale and a
+learned position table have no place in transformers' VideoMAE: refused.
 """
 
 import importlib
@@ -48,7 +52,8 @@ def get_parser():
     p.add_argument(
         "out",
         metavar="OUT",
-        help="file to write (model.onnx, model.pt2; OUT.json beside it), or the folder of --format hf",
+        help="file to write (model.onnx, model.pt2; OUT.json beside it), or the folder of "
+        "--format hf",
     )
     p.add_argument(
         "--resume", required=True, metavar="CKPT", help="train.py checkpoint: model_best.pth..."
@@ -72,18 +77,16 @@ def get_parser():
 
 def example_input(args, dynamic):
     # torch.export specialises a dimension of size 1: a dynamic batch is traced at 2
-    frames = args.t_length * getattr(
-        args, "num_segments", 1
-    )  # TSN: the snippets one after the other
+    # TSN: the snippets one after the other
+    frames = args.t_length * getattr(args, "num_segments", 1)
     return torch.randn(2 if dynamic else 1, 3, frames, args.crop_size, args.crop_size)
 
 
 def export(model, x, out, fmt, dynamic, opset=18):
     """Write `model` traced at `x`; any exporter failure is a ValueError of one line."""
     shapes = ({0: torch.export.Dim("batch", min=1)},) if dynamic else None
-    logging.disable(
-        logging.ERROR
-    )  # torch logs a failed attempt as a traceback: the one line below says it
+    # torch logs a failed attempt as a traceback: the one line below says it
+    logging.disable(logging.ERROR)
     try:
         if fmt == "onnx":
             torch.onnx.export(
@@ -137,9 +140,12 @@ def sidecar(args, names, a):
 
 
 def missing_packages(fmt):
-    """The packages --format `fmt` needs that do not import (torch's ONNX exporter: onnx, onnxscript)."""
+    """The packages --format `fmt` needs that do not import (torch's ONNX exporter: onnx,
+    onnxscript)."""
     missing = []
-    for name in ("onnx", "onnxscript") if fmt == "onnx" else ():
+    if fmt != "onnx":
+        return missing
+    for name in ("onnx", "onnxscript"):
         try:
             importlib.import_module(name)
         except ImportError:
@@ -148,7 +154,8 @@ def missing_packages(fmt):
 
 
 def check_out(a):
-    """OUT is a file name whose folder exists or can be made (hf: a folder); its exporter is installed."""
+    """OUT is a file name whose folder exists or can be made (hf: a folder); its exporter is
+    installed."""
     if a.format == "hf" and os.path.exists(a.out) and not os.path.isdir(a.out):
         fail(f"OUT {a.out}: is a file; --format hf writes a folder")
     if a.format != "hf" and os.path.isdir(a.out):
@@ -169,9 +176,11 @@ def check_out(a):
 
 
 def hf_config(model, args, names):
-    """config.json of transformers' VideoMAEConfig for `model` (configuration_videomae.py's fields)."""
+    """config.json of transformers' VideoMAEConfig for `model` (configuration_videomae.py's
+    fields)."""
     s, (blocks_eps, _) = model.spec, model.norm_eps
     names = names or [f"class_{i}" for i in range(args.num_classes)]
+    # q and v biases: transformers 4 names the flag qkv_bias, transformers 5 qv_bias
     return {
         "architectures": ["VideoMAEForVideoClassification"],
         "model_type": "videomae",
@@ -189,7 +198,6 @@ def hf_config(model, args, names):
         "attention_probs_dropout_prob": 0.0,
         "initializer_range": 0.02,
         "layer_norm_eps": blocks_eps,
-        # q and v biases: transformers 4 names the flag qkv_bias, transformers 5 qv_bias
         "qkv_bias": True,
         "qv_bias": True,
         "use_mean_pooling": True,
@@ -200,7 +208,8 @@ def hf_config(model, args, names):
 
 
 def hf_preprocessor(args):
-    """preprocessor_config.json: VideoMAEImageProcessor resizing, cropping, normalising as --evaluate."""
+    """preprocessor_config.json: VideoMAEImageProcessor resizing, cropping, normalising as
+    --evaluate."""
     return {
         "image_processor_type": "VideoMAEImageProcessor",
         "do_resize": True,
@@ -217,7 +226,8 @@ def hf_preprocessor(args):
 
 
 def export_hf(model, args, names, out):
-    """OUT/config.json, model.safetensors, preprocessor_config.json (module docstring). -> a report."""
+    """OUT/config.json, model.safetensors, preprocessor_config.json (module docstring). -> a
+    report."""
     import safetensors.torch
 
     import vit
@@ -264,7 +274,8 @@ def main(argv=None):
             fail(str(e))
         print(
             f"wrote {a.out} (config.json, model.safetensors, preprocessor_config.json: "
-            f"VideoMAEForVideoClassification.from_pretrained reads it; {eps}; input mean {args.mean} "
+            f"VideoMAEForVideoClassification.from_pretrained reads it; {eps}; input mean "
+            f"{args.mean} "
             f"std {args.std}, {args.t_length} frames of {args.crop_size} px)"
         )
         return 0
@@ -277,7 +288,8 @@ def main(argv=None):
         json.dump(sidecar(args, names, a), f, indent=1)
     weights = f", {a.out}.data (its weights: keep it beside {os.path.basename(a.out)})"
     print(
-        f"wrote {a.out} ({a.format}, input float32 ({'B' if a.dynamic_batch else 1}, 3, {x.shape[2]}, "
+        f"wrote {a.out} ({a.format}, input float32 ({'B' if a.dynamic_batch else 1}, 3, "
+        f"{x.shape[2]}, "
         f"{args.crop_size}, {args.crop_size}), mean {args.mean} std {args.std})"
         f"{weights if os.path.isfile(a.out + '.data') else ''} and {a.out}.json"
     )

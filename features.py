@@ -1,43 +1,49 @@
-"""Clip features over whole videos: the pooled output of a trained (or zoo) model for consecutive windows.
+"""Clip features over whole videos: the pooled output of a trained (or zoo) model for consecutive
+windows.
 
     python train.py features val.txt --resume model_best.pth --out feats/        # a list file
-    python features.py clip.mp4 frames/v_Biking_g01_c01/ --arch resnet50_3d --pretrained kinetics400 --out f/
+    python features.py clip.mp4 frames/v_Biking_g01_c01/ --arch resnet50_3d --pretrained \
+        kinetics400 --out f/
     torchrun --nproc_per_node=4 features.py train.txt --resume ckpt.pth --out feats/ --ddp
 
-For each video, windows of --window frames (--t_stride apart; default 16, or the clip a TSM checkpoint
-is built for; a window the model cannot take is refused before anything is written) start every
---stride frames from frame 0, as long as a whole window fits; then, if frames remain after the last
-window, one more window at the next start whose frames past the end repeat the last frame (a video
-shorter than a window: that one window).
-Every frame lands in a window when --stride <= the window's span. A window's feature is the model's input
-to its classifier (`fc`, `head` or `classifier`), averaged over whatever axes remain besides batch and
-channels: ResNet3D / r3d / r2plus1d: the global average pool (before dropout and fc); s3d: its classifier's
-input averaged over (T, H, W); a model folding segments into the batch (TSN: (B * segments, C)): the
-segment average, as its logits average. --layer NAME pools that module's output over (T, H, W) instead.
-A V-JEPA 2 arch or a --probe checkpoint: the mean of the encoder's tokens (what its attentive head or
-probe reads, averaged); --probe-query: the attentive probe's pooled query instead (the input of its
-linear layer; a grid's best probe).
+For each video, windows of --window frames (--t_stride apart; default 16, or the clip a TSM
+checkpoint is built for; a window the model cannot take is refused before anything is written) start
+every --stride frames from frame 0, as long as a whole window fits; then, if frames remain after the
+last window, one more window at the next start whose frames past the end repeat the last frame (a
+video shorter than a window: that one window). Every frame lands in a window when --stride <= the
+window's span. A window's feature is the model's input to its classifier (`fc`, `head` or
+`classifier`), averaged over whatever axes remain besides batch and channels: ResNet3D / r3d /
+r2plus1d: the global average pool (before dropout and fc); s3d: its classifier's input averaged over
+(T, H, W); a model folding segments into the batch (TSN: (B * segments, C)): the segment average, as
+its logits average. --layer NAME pools that module's output over (T, H, W) instead. A V-JEPA 2 arch
+or a --probe checkpoint: the mean of the encoder's tokens (what its attentive head or probe reads,
+averaged); --probe-query: the attentive probe's pooled query instead (the input of its linear layer;
+a grid's best probe).
 
-Frames are decoded by data.py (the dataset's load_frames for frame folders; decode.open_video, opened once
-per video, for video files) and cropped as the checkpoint's --evaluate crops them: the centre square of
-the short side scaled crop_size/new_size, resized to crop_size (--crop center), or the whole frame with its
-short side resized to crop_size (--crop resize); normalised with the checkpoint's mean/std. -j loader
-workers decode (one video each), --batch windows at a time, so memory does not grow with a video's length.
+Frames are decoded by data.py (the dataset's load_frames for frame folders; decode.open_video,
+opened once per video, for video files) and cropped as the checkpoint's --evaluate crops them: the
+centre square of the short side scaled crop_size/new_size, resized to crop_size (--crop center), or
+the whole frame with its short side resized to crop_size (--crop resize); normalised with the
+checkpoint's mean/std. -j loader workers decode (one video each), --batch windows at a time, so
+memory does not grow with a video's length.
 
-Written to --out, per video id (the frame folder's name, or the video file's name without extension):
+Written to --out, per video id (the frame folder's name, or the video file's name without
+extension):
     <id>.npy           float32 (windows, channels) features (float64 with --dtype float64)
     <id>.starts.npy    int64 (windows,): each window's first frame, 0-based
     <id>.logits.npy    (windows, classes), with --logits
     <id>.json          input, frames, windows, the window settings
 and index.csv (one row per video done), failed.txt (one line per video that could not be read),
 settings.json (what every file in the folder was made with: a rerun with other settings is refused).
-Each file is written to a temp name and renamed, <id>.npy last: a video whose .npy exists is complete and
-is skipped on a rerun; a killed run leaves no partial file under a final name. With --ddp, process r of
-N takes videos r, r + N, ... of the input order: each video is written by exactly one process.
+Each file is written to a temp name and renamed, <id>.npy last: a video whose .npy exists is
+complete and is skipped on a rerun; a killed run leaves no partial file under a final name. With
+--ddp, process r of N takes videos r, r + N, ... of the input order: each video is written by
+exactly one process.
 
-Like the I3D feature extractors used for temporal action localisation (THUMOS14 / ActivityNet features:
-16-frame snippets every 16 frames, e.g. piergiaj/pytorch-i3d extract_features.py, v-iashin/video_features),
-which read the features after the last average pool; here the model and clips are the checkpoint's own.
+Like the I3D feature extractors used for temporal action localisation (THUMOS14 / ActivityNet
+features: 16-frame snippets every 16 frames, e.g. piergiaj/pytorch-i3d extract_features.py,
+v-iashin/video_features), which read the features after the last average pool; here the model and
+clips are the checkpoint's own.
 """
 
 import csv
@@ -61,11 +67,8 @@ import prepare
 import train
 from errors import fail
 
-HEADS = (
-    "fc",
-    "head",
-    "classifier",
-)  # the classifier's name in model.py and torchvision's video models
+# the classifier's name in model.py and torchvision's video models
+HEADS = ("fc", "head", "classifier")
 CROPS = ("center", "resize")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -127,7 +130,8 @@ def get_parser():
         "--workers",
         type=flags.natural,
         default=flags.default_workers(),
-        help="loader processes decoding windows (default: 4, at most the CPUs this process may use)",
+        help="loader processes decoding windows (default: 4, at most the CPUs this process may "
+        "use)",
     )
     p.add_argument(
         "--dtype", default="float32", choices=DTYPES, help="model and features precision"
@@ -153,11 +157,13 @@ def check(a):
     """What the flags alone tell, before anything is read."""
     if bool(a.resume) == bool(a.arch):
         fail(
-            "give --resume CKPT (a train.py checkpoint) or --arch ARCH (with --pretrained for weights)"
+            "give --resume CKPT (a train.py checkpoint) or --arch ARCH (with --pretrained for "
+            "weights)"
         )
     if a.resume and (a.pretrained or a.new_size or a.crop_size):
         fail(
-            "--pretrained, --new_size, --crop_size go with --arch; a --resume checkpoint has its own"
+            "--pretrained, --new_size, --crop_size go with --arch; a --resume checkpoint has its "
+            "own"
         )
     if a.use_ema and not a.resume:
         fail("--use-ema reads a --resume checkpoint's EMA weights: give --resume CKPT")
@@ -171,7 +177,8 @@ def check(a):
 
 
 def unwritable(folder):
-    """Why `folder` cannot be made or written into, or None: its nearest existing ancestor decides."""
+    """Why `folder` cannot be made or written into, or None: its nearest existing ancestor
+    decides."""
     parent = os.path.abspath(folder)
     while not os.path.exists(parent):
         parent = os.path.dirname(parent)
@@ -182,11 +189,12 @@ def unwritable(folder):
     return None
 
 
-# ---- the model -------------------------------------------------------------------------------------
+# ---- the model -----------------------------------------------------------------------------------
 def load_model(a):
     """-> (model in eval mode, train.py's args for its clips and frames, class names or None)."""
     if a.resume:
-        import predict  # the checkpoint reader of predict and --evaluate (flags.checkpoint_args, make_model)
+        # the checkpoint reader of predict and --evaluate (flags.checkpoint_args, make_model)
+        import predict
 
         try:
             model, args, names = predict.load_checkpoint(a.resume, "cpu", 1, 1, a.use_ema)
@@ -207,9 +215,8 @@ def load_model(a):
             model, names = train.make_model(args).eval(), None
         except (ValueError, OSError) as e:
             fail(str(e))
-    info = (
-        getattr(model, "pretrained_info", None) or {}
-    )  # zoo weights' normalisation (checkpoints: args)
+    # zoo weights' normalisation (checkpoints: args)
+    info = getattr(model, "pretrained_info", None) or {}
     args.mean = tuple(args.mean or info.get("mean") or data.MEAN)
     args.std = tuple(args.std or info.get("std") or data.STD)
     args.image_tmpl = a.image_tmpl or args.image_tmpl
@@ -221,15 +228,13 @@ def load_model(a):
         why = why and window_error(model, a.window, args)
     if why:
         fail(why)
-    return (
-        model.to(DTYPES[a.dtype]),
-        args,
-        names,
-    )  # to the device once this process knows its GPU (setup)
+    # to the device once this process knows its GPU (setup)
+    return (model.to(DTYPES[a.dtype]), args, names)
 
 
 def window_error(model, window, args):
-    """Why `model` cannot take clips of `window` frames, or None: checked before anything is written."""
+    """Why `model` cannot take clips of `window` frames, or None: checked before anything is
+    written."""
     arch, frames = args.arch, getattr(model, "frames", None)
     clip = f"--num_segments {args.num_segments} x --t_length {args.t_length}"
     if frames is not None:  # TSM: the shift mixes frames of one clip, built for its length
@@ -258,16 +263,17 @@ def window_error(model, window, args):
 
 
 def pool(x, batch):
-    """A (B, C, ...) activation -> (B, C), averaged over the rest. A batch of B * S rows (a model folding
-    S segments into the batch, TSN) is averaged over its segments first."""
+    """A (B, C, ...) activation -> (B, C), averaged over the rest. A batch of B * S rows (a model
+    folding S segments into the batch, TSN) is averaged over its segments first."""
     if x.shape[0] != batch:
         x = x.unflatten(0, (batch, -1)).mean(1)
     return x.flatten(2).mean(2) if x.dim() > 2 else x
 
 
 class Extractor:
-    """model(clips) -> (pooled features, logits) in one forward: a hook keeps the classifier's input (or
-    --layer's output). No arch is edited: a forked model with a head named fc/head/classifier just works."""
+    """model(clips) -> (pooled features, logits) in one forward: a hook keeps the classifier's input
+    (or --layer's output). No arch is edited: a forked model with a head named fc/head/classifier
+    just works."""
 
     def __init__(self, model, layer=None, query=False):
         modules = dict(model.named_modules())
@@ -309,29 +315,28 @@ class Extractor:
         return pool(self.kept[-1], x.shape[0]), logits
 
 
-# ---- windows and frames ----------------------------------------------------------------------------
+# ---- windows and frames --------------------------------------------------------------------------
 def window_frames(num_frames, window, stride, t_stride):
     """int64 (windows, window): 0-based frame indices of every window (see the module docstring)."""
     span = (window - 1) * t_stride + 1
     starts = list(range(0, max(num_frames - span, 0) + 1, stride))
-    if (
-        starts[-1] + span < num_frames and starts[-1] + stride < num_frames
-    ):  # frames left: a padded window
+    # frames left: a padded window
+    if starts[-1] + span < num_frames and starts[-1] + stride < num_frames:
         starts.append(starts[-1] + stride)
     idx = np.array(starts, dtype=np.int64)[:, None] + np.arange(window, dtype=np.int64) * t_stride
     return np.minimum(idx, num_frames - 1)
 
 
 def collect(a, args, tmp):
-    """INPUTs -> (test-mode dataset of every video, their ids, a report line per input that is no video).
-    One list file for train.make_dataset: a frame folder's frames counted, a list file's lines kept."""
+    """INPUTs -> (test-mode dataset of every video, their ids, a report line per input that is no
+    video). One list file for train.make_dataset: a frame folder's frames counted, a list file's
+    lines kept."""
     lines, bad = [], []
     decoder = decode.pick_video_decoder(a.video_decoder)
     for src in a.inputs:
         path = os.path.abspath(src)
-        if os.path.isfile(path) and not decode.is_video_file(
-            path
-        ):  # a list file: its lines, its own errors
+        # a list file: its lines, its own errors
+        if os.path.isfile(path) and not decode.is_video_file(path):
             try:
                 lines += [
                     f"{v.path} {max(v.num_frames, 1)} 0"
@@ -370,33 +375,36 @@ def collect(a, args, tmp):
     for v, i in zip(ds.videos, ids):
         if i in seen:
             fail(
-                f"two inputs would write {i}.npy: {seen[i]} and {v.path} (one --out per dataset split)"
+                f"two inputs would write {i}.npy: {seen[i]} and {v.path} (one --out per dataset "
+                "split)"
             )
         seen[i] = v.path
     return ds, ids, bad
 
 
 def frame_reader(ds, video):
-    """-> (frames in the video, read(0-based indices) -> list of uint8 (H, W, 3)). A video file is opened
-    once (its packets indexed once); a frame folder reads only the asked frames. BadVideo / RuntimeError."""
+    """-> (frames in the video, read(0-based indices) -> list of uint8 (H, W, 3)). A video file is
+    opened once (its packets indexed once); a frame folder reads only the asked frames. BadVideo /
+    RuntimeError."""
     if not decode.is_video_file(video.path):
         return video.num_frames, lambda idx: ds.load_frames(
             video, [int(i) + ds.spec.start_index for i in idx]
         )
-    decode.read_files(
-        video, [video.path], ds.spec.read_timeout, count=12
-    )  # a FIFO, a dead mount: BadVideo
+    # a FIFO, a dead mount: BadVideo
+    decode.read_files(video, [video.path], ds.spec.read_timeout, count=12)
     return decode.open_video(video.path, ds.video_decoder)
 
 
 def to_clips(frames, inverse, shape, args, crop):
     """Decoded frames, the index of each window frame among them, (windows, window) -> uint8 clips
-    (windows, 3, window, size, size): the checkpoint's val crop, or the whole frame (--crop resize)."""
+    (windows, 3, window, size, size): the checkpoint's val crop, or the whole frame (--crop
+    resize)."""
     H, W, _ = frames[0].shape
     size = args.crop_size
     if crop == "center":
         x = data.resized_crop(frames, data.crop_boxes(H, W, "val", args.new_size, size)[0], size)
-    else:  # short side to crop_size, aspect kept: bilinear uint8 with antialias, as data.resized_crop does
+    # short side to crop_size, aspect kept: bilinear uint8 with antialias, as data.resized_crop does
+    else:
         scale = size / min(H, W)
         x = torch.stack(frames).permute(0, 3, 1, 2)
         x = F.interpolate(
@@ -411,8 +419,9 @@ def to_clips(frames, inverse, shape, args, crop):
 
 
 class Chunks(torch.utils.data.IterableDataset):
-    """The uint8 clips of videos `todo` (dataset indices), --batch windows per item, in window order; a
-    video that cannot be read is one {"error"} item. Loader workers take every num_workers-th video."""
+    """The uint8 clips of videos `todo` (dataset indices), --batch windows per item, in window
+    order; a video that cannot be read is one {"error"} item. Loader workers take every
+    num_workers-th video."""
 
     def __init__(self, ds, todo, a, args):
         self.ds, self.todo, self.a, self.args = ds, todo, a, args
@@ -431,9 +440,8 @@ class Chunks(torch.utils.data.IterableDataset):
             idx = window_frames(n, a.window, a.stride, a.t_stride)
             parts = np.array_split(idx, -(-len(idx) // a.batch))
             for j, chunk in enumerate(parts):
-                numbers, inverse = np.unique(
-                    chunk, return_inverse=True
-                )  # each frame decoded once per chunk
+                # each frame decoded once per chunk
+                numbers, inverse = np.unique(chunk, return_inverse=True)
                 clips = to_clips(
                     read(numbers.tolist()), inverse.reshape(-1), chunk.shape, self.args, a.crop
                 )
@@ -450,7 +458,7 @@ class Chunks(torch.utils.data.IterableDataset):
             yield {"k": k, "error": why}
 
 
-# ---- files -----------------------------------------------------------------------------------------
+# ---- files ---------------------------------------------------------------------------------------
 def save_atomic(path, write):
     """write(file object) to a temp name beside `path`, flushed to disk, then renamed onto it."""
     tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
@@ -525,11 +533,13 @@ def check_out(a, s, rank):
             save_atomic(path, lambda f: f.write(json.dumps(s, indent=1).encode()))
         except OSError as e:
             fail(
-                f"--out {a.out}: cannot write {path} ({e.strerror or e}); give a folder you can write"
+                f"--out {a.out}: cannot write {path} ({e.strerror or e}); give a folder you can "
+                "write"
             )
-    for name in (
-        os.listdir(a.out) if rank == 0 else []
-    ):  # a killed run's temp files (no process writes yet)
+    # a killed run's temp files (no process writes yet)
+    if rank != 0:
+        return
+    for name in os.listdir(a.out):
         if name.startswith(".") and name.endswith(".tmp"):
             os.remove(os.path.join(a.out, name))
 
@@ -559,13 +569,12 @@ def write_reports(a, ds, ids, bad):
     return len(rows)
 
 
-# ---- the command -----------------------------------------------------------------------------------
+# ---- the command ---------------------------------------------------------------------------------
 def setup(a, args):
     """(rank, world size): one process, or with --ddp one per torchrun/srun task (gloo on CPU)."""
     args.ddp, args.device, args.evaluate, args.run_name = a.ddp, a.device, True, "features"
-    rt = train.setup_runtime(
-        args
-    )  # rank from torchrun/srun, process group, print silenced off rank 0
+    # rank from torchrun/srun, process group, print silenced off rank 0
+    rt = train.setup_runtime(args)
     if rt.device.type == "cuda":
         a.device = str(rt.device)
     return rt
@@ -573,7 +582,8 @@ def setup(a, args):
 
 def extract_all(a, args, ext, ds, ids, rt):
     """This process's share of the videos; -> (report lines of videos that failed, windows written).
-    Loader workers decode; this process runs the model and writes each video once its last chunk is in."""
+    Loader workers decode; this process runs the model and writes each video once its last chunk is
+    in."""
     mine = [k for k in range(len(ids)) if k % rt.world_size == rt.rank]
     todo = [k for k in mine if not os.path.isfile(os.path.join(a.out, f"{ids[k]}.npy"))]
     if len(todo) < len(mine):
@@ -653,7 +663,8 @@ def main(argv=None):
             f"{time.time() - t0:.1f}s); {len(bad + failed)} failed (failed.txt)"
         )
     if rt.world_size > 1:
-        dist.barrier()  # every rank waits for rank 0's reports: torchrun ends the others at a first exit
+        # every rank waits for rank 0's reports: torchrun ends the others at a first exit
+        dist.barrier()
         dist.destroy_process_group()
     # Every rank, after every rank's videos and the summary: a pipeline checking the status stops on
     # missing features (torchrun then prints its own failure banner after the summary).

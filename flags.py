@@ -1,9 +1,9 @@
 """The command line: train.py's flags in argparse groups, the lists derived from the groups, recipes
 (@FILE), and the checks that need nothing but the flags (run before anything is read or built).
 
-A flag is one line in its group's add_*_args; its group (FLAG_GROUPS) says whether a checkpoint gives
-it, whether it names evaluation files and whether a resumed run keeps it (flag_sets). Parser records the
-flags as they are added: argparse keeps no public list of them.
+A flag is one line in its group's add_*_args; its group (FLAG_GROUPS) says whether a checkpoint
+gives it, whether it names evaluation files and whether a resumed run keeps it (flag_sets). Parser
+records the flags as they are added: argparse keeps no public list of them.
 """
 
 import argparse
@@ -45,10 +45,10 @@ OUTPUT_ROOT = "./output"
 SUBCOMMANDS = ("predict", "features", "export", "pretrain")
 
 
-# ---- flags -----------------------------------------------------------------------------------------
+# ---- flags ---------------------------------------------------------------------------------------
 def number(cast, low, below=math.inf, top=math.inf):
-    """An argparse type: a `cast` number in [low, below) and <= top. Counts and sizes are >= 1: a 0 would
-    only fail later, as a division by zero. The error names the range as it is."""
+    """An argparse type: a `cast` number in [low, below) and <= top. Counts and sizes are >= 1: a 0
+    would only fail later, as a division by zero. The error names the range as it is."""
     kind = "an integer" if cast is int else "a number"
     if cast is int and below < math.inf:  # integers below B: at most B - 1
         top, below = min(top, below - 1), math.inf
@@ -86,8 +86,8 @@ def default_workers():
 
 
 def project_file(arg):
-    """@recipes/x.txt from any folder: a relative @FILE missing from the working folder is the project's
-    own, if it has one (a file of that name in the working folder comes first)."""
+    """@recipes/x.txt from any folder: a relative @FILE missing from the working folder is the
+    project's own, if it has one (a file of that name in the working folder comes first)."""
     if isinstance(arg, str) and arg.startswith("@") and not os.path.isabs(arg[1:]):
         if not os.path.exists(arg[1:]) and os.path.isfile(os.path.join(PROJECT, arg[1:])):
             return "@" + os.path.join(PROJECT, arg[1:])
@@ -110,10 +110,10 @@ def no_weights(value):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors, and recipes: an argument @FILE reads more arguments from FILE (e.g.
-    recipes/ucf101_i3d.txt, a run folder's args.txt), any number per line, shell quoting, '#' comments.
-    It records its flags as they are added (argparse keeps no public list): `actions`, every flag in
-    order; `groups`, each argument group by its title."""
+    """argparse with one-line errors, and recipes: an argument @FILE reads more arguments from FILE
+    (e.g. recipes/ucf101_i3d.txt, a run folder's args.txt), any number per line, shell quoting, '#'
+    comments. It records its flags as they are added (argparse keeps no public list): `actions`,
+    every flag in order; `groups`, each argument group by its title."""
 
     def __init__(self, **kwargs):
         # None while argparse's own __init__ makes its two groups (and adds -h through add_argument)
@@ -127,7 +127,8 @@ class Parser(argparse.ArgumentParser):
         return action
 
     def add_argument_group(self, title=None, description=None, **kwargs):
-        """A titled group (-h lists its flags under `title`) that records its flags: `groups[title]`."""
+        """A titled group (-h lists its flags under `title`) that records its flags:
+        `groups[title]`."""
         group = super().add_argument_group(title, description, **kwargs)
         if self.groups is None:
             return group
@@ -146,14 +147,14 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see -h)\n")
 
     def convert_arg_line_to_args(self, line):
-        # argparse's own takes each line as ONE argument: "--lr_steps 40 80 90" would be a single word.
-        # Trap: '#' starts a comment even inside a word (shlex); quote a value holding one.
+        # argparse's own takes each line as ONE argument: "--lr_steps 40 80 90" would be a single
+        # word. Trap: '#' starts a comment even inside a word (shlex); quote a value holding one.
         return shlex.split(line, comments=True)
 
 
 class Group:
-    """An argparse argument group that records each flag added to it, in its own `actions` and in its
-    parser's."""
+    """An argparse argument group that records each flag added to it, in its own `actions` and in
+    its parser's."""
 
     def __init__(self, group, parser_actions):
         self.group, self.parser_actions, self.actions = group, parser_actions, []
@@ -180,7 +181,8 @@ def get_args_parser(pretrain=False):
         description=about,
         epilog="Other commands (each with its own -h): `train.py demo` trains on synthetic videos; "
         "`train.py predict --resume CKPT VIDEO...` labels videos; `train.py features LIST --resume "
-        "CKPT --out DIR` saves per-window features; `train.py export --resume CKPT OUT` writes ONNX "
+        "CKPT --out DIR` saves per-window features; `train.py export --resume CKPT OUT` writes "
+        "ONNX "
         "or .pt2; `train.py pretrain DATASET TRAIN VAL --arch vit_b16` pretrains a ViT (VideoMAE).",
     )
     for group in sorted(FLAG_GROUPS, key=lambda g: pretrain and g.add is not add_pretrain_args):
@@ -205,7 +207,8 @@ def add_model_args(p):
         "--shift",
         default=0,
         type=natural,
-        help=f"TSM: shift 1/N of channels each way, 0: off ({', '.join(models.archs_with('shift'))})",
+        help="TSM: shift 1/N of channels each way, 0: off "
+        f"({', '.join(models.archs_with('shift'))})",
     )
 
 
@@ -225,7 +228,8 @@ def add_clip_args(p):
         "--train_sampling",
         default="ours",
         choices=data.TRAIN_PLACEMENTS,
-        help="train clips: a random start | VideoMAE's SSv2 segments (a frame per segment, no stride)",
+        help="train clips: a random start | VideoMAE's SSv2 segments (a frame per segment, no "
+        "stride)",
     )
 
 
@@ -266,7 +270,8 @@ def add_optim_args(p):
         "--lr_policy",
         default="step",
         choices=["step", "cosine", "cosine_after_warmup"],
-        help="cosine: to --lr-min at --epochs, warmup blended in (PySlowFast); cosine_after_warmup: "
+        help="cosine: to --lr-min at --epochs, warmup blended in (PySlowFast); "
+        "cosine_after_warmup: "
         "warmup, then cosine over the steps left (VideoMAE / BEiT utils.cosine_scheduler)",
     )
     p.add_argument(
@@ -374,7 +379,8 @@ def add_regular_args(p):
 
 
 def add_pretrain_args(p):
-    """VideoMAE masked-autoencoder pretraining (pretrain.py; `python train.py pretrain ...` sets it)."""
+    """VideoMAE masked-autoencoder pretraining (pretrain.py; `python train.py pretrain ...` sets
+    it)."""
     p.add_argument(
         "--pretrain", action="store_true", help="pretrain a ViT: no labels (pretrain.py)"
     )
@@ -577,14 +583,15 @@ def add_device_args(p):
         "--augment_device",
         default="loader",
         choices=["loader", "batch"],
-        help="clip augmentation: in the loader, or drawn there and applied to the batch on --device",
+        help="clip augmentation: in the loader, or drawn there and applied to the batch on "
+        "--device",
     )
 
 
 def add_run_args(p):
     """This process's batch, loaders, logs and run folder."""
-    # Per process: -b (DataParallel splits it over the GPUs) and -j. Global: the SGD step, b x processes x
-    # iter_size clips, and the --lr it takes (never rescaled when the batch changes).
+    # Per process: -b (DataParallel splits it over the GPUs) and -j. Global: the SGD step, b x
+    # processes x iter_size clips, and the --lr it takes (never rescaled when the batch changes).
     p.add_argument(
         "-b", "--batch-size", dest="batch_size", default=64, type=positive, help="clips/process"
     )
@@ -620,8 +627,9 @@ def add_run_args(p):
 
 @dataclass(frozen=True)
 class FlagGroup:
-    """An argparse group: flags by what they are about, which says how the code treats them. The lists
-    other code needs are derived from these (flag_sets): a flag added to a group needs no other edit."""
+    """An argparse group: flags by what they are about, which says how the code treats them. The
+    lists other code needs are derived from these (flag_sets): a flag added to a group needs no
+    other edit."""
 
     title: str
     about: str
@@ -744,14 +752,16 @@ def flag_sets(parser=None):
 
 
 def parse_args(argv=None):
-    """Command line (recipes included) -> args. A flag not given takes, first found: the demo recipe's
-    value (dataset demo), the checkpoint's own (--evaluate: its model and clip flags), the default."""
+    """Command line (recipes included) -> args. A flag not given takes, first found: the demo
+    recipe's value (dataset demo), the checkpoint's own (--evaluate: its model and clip flags), the
+    default."""
     # `train.py pretrain` hands over with --pretrain: its own usage and errors
     pretrain = "--pretrain" in (sys.argv[1:] if argv is None else argv)
     first = (get_args_parser(pretrain=True) if pretrain else get_args_parser()).parse_args(argv)
     checkpoint.TRUST["on"] = first.trust_checkpoint
     parser = recipe_parser(first.dataset, pretrain)
-    # None: not given, resolved by check_args (check_device, check_run_folder), which must know that.
+    # None: not given, resolved by check_args (check_device, check_run_folder), which must know
+    # that.
     parser.set_defaults(device=None, output_root=None)
     args = parser.parse_args(argv)
     if args.evaluate and args.resume:
@@ -776,20 +786,24 @@ def recipe_parser(dataset, pretrain=False):
 
 
 def refuse_zoo_checkpoint(ckpt, path):
-    """--evaluate --resume of a model zoo's file (mmaction2, PySlowFast, pytorchvideo): say what it is
-    (zoo.py recognises it) and that --pretrained reads it, not a line of every weight that did not load."""
+    """--evaluate --resume of a model zoo's file (mmaction2, PySlowFast, pytorchvideo): say what it
+    is (zoo.py recognises it) and that --pretrained reads it, not a line of every weight that did
+    not load."""
     layout = zoo.zoo_layout(ckpt)
     if layout:
         fail(
-            f"--resume {path} is a {layout} checkpoint, not one train.py wrote: start from its weights "
-            f"with --pretrained {path} (zoo.py converts them), then --evaluate the run's model_best.pth"
+            f"--resume {path} is a {layout} checkpoint, not one train.py wrote: start from its "
+            "weights "
+            f"with --pretrained {path} (zoo.py converts them), then --evaluate the run's "
+            "model_best.pth"
         )
 
 
 def checkpoint_args(ckpt, argv, parser=None):
-    """The args that rebuild a checkpoint's model and clips: the flags in `argv`, else the checkpoint's own
-    (all but flag_sets().process), else the defaults. --evaluate and predict both come through here and then
-    make_dataset / make_model, so neither can drift from what the checkpoint was trained with."""
+    """The args that rebuild a checkpoint's model and clips: the flags in `argv`, else the
+    checkpoint's own (all but flag_sets().process), else the defaults. --evaluate and predict both
+    come through here and then make_dataset / make_model, so neither can drift from what the
+    checkpoint was trained with."""
     parser = parser or get_args_parser()
     saved = ckpt.get("args") if isinstance(ckpt.get("args"), dict) else {}
     known, process = {action.dest for action in parser.actions}, flag_sets(parser).process
@@ -818,7 +832,8 @@ def check_args(args):
         fail("--sync-bn needs --ddp on CUDA (one process has no other BN statistics to sync)")
     if args.compile and args.device == "cuda" and torch.cuda.device_count() > 1 and not args.ddp:
         fail(
-            "--compile with several GPUs needs --ddp (DataParallel re-replicates the module every step)"
+            "--compile with several GPUs needs --ddp (DataParallel re-replicates the module every "
+            "step)"
         )
     if args.decode_device == "cuda" and not args.device.startswith("cuda"):
         fail("--decode_device cuda needs --device cuda")
@@ -831,9 +846,9 @@ def check_args(args):
 
 
 def check_device(args):
-    """--device as given; else cuda if a GPU is visible, else cpu -- unless the command asks for GPUs
-    (CUDA_VISIBLE_DEVICES naming one, --ddp, --amp, --decode_device cuda): then no GPU is an error before
-    any work, not hours of training on the CPU (--device cpu runs there on purpose)."""
+    """--device as given; else cuda if a GPU is visible, else cpu -- unless the command asks for
+    GPUs (CUDA_VISIBLE_DEVICES naming one, --ddp, --amp, --decode_device cuda): then no GPU is an
+    error before any work, not hours of training on the CPU (--device cpu runs there on purpose)."""
     if torch.cuda.is_available():
         args.device = args.device or "cuda"
         return
@@ -857,15 +872,17 @@ def check_device(args):
             else "CUDA_VISIBLE_DEVICES unset"
         )
         fail(
-            f"{', '.join(asked)} asks for a GPU, but no CUDA GPU is visible ({where}{build}); to run "
+            f"{', '.join(asked)} asks for a GPU, but no CUDA GPU is visible ({where}{build}); to "
+            "run "
             "on the CPU on purpose, give --device cpu"
         )
     args.device = args.device or "cpu"
 
 
 def check_run_folder(args):
-    """--output_root / --run_name, else ./output and a name from the flags. --evaluate of a checkpoint file
-    with neither given: the checkpoint's own folder, so an evaluation's files sit beside what it scored."""
+    """--output_root / --run_name, else ./output and a name from the flags. --evaluate of a
+    checkpoint file with neither given: the checkpoint's own folder, so an evaluation's files sit
+    beside what it scored."""
     given = args.output_root is not None or args.run_name is not None
     if args.evaluate and args.resume and args.resume != "auto" and not given:
         folder = os.path.dirname(os.path.abspath(args.resume))
@@ -875,7 +892,8 @@ def check_run_folder(args):
 
 
 def demo_folder(args):
-    """Where `python train.py demo` writes its synthetic data: a folder of its own, never the user's."""
+    """Where `python train.py demo` writes its synthetic data: a folder of its own, never the
+    user's."""
     return os.path.join(args.output_root, "demo_data")
 
 
@@ -889,7 +907,8 @@ def check_mode(args):
     args.t_length = default_t_length(args)
     if args.mode == "3D" and (args.num_segments > 1 or args.shift):
         fail(
-            f"--num_segments {args.num_segments} --shift {args.shift}: segments are for --mode TSN or 2D"
+            f"--num_segments {args.num_segments} --shift {args.shift}: segments are for --mode "
+            "TSN or 2D"
         )
     if models.mode_error(args.arch, args.mode):
         fail(models.mode_error(args.arch, args.mode))
@@ -904,7 +923,8 @@ def check_mode(args):
     # 2/shift of the channels move; 64: the fewest a block has
     if args.shift == 1 or args.shift > 64:
         fail(
-            f"--shift {args.shift}: must be 0 (off) or 2..64 (TSM: 8, a quarter of the channels move)"
+            f"--shift {args.shift}: must be 0 (off) or 2..64 (TSM: 8, a quarter of the channels "
+            "move)"
         )
     if args.shift and not models.ARCHS[args.arch].shift:
         fail(
@@ -912,7 +932,8 @@ def check_mode(args):
         )
     if args.shift and args.num_segments == 1:  # it would shift a quarter of the channels out: zeros
         fail(
-            f"--shift {args.shift} with --num_segments 1: TSM shifts channels between segments; give "
+            f"--shift {args.shift} with --num_segments 1: TSM shifts channels between segments; "
+            "give "
             "--num_segments N (TSM: 8)"
         )
 
@@ -927,7 +948,8 @@ def check_recipe_args(args):
     entry = models.ARCHS[args.arch]
     if args.layer_decay <= 0 or (args.layer_decay < 1 and not entry.layers):
         fail(
-            f"--layer-decay {args.layer_decay}: needs a value in (0, 1] and an arch with layers to number "
+            f"--layer-decay {args.layer_decay}: needs a value in (0, 1] and an arch with layers "
+            "to number "
             f"({', '.join(models.archs_with('layers'))}), not --arch {args.arch}"
         )
     if args.drop_path is not None and not entry.drop_path:
@@ -942,7 +964,8 @@ def check_recipe_args(args):
         args.auto_augment or args.random_erase or args.color_jitter or args.ra_reps > 1
     ):
         fail(
-            "--auto-augment / --random-erase / --color-jitter / --ra-reps (--num_sample) work on the "
+            "--auto-augment / --random-erase / --color-jitter / --ra-reps (--num_sample) work on "
+            "the "
             "loader's clips: use --decode_device cpu"
         )
     if args.augment_device == "batch" and not (
@@ -954,10 +977,11 @@ def check_recipe_args(args):
         )
 
 
-# Flags that act only with others: (flag, when it acts, what it needs). Given (other than its default)
-# where it would do nothing, it is refused: a run that silently ignores a flag is not the run asked for.
+# Flags that act only with others: (flag, when it acts, what it needs). Given (other than its
+# default) where it would do nothing, it is refused: a run that silently ignores a flag is not the
+# run asked for. an arch without a dropout before its classifier (its entry's `dropout=False`:
+# convnext)
 ACTS_WITH = (
-    # an arch without a dropout before its classifier (its entry's `dropout=False`: convnext)
     (
         "--dro",
         lambda a: models.ARCHS[a.arch].dropout or a.dropout == 0,
@@ -1000,7 +1024,8 @@ ACTS_WITH = (
 
 
 def check_flags_act(args):
-    """ACTS_WITH, for training (--evaluate takes a checkpoint's training flags, which acted or not then)."""
+    """ACTS_WITH, for training (--evaluate takes a checkpoint's training flags, which acted or not
+    then)."""
     if args.evaluate:
         return
     parser = recipe_parser(args.dataset)
@@ -1015,7 +1040,8 @@ def check_flags_act(args):
 
 
 def run_dir_name(args):
-    # The original project's experiment id, so old and new runs sort side by side; segments when > 1.
+    # The original project's experiment id, so old and new runs sort side by side; segments when >
+    # 1.
     t_length = default_t_length(args)
     segments = (f"_segments{args.num_segments}" if args.num_segments > 1 else "") + (
         f"_shift{args.shift}" if args.shift else ""

@@ -1,10 +1,11 @@
 """Decoding on the device (--decode_device cuda): the loader ships a clip's frame files undecoded
-(EncodedClip, `collate_encoded`), and `decode_batch` decodes a whole batch at once on the GPU (nvJPEG,
-NVDEC) and replays the dataset's `load_clip` on the decoded frames, with the generator the loader had.
+(EncodedClip, `collate_encoded`), and `decode_batch` decodes a whole batch at once on the GPU
+(nvJPEG, NVDEC) and replays the dataset's `load_clip` on the decoded frames, with the generator the
+loader had.
 
 References
-- TorchCodec (pytorch/torchcodec, src/torchcodec/decoders/_image_decoders.py): batched nvJPEG decoding
-  of a list of JPEGs on CUDA.
+- TorchCodec (pytorch/torchcodec, src/torchcodec/decoders/_image_decoders.py): batched nvJPEG
+  decoding of a list of JPEGs on CUDA.
 """
 
 import copy
@@ -18,21 +19,19 @@ from PIL import Image
 
 import decode
 
-DECODE_CHUNK = (
-    1 << 30
-)  # decode_batch: bytes of full-size frames per batched GPU decode (1080p: ~170)
+# decode_batch: bytes of full-size frames per batched GPU decode (1080p: ~170)
+DECODE_CHUNK = 1 << 30
 
 
 def _encoded_size(blob):
-    """(H, W) from an image file's header without decoding it: JPEG by its SOF marker (a few us; Pillow
-    takes ~50 us), other formats by Pillow. None if unreadable."""
+    """(H, W) from an image file's header without decoding it: JPEG by its SOF marker (a few us;
+    Pillow takes ~50 us), other formats by Pillow. None if unreadable."""
     if blob[:3] != b"\xff\xd8\xff":
         with Image.open(io.BytesIO(blob)) as img:
             return img.height, img.width
     k = 2
-    while k + 9 <= len(
-        blob
-    ):  # segments: FF <marker> <2-byte big-endian length including itself> ...
+    # segments: FF <marker> <2-byte big-endian length including itself> ...
+    while k + 9 <= len(blob):
         if blob[k] != 0xFF:
             return None
         marker = blob[k + 1]
@@ -48,16 +47,15 @@ def _encoded_size(blob):
 
 
 def defer_clip(dataset, video, rng):
-    """Bytes mode (--decode_device): -> (EncodedClip, {}). The frames load_clip would read (its first
-    step, dataset.choose_frames) are read from their files but not decoded; the clip keeps a copy of
-    `rng` as load_clip got it, and decode_batch, after decoding, replays load_clip with it: the same
-    draws, the same code, so bytes mode cannot drift from the normal path (a load_clip that chose other
-    frames on replay is an error there)."""
+    """Bytes mode (--decode_device): -> (EncodedClip, {}). The frames load_clip would read (its
+    first step, dataset.choose_frames) are read from their files but not decoded; the clip keeps a
+    copy of `rng` as load_clip got it, and decode_batch, after decoding, replays load_clip with it:
+    the same draws, the same code, so bytes mode cannot drift from the normal path (a load_clip that
+    chose other frames on replay is an error there)."""
     replay = copy.deepcopy(rng)
     numbers = tuple(int(i) for i in np.unique(dataset.choose_frames(video, rng)))
-    if decode.is_video_file(
-        video.path
-    ):  # the whole file; opened (not decoded) here: bad ones are replaced
+    # the whole file; opened (not decoded) here: bad ones are replaced
+    if decode.is_video_file(video.path):
         try:
             data = decode.read_encoded(video.path)
         except OSError:
@@ -85,10 +83,10 @@ def defer_clip(dataset, video, rng):
 
 @dataclasses.dataclass
 class EncodedClip:
-    """One item in bytes mode (--decode_device): the undecoded frame files load_clip chose, and a copy of
-    its generator for decode_batch to replay load_clip after decoding. `data` is all the files, one
-    after another (one tensor: one shared-memory handle per clip from a DataLoader worker); frame k is
-    data[offsets[k]:offsets[k + 1]]."""
+    """One item in bytes mode (--decode_device): the undecoded frame files load_clip chose, and a
+    copy of its generator for decode_batch to replay load_clip after decoding. `data` is all the
+    files, one after another (one tensor: one shared-memory handle per clip from a DataLoader
+    worker); frame k is data[offsets[k]:offsets[k + 1]]."""
 
     video: object  # data.Video
     numbers: tuple  # frame numbers, as load_clip passed them to its reader
@@ -111,15 +109,16 @@ def collate_encoded(batch):
 
 
 def decode_batch(batch, device, dataset):
-    """A batch of EncodedClips (from collate_encoded) -> the batch that data.collate would have given,
-    its clips decoded and cropped on `device`: (clips, labels[, info]), clips uint8 (B, [V,] 3, T, c, c)
-    in channels_last_3d memory on `device`; labels stay where they are. Whole clips' JPEGs are decoded in
-    batched calls (nvJPEG on CUDA, batched: TorchCodec, else torchvision) of <= DECODE_CHUNK bytes of
-    frames (a batch of 1080p at once: ~6 GB); then each clip is `dataset.load_clip` (the loader's) replayed
-    on the decoded frames with the generator it had in the loader: the same crops and flips, run on the
-    device. On the CPU this is exactly the normal path (tested); on CUDA, nvJPEG's pixels and the float
-    resize differ by a few levels. Video files are decoded one by one, on `device` with TorchCodec
-    (NVDEC on CUDA), else on the CPU and copied."""
+    """A batch of EncodedClips (from collate_encoded) -> the batch that data.collate would have
+    given, its clips decoded and cropped on `device`: (clips, labels[, info]), clips uint8 (B, [V,]
+    3, T, c, c) in channels_last_3d memory on `device`; labels stay where they are. Whole clips'
+    JPEGs are decoded in batched calls (nvJPEG on CUDA, batched: TorchCodec, else torchvision) of <=
+    DECODE_CHUNK bytes of frames (a batch of 1080p at once: ~6 GB); then each clip is
+    `dataset.load_clip` (the loader's) replayed on the decoded frames with the generator it had in
+    the loader: the same crops and flips, run on the device. On the CPU this is exactly the normal
+    path (tested); on CUDA, nvJPEG's pixels and the float resize differ by a few levels. Video files
+    are decoded one by one, on `device` with TorchCodec (NVDEC on CUDA), else on the CPU and
+    copied."""
     encoded, labels, *info = batch
     device = torch.device(device)
     clips, infos, chunk, size = [], [], [], 0
@@ -133,9 +132,8 @@ def decode_batch(batch, device, dataset):
             [f for c in jpegs for f in c.frames()],
             [(c.video, p) for c in jpegs for p in c.paths],
         )
-        for (
-            e
-        ) in chunk:  # cropped here: the chunk's full-size frames are freed before the next decode
+        # cropped here: the chunk's full-size frames are freed before the next decode
+        for e in chunk:
             if decode.is_video_file(e.video.path):
                 mine = dataset.read_video(e.video, e.numbers, e.data, device)
             else:
@@ -162,9 +160,8 @@ def decode_batch(batch, device, dataset):
     out = torch.stack(clips).movedim(-1, -4)
     if not info:
         return out, labels
-    extra = (
-        torch.utils.data.default_collate(infos) if infos[0] else {}
-    )  # e.g. info["box"], drawn on replay
+    # e.g. info["box"], drawn on replay
+    extra = torch.utils.data.default_collate(infos) if infos[0] else {}
     return out, labels, {**info[0], **extra}
 
 
@@ -174,8 +171,9 @@ def _decoded_bytes(e):  # from the first frame's JPEG header (a few us); else co
 
 
 def _decode_on(device, blobs, where):
-    """Encoded frames (1-D uint8 CPU tensors) -> uint8 (3, H, W) tensors on `device`: decode_frame on the
-    CPU; on CUDA, the JPEGs in one batched nvJPEG call, anything else on the CPU and copied."""
+    """Encoded frames (1-D uint8 CPU tensors) -> uint8 (3, H, W) tensors on `device`: decode_frame
+    on the CPU; on CUDA, the JPEGs in one batched nvJPEG call, anything else on the CPU and
+    copied."""
     if device.type == "cpu":
         out = []
         for b, (video, path) in zip(blobs, where):
@@ -202,9 +200,8 @@ def _decode_on(device, blobs, where):
         )
     try:
         decoded = decode_jpegs([blobs[k] for k in jpeg], mode="RGB", device=device) if jpeg else []
-    except (
-        torch.OutOfMemoryError
-    ):  # never frame by frame: that re-decodes everything, slowly, to no end
+    # never frame by frame: that re-decodes everything, slowly, to no end
+    except torch.OutOfMemoryError:
         raise
     except Exception:  # one bad file fails the whole call (RuntimeError, ValueError, ...): name it
         for k in jpeg:

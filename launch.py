@@ -1,7 +1,8 @@
-"""How this process was started, for --ddp: by torchrun, or by Slurm's srun (one task per GPU, any number
-of nodes). ranks() returns rank, world size and local rank, and under srun sets the rendezvous address and
-port. Anything that cannot work is a ValueError of one line naming the variables (train.py prints it and
-exits 2), never a rendezvous that waits forever. docs/slurm.md has the why of each rule.
+"""How this process was started, for --ddp: by torchrun, or by Slurm's srun (one task per GPU, any
+number of nodes). ranks() returns rank, world size and local rank, and under srun sets the
+rendezvous address and port. Anything that cannot work is a ValueError of one line naming the
+variables (train.py prints it and exits 2), never a rendezvous that waits forever. docs/slurm.md has
+the why of each rule.
 """
 
 import os
@@ -14,17 +15,18 @@ SRUN = ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_ID")
 
 
 def first_host(nodelist):
-    """The first name of a Slurm hostlist: 'gpu[003-010,012],cpu7' -> 'gpu003'. Parsed here, not with
-    `scontrol show hostnames`, which needs the cluster's slurm.conf (and retries for a minute without it)."""
-    head = re.match(r"[^,\[]*(?:\[[^\]]*\][^,\[]*)*", nodelist)[
-        0
-    ]  # up to the first comma outside brackets
+    """The first name of a Slurm hostlist: 'gpu[003-010,012],cpu7' -> 'gpu003'. Parsed here, not
+    with `scontrol show hostnames`, which needs the cluster's slurm.conf (and retries for a minute
+    without it)."""
+    # up to the first comma outside brackets
+    head = re.match(r"[^,\[]*(?:\[[^\]]*\][^,\[]*)*", nodelist)[0]
     return re.sub(r"\[([^\]\-,]*)[^\]]*\]", r"\1", head)  # each [a-b,c] -> a, zero padding kept
 
 
 def tasks_on_this_node(names, env):
-    """Processes of the job on this node: torchrun's LOCAL_WORLD_SIZE, or this node's entry of srun's
-    SLURM_STEP_TASKS_PER_NODE ('2(x3),1': 2 on each of the first 3 nodes, then 1); 0 if not said."""
+    """Processes of the job on this node: torchrun's LOCAL_WORLD_SIZE, or this node's entry of
+    srun's SLURM_STEP_TASKS_PER_NODE ('2(x3),1': 2 on each of the first 3 nodes, then 1); 0 if not
+    said."""
     if names is TORCHRUN:
         return int(env.get("LOCAL_WORLD_SIZE", "0") or 0)
     counts = []
@@ -38,15 +40,15 @@ def tasks_on_this_node(names, env):
 
 
 def ranks(ddp, device):
-    """(rank, world size, local rank). torchrun's variables win (torchrun started by srun, one task per
-    node, keeps working); else srun's, with the rendezvous on the first node of the step (where task 0 runs
-    with block or cyclic distribution) and port 20000 + job id % 10000, unless MASTER_ADDR / MASTER_PORT are
-    set. Not SLURM_LAUNCH_NODE_IPADDR: that is where srun ran, a login node when srun runs under salloc.
-    The port stays below 32768, where Linux draws the ephemeral ports of outgoing connections."""
+    """(rank, world size, local rank). torchrun's variables win (torchrun started by srun, one task
+    per node, keeps working); else srun's, with the rendezvous on the first node of the step (where
+    task 0 runs with block or cyclic distribution) and port 20000 + job id % 10000, unless
+    MASTER_ADDR / MASTER_PORT are set. Not SLURM_LAUNCH_NODE_IPADDR: that is where srun ran, a login
+    node when srun runs under salloc. The port stays below 32768, where Linux draws the ephemeral
+    ports of outgoing connections."""
     env = os.environ
-    step = (
-        "SLURM_STEP_ID" in env
-    )  # srun's tasks have it; the batch shell has SLURM_PROCID=0 but no step
+    # srun's tasks have it; the batch shell has SLURM_PROCID=0 but no step
+    step = "SLURM_STEP_ID" in env
     names = TORCHRUN if "RANK" in env or not step else SRUN
     got = [env.get(k, "") for k in names]
     if not ddp:

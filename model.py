@@ -1,6 +1,7 @@
 """The I3D ResNet-3D family, torchvision's video models, and exact ImageNet -> 3D inflation.
 
-    model = build_model("resnet50_3d", num_classes=400, dropout=0.5)  # zoo.build_model: with weights
+    # zoo.build_model: with weights
+    model = build_model("resnet50_3d", num_classes=400, dropout=0.5)
     logits = model(x)  # x: float (B, 3, T, H, W), normalised; logits: (B, num_classes)
 
 resnet50_3d is the I3D-R50 of the Non-local / PySlowFast / mmaction2 (i3d_r50) model zoos:
@@ -21,7 +22,8 @@ References
 - Tran et al. A Closer Look at Spatiotemporal Convolutions for Action Recognition. CVPR 2018
   (r3d / mc3 / r2plus1d, provided here through torchvision).
 - torchvision/models/resnet.py (layout and names), facebookresearch/SlowFast (PySlowFast),
-  facebookresearch/pytorchvideo (models/resnet.py, hub), open-mmlab/mmaction2 (ResNet3d, i3d_r50 configs).
+  facebookresearch/pytorchvideo (models/resnet.py, hub), open-mmlab/mmaction2 (ResNet3d, i3d_r50
+  configs).
 """
 
 import dataclasses
@@ -144,11 +146,11 @@ R50 = ArchSpec(Bottleneck3D, (3, 4, 6, 3), 5, True, I3D, "resnet50")
 R101 = ArchSpec(Bottleneck3D, (3, 4, 23, 3), 5, True, I3D, "resnet101")
 # PySlowFast SLOW_8x8_R50 = pytorchvideo slow_r50 = mmaction2 slowonly_r50 (8x8 clips).
 R50_SLOW = ArchSpec(Bottleneck3D, (3, 4, 6, 3), 1, False, SLOW, "resnet50")
-# mmaction2's i3d_r50 (configs/_base_/models/i3d_r50.py: conv1 5x7x7 with conv1_stride_t=2, the first
-# max-pool with pool1_stride_t=2, pool2, inflate ((1,1,1),(1,0,1,0),(1,0,1,0,1,0),(0,1,0)), 3x1x1).
-# Same tensors as resnet50_3d, another network: time shrinks 4x in the stem and 8x before res3. Its
-# Kinetics-400 weights were trained on 32x2x1 clips (SampleFrames clip_len=32, frame_interval=2:
-# 32 frames, every 2nd; --t_length 32 --t_stride 2) at 224 px, ImageNet mean/std.
+# mmaction2's i3d_r50 (configs/_base_/models/i3d_r50.py: conv1 5x7x7 with conv1_stride_t=2, the
+# first max-pool with pool1_stride_t=2, pool2, inflate ((1,1,1),(1,0,1,0),(1,0,1,0,1,0),(0,1,0)),
+# 3x1x1). Same tensors as resnet50_3d, another network: time shrinks 4x in the stem and 8x before
+# res3. Its Kinetics-400 weights were trained on 32x2x1 clips (SampleFrames clip_len=32,
+# frame_interval=2: 32 frames, every 2nd; --t_length 32 --t_stride 2) at 224 px, ImageNet mean/std.
 R50_MMACTION = R50._replace(stem_stride_t=2)
 
 
@@ -168,11 +170,12 @@ def min_frames(spec):
 
 
 class FrameMaxPool(nn.Module):
-    """nn.MaxPool3d((1, 3, 3), (t_stride, 2, 2), (0, 1, 1)), the stem's pool, computed as a 2D pool over each
-    frame: the same numbers. Trap (CUDA): max_pool3d's backward adds into overlapping windows with atomicAdd
-    in whatever order the threads run, so two identical runs differ in the last bits (use_deterministic_
-    algorithms refuses it); max_pool2d's backward gathers, deterministic. (B, C, T, H, W) is (B, C*T, H, W),
-    or in channels_last_3d memory (B*T, C, H, W) channels-last: views, no copy."""
+    """nn.MaxPool3d((1, 3, 3), (t_stride, 2, 2), (0, 1, 1)), the stem's pool, computed as a 2D pool
+    over each frame: the same numbers. Trap (CUDA): max_pool3d's backward adds into overlapping
+    windows with atomicAdd in whatever order the threads run, so two identical runs differ in the
+    last bits (use_deterministic_ algorithms refuses it); max_pool2d's backward gathers,
+    deterministic. (B, C, T, H, W) is (B, C*T, H, W), or in channels_last_3d memory (B*T, C, H, W)
+    channels-last: views, no copy."""
 
     def __init__(self, t_stride=1):
         super().__init__()
@@ -208,7 +211,8 @@ class ResNet3D(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = FrameMaxPool(st)  # nn.MaxPool3d((1, 3, 3), (st, 2, 2), (0, 1, 1))
         self.layer1 = self._make_layer(spec.block, 64, spec.layers[0], 1, spec.inflate[0])
-        # No parameters, so no name to keep in step with torchvision; floor mode (odd T drops a frame).
+        # No parameters, so no name to keep in step with torchvision; floor mode (odd T drops a
+        # frame).
         self.pool2 = nn.MaxPool3d((2, 1, 1), (2, 1, 1)) if spec.temporal_pool else nn.Identity()
         self.layer2 = self._make_layer(spec.block, 128, spec.layers[1], 2, spec.inflate[1])
         self.layer3 = self._make_layer(spec.block, 256, spec.layers[2], 2, spec.inflate[2])
@@ -221,9 +225,8 @@ class ResNet3D(nn.Module):
         # block inits its own layers. fc keeps nn.Linear's default, as in torchvision.
         init_conv_bn(self.conv1, self.bn1)
         if zero_init_residual:  # Goyal et al. 2017: each block starts as identity. Off by default
-            for (
-                m
-            ) in self.modules():  # (the zoos train without it; pretrained weights overwrite it).
+            # (the zoos train without it; pretrained weights overwrite it).
+            for m in self.modules():
                 if isinstance(m, (Bottleneck3D, BasicBlock3D)):
                     nn.init.zeros_((m.bn3 if isinstance(m, Bottleneck3D) else m.bn2).weight)
 
@@ -261,9 +264,8 @@ class ResNet3D(nn.Module):
         B, C, T, H, W = x.shape
         if T < self.min_t:
             raise ValueError(f"{self.arch} needs at least {self.min_t} frames per clip, got T={T}")
-        x = self.maxpool(
-            self.relu(self.bn1(self.conv1(x)))
-        )  # (B, 64, T/s^2, H/4, W/4), s = stem_stride_t
+        # (B, 64, T/s^2, H/4, W/4), s = stem_stride_t
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
         x = self.pool2(self.layer1(x))  # (B, 64*e, T', H/4, W/4); /2 in time with the temporal pool
         x = self.layer4(self.layer3(self.layer2(x)))  # (B, 512*e, T', H/32, W/32)
         x = self.avgpool(x).flatten(1)  # (B, 512*e)
@@ -271,9 +273,10 @@ class ResNet3D(nn.Module):
 
 
 def inflate_weight(w2d, kt, mode):
-    """(C_out, C_in, kh, kw) -> (C_out, C_in, kt, kh, kw). "mean": repeat over time and divide by kt,
-    so a clip of identical frames gives the 2D response wherever the kernel does not touch the zero
-    padding. "center": the 2D kernel in the middle tap, zeros elsewhere: exact at every frame."""
+    """(C_out, C_in, kh, kw) -> (C_out, C_in, kt, kh, kw). "mean": repeat over time and divide by
+    kt, so a clip of identical frames gives the 2D response wherever the kernel does not touch the
+    zero padding. "center": the 2D kernel in the middle tap, zeros elsewhere: exact at every
+    frame."""
     C_out, C_in, kh, kw = w2d.shape
     if mode == "mean":
         return w2d.unsqueeze(2).repeat(1, 1, kt, 1, 1) / kt
@@ -287,13 +290,14 @@ def inflate_weight(w2d, kt, mode):
 
 @torch.no_grad()
 def copy_weights(model, state, inflate):
-    """Copy `state` into `model` name for name, inflating 2D convs. Returns (inflated, copied, skipped),
-    skipped = [(name, why)] for the model's tensors left as they were."""
+    """Copy `state` into `model` name for name, inflating 2D convs. Returns (inflated, copied,
+    skipped), skipped = [(name, why)] for the model's tensors left as they were."""
     inflated, copied, skipped = 0, 0, []
     for k, dst in model.state_dict().items():
         w = state.get(k)
         if w is None and k.endswith("num_batches_tracked"):
-            continue  # torchvision's V1 ImageNet files (pre torch 0.4.1) and Caffe2 blobs lack it; 0 is right
+            # torchvision's V1 ImageNet files (pre torch 0.4.1) and Caffe2 blobs lack it; 0 is right
+            continue
         if w is None:
             skipped.append((k, "missing"))
         elif w.dim() == 4 and dst.dim() == 5 and w.shape == dst.shape[:2] + dst.shape[3:]:
@@ -316,15 +320,16 @@ def copy_weights(model, state, inflate):
     return inflated, copied, skipped
 
 
-# ---- TSN and TSM: 2D networks over sparse segments ---------------------------------------------------
+# ---- TSN and TSM: 2D networks over sparse segments -----------------------------------------------
 
 
 class Consensus:
-    """TSN's average consensus (Wang et al. 2016, "segmental consensus" with g = average): a clip batch
-    (B, C, N * L, H, W) of N snippets of L frames each is run snippet by snippet through the network,
-    as a batch of B * N snippets, and the N snippets' logits are averaged (before any softmax). A mixin
-    before the network's class: it reshapes, the network's own forward computes. `snippet` = L for a 3D
-    network; 1 for a 2D one (every frame is an image, a 2D snippet of L frames is L segments)."""
+    """TSN's average consensus (Wang et al. 2016, "segmental consensus" with g = average): a clip
+    batch (B, C, N * L, H, W) of N snippets of L frames each is run snippet by snippet through the
+    network, as a batch of B * N snippets, and the N snippets' logits are averaged (before any
+    softmax). A mixin before the network's class: it reshapes, the network's own forward computes.
+    `snippet` = L for a 3D network; 1 for a 2D one (every frame is an image, a 2D snippet of L
+    frames is L segments)."""
 
     snippet = 1
     frames = None  # TSM: the frames per clip its shift expects (set by add_shift); None: any
@@ -338,17 +343,16 @@ class Consensus:
                 f"{self.frames or f'a multiple of {L}'} (--num_segments x --t_length)"
             )
         N = T // L
-        x = (
-            x.reshape(B, C, N, L, H, W).transpose(1, 2).reshape(B * N, C, L, H, W)
-        )  # (B*N, C, L, H, W)
-        logits = super().forward(
-            x if isinstance(self, ResNet3D) else x[:, :, 0]
-        )  # 2D: (B*N, C, H, W)
+        # (B*N, C, L, H, W)
+        x = x.reshape(B, C, N, L, H, W).transpose(1, 2).reshape(B * N, C, L, H, W)
+        # 2D: (B*N, C, H, W)
+        logits = super().forward(x if isinstance(self, ResNet3D) else x[:, :, 0])
         return logits.view(B, N, -1).mean(1)  # (B, num_classes)
 
 
 class SegmentResNet2D(Consensus, torchvision.models.ResNet):
-    """torchvision's ResNet, segment by segment; dropout before fc (TSN's), in the weightless avgpool."""
+    """torchvision's ResNet, segment by segment; dropout before fc (TSN's), in the weightless
+    avgpool."""
 
     def __init__(self, block, layers, num_classes, dropout=0.0):
         super().__init__(block, list(layers), num_classes=num_classes)
@@ -360,10 +364,10 @@ class SegmentResNet3D(Consensus, ResNet3D):
 
 
 def temporal_shift(x, frames, div):
-    """TSM's shift (Lin, Gan, Han. TSM: Temporal Shift Module for Efficient Video Understanding, ICCV
-    2019; mit-han-lab/temporal-shift-module ops/temporal_shift.py): x (B * T, C, H, W), T = frames per
-    clip; channels [0, C/div) take the next frame's values, [C/div, 2C/div) the previous frame's, the
-    rest stay; zeros enter at the ends. No parameters, no multiplies."""
+    """TSM's shift (Lin, Gan, Han. TSM: Temporal Shift Module for Efficient Video Understanding,
+    ICCV 2019; mit-han-lab/temporal-shift-module ops/temporal_shift.py): x (B * T, C, H, W), T =
+    frames per clip; channels [0, C/div) take the next frame's values, [C/div, 2C/div) the previous
+    frame's, the rest stay; zeros enter at the ends. No parameters, no multiplies."""
     BT, C, H, W = x.shape
     x = x.view(BT // frames, frames, C, H, W)
     fold = C // div
@@ -374,9 +378,10 @@ def temporal_shift(x, frames, div):
 
 
 class ShiftConv2d(nn.Conv2d):
-    """A residual block's conv1 with TSM's shift on its input ("residual shift": the block's identity
-    path is taken before conv1, so only the residual branch sees shifted channels). Subclassing the conv
-    keeps its parameter names (layerS.I.conv1.weight): torchvision's ImageNet files load as they are."""
+    """A residual block's conv1 with TSM's shift on its input ("residual shift": the block's
+    identity path is taken before conv1, so only the residual branch sees shifted channels).
+    Subclassing the conv keeps its parameter names (layerS.I.conv1.weight): torchvision's ImageNet
+    files load as they are."""
 
     def __init__(self, conv, frames, div):
         super().__init__(
@@ -397,8 +402,8 @@ class ShiftConv2d(nn.Conv2d):
 
 
 def add_shift(model, frames, div):
-    """TSM on a 2D ResNet: every residual block's conv1 shifts 1/div of its channels each way over the
-    `frames` frames of a clip (mmaction2 ResNetTSM shift_place='blockres', shift_div=8)."""
+    """TSM on a 2D ResNet: every residual block's conv1 shifts 1/div of its channels each way over
+    the `frames` frames of a clip (mmaction2 ResNetTSM shift_place='blockres', shift_div=8)."""
     if not isinstance(model, SegmentResNet2D):
         raise ValueError(
             f"--shift needs a 2D ResNet arch ({', '.join(archs_with('shift'))}), not {model.arch}"
@@ -413,11 +418,8 @@ def add_shift(model, frames, div):
 
 
 HEAD_NORM = ("norm.", "fc_norm.")  # the transformers' final norm sits with the head (layer L + 1)
-HEAD = (
-    "fc.",
-    "head.",
-    "classifier.",
-)  # classifiers: ours and torchvision's r3d..., swin3d/mvit, s3d
+# classifiers: ours and torchvision's r3d..., swin3d/mvit, s3d
+HEAD = ("fc.", "head.", "classifier.")
 
 
 def layer_ids(arch, names):
@@ -428,14 +430,14 @@ def layer_ids(arch, names):
         block = re.match(ARCHS[arch].layers, name)
         if block and block.group(0) not in blocks:
             blocks.append(block.group(0))
-        ids[name] = (
-            None if name.startswith(HEAD + HEAD_NORM) else len(blocks)
-        )  # 0: stem, before any block
+        # 0: stem, before any block
+        ids[name] = None if name.startswith(HEAD + HEAD_NORM) else len(blocks)
     return {k: len(blocks) + 1 if i is None else i for k, i in ids.items()}, len(blocks)
 
 
 def strip_prefixes(state_dict):
-    """DataParallel/DDP save "module.", torch.compile "_orig_mod.": strip them wherever they lead."""
+    """DataParallel/DDP save "module.", torch.compile "_orig_mod.": strip them wherever they
+    lead."""
     out = {}
     for k, v in state_dict.items():
         while k.startswith(("module.", "_orig_mod.")):
@@ -445,11 +447,14 @@ def strip_prefixes(state_dict):
 
 
 def set_drop_path(model, top):
-    """Stochastic depth rising linearly over the blocks to `top` (None: as built). The swin3d builders fix
-    their own stochastic_depth_prob (no argument reaches it), so rescale the built schedule instead."""
+    """Stochastic depth rising linearly over the blocks to `top` (None: as built). The swin3d
+    builders fix their own stochastic_depth_prob (no argument reaches it), so rescale the built
+    schedule instead."""
+    if top is None:
+        return
     layers = [m for m in model.modules() if isinstance(m, torchvision.ops.StochasticDepth)]
     built = max((m.p for m in layers), default=0.0)
-    for m in layers if top is not None else ():
+    for m in layers:
         m.p = m.p / built * top
 
 
@@ -469,9 +474,8 @@ class ModelSpec:
     shift: int = 0  # TSM: 1/shift of the channels each way over the clip's frames; 0: off
     drop_path: Optional[float] = None  # stochastic depth; None: the builder's default
     crop_size: int = 224  # input height = width (for archs that size position embeddings by it)
-    grad_ckpt: bool = (
-        False  # the ViTs: recompute each block in the backward (activation checkpointing)
-    )
+    # the ViTs: recompute each block in the backward (activation checkpointing)
+    grad_ckpt: bool = False
 
 
 class Arch(NamedTuple):
@@ -482,12 +486,10 @@ class Arch(NamedTuple):
     modes: tuple  # the --mode values it runs in; the first is its own (ModelSpec.mode None)
     shift: bool = False  # TSM's --shift (on a 2D ResNet's residual blocks)
     drop_path: bool = False  # --drop-path: torchvision's stochastic depth
-    layers: Optional[str] = (
-        None  # --layer-decay: the pattern of the parameter names opening a block
-    )
-    layout: Optional[ArchSpec] = (
-        None  # a ResNet-3D: its layout (zoo.py: ImageNet twin, stem stride)
-    )
+    # --layer-decay: the pattern of the parameter names opening a block
+    layers: Optional[str] = None
+    # a ResNet-3D: its layout (zoo.py: ImageNet twin, stem stride)
+    layout: Optional[ArchSpec] = None
     tokens: bool = False  # stages are token sequences, not (B, C, T, H, W) (features.py --layer)
     # Parts of parameter names that take --norm-weight-decay as the 1-D parameters do (no decay by
     # default): position tables and class / mask tokens (train.param_groups)
@@ -510,7 +512,8 @@ def resnet3d(layout):
 
 
 def resnet2d(block, layers):
-    """The ARCHS entry of torchvision's 2D ResNet of (block, blocks per stage), segment by segment."""
+    """The ARCHS entry of torchvision's 2D ResNet of (block, blocks per stage), segment by
+    segment."""
     return Arch(
         lambda spec: SegmentResNet2D(block, layers, spec.num_classes, spec.dropout),
         ("2D", "TSN"),
@@ -526,8 +529,8 @@ def segment_class(cls):
 
 
 def torchvision_2d(spec):
-    """A builder: torchvision's 2D classifier named --arch (its `dropout` is the head's, where it has
-    one), segment by segment. Its class becomes segment_class(its class): parameter names stay
+    """A builder: torchvision's 2D classifier named --arch (its `dropout` is the head's, where it
+    has one), segment by segment. Its class becomes segment_class(its class): parameter names stay
     torchvision's, so --pretrained imagenet loads torchvision's files as they are."""
     # a classifier without a dropout argument (convnext) has `dropout=False` in its entry
     head = {"dropout": spec.dropout} if ARCHS[spec.arch].dropout else {}
@@ -565,9 +568,9 @@ def vit_video(spec):
 
 
 def vjepa_video(spec):
-    """A builder: a V-JEPA 2 encoder with its attentive classifier (vjepa.py); any clip length and size.
-    --mode TSN: the clip's --num_segments snippets of --t_length frames encoded one by one and their
-    tokens concatenated before the classifier (the official multi-clip protocol)."""
+    """A builder: a V-JEPA 2 encoder with its attentive classifier (vjepa.py); any clip length and
+    size. --mode TSN: the clip's --num_segments snippets of --t_length frames encoded one by one and
+    their tokens concatenated before the classifier (the official multi-clip protocol)."""
     model = vjepa.build(
         spec.arch, spec.num_classes, spec.dropout, spec.drop_path, grad_ckpt=spec.grad_ckpt
     )
@@ -585,8 +588,8 @@ _STAGES, _MVIT, _SWIN = r"layer\d+\.", r"blocks\.\d+\.", r"features\.\d+\.\d+\."
 _PYSLOWFAST = r"s[2-5]\."
 _VIDEO = ("3D",)
 # torchvision's token networks; Arch.no_decay (no weight decay): mvit's absolute position embeddings
-# and class token (its pos_encoding.*), Swin's relative position bias tables (Video Swin / mmaction2:
-# decay_mult 0)
+# and class token (its pos_encoding.*), Swin's relative position bias tables (Video Swin /
+# mmaction2: decay_mult 0)
 _MVIT_ARCH = Arch(
     torchvision_video,
     _VIDEO,
@@ -616,8 +619,8 @@ BASIC, BOTTLENECK = torchvision.models.resnet.BasicBlock, torchvision.models.res
 # --arch NAME -> its entry: the one list of archs. Adding an arch is one entry here: a builder (any
 # function of a ModelSpec, from this module or another: import its module above, e.g. vit.build for
 # the ViTs; that module takes the spec as it comes and does not import this one) and what it
-# supports. A torchvision 2D classifier as a TSN backbone is one line (one without a dropout argument
-# says so: `dropout=False`):
+# supports. A torchvision 2D classifier as a TSN backbone is one line (one without a dropout
+# argument says so: `dropout=False`):
 #     "efficientnet_b0": Arch(torchvision_2d, ("2D", "TSN")),
 ARCHS = {
     "resnet10_3d": resnet3d(R10),
@@ -643,8 +646,8 @@ ARCHS = {
     "resnet50": resnet2d(BOTTLENECK, (3, 4, 6, 3)),
     "resnet101": resnet2d(BOTTLENECK, (3, 4, 23, 3)),
     "mobilenet_v2": Arch(torchvision_2d, ("2D", "TSN")),
-    # The VideoMAE / VideoMAEv2 video ViTs (vit.py; 3D clips only; patch embedding and position table
-    # layer 0, blocks.i layer i + 1, fc_norm and head L + 1).
+    # The VideoMAE / VideoMAEv2 video ViTs (vit.py; 3D clips only; patch embedding and position
+    # table layer 0, blocks.i layer i + 1, fc_norm and head L + 1).
     **{a: _VIT_ARCH for a in vit.VIT_SPECS},
     # V-JEPA 2's encoders (vjepa.py; RoPE, no position table: any clip length and crop; patch
     # embedding layer 0, blocks.i layer i + 1, norm and the attentive head L + 1).
@@ -663,7 +666,8 @@ VJEPAS = tuple(vjepa.VJEPA_SPECS)  # their weights: vjepa_zoo.py
 
 
 def archs_with(field, value=True):
-    """The archs whose entry has `field` (shift, drop_path, layers, ...), or `value` in it (modes)."""
+    """The archs whose entry has `field` (shift, drop_path, layers, ...), or `value` in it
+    (modes)."""
     return [
         a
         for a, e in ARCHS.items()
@@ -676,7 +680,8 @@ def archs_with(field, value=True):
 
 
 def mode_error(arch, mode):
-    """Why `arch` cannot run in --mode `mode`, in one line; None if it can (flags.check_args asks first)."""
+    """Why `arch` cannot run in --mode `mode`, in one line; None if it can (flags.check_args asks
+    first)."""
     modes = ARCHS[arch].modes
     if mode in modes:
         return None
@@ -686,20 +691,25 @@ def mode_error(arch, mode):
         return f"--arch {arch} is a 2D network: use --mode {' or --mode '.join(modes)}"
     others = [a for a in archs_with("modes", mode) if a not in archs_with("modes", "2D")]
     also = f" or a 3D one ({', '.join(others)})" if others else ""
-    return f"--mode {mode} takes a 2D arch ({', '.join(archs_with('modes', '2D'))}){also}, not --arch {arch}"
+    return (
+        f"--mode {mode} takes a 2D arch ({', '.join(archs_with('modes', '2D'))}){also}, not "
+        f"--arch {arch}"
+    )
 
 
 def as_spec(spec, *args, **fields):
-    """A ModelSpec, or its fields: as_spec("resnet18", 10, mode="TSN") = ModelSpec("resnet18", 10, ...)."""
+    """A ModelSpec, or its fields: as_spec("resnet18", 10, mode="TSN") = ModelSpec("resnet18", 10,
+    ...)."""
     return spec if isinstance(spec, ModelSpec) else ModelSpec(spec, *args, **fields)
 
 
 def build_model(spec, *args, **fields):
-    """The arch of a ModelSpec (or its fields, as_spec) with a `num_classes` head, randomly initialised
-    (zoo.build_model adds weights: it sets `pretrained_info`, None here, to the normalisation they
-    expect). mode "TSN" / "2D": the arch segment by segment (Consensus), snippets of t_length frames;
-    shift > 0: TSM with 1/shift of the channels shifted each way over the num_segments * t_length
-    frames of a clip. drop_path: stochastic depth (None: the builder's default)."""
+    """The arch of a ModelSpec (or its fields, as_spec) with a `num_classes` head, randomly
+    initialised (zoo.build_model adds weights: it sets `pretrained_info`, None here, to the
+    normalisation they expect). mode "TSN" / "2D": the arch segment by segment (Consensus), snippets
+    of t_length frames; shift > 0: TSM with 1/shift of the channels shifted each way over the
+    num_segments * t_length frames of a clip. drop_path: stochastic depth (None: the builder's
+    default)."""
     spec = as_spec(spec, *args, **fields)
     entry = ARCHS.get(spec.arch)
     if entry is None:

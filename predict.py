@@ -3,11 +3,11 @@
     python train.py predict --resume model_best.pth clip.mp4 frames/v_Biking_g01_c01/
     python predict.py --resume model_best.pth clip.avi --test_clips 10 --test_crops 3 --json
 
-An INPUT is a video file or a folder of frames named by the checkpoint's --image_tmpl. The model and its
-clips are rebuilt from the checkpoint's own flags by train.py itself (checkpoint_args, make_dataset,
-make_model), exactly as --evaluate rebuilds them: arch, clip length and stride, sizes, test sampling,
-normalisation, the video decoding, and any flag added there later. The views (test_clips x
-test_crops, softmax averaged) are data.py's test-mode sampling of a one-video dataset.
+An INPUT is a video file or a folder of frames named by the checkpoint's --image_tmpl. The model and
+its clips are rebuilt from the checkpoint's own flags by train.py itself (checkpoint_args,
+make_dataset, make_model), exactly as --evaluate rebuilds them: arch, clip length and stride, sizes,
+test sampling, normalisation, the video decoding, and any flag added there later. The views
+(test_clips x test_crops, softmax averaged) are data.py's test-mode sampling of a one-video dataset.
 
 Like the demo scripts of PySlowFast (tools/demo_net.py) and mmaction2 (demo/demo.py), which label a
 video with a trained model; those read a config, we read the checkpoint's args.
@@ -70,9 +70,8 @@ def load_checkpoint(path, device, test_clips, test_crops, use_ema=False):
         ],
     )
     try:
-        model = train.make_model(
-            args
-        )  # no --pretrained: a process flag, never taken from a checkpoint
+        # no --pretrained: a process flag, never taken from a checkpoint
+        model = train.make_model(args)
         checkpoint.load_weights(model, ckpt, path, args, ema=use_ema)
     except (ValueError, OSError) as e:
         raise PredictError(str(e)) from None
@@ -80,9 +79,9 @@ def load_checkpoint(path, device, test_clips, test_crops, use_ema=False):
 
 
 def one_video_dataset(source, args):
-    """A frame folder or a video file -> (test-mode dataset of that one video, its frame count), built by
-    train.make_dataset from a one-line list file like any other video: the frames, decoder, crops and
-    resize of --evaluate, whatever a fork changes there."""
+    """A frame folder or a video file -> (test-mode dataset of that one video, its frame count),
+    built by train.make_dataset from a one-line list file like any other video: the frames, decoder,
+    crops and resize of --evaluate, whatever a fork changes there."""
     path = os.path.abspath(source)
     if os.path.isdir(path):
         num_frames = prepare.count_frames(path, args.image_tmpl)
@@ -102,9 +101,8 @@ def one_video_dataset(source, args):
             f.write(line + "\n")
         try:
             ds = train.make_dataset(args, list_file, "test")
-        except (
-            ValueError
-        ) as e:  # settings data.py refuses (say a checkpoint's image_tmpl without a number)
+        # settings data.py refuses (say a checkpoint's image_tmpl without a number)
+        except ValueError as e:
             raise PredictError(f"checkpoint settings: {e}") from None
     return ds, ds.videos[0].num_frames
 
@@ -117,17 +115,15 @@ def predict_one(model, source, args, batch=8):
         views = ds[0][0]  # uint8 (V, 3, T, crop, crop); ds[0] is (clip, label, info)
     except (OSError, RuntimeError, decode.BadVideo) as e:
         what = "cannot decode video" if decode.is_video_file(source) else "cannot read"
-        why = (
-            getattr(e, "reason", None) or str(e).splitlines()[0]
-        )  # BadVideo's reason: no temp list in it
+        # BadVideo's reason: no temp list in it
+        why = getattr(e, "reason", None) or str(e).splitlines()[0]
         raise PredictError(f"{what} {source}: {why}") from None
     assert views.shape[0] == args.test_clips * args.test_crops, views.shape
     mean, std = tuple(args.mean or data.MEAN), tuple(args.std or data.STD)
     probs = []
     for chunk in views.split(batch):  # a few views at a time: 30 views of 16x224x224 are large
-        x = data.normalize(
-            chunk.to(args.device).contiguous(), mean, std
-        )  # layout changed in uint8: cheap
+        # layout changed in uint8: cheap
+        x = data.normalize(chunk.to(args.device).contiguous(), mean, std)
         probs.append(model(x).float().softmax(-1).cpu())
     return torch.cat(probs).mean(0), num_frames
 

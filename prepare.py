@@ -1,4 +1,5 @@
-"""Dataset preparation: frame folders, videos and list files for data.py, from videos, split files or nothing.
+"""Dataset preparation: frame folders, videos and list files for data.py, from videos, split files
+or nothing.
 
     python prepare.py synth OUT [--classes 4 --videos 24 --frames 32 --size 340x256]
     python prepare.py extract VIDEOS_DIR FRAMES_DIR [--short-side 256 --quality 95 -j N]
@@ -12,18 +13,19 @@ synth writes a small dataset whose only cue is motion (the demo's); extract deco
 JPEG frame folders (PyAV); reencode re-encodes video files for random access (short side, frequent
 keyframes: docs/video.md); lists writes the train/val list files and the classes file of an official
 split or of Kinetics' CSV files, naming frame folders or video files with their frame counts; check
-reads a list and its frames or videos and prints every problem, one line each. The list format, and how
-a list is read and loaded, are data.py's.
+reads a list and its frames or videos and prints every problem, one line each. The list format, and
+how a list is read and loaded, are data.py's.
 
 References
-- K. Soomro, A. R. Zamir, M. Shah, "UCF101: A Dataset of 101 Human Actions Classes From Videos in The
-  Wild", CRCV-TR-12-01, 2012: classInd.txt, trainlist0N.txt / testlist0N.txt (N = 1, 2, 3).
+- K. Soomro, A. R. Zamir, M. Shah, "UCF101: A Dataset of 101 Human Actions Classes From Videos in
+  The Wild", CRCV-TR-12-01, 2012: classInd.txt, trainlist0N.txt / testlist0N.txt (N = 1, 2, 3).
 - H. Kuehne et al., "HMDB: A Large Video Database for Human Motion Recognition", ICCV 2011:
   <class>_test_splitN.txt, one line per video, 1 = train, 2 = test, 0 = unused.
-- L. Wang et al., "Temporal Segment Networks", ECCV 2016: frame folders of img_00001.jpg, ... and the
-  `<frame_dir> <num_frames> <label>` list files that `lists` writes.
-- W. Kay et al., "The Kinetics Human Action Video Dataset", arXiv:1705.06950, 2017: the CSV annotations
-  (label, youtube_id, time_start, time_end, split); the downloaders name clips <id>_<start>_<end>.
+- L. Wang et al., "Temporal Segment Networks", ECCV 2016: frame folders of img_00001.jpg, ... and
+  the `<frame_dir> <num_frames> <label>` list files that `lists` writes.
+- W. Kay et al., "The Kinetics Human Action Video Dataset", arXiv:1705.06950, 2017: the CSV
+  annotations (label, youtube_id, time_start, time_end, split); the downloaders name clips
+  <id>_<start>_<end>.
 """
 
 import argparse
@@ -44,7 +46,7 @@ import data
 import decode
 
 
-# ---- synthetic data: motion is the only cue -------------------------------------------------------
+# ---- synthetic data: motion is the only cue ------------------------------------------------------
 def _texture(rng, h, w, octaves=(64, 16, 4)):
     """Smooth random texture with natural-image-like spectrum (noise upsampled from coarse to fine
     grids, amplitude halving), zero mean, unit std: JPEGs of it are as large as real frames'."""
@@ -57,10 +59,11 @@ def _texture(rng, h, w, octaves=(64, 16, 4)):
 
 def _synth_video(rng, label, classes, frames, width, height):
     """(frames, H, W, 3) uint8: a textured patch (half the short side) crossing a fainter textured
-    background in direction 2*pi*label/classes at ~short/32 px per frame. It moves inside the central
-    short x short square, which every crop sees most of, wrapping around its edges from a random start:
-    a single frame says nothing about the label. (Tuned so that resnet10_3d learns it from scratch at
-    56 px crops in ~100 SGD steps; a smaller, faster patch or a busier background took far longer.)"""
+    background in direction 2*pi*label/classes at ~short/32 px per frame. It moves inside the
+    central short x short square, which every crop sees most of, wrapping around its edges from a
+    random start: a single frame says nothing about the label. (Tuned so that resnet10_3d learns it
+    from scratch at 56 px crops in ~100 SGD steps; a smaller, faster patch or a busier background
+    took far longer.)"""
     short = min(width, height)
     side = max(2, short // 2)
     oy, ox = (height - short) // 2, (width - short) // 2  # the central square
@@ -80,9 +83,8 @@ def _synth_video(rng, label, classes, frames, width, height):
         rows = oy + (round(y0 + t * speed * math.sin(angle)) + np.arange(side)) % short
         cols = ox + (round(x0 + t * speed * math.cos(angle)) + np.arange(side)) % short
         img[np.ix_(rows, cols)] = patch
-        img += (
-            rng.standard_normal(img.shape, dtype=np.float32) * 2
-        )  # sensor noise: no two frames alike
+        # sensor noise: no two frames alike
+        img += rng.standard_normal(img.shape, dtype=np.float32) * 2
         out[t] = np.clip(img, 0, 255)
     return out
 
@@ -96,8 +98,8 @@ def make_synth(
     """Write `videos` train AND `videos` val frame folders (labels round-robin, so balanced) of
     `frames` JPEG frames of size (W, H), plus train.txt / val.txt (paths relative to out_dir) and
     <name>_classes.txt (the directions: what train.py's reports call the classes of dataset `name`).
-    Class c = a patch moving in direction 2*pi*c/classes (1 <= classes <= 8: right, down, left, up, ...).
-    Returns (train_list, val_list)."""
+    Class c = a patch moving in direction 2*pi*c/classes (1 <= classes <= 8: right, down, left, up,
+    ...). Returns (train_list, val_list)."""
     if not 1 <= classes <= 8 or videos < 1 or frames < 1:
         raise ValueError(
             f"need 1 <= classes <= 8, videos >= 1, frames >= 1; got {classes}, {videos}, {frames}"
@@ -129,7 +131,7 @@ def make_synth(
     return tuple(lists)
 
 
-# ---- extract: video files -> frame folders ------------------------------------------------------
+# ---- extract: video files -> frame folders -------------------------------------------------------
 VIDEO_EXTS = (".avi", ".mp4", ".mkv", ".webm", ".mov", ".m4v", ".mpg", ".mpeg", ".flv", ".3gp")
 
 
@@ -140,9 +142,8 @@ def _extract_one(job):
     import av  # optional dependency, imported where it is needed
 
     tmp = out_dir + ".part"
-    shutil.rmtree(
-        tmp, ignore_errors=True
-    )  # an interrupted run's: stale, maybe more frames than the video
+    # an interrupted run's: stale, maybe more frames than the video
+    shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     n = 0
     try:
@@ -166,9 +167,10 @@ def _extract_one(job):
 
 
 def extract(videos_dir, frames_dir, short_side=256, quality=95, jobs=1):
-    """Every video under videos_dir -> frames_dir/<same relative path without extension>/img_%05d.jpg,
-    short side resized to short_side (0: keep), in parallel over videos. Existing folders are skipped.
-    ValueError if videos_dir is not a folder or holds no video file."""
+    """Every video under videos_dir -> frames_dir/<same relative path without
+    extension>/img_%05d.jpg, short side resized to short_side (0: keep), in parallel over videos.
+    Existing folders are skipped. ValueError if videos_dir is not a folder or holds no video
+    file."""
     if importlib.util.find_spec("av") is None:
         raise SystemExit("prepare.py extract: PyAV is not installed: pip install av")
     if not os.path.isdir(videos_dir):
@@ -205,17 +207,18 @@ def extract(videos_dir, frames_dir, short_side=256, quality=95, jobs=1):
 
 # ---- reencode: video files -> video files made for random access ---------------------------------
 # Measured with `python bench.py video --sweep` (docs/video.md): a train clip (16 frames 4 apart)
-# decodes every frame from the keyframe before its first. MPEG-4 part 2 takes ~half h264's CPU per clip
-# on one core (for ~1.6x its disk), a keyframe every 12 frames bounds the lead-in, no B-frames keeps
-# decode order = presentation order, a fixed quantiser 3 keeps ~38 dB PSNR, and mp4 keeps timestamps
-# (AVI has none: decode.open_video). Train clips then decode at ~0.9x the speed of JPEG frames.
+# decodes every frame from the keyframe before its first. MPEG-4 part 2 takes ~half h264's CPU per
+# clip on one core (for ~1.6x its disk), a keyframe every 12 frames bounds the lead-in, no B-frames
+# keeps decode order = presentation order, a fixed quantiser 3 keeps ~38 dB PSNR, and mp4 keeps
+# timestamps (AVI has none: decode.open_video). Train clips then decode at ~0.9x the speed of JPEG
+# frames.
 REENCODE = {"codec": "mpeg4", "gop": 12, "q": 3}
 
 
 def _reencode_one(job):
-    """One video -> DST.mp4, short side `short_side`: every frame of a plain decode, in order, so frame
-    k of the output is frame k of the input (and `extract`'s img_{k+1:05d}.jpg); a variable frame rate
-    becomes a constant one. Written under a temporary name and renamed when complete."""
+    """One video -> DST.mp4, short side `short_side`: every frame of a plain decode, in order, so
+    frame k of the output is frame k of the input (and `extract`'s img_{k+1:05d}.jpg); a variable
+    frame rate becomes a constant one. Written under a temporary name and renamed when complete."""
     src, dst, short_side = job
     import av  # optional dependency, imported where it is needed
 
@@ -226,16 +229,13 @@ def _reencode_one(job):
             stream.codec_context.thread_count = 1  # -j runs one video per core
             w, h = stream.codec_context.width, stream.codec_context.height
             s = short_side / min(w, h) if short_side else 1
-            size = (
-                max(2, 2 * round(w * s / 2)),
-                max(2, 2 * round(h * s / 2)),
-            )  # 4:2:0 needs even sizes
+            # 4:2:0 needs even sizes
+            size = (max(2, 2 * round(w * s / 2)), max(2, 2 * round(h * s / 2)))
             opts = {"g": str(REENCODE["gop"]), "bf": "0"} | {
                 k: str(v) for k, v in REENCODE.items() if k not in ("codec", "gop", "q")
             }
-            if (
-                "q" in REENCODE
-            ):  # a fixed quantiser: qmin = qmax (ffmpeg's -q:v is a per-frame field)
+            # a fixed quantiser: qmin = qmax (ffmpeg's -q:v is a per-frame field)
+            if "q" in REENCODE:
                 opts["qmin"] = opts["qmax"] = str(REENCODE["q"])
             enc = out.add_stream(
                 REENCODE["codec"],
@@ -297,7 +297,7 @@ def reencode(src_dir, dst_dir, short_side=256, jobs=1):
     return failed
 
 
-# ---- lists: official splits -> list files -----------------------------------------------------
+# ---- lists: official splits -> list files --------------------------------------------------------
 def _ucf101_classes(path):
     """classInd.txt ("1 ApplyEyeMakeup", 1-based, in label order) -> class names, label order."""
     names = {}
@@ -317,12 +317,13 @@ def _ucf101_classes(path):
 
 
 def _split_entries(dataset, splits_dir, split):
-    """Official split files -> (classes, {"train": [(video_name, label, "file:line")], "val": [...]})."""
+    """Official split files -> (classes, {"train": [(video_name, label, "file:line")], "val":
+    [...]})."""
     entries = {"train": [], "val": []}
     if dataset == "ucf101":
-        # classInd.txt: "1 ApplyEyeMakeup" (1-based). trainlist01.txt: "ApplyEyeMakeup/v_..._c01.avi 1";
-        # testlist01.txt: the same without the label. The class comes from the folder part, looked up
-        # case-insensitively (UCF101 spells HandstandPushups two ways).
+        # classInd.txt: "1 ApplyEyeMakeup" (1-based). trainlist01.txt: "ApplyEyeMakeup/v_..._c01.avi
+        # 1"; testlist01.txt: the same without the label. The class comes from the folder part,
+        # looked up case-insensitively (UCF101 spells HandstandPushups two ways).
         ind = os.path.join(splits_dir, "classInd.txt")
         classes = _ucf101_classes(ind)
         lookup = {name.lower(): label for label, name in enumerate(classes)}
@@ -340,8 +341,9 @@ def _split_entries(dataset, splits_dir, split):
                     name = os.path.splitext(os.path.basename(rel))[0]
                     entries[part].append((name, lookup[cls], f"{path}:{n}"))
         return classes, entries
-    # HMDB51: <class>_test_split<N>.txt, lines "<video>.avi <0|1|2>": 1 train, 2 test, 0 unused. Labels
-    # index the sorted class names (not the sorted file names: "sword_exercise_..." < "sword_test...").
+    # HMDB51: <class>_test_split<N>.txt, lines "<video>.avi <0|1|2>": 1 train, 2 test, 0 unused.
+    # Labels index the sorted class names (not the sorted file names: "sword_exercise_..." <
+    # "sword_test...").
     suffix = f"_test_split{split}.txt"
     classes = sorted(f[: -len(suffix)] for f in os.listdir(splits_dir) if f.endswith(suffix))
     if not classes:
@@ -397,9 +399,10 @@ def _find_videos(frames_dir, image_tmpl, start_index, jobs=1, decoder="auto"):
 
 def _kinetics_entries(csv_files):
     """Kinetics annotations (`label,youtube_id,time_start,time_end,split`, one file per split or all
-    in one) -> (classes, {"train": [(video name, label, "file:line")], "val": [...]}). Video names are
-    `<youtube_id>_<start:06d>_<end:06d>` (data.kinetics_name), the downloaders' file names. Classes: the
-    sorted names of the train rows (the label order of every public Kinetics checkpoint)."""
+    in one) -> (classes, {"train": [(video name, label, "file:line")], "val": [...]}). Video names
+    are `<youtube_id>_<start:06d>_<end:06d>` (data.kinetics_name), the downloaders' file names.
+    Classes: the sorted names of the train rows (the label order of every public Kinetics
+    checkpoint)."""
     rows = [(row, f"{path}:{n}") for path in csv_files for n, row in data.kinetics_csv(path)]
     classes = sorted({row["label"] for row, _ in rows if row["split"] == "train"})
     if not classes:
@@ -426,9 +429,10 @@ STHV2_LISTS = {
 
 
 def _sthv2_entries(labels_dir):
-    """Something-Something v2's annotations (LABELS_DIR: something-something-v2-labels.json, -train.json,
-    -validation.json) -> (classes, {"train": [(video id, label, "file:entry")], "val": [...]}): the
-    videos are <id>.webm, a label is the labels file's index of the entry's template."""
+    """Something-Something v2's annotations (LABELS_DIR: something-something-v2-labels.json,
+    -train.json, -validation.json) -> (classes, {"train": [(video id, label, "file:entry")], "val":
+    [...]}): the videos are <id>.webm, a label is the labels file's index of the entry's
+    template."""
     labels_file = os.path.join(labels_dir, data.STHV2_LABELS)
     classes = data.list_classes(os.path.join(labels_dir, STHV2_LISTS["train"]))
     labels = data.sthv2_labels(labels_file)
@@ -445,7 +449,8 @@ def _sthv2_entries(labels_dir):
 
 
 def _official_entries(dataset, splits_dir, split):
-    """-> (the lists' dataset name, classes, entries as _split_entries gives them, what they come from)."""
+    """-> (the lists' dataset name, classes, entries as _split_entries gives them, what they come
+    from)."""
     if dataset == "kinetics":
         classes, entries = _kinetics_entries(splits_dir)
         return f"kinetics{len(classes)}", classes, entries, "the CSV files"
@@ -467,15 +472,15 @@ def make_lists(
     force=False,
 ):
     """Write <out_dir>/<dataset>_{train,val}_split<N>_list.txt from the official splits (kinetics:
-    <out_dir>/kinetics<classes>_{train,val}_list.txt from its CSV files, `splits_dir` a list of them: a
-    kinetics400 list is train.py's dataset kinetics400, its classes file found beside it; sthv2:
-    sthv2_{train,val}_list.txt from the JSON files in `splits_dir`), with the
-    frame counts. Frame folders and video files are found by video name anywhere under frames_dir
-    (flat or per class). Paths are relative to out_dir (default: frames_dir's parent), the lists'
-    default root. Also writes <out_dir>/<dataset>_classes.txt: line i = the name of label i
-    (read_class_names). Every listed video without a folder or file is reported, one line each.
-    ValueError, and nothing written, if frames_dir is not a folder, a list would be empty, or (unless
-    `force`) a list file exists, or a classes file with other names."""
+    <out_dir>/kinetics<classes>_{train,val}_list.txt from its CSV files, `splits_dir` a list of
+    them: a kinetics400 list is train.py's dataset kinetics400, its classes file found beside it;
+    sthv2: sthv2_{train,val}_list.txt from the JSON files in `splits_dir`), with the frame counts.
+    Frame folders and video files are found by video name anywhere under frames_dir (flat or per
+    class). Paths are relative to out_dir (default: frames_dir's parent), the lists' default root.
+    Also writes <out_dir>/<dataset>_classes.txt: line i = the name of label i (read_class_names).
+    Every listed video without a folder or file is reported, one line each. ValueError, and nothing
+    written, if frames_dir is not a folder, a list would be empty, or (unless `force`) a list file
+    exists, or a classes file with other names."""
     data.check_image_tmpl(image_tmpl, start_index)
     if not os.path.isdir(frames_dir):
         raise ValueError(f"FRAMES_DIR {frames_dir} is not a folder")
@@ -496,13 +501,11 @@ def make_lists(
                 continue
             folder, n = folders[name]
             rel = os.path.relpath(folder, out_dir)
-            rel = (
-                "./" + rel if rel.startswith("#") else rel
-            )  # HMDB51 names may start with '#': no comment
+            # HMDB51 names may start with '#': no comment
+            rel = "./" + rel if rel.startswith("#") else rel
             lines.append(f"{rel} {n} {label}\n")
-        if (
-            not lines
-        ):  # a wrong FRAMES_DIR, --image_tmpl or split: say so rather than write an empty list
+        # a wrong FRAMES_DIR, --image_tmpl or split: say so rather than write an empty list
+        if not lines:
             example = entries[part][0][0] if entries[part] else "(none listed)"
             raise ValueError(
                 f"no frame folder or video file under {frames_dir} matches a {part} video of "
@@ -510,9 +513,8 @@ def make_lists(
                 f"{image_tmpl.format(start_index)}, ..., or files {example}.mp4, .avi, ...)"
             )
         lists[part] = lines, missing
-    for (
-        message
-    ) in warnings_:  # only now: an error above is one line, not thousands of warnings first
+    # only now: an error above is one line, not thousands of warnings first
+    for message in warnings_:
         print(message, file=sys.stderr)
     written = []
     for part, (lines, missing) in lists.items():
@@ -520,7 +522,8 @@ def make_lists(
         with open(path, "w") as f:
             f.writelines(lines)
         print(
-            f"wrote {path}: {len(lines)} videos, {len(classes)} classes ({missing} missing, listed above)"
+            f"wrote {path}: {len(lines)} videos, {len(classes)} classes ({missing} missing, "
+            "listed above)"
         )
         written.append(path)
     with open(classes_path, "w", encoding="utf-8") as f:
@@ -530,9 +533,9 @@ def make_lists(
 
 
 def output_paths(out_dir, dataset, suffix, classes, force):
-    """({part: list path}, classes file path) that `lists` writes. Unless `force`, ValueError naming the
-    files it would replace: existing lists (e.g. frame-folder lists of the same name), or a classes file
-    naming other classes (the same names are the same file)."""
+    """({part: list path}, classes file path) that `lists` writes. Unless `force`, ValueError naming
+    the files it would replace: existing lists (e.g. frame-folder lists of the same name), or a
+    classes file naming other classes (the same names are the same file)."""
     paths = {p: os.path.join(out_dir, f"{dataset}_{p}{suffix}_list.txt") for p in ("train", "val")}
     classes_path = os.path.join(out_dir, f"{dataset}_classes.txt")
     taken = [p for p in paths.values() if os.path.exists(p)]
@@ -543,17 +546,19 @@ def output_paths(out_dir, dataset, suffix, classes, force):
             same = False
         taken += [] if same else [classes_path]
     if taken and not force:
+        verb = "exists" if len(taken) == 1 else "exist"
         raise ValueError(
-            f"{', '.join(taken)} already exist{'s' * (len(taken) == 1)}: nothing written (--force "
+            f"{', '.join(taken)} already {verb}: nothing written (--force "
             "overwrites them; --out DIR writes elsewhere)"
         )
     return paths, classes_path
 
 
-# ---- check: a list and its frames ---------------------------------------------------------------
+# ---- check: a list and its frames ----------------------------------------------------------------
 def _check_video(v, where, full, decoder):
     """A listed video file's problem (one line) or None: it opens, holds the listed frames, and its
-    first and last listed frames decode (full: every frame, 32 at a time, as a training read would)."""
+    first and last listed frames decode (full: every frame, 32 at a time, as a training read
+    would)."""
     if not os.path.isfile(v.path):
         return f"{where}: missing file {v.path}"
     try:
@@ -578,8 +583,9 @@ def check(
     labels=None,
 ):
     """Every problem of a list file and its frames, one line each with the list line; returns them.
-    Checks the list syntax and labels, that every listed frame exists, and decodes the first and last
-    frame of each video (full=True: every frame, and that all have one size); video files: _check_video."""
+    Checks the list syntax and labels, that every listed frame exists, and decodes the first and
+    last frame of each video (full=True: every frame, and that all have one size); video files:
+    _check_video."""
     data.check_image_tmpl(image_tmpl, start_index)
     problems = []  # (line, message)
     videos = data.read_list(list_file, root, num_classes, problems, decoder, labels)
@@ -607,7 +613,8 @@ def check(
             )
         numbers = range(start_index, start_index + min(on_disk, v.num_frames))
         size = None
-        for i in numbers if full else sorted({numbers[0], numbers[-1]}) if numbers else []:
+        ends = sorted({numbers[0], numbers[-1]}) if numbers else []
+        for i in numbers if full else ends:
             path = os.path.join(v.path, image_tmpl.format(i))
             try:
                 img = decode.decode_frame(path)
@@ -626,29 +633,29 @@ def check(
     for _, message in problems:
         print(message)
     print(
-        f"{list_file}: {len(videos)} videos, {frames} frames, {len({v.label for v in videos})} labels: "
-        + (f"{len(problems)} problem(s)" if problems else "OK")
+        f"{list_file}: {len(videos)} videos, {frames} frames, {len({v.label for v in videos})} "
+        "labels: " + (f"{len(problems)} problem(s)" if problems else "OK")
     )
     return [message for _, message in problems]
 
 
-# ---- frames on disk: counted here and by predict.py, checked as train.py starts -------------------
+# ---- frames on disk: counted here and by predict.py, checked as train.py starts ------------------
 def count_frames(folder, image_tmpl="img_{:05d}.jpg", start_index=1, names=None):
     """Frames start_index, start_index+1, ... present in folder (stops at the first gap)."""
     names = set(os.listdir(folder) if names is None else names)
     n = 0
-    while (
-        n < len(names) and image_tmpl.format(start_index + n) in names
-    ):  # bounded: whatever the template
+    # bounded: whatever the template
+    while n < len(names) and image_tmpl.format(start_index + n) in names:
         n += 1
     return n
 
 
 def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report=10, threads=32):
-    """The fail-early check before training: every video's folder exists and holds its first and last
-    listed frame. Stat calls only (no decoding), on `threads` threads: on network storage a stat is a
-    round trip, and they overlap. Returns (the first `max_report` problems in list order, one line each:
-    "<list>:<line>: missing folder <path>" / "missing frame <path>", the number of bad videos)."""
+    """The fail-early check before training: every video's folder exists and holds its first and
+    last listed frame. Stat calls only (no decoding), on `threads` threads: on network storage a
+    stat is a round trip, and they overlap. Returns (the first `max_report` problems in list order,
+    one line each: "<list>:<line>: missing folder <path>" / "missing frame <path>", the number of
+    bad videos)."""
     data.check_image_tmpl(image_tmpl, start_index)
 
     def problem(v):
@@ -675,9 +682,10 @@ def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report
     return found[:max_report], len(found)
 
 
-# ---- the command line ---------------------------------------------------------------------------
+# ---- the command line ----------------------------------------------------------------------------
 class _OneLineParser(argparse.ArgumentParser):
-    """argparse errors as one line (no usage block), exit 2: like every other error of these commands."""
+    """argparse errors as one line (no usage block), exit 2: like every other error of these
+    commands."""
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message}\n")
@@ -695,7 +703,8 @@ def _lists_parser(sub):
     li = sub.add_parser(
         "lists",
         help="train/val list files from the official UCF101 / HMDB51 splits "
-        "or Kinetics' CSV files or Something-Something v2's JSON files, for frame folders or video files",
+        "or Kinetics' CSV files or Something-Something v2's JSON files, for frame folders or "
+        "video files",
     )
     li.add_argument("frames_dir", help="frame folders and/or video files, found by video name")
     g = li.add_mutually_exclusive_group(required=True)
@@ -787,8 +796,9 @@ def _parser():
 
 
 def main(argv=None):
-    """Run one command; exit status 0, 1 (extract, reencode: a video failed; check: a problem) or 2 (an error,
-    one line on stderr, named after the script that ran: prepare.py, or data.py forwarding here)."""
+    """Run one command; exit status 0, 1 (extract, reencode: a video failed; check: a problem) or 2
+    (an error, one line on stderr, named after the script that ran: prepare.py, or data.py
+    forwarding here)."""
     p = _parser()
     a = p.parse_args(argv)
     try:

@@ -1,36 +1,39 @@
 """VideoMAE pretraining: a masked autoencoder on your own unlabelled videos, for vit.py's ViTs.
 
     python train.py pretrain ucf101 train.txt val.txt @recipes/ucf101_videomae_pretrain.txt
-    python train.py ucf101 train.txt val.txt --arch vit_b16 --pretrained RUN/checkpoint.pth ...  # fine-tune
+    # fine-tune
+    python train.py ucf101 train.txt val.txt --arch vit_b16 --pretrained RUN/checkpoint.pth ...
 
-`python train.py pretrain ARGS` is `python train.py ARGS --pretrain`: the same lists (labels ignored), run
-folder, checkpoints, SIGTERM / --resume auto, DDP, --iter_size, --amp, --grad-ckpt and bad-video
-replacement as training (train.train_one_epoch runs the step with `reconstruction` as its objective).
+`python train.py pretrain ARGS` is `python train.py ARGS --pretrain`: the same lists (labels
+ignored), run folder, checkpoints, SIGTERM / --resume auto, DDP, --iter_size, --amp, --grad-ckpt and
+bad-video replacement as training (train.train_one_epoch runs the step with `reconstruction` as its
+objective).
 
 Each clip is cut into tubelets of 2 x P x P pixels; `tube_mask` hides round-down(ratio x n) of the n
-positions of one frame's grid and the same positions in every tubelet (TubeMaskingGenerator), drawn from
-the sample's own generator (seed, epoch, index): any worker count and a resumed run draw the same masks.
-The encoder sees the visible tokens only; the decoder (narrow: the arch's entry's, `vit.decoder_of`) gets
-them with a learned mask token at every hidden position, both plus a fixed sinusoid table, and predicts
-the hidden tubelets' pixels: normalised per patch and channel (mean and unbiased std over its 2 x P x P
-pixels, + 1e-6) of the clip before input normalisation, or raw with --raw-target. The loss is their
-mean squared error.
+positions of one frame's grid and the same positions in every tubelet (TubeMaskingGenerator), drawn
+from the sample's own generator (seed, epoch, index): any worker count and a resumed run draw the
+same masks. The encoder sees the visible tokens only; the decoder (narrow: the arch's entry's,
+`vit.decoder_of`) gets them with a learned mask token at every hidden position, both plus a fixed
+sinusoid table, and predicts the hidden tubelets' pixels: normalised per patch and channel (mean and
+unbiased std over its 2 x P x P pixels, + 1e-6) of the clip before input normalisation, or raw with
+--raw-target. The loss is their mean squared error.
 
-The checkpoint's weights carry the official names (models/modeling_pretrain.py PretrainVisionTransformer:
-encoder.patch_embed, encoder.blocks.i, encoder.norm, encoder_to_decoder, mask_token, decoder.blocks.i,
-decoder.norm, decoder.head; the position tables are not stored, as there), so `official_state` is the
-identity, the official code loads them with load_state_dict, and `--pretrained PATH` (vit_zoo's
-"videomae-pretrain" layout) fine-tunes them: encoder.* in, encoder.norm and the decoder out, a new
-fc_norm and head.
+The checkpoint's weights carry the official names (models/modeling_pretrain.py
+PretrainVisionTransformer: encoder.patch_embed, encoder.blocks.i, encoder.norm, encoder_to_decoder,
+mask_token, decoder.blocks.i, decoder.norm, decoder.head; the position tables are not stored, as
+there), so `official_state` is the identity, the official code loads them with load_state_dict, and
+`--pretrained PATH` (vit_zoo's "videomae-pretrain" layout) fine-tunes them: encoder.* in,
+encoder.norm and the decoder out, a new fc_norm and head.
 
-Each epoch: the reconstruction loss on the val clips (a fixed mask per video) beside the train loss in
-log.jsonl and curves.png, and reconstruction_eNNN.png (and TensorBoard's "reconstruction"): per val video
-the input frames, the visible tubelets and the reconstruction, drawn as run_videomae_vis.py does (hidden
-patches predicted, de-normalised with the input patch's own mean and std; visible ones the input's).
+Each epoch: the reconstruction loss on the val clips (a fixed mask per video) beside the train loss
+in log.jsonl and curves.png, and reconstruction_eNNN.png (and TensorBoard's "reconstruction"): per
+val video the input frames, the visible tubelets and the reconstruction, drawn as
+run_videomae_vis.py does (hidden patches predicted, de-normalised with the input patch's own mean
+and std; visible ones the input's).
 
 References
-- Tong, Song, Wang, Wang. VideoMAE: Masked Autoencoders are Data-Efficient Learners for Self-Supervised
-  Video Pre-Training. NeurIPS 2022.
+- Tong, Song, Wang, Wang. VideoMAE: Masked Autoencoders are Data-Efficient Learners for
+  Self-Supervised Video Pre-Training. NeurIPS 2022.
 - He et al. Masked Autoencoders Are Scalable Vision Learners. CVPR 2022 (normalised pixel targets).
 - Followed: OpenGVLab/VideoMAEv2 models/modeling_pretrain.py (PretrainVisionTransformer*),
   engine_for_pretraining.py (targets and loss), dataset/masking_generator.py (TubeMaskingGenerator),
@@ -58,16 +61,16 @@ import vit
 from errors import fail
 
 PATCH_EPS = 1e-6  # engine_for_pretraining.py: (x - mean) / (unbiased std + 1e-6)
-MASK_STREAM = (
-    0x6D61736B  # "mask": the mask's generator is the sample's (seed, epoch, index, MASK_STREAM)
-)
+# "mask": the mask's generator is the sample's (seed, epoch, index, MASK_STREAM)
+MASK_STREAM = 0x6D61736B
 
 
-# ---- masks -----------------------------------------------------------------------------------------
+# ---- masks ---------------------------------------------------------------------------------------
 def tube_mask(grid, ratio, perm):
-    """(T', H', W') token grid, mask ratio and a permutation of the H'W' positions of a frame -> bool
-    (T'H'W',) mask, True = hidden: TubeMaskingGenerator's [0] * (n - k) + [1] * k shuffled by `perm`, k =
-    int(ratio * n) (rounded down, as there), tiled over the T' tubelets (time-major, as the tokens)."""
+    """(T', H', W') token grid, mask ratio and a permutation of the H'W' positions of a frame ->
+    bool (T'H'W',) mask, True = hidden: TubeMaskingGenerator's [0] * (n - k) + [1] * k shuffled by
+    `perm`, k = int(ratio * n) (rounded down, as there), tiled over the T' tubelets (time-major, as
+    the tokens)."""
     T_, H_, W_ = grid
     n = H_ * W_
     k = hidden_per_frame(ratio, n)
@@ -81,10 +84,11 @@ def hidden_per_frame(ratio, n):
 
 
 def draw_mask(grid, ratio, seed, epoch, index, views=1):
-    """The mask of sample `index` in `epoch`: a permutation from its own generator (np.random's shuffle
-    of the same state is the same permutation, so the official generator's draws compare exactly).
-    views > 1 (--num_sample): (views, T'H'W'), view k's the k-th permutation drawn in turn from that
-    generator, as VideoMAEv2's pretrain_datasets.py calls its transform (crop and mask) once per view."""
+    """The mask of sample `index` in `epoch`: a permutation from its own generator (np.random's
+    shuffle of the same state is the same permutation, so the official generator's draws compare
+    exactly). views > 1 (--num_sample): (views, T'H'W'), view k's the k-th permutation drawn in turn
+    from that generator, as VideoMAEv2's pretrain_datasets.py calls its transform (crop and mask)
+    once per view."""
     rng = np.random.default_rng([seed, epoch, index, MASK_STREAM])
     masks = [tube_mask(grid, ratio, rng.permutation(grid[1] * grid[2])) for _ in range(views)]
     return masks[0] if views == 1 else torch.stack(masks)
@@ -92,8 +96,9 @@ def draw_mask(grid, ratio, seed, epoch, index, views=1):
 
 class MaskedClips(torch.utils.data.Dataset):
     """A train.make_dataset dataset whose items carry info["mask"], (T'H'W',) bool: draw_mask of the
-    dataset's seed, its epoch (set_epoch: the wrapped one's) and the item's index; (K, T'H'W') for the
-    K views of a train item with --num_sample K (the wrapped dataset's reps: one decode, K crops)."""
+    dataset's seed, its epoch (set_epoch: the wrapped one's) and the item's index; (K, T'H'W') for
+    the K views of a train item with --num_sample K (the wrapped dataset's reps: one decode, K
+    crops)."""
 
     def __init__(self, ds, grid, ratio):
         self.ds, self.grid, self.ratio = ds, grid, ratio
@@ -113,9 +118,10 @@ class MaskedClips(torch.utils.data.Dataset):
         return clip, label, {**info, "mask": mask}
 
 
-# ---- the model -------------------------------------------------------------------------------------
+# ---- the model -----------------------------------------------------------------------------------
 def _xavier(m):
-    """modeling_pretrain.py's encoder / decoder _init_weights: Linear xavier uniform, bias 0; LN 1 / 0."""
+    """modeling_pretrain.py's encoder / decoder _init_weights: Linear xavier uniform, bias 0; LN 1 /
+    0."""
     if isinstance(m, nn.Linear):
         nn.init.xavier_uniform_(m.weight)
         if m.bias is not None:
@@ -126,8 +132,8 @@ def _xavier(m):
 
 
 class Encoder(nn.Module):
-    """PretrainVisionTransformerEncoder: vit.py's patch embedding and blocks, a final LayerNorm, and the
-    forward on the visible tokens only."""
+    """PretrainVisionTransformerEncoder: vit.py's patch embedding and blocks, a final LayerNorm, and
+    the forward on the visible tokens only."""
 
     def __init__(self, spec, grid, drop_path=0.0, grad_ckpt=False):
         super().__init__()
@@ -145,8 +151,8 @@ class Encoder(nn.Module):
         self.apply(_xavier)
 
     def forward(self, x, mask, visible=None):
-        """x (B, 3, T, H, W), mask (B, N) bool, the same count per row -> visible tokens (B, N_vis, D).
-        visible: their indices (`split_tokens`), if known."""
+        """x (B, 3, T, H, W), mask (B, N) bool, the same count per row -> visible tokens (B, N_vis,
+        D). visible: their indices (`split_tokens`), if known."""
         x = self.patch_embed(x) + self.pos_embed.to(x.dtype)
         visible = split_tokens(mask)[0] if visible is None else visible
         return self.norm(vit.run_blocks(self.blocks, take(x, visible), self.grad_ckpt))
@@ -154,9 +160,9 @@ class Encoder(nn.Module):
 
 def split_tokens(mask, n_visible=None):
     """(B, N) bool mask (True = hidden), the same count per row -> the indices of the visible tokens
-    (B, n_visible) and of the hidden ones (B, N - n_visible), each in token order: x[~mask] and x[mask]
-    as gathers of a shape known in advance, so torch.compile sees no data-dependent shape (no graph
-    break, no recompilation). n_visible None: counted from the mask (a host sync)."""
+    (B, n_visible) and of the hidden ones (B, N - n_visible), each in token order: x[~mask] and
+    x[mask] as gathers of a shape known in advance, so torch.compile sees no data-dependent shape
+    (no graph break, no recompilation). n_visible None: counted from the mask (a host sync)."""
     if n_visible is None:
         n_visible = mask.shape[1] - int(mask[0].sum())
     # a stable sort of 0 (visible) / 1 (hidden) keeps each group in token order
@@ -170,7 +176,8 @@ def take(x, index):
 
 
 class Decoder(nn.Module):
-    """PretrainVisionTransformerDecoder: blocks, LayerNorm, a linear head to the tubelet's pixels."""
+    """PretrainVisionTransformerDecoder: blocks, LayerNorm, a linear head to the tubelet's
+    pixels."""
 
     def __init__(self, width, heads, depth, mlp_ratio, out, grad_ckpt=False):
         super().__init__()
@@ -186,8 +193,8 @@ class Decoder(nn.Module):
 
 
 class PretrainViT(nn.Module):
-    """PretrainVisionTransformer for vit.VIT_SPECS[arch] over t_length x crop_size clips:
-    (x, mask) -> predictions (B, N_masked, tubelet * P * P * 3) for the hidden tokens, in token order.
+    """PretrainVisionTransformer for vit.VIT_SPECS[arch] over t_length x crop_size clips: (x, mask)
+    -> predictions (B, N_masked, tubelet * P * P * 3) for the hidden tokens, in token order.
     mask_ratio (tube_mask's): the visible count is known before the mask is (`split_tokens`), so the
     compiled model never reads it from the mask; None: counted from each batch's mask."""
 
@@ -232,13 +239,13 @@ class PretrainViT(nn.Module):
 
 
 def official_state(state):
-    """Our pretraining weights -> the official PretrainVisionTransformer's state dict (and the layout
-    the official fine-tuning script reads, `encoder.*` kept): the names are the same, so this is the
-    identity; tests/test_pretrain.py loads it into the official model strictly."""
+    """Our pretraining weights -> the official PretrainVisionTransformer's state dict (and the
+    layout the official fine-tuning script reads, `encoder.*` kept): the names are the same, so this
+    is the identity; tests/test_pretrain.py loads it into the official model strictly."""
     return dict(state)
 
 
-# ---- targets and loss ------------------------------------------------------------------------------
+# ---- targets and loss ----------------------------------------------------------------------------
 def patches(x, patch, tubelet=2):
     """(B, C, T, H, W) -> (B, N, tubelet * patch * patch, C): engine_for_pretraining.py's rearrange
     'b c (t p0) (h p1) (w p2) -> b (t h w) (p0 p1 p2) c', tokens in the encoder's order."""
@@ -264,8 +271,9 @@ def patch_stats(sq):
 
 
 def targets(pixels, patch, tubelet=2, raw=False):
-    """Clip in [0, 1] (B, 3, T, H, W) -> (B, N, tubelet * P * P * 3): per-patch normalised pixels, flattened
-    pixel-major then channel ('b n p c -> b n (p c)'), or raw (the same order: '(p0 p1 p2 c)')."""
+    """Clip in [0, 1] (B, 3, T, H, W) -> (B, N, tubelet * P * P * 3): per-patch normalised pixels,
+    flattened pixel-major then channel ('b n p c -> b n (p c)'), or raw (the same order: '(p0 p1 p2
+    c)')."""
     sq = patches(pixels, patch, tubelet)
     if not raw:
         mean, std = patch_stats(sq)
@@ -274,20 +282,22 @@ def targets(pixels, patch, tubelet=2, raw=False):
 
 
 def pixels_of(x, mean, std):
-    """The normalised clip x (B, 3, T, H, W) back in [0, 1], as the official engine undoes it (its mean and
-    std as float32 tensors, then in x's dtype: float32, float64 in the tests)."""
+    """The normalised clip x (B, 3, T, H, W) back in [0, 1], as the official engine undoes it (its
+    mean and std as float32 tensors, then in x's dtype: float32, float64 in the tests)."""
     m = torch.tensor(mean).view(1, 3, 1, 1, 1).to(x)
     s = torch.tensor(std).view(1, 3, 1, 1, 1).to(x)
     return x * s + m
 
 
 def reconstruction(mean, std, spec, raw=False):
-    """train_one_epoch's train.Objective: the forward predicts the hidden tubelets (info["mask"]) of the
-    clip, the loss is the mean squared error of the predictions against their targets; x is the
-    normalised clip (mean, std undo it as the official engine does). No class scores (labels unused)."""
+    """train_one_epoch's train.Objective: the forward predicts the hidden tubelets (info["mask"]) of
+    the clip, the loss is the mean squared error of the predictions against their targets; x is the
+    normalised clip (mean, std undo it as the official engine does). No class scores (labels
+    unused)."""
 
     def hidden(x, info):
-        # (B, N), or (B, K, N) with --num_sample K: a row per view, each video's K views together as x's
+        # (B, N), or (B, K, N) with --num_sample K: a row per view, each video's K views together as
+        # x's
         return info["mask"].to(x.device, non_blocking=True).flatten(0, -2)
 
     def forward(model, x, info):
@@ -304,11 +314,12 @@ def reconstruction(mean, std, spec, raw=False):
     return train.Objective(forward, loss, classifies=False)
 
 
-# ---- the reconstruction picture --------------------------------------------------------------------
+# ---- the reconstruction picture ------------------------------------------------------------------
 def reconstruct(pixels, mask, out, patch, tubelet=2, raw=False):
-    """run_videomae_vis.py: clip in [0, 1] (B, 3, T, H, W), mask (B, N), predictions (B, N_masked, D) ->
-    (visible, reconstruction), each (B, 3, T, H, W): the hidden patches black / predicted (normalised
-    ones de-normalised with the input patch's own mean and std), the visible ones the input's."""
+    """run_videomae_vis.py: clip in [0, 1] (B, 3, T, H, W), mask (B, N), predictions (B, N_masked,
+    D) -> (visible, reconstruction), each (B, 3, T, H, W): the hidden patches black / predicted
+    (normalised ones de-normalised with the input patch's own mean and std), the visible ones the
+    input's."""
     B, C, T, H, W = pixels.shape
     grid = (T // tubelet, H // patch, W // patch)
     sq = patches(pixels, patch, tubelet)
@@ -323,8 +334,8 @@ def reconstruct(pixels, mask, out, patch, tubelet=2, raw=False):
 
 
 def picture(pixels, visible, rec, tubelet=2):
-    """One image: per video three rows (input, visible tubelets, reconstruction), a column per tubelet
-    (its first frame); (3, H', W') in [0, 1]."""
+    """One image: per video three rows (input, visible tubelets, reconstruction), a column per
+    tubelet (its first frame); (3, H', W') in [0, 1]."""
     rows = [
         v[:, ::tubelet].permute(1, 0, 2, 3)
         for b in range(len(pixels))
@@ -335,7 +346,7 @@ def picture(pixels, visible, rec, tubelet=2):
     )
 
 
-# ---- validation ------------------------------------------------------------------------------------
+# ---- validation ----------------------------------------------------------------------------------
 @torch.no_grad()
 def validate(net, d, args, rt, objective):
     """The reconstruction loss over the val videos (this rank's shard, summed over ranks: exact)."""
@@ -355,7 +366,8 @@ def validate(net, d, args, rt, objective):
 
 @torch.no_grad()
 def draw(net, d, args, rt, epoch):
-    """Rank 0: reconstruction_eNNN.png of the first --vis-videos val videos, and TensorBoard's image."""
+    """Rank 0: reconstruction_eNNN.png of the first --vis-videos val videos, and TensorBoard's
+    image."""
     k = min(args.vis_videos, len(d.val_ds))
     if rt.rank != 0 or k == 0:
         return None
@@ -377,7 +389,8 @@ def draw(net, d, args, rt, epoch):
 
 
 def validate_and_log(args, rt, net, d, progress, meter, objective):
-    """End of an epoch: val reconstruction loss and picture (every -ef epochs), checkpoint.pth, log line."""
+    """End of an epoch: val reconstruction loss and picture (every -ef epochs), checkpoint.pth, log
+    line."""
     epoch = progress.epoch
     log = {**train.epoch_log(rt, net, meter, epoch), "val_loss": None}
     progress.epoch, progress.iter = epoch + 1, 0
@@ -393,7 +406,7 @@ def validate_and_log(args, rt, net, d, progress, meter, objective):
     return train.save_and_log(args, rt, net, progress, d, meter, log)
 
 
-# ---- the run ---------------------------------------------------------------------------------------
+# ---- the run -------------------------------------------------------------------------------------
 def check_args(args):
     """Pretraining's one-line refusals, before anything is read; then flags.check_args."""
     if args.arch not in vit.VIT_SPECS:
@@ -496,7 +509,8 @@ if __name__ == "__main__":  # `python train.py pretrain ARGS` hands over here
     try:
         main(args)
     except BaseException as e:
-        # as train.py: a one-line error, a traceback, Ctrl-C leave no run folder holding only args.txt
+        # as train.py: a one-line error, a traceback, Ctrl-C leave no run folder holding only
+        # args.txt
         rundir.remove_if_unused()
         if isinstance(e, decode.BadVideo):
             fail(str(e))

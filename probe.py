@@ -1,22 +1,23 @@
-"""Frozen-backbone probing: a ViT's tokens read by small trained heads (V-JEPA 2's evaluation protocol).
+"""Frozen-backbone probing: a ViT's tokens read by small trained heads (V-JEPA 2's evaluation
+protocol).
 
     model = probe.ProbedModel(backbone, [vjepa.AttentiveClassifier(D, K) for _ in grid], snippet=16)
     logits = model(x)  # (B, K) of the best probe; model.grid_out = True: (B, N, K), every probe
 
-The backbone (a V-JEPA 2 or VideoMAE ViT) is frozen: no gradient, always in eval mode (no dropout, no
-drop path, no statistics move), its forward under no_grad. Its tokens are read by N probes at once (one
-backbone forward per clip serves them all), each an `attentive` probe (V-JEPA 2's AttentiveClassifier,
-vjepa.py) or a `linear` one (a linear layer on the mean token). A clip of S segments (--mode TSN,
---num_segments S) is encoded segment by segment and the segments' tokens concatenated before the probe
-(ClipAggregation, vjepa.segment_tokens); spatial views' softmax scores are averaged by the trainer's
-evaluation, as the official eval does.
+The backbone (a V-JEPA 2 or VideoMAE ViT) is frozen: no gradient, always in eval mode (no dropout,
+no drop path, no statistics move), its forward under no_grad. Its tokens are read by N probes at
+once (one backbone forward per clip serves them all), each an `attentive` probe (V-JEPA 2's
+AttentiveClassifier, vjepa.py) or a `linear` one (a linear layer on the mean token). A clip of S
+segments (--mode TSN, --num_segments S) is encoded segment by segment and the segments' tokens
+concatenated before the probe (ClipAggregation, vjepa.segment_tokens); spatial views' softmax scores
+are averaged by the trainer's evaluation, as the official eval does.
 
-The grid: --probe-lrs x --probe-wds (evals/video_classification_frozen/eval.py `multihead_kwargs`, wd
-outer, lr inner as configs/eval/vitl/*.yaml list them). Each probe is one AdamW parameter group (its
-own moments per parameter, its own lr and wd), scheduled as the official WarmupCosineLRSchedule and
-CosineWDSchedule (eval.py), stepped before each optimizer step (with a cosine --lr_policy; --lr_policy
-step scales the trainer's step schedule to each probe's lr). Every probe starts from the same
-weights (its init drawn with --seed, as a single-probe run draws it), so a grid of N equals N
+The grid: --probe-lrs x --probe-wds (evals/video_classification_frozen/eval.py `multihead_kwargs`,
+wd outer, lr inner as configs/eval/vitl/*.yaml list them). Each probe is one AdamW parameter group
+(its own moments per parameter, its own lr and wd), scheduled as the official WarmupCosineLRSchedule
+and CosineWDSchedule (eval.py), stepped before each optimizer step (with a cosine --lr_policy;
+--lr_policy step scales the trainer's step schedule to each probe's lr). Every probe starts from the
+same weights (its init drawn with --seed, as a single-probe run draws it), so a grid of N equals N
 single-probe runs bit for bit (the official eval draws its probes one after another instead). The
 training loss is the sum of the probes' losses: each probe's gradient is its own loss's.
 """
@@ -96,7 +97,8 @@ class ProbedModel(nn.Module):
 
 
 def wrap(backbone, args):
-    """The backbone of --arch (its weights loaded) with the probes of the flags; its head dropped."""
+    """The backbone of --arch (its weights loaded) with the probes of the flags; its head
+    dropped."""
     dim = backbone.spec.width
     backbone.head = nn.Identity()  # never used: the probes classify
     probes = [
@@ -109,7 +111,8 @@ def wrap(backbone, args):
 
 
 def grid_loss(criterion, logits, targets):
-    """The sum of the probes' losses over (B, N, K) logits: each probe's gradient is its own loss's."""
+    """The sum of the probes' losses over (B, N, K) logits: each probe's gradient is its own
+    loss's."""
     if logits.dim() == 2:
         return criterion(logits, targets)
     return sum(criterion(logits[:, i], targets) for i in range(logits.shape[1]))
@@ -121,7 +124,8 @@ def first(logits):
 
 
 def optimizer(model, args, fused):
-    """AdamW, one parameter group per probe, every parameter of a probe decayed (eval.py init_opt)."""
+    """AdamW, one parameter group per probe, every parameter of a probe decayed (eval.py
+    init_opt)."""
     groups = [
         {
             "params": list(p.parameters()),
@@ -139,7 +143,8 @@ def optimizer(model, args, fused):
 
 
 def warmup_cosine(step, total, warmup, start, ref, final):
-    """eval.py WarmupCosineLRSchedule at its `_step` = step (1-based: it steps before each iteration)."""
+    """eval.py WarmupCosineLRSchedule at its `_step` = step (1-based: it steps before each
+    iteration)."""
     if step < warmup:
         return start + step / max(1, warmup) * (ref - start)
     progress = (step - warmup) / max(1, total - warmup)
@@ -153,10 +158,11 @@ def cosine_wd(step, total, ref, final):
 
 
 def schedule(optimizer, args, step, steps_per_epoch, lr):
-    """Each probe's lr and wd for optimizer step `step` (0-based). A cosine --lr_policy: the official
-    schedules at their step + 1, over --epochs x steps, warmup --warmup epochs from --lr-warmup-start,
-    down to --lr-min; the wd constant (the configs' final_weight_decay = weight_decay). --lr_policy step:
-    the trainer's schedule (`lr`, of --lr) scaled to each probe's lr."""
+    """Each probe's lr and wd for optimizer step `step` (0-based). A cosine --lr_policy: the
+    official schedules at their step + 1, over --epochs x steps, warmup --warmup epochs from
+    --lr-warmup-start, down to --lr-min; the wd constant (the configs' final_weight_decay =
+    weight_decay). --lr_policy step: the trainer's schedule (`lr`, of --lr) scaled to each probe's
+    lr."""
     total, warmup = int(args.epochs * steps_per_epoch), int(args.warmup * steps_per_epoch)
     for g in optimizer.param_groups:
         if args.lr_policy == "step":
@@ -167,7 +173,8 @@ def schedule(optimizer, args, step, steps_per_epoch, lr):
         g["weight_decay"] = cosine_wd(step + 1, total, g["probe_wd"], g["probe_wd"])
 
 
-# flags that would train or change the backbone, refused with --probe (dest, as typed, its active test)
+# flags that would train or change the backbone, refused with --probe (dest, as typed, its active
+# test)
 BACKBONE_FLAGS = (
     ("layer_decay", "--layer-decay", lambda v: v < 1),
     ("drop_path", "--drop-path", lambda v: v is not None),
@@ -199,7 +206,10 @@ def check(args, vits, vjepas):
     if args.opt != "adamw":
         return f"--probe trains with AdamW (the official probes'): drop --opt {args.opt}"
     if args.clip_grad > 0 and len(grid(args)) > 1:
-        return "--clip_grad with a grid of probes would clip them together: drop it or give one lr and wd"
+        return (
+            "--clip_grad with a grid of probes would clip them together: drop it or give one "
+            "lr and wd"
+        )
     if args.probe_weights and (args.probe != "attentive" or len(grid(args)) > 1):
         return (
             "--probe-weights fills one attentive probe: give --probe attentive, one lr and one wd"

@@ -7,14 +7,14 @@
     save_curves_png("run/log.jsonl", "run/curves.png")
 
 Mean class accuracy is the mean over classes of each class's top-1 accuracy (classes without videos
-left out): it weighs a rare class as much as a frequent one, unlike top-1. It is what mmaction2 reports
-as `mean_class_accuracy` (mmaction/evaluation/functional/accuracy.py); the confusion matrix layout
-(rows = true class, columns = predicted) follows sklearn.metrics.confusion_matrix.
+left out): it weighs a rare class as much as a frequent one, unlike top-1. It is what mmaction2
+reports as `mean_class_accuracy` (mmaction/evaluation/functional/accuracy.py); the confusion matrix
+layout (rows = true class, columns = predicted) follows sklearn.metrics.confusion_matrix.
 
 Pictures are drawn by matplotlib with its Agg backend (no display needed: training nodes have none).
-Training's own reporting is here too: Meter, one epoch's running numbers and the progress line printed
-every --print-freq steps (`epoch E [i/n] loss .. lr .. clips/s data .. eta .. mem ..`).
-The demo scripts that label one video are in predict.py.
+Training's own reporting is here too: Meter, one epoch's running numbers and the progress line
+printed every --print-freq steps (`epoch E [i/n] loss .. lr .. clips/s data .. eta .. mem ..`). The
+demo scripts that label one video are in predict.py.
 """
 
 import csv
@@ -48,10 +48,11 @@ def _numpy(x):
 def class_metrics(scores, labels, num_classes=None):
     """Scores float (N, C), labels int (N,) (torch or numpy) -> dict of numpy values:
 
-    top1, top5 (percent, of all N videos), mean_class_acc (percent, mean over classes that have videos),
-    per_class_acc float (C,) percent (NaN for a class without videos), per_class_count int (C,),
-    confusion int (C, C) (rows = true class, columns = predicted top-1), confused_with int (C,): the
-    class each class is most often mistaken for (-1 if never mistaken), confused_count int (C,).
+    top1, top5 (percent, of all N videos), mean_class_acc (percent, mean over classes that have
+    videos), per_class_acc float (C,) percent (NaN for a class without videos), per_class_count int
+    (C,), confusion int (C, C) (rows = true class, columns = predicted top-1), confused_with int
+    (C,): the class each class is most often mistaken for (-1 if never mistaken), confused_count int
+    (C,).
     """
     scores, labels = _numpy(scores).astype(np.float64), _numpy(labels).astype(np.int64)
     if scores.ndim != 2 or labels.shape != (scores.shape[0],):
@@ -96,7 +97,8 @@ def _name(class_names, label):
 
 
 def _worst_first(metrics):
-    """Labels of classes with videos, lowest accuracy first (ties: more videos first, then label)."""
+    """Labels of classes with videos, lowest accuracy first (ties: more videos first, then
+    label)."""
     acc, count = metrics["per_class_acc"], metrics["per_class_count"]
     return sorted(np.flatnonzero(count > 0), key=lambda c: (acc[c], -count[c], c))
 
@@ -121,7 +123,8 @@ def per_class_table(metrics, class_names=None):
 
 
 def save_per_class_csv(metrics, class_names, path):
-    """One row per class (label order): label, name, accuracy, videos, correct, most confused with."""
+    """One row per class (label order): label, name, accuracy, videos, correct, most confused
+    with."""
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(
@@ -153,15 +156,15 @@ def save_per_class_csv(metrics, class_names, path):
 
 
 def confusion_side(num_classes):
-    """Side of the confusion figure in inches: 0.14 in per class (a 14 px row at DPI 100, room for an
-    8 pt label), plus room for the tick labels and the colour bar; at least 6 in."""
+    """Side of the confusion figure in inches: 0.14 in per class (a 14 px row at DPI 100, room for
+    an 8 pt label), plus room for the tick labels and the colour bar; at least 6 in."""
     return max(6.0, 3.0 + 0.14 * num_classes)
 
 
 def save_confusion_png(cm, class_names, path, title=None):
     """Row-normalised confusion matrix (each row: where that true class's videos went, fractions
-    summing to 1) as a square PNG; size and fonts scale with the class count, so 101 UCF101 names stay
-    readable. Cells carry their value when there are few classes."""
+    summing to 1) as a square PNG; size and fonts scale with the class count, so 101 UCF101 names
+    stay readable. Cells carry their value when there are few classes."""
     cm = _numpy(cm).astype(np.float64)
     C = cm.shape[0]
     if cm.shape != (C, C):
@@ -199,8 +202,9 @@ def save_confusion_png(cm, class_names, path, title=None):
 
 
 def read_log(log_jsonl_path):
-    """log.jsonl -> list of dicts, one per epoch in epoch order; an epoch logged twice (a resumed run)
-    keeps its last line. Raises ValueError naming the file and line for a line that is not JSON."""
+    """log.jsonl -> list of dicts, one per epoch in epoch order; an epoch logged twice (a resumed
+    run) keeps its last line. Raises ValueError naming the file and line for a line that is not
+    JSON."""
     by_epoch = {}
     with open(log_jsonl_path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
@@ -216,7 +220,8 @@ def read_log(log_jsonl_path):
     return [by_epoch[e] for e in sorted(by_epoch)]
 
 
-# The panels' y labels for the numbers the trainer logs; a number not named here is labelled by its key.
+# The panels' y labels for the numbers the trainer logs; a number not named here is labelled by its
+# key.
 YLABELS = {
     "loss": "loss",
     "top1": "top-1 (%)",
@@ -231,9 +236,9 @@ CURVES_COLUMNS = 3
 
 def curve_panels(rows):
     """{panel: [(key, series label)]} for every number in the log rows, by the keys' naming rule:
-    `train_X`, `val_X` and `val_X_ema` share panel X (series "train", "val", "EMA"); any other number
-    (lr, epoch_time) is a panel of its own. Panels of the split numbers first, each in the order its
-    first key appears; booleans (`mixed`) and the epoch are no curves."""
+    `train_X`, `val_X` and `val_X_ema` share panel X (series "train", "val", "EMA"); any other
+    number (lr, epoch_time) is a panel of its own. Panels of the split numbers first, each in the
+    order its first key appears; booleans (`mixed`) and the epoch are no curves."""
     split, other = {}, {}
     for key in dict.fromkeys(k for r in rows for k in r):
         values = [r[key] for r in rows if r.get(key) is not None]
@@ -287,7 +292,8 @@ def save_curves_png(log_jsonl_path, png_path):
 
 
 def evaluation_paths(run_dir, tag, save_scores=True):
-    """{kind: path} of the files write_evaluation writes for `tag` (scores only if `save_scores`)."""
+    """{kind: path} of the files write_evaluation writes for `tag` (scores only if
+    `save_scores`)."""
     kinds = (("per_class", "csv"), ("confusion", "png")) + (
         (("scores", "npz"),) if save_scores else ()
     )
@@ -298,8 +304,8 @@ def write_evaluation(
     run_dir, scores, labels, class_names, clips, crops, videos=None, tag=None, save_scores=True
 ):
     """Everything `--evaluate` writes, for the trainer to call on rank 0: per_class_<tag>.csv,
-    confusion_<tag>.png and (save_scores) scores_<tag>.npz (scores, labels, videos, class_names); `tag`
-    defaults to <clips>x<crops>. Returns (metrics, {kind: path})."""
+    confusion_<tag>.png and (save_scores) scores_<tag>.npz (scores, labels, videos, class_names);
+    `tag` defaults to <clips>x<crops>. Returns (metrics, {kind: path})."""
     scores, labels = _numpy(scores), _numpy(labels)
     metrics = class_metrics(scores, labels, scores.shape[1])
     tag = tag or f"{clips}x{crops}"
@@ -328,8 +334,8 @@ def write_evaluation(
 class Meter:
     """One epoch's running numbers on this rank, and the timing behind the progress line.
 
-    Each number is a sum and a count (`add`): update adds the loss and top-1 per clip, a fork adds its
-    own (`meter.add("grad_norm", norm, 1)`: per step); totals gives their means as the epoch's
+    Each number is a sum and a count (`add`): update adds the loss and top-1 per clip, a fork adds
+    its own (`meter.add("grad_norm", norm, 1)`: per step); totals gives their means as the epoch's
     train_<name> numbers, which reach log.jsonl, TensorBoard and curves.png with no other edit."""
 
     # first batch of this (maybe resumed) epoch
@@ -337,9 +343,9 @@ class Meter:
     # the numbers every epoch's line holds, None when no clip was seen (resumed at the epoch's end);
     # pretraining: ("loss",), no classes
     names: tuple = ("loss", "top1")
-    # GPU trap: a host read (.item(), .tolist(), `if loss`) per step stalls the GPU's queue. The sums and the
-    # first non-finite loss stay on the device; `totals` reads them at print time and at the epoch's end.
-    # name -> sum on the device; name -> how many values it holds, on the host
+    # GPU trap: a host read (.item(), .tolist(), `if loss`) per step stalls the GPU's queue. The
+    # sums and the first non-finite loss stay on the device; `totals` reads them at print time and
+    # at the epoch's end. name -> sum on the device; name -> how many values it holds, on the host
     sums: dict = field(default_factory=dict)
     counts: dict = field(default_factory=dict)
     # (iteration, loss) of the first non-finite loss, on the device; -1: none
@@ -358,7 +364,8 @@ class Meter:
         self.counts[name] = self.counts.get(name, 0) + count
 
     def update(self, loss, logits, labels, it):
-        """One batch: its mean loss and, given logits (not pretraining's None), its top-1 per clip."""
+        """One batch: its mean loss and, given logits (not pretraining's None), its top-1 per
+        clip."""
         n, loss = len(labels), loss.detach().float()
         self.add("loss", loss * n, n)
         if logits is not None:
@@ -368,11 +375,13 @@ class Meter:
         self.clips, self.n_log = self.clips + n, self.n_log + n
 
     def totals(self, epoch, all_sum=None):
-        """{"train_<name>": mean} of every number added (the `names` first; None without values), on the
-        host (one sync); all_sum (rt.all_sum): over every rank's values. A non-finite loss so far stops."""
+        """{"train_<name>": mean} of every number added (the `names` first; None without values), on
+        the host (one sync); all_sum (rt.all_sum): over every rank's values. A non-finite loss so
+        far stops."""
         if int(self.bad[0]) >= 0:
             fail(
-                f"loss is {float(self.bad[1])} at epoch {epoch} iteration {int(self.bad[0])}; stopping "
+                f"loss is {float(self.bad[1])} at epoch {epoch} iteration {int(self.bad[0])}; "
+                "stopping "
                 "(lower --lr, or --clip-grad)",
                 code=1,
             )

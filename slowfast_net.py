@@ -65,18 +65,14 @@ SLOWFAST = {
 }
 # configs/Kinetics/X3D_XS.yaml, X3D_S.yaml, X3D_M.yaml (WIDTH_FACTOR 2.0, DEPTH_FACTOR 2.2,
 # BOTTLENECK_FACTOR 2.25) and X3D_L.yaml (DEPTH_FACTOR 5.0); they differ in frames and crop.
-X3D = {
-    "x3d_xs": X3DSpec(2.2),
-    "x3d_s": X3DSpec(2.2),
-    "x3d_m": X3DSpec(2.2),
-    "x3d_l": X3DSpec(5.0),
-}
+X3D = {"x3d_xs": X3DSpec(2.2), "x3d_s": X3DSpec(2.2), "x3d_m": X3DSpec(2.2), "x3d_l": X3DSpec(5.0)}
 
 
 def slow_indices(T, alpha):
     """The frames of a T-frame clip the slow pathway sees: PySlowFast's pack_pathway_output takes
-    torch.linspace(0, T - 1, T // alpha).long() (in float32, its default dtype). For T a multiple
-    of alpha this is close to, but not always, every alpha-th frame (T=32, alpha=4: 0, 4, 8, 13, ...)."""
+    torch.linspace(0, T - 1, T // alpha).long() (in float32, its default dtype). For T a multiple of
+    alpha this is close to, but not always, every alpha-th frame (T=32, alpha=4: 0, 4, 8, 13,
+    ...)."""
     return torch.linspace(0, T - 1, T // alpha, dtype=torch.float32).long()
 
 
@@ -122,7 +118,8 @@ class ResNetStem(nn.Module):
 
 
 class X3DStem(nn.Module):
-    """1x3x3 conv (stride 2) -> depthwise 5x1x1 conv -> BN -> ReLU, no pool (stem_helper.X3DStem)."""
+    """1x3x3 conv (stride 2) -> depthwise 5x1x1 conv -> BN -> ReLU, no pool
+    (stem_helper.X3DStem)."""
 
     def __init__(self, c_out):
         super().__init__()
@@ -246,7 +243,8 @@ class Stage(nn.Module):
 
 class Fuse(nn.Module):
     """The lateral connection: the fast features, conv'd (fusion_kernel x1x1, temporal stride alpha)
-    to ratio x their channels, concatenated to the slow ones (video_model_builder.FuseFastToSlow)."""
+    to ratio x their channels, concatenated to the slow ones
+    (video_model_builder.FuseFastToSlow)."""
 
     def __init__(self, c_fast, spec):
         super().__init__()

@@ -9,9 +9,11 @@ Layouts followed (each rule table cites its files)
 - PySlowFast's Caffe2 .pkl of SlowFast: utils/c2_model_loading.py (get_name_convert_func).
 - facebookresearch/pytorchvideo hub .pyth: models/slowfast.py (create_slowfast: blocks.0
   multipathway_blocks / multipathway_fusion, blocks.1-4 res stages, blocks.6 head), models/x3d.py
-  (create_x3d: stem conv.conv_xy / conv_t, norm_b = [BN, SE], head pool.pre_conv / post_conv), head.py.
+  (create_x3d: stem conv.conv_xy / conv_t, norm_b = [BN, SE], head pool.pre_conv / post_conv),
+  head.py.
 - open-mmlab/mmaction2 .pth of X3D: models/backbones/x3d.py (conv1_s, conv1_t, layerN.i.conv1..3,
-  se_module, downsample, conv5 as mmcv ConvModules .conv / .bn), models/heads/x3d_head.py (fc1, fc2).
+  se_module, downsample, conv5 as mmcv ConvModules .conv / .bn), models/heads/x3d_head.py (fc1,
+  fc2).
 """
 
 import re
@@ -68,12 +70,12 @@ CAFFE2_SLOWFAST_RULES = (
     (r"pred_(w|b)", lambda m: f"head.projection.{_WB[m[1]]}"),
 )
 # pytorchvideo's ResBlock / BottleneckBlock names inside a stage, after the stage prefix.
+# X3D: norm_b is Sequential(BN, SqueezeExcitation(block = fc1, ReLU, fc2, Sigmoid)).
 _PTV_BLOCK = (
     (r"branch1_conv\.(\w+)", "branch1.{}"),
     (r"branch1_norm\.(\w+)", "branch1_bn.{}"),
     (r"branch2\.conv_([abc])\.(\w+)", "branch2.{}.{}"),
     (r"branch2\.norm_([abc])\.(\w+)", "branch2.{}_bn.{}"),
-    # X3D: norm_b is Sequential(BN, SqueezeExcitation(block = fc1, ReLU, fc2, Sigmoid)).
     (r"branch2\.norm_b\.0\.(\w+)", "branch2.b_bn.{}"),
     (r"branch2\.norm_b\.1\.block\.0\.(\w+)", "branch2.se.fc1.{}"),
     (r"branch2\.norm_b\.1\.block\.2\.(\w+)", "branch2.se.fc2.{}"),
@@ -129,6 +131,7 @@ PYTORCHVIDEO_X3D_RULES = (
     (r"blocks\.\d+\.proj\.(\w+)", lambda m: f"head.projection.{m[1]}"),
 )
 _MM_CONV = {"conv1": "a", "conv2": "b", "conv3": "c"}
+# fc1 is an nn.Linear (2048, C) where PySlowFast has a 1x1x1 conv: reshaped by `fit`.
 MMACTION2_X3D_RULES = (
     (r"backbone\.conv1_s\.conv\.(\w+)", lambda m: f"s1.pathway0_stem.conv_xy.{m[1]}"),
     (r"backbone\.conv1_t\.conv\.(\w+)", lambda m: f"s1.pathway0_stem.conv.{m[1]}"),
@@ -155,7 +158,6 @@ MMACTION2_X3D_RULES = (
     ),
     (r"backbone\.conv5\.conv\.(\w+)", lambda m: f"head.conv_5.{m[1]}"),
     (r"backbone\.conv5\.bn\.(\w+)", lambda m: f"head.conv_5_bn.{m[1]}"),
-    # fc1 is an nn.Linear (2048, C) where PySlowFast has a 1x1x1 conv: reshaped by `fit`.
     (r"cls_head\.fc1\.weight", lambda m: "head.lin_5.weight"),
     (r"cls_head\.fc2\.(\w+)", lambda m: f"head.projection.{m[1]}"),
 )
@@ -172,7 +174,8 @@ RULES = {  # (zoo layout name, family) -> rules
 _FAMILY_KEYS = {
     "slowfast": r"s1\.pathway1_stem\.|t_conv1_w|blocks\.0\.multipathway_blocks\.1\."
     r"|backbone\.(fast|slow)_path\.",
-    "x3d": r"s1\.pathway0_stem\.conv_xy\.|conv1_xy_w|blocks\.0\.conv\.conv_xy\.|backbone\.conv1_s\.",
+    "x3d": r"s1\.pathway0_stem\.conv_xy\.|conv1_xy_w|blocks\.0\.conv\.conv_xy\."
+    r"|backbone\.conv1_s\.",
 }
 
 
@@ -197,7 +200,8 @@ def rules(arch, zoo_name, names, src):
     if have is None:
         raise ValueError(
             f"--pretrained {src}: not a SlowFast / X3D checkpoint ({zoo_name} layout); "
-            f"--arch {arch} takes PySlowFast, pytorchvideo{' or Caffe2' if want == 'slowfast' else ''}"
+            f"--arch {arch} takes PySlowFast, "
+            f"pytorchvideo{' or Caffe2' if want == 'slowfast' else ''}"
             f"{' or mmaction2' if want == 'x3d' else ''} {want} files"
         )
     if have != want:
@@ -252,7 +256,8 @@ def signature(state):
 
 
 def check(model, state, src):
-    """Refuse (one line) weights of another SlowFast / X3D than `model`, naming the archs that fit."""
+    """Refuse (one line) weights of another SlowFast / X3D than `model`, naming the archs that
+    fit."""
     arch = model.arch
     want = signature(model.state_dict())
     got = signature(state)
@@ -309,9 +314,9 @@ def fit(model, state, layout):
     w, dst = state.get("head.lin_5.weight"), ours.get("head.lin_5.weight")
     if w is not None and dst is not None and w.dim() == 2 and w.numel() == dst.numel():
         state["head.lin_5.weight"] = w.view(dst.shape)
-    for k in (
-        [k for k in state if k.endswith(".branch1.weight")] if layout == "pytorchvideo" else ()
-    ):
+    if layout != "pytorchvideo":
+        return state
+    for k in [k for k in state if k.endswith(".branch1.weight")]:
         bn = k.replace(".branch1.weight", ".branch1_bn.")
         if bn + "weight" in ours and bn + "weight" not in state:
             C, eps = state[k].shape[0], model.get_submodule(bn[:-1]).eps

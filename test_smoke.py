@@ -1,5 +1,5 @@
-"""Smoke tests, end to end and fast: the demo learns and --evaluate reproduces its best, and the original
-project's launch command parses and trains. CPU only, nothing downloads.
+"""Smoke tests, end to end and fast: the demo learns and --evaluate reproduces its best, and the
+original project's launch command parses and trains. CPU only, nothing downloads.
 
 python -m pytest -q          (the whole suite: tests/ holds the rest, one file per thing tested;
                               tests that read ../shared/data skip when it is absent)
@@ -22,12 +22,12 @@ def test_demo_learns_motion_and_evaluate_reproduces_best(tmp_path, capsys):
     out = str(tmp_path)
     best = run_main(["demo", "--output_root", out, "--device", "cpu"])
     assert best >= 90.0, f"demo reached only {best:.1f}% (chance 25%)"
-    # It ends with the per-class table (the directions' names) and leaves the pictures in the run folder.
+    # It ends with the per-class table (the directions' names) and leaves the pictures in the run
+    # folder.
     text = capsys.readouterr().out.strip().splitlines()
     start = text.index(next(line for line in text if line.startswith("class ")))
-    assert (
-        "mean class accuracy" in text[start - 1] and len(text) == start + 5
-    )  # the table ends the output
+    # the table ends the output
+    assert "mean class accuracy" in text[start - 1] and len(text) == start + 5
     assert {row.split()[0] for row in text[start + 1 :]} == {"right", "down", "left", "up"}
     run_dir = tmp_path / flags.run_dir_name(train.parse_args(["demo"]))
     for png, min_size in (("curves.png", (900, 300)), ("confusion_1x1.png", (500, 500))):
@@ -62,12 +62,14 @@ def test_demo_learns_motion_and_evaluate_reproduces_best(tmp_path, capsys):
 
 
 def test_original_launch_command_parses(tiny_data, tmp_path):
-    # The original project's command verbatim; only sizes shrunk and a local 2D ResNet for --pretrained.
+    # The original project's command verbatim; only sizes shrunk and a local 2D ResNet for
+    # --pretrained.
     r18 = tmp_path / "r18.pth"
     torch.save(torchvision.models.resnet18().state_dict(), r18)
     argv = (
         (
-            "ucf101 {} {} --arch resnet18_3d --dro 0.2 --mode 3D --t_length 4 --t_stride 2 --pretrained {} "
+            "ucf101 {} {} --arch resnet18_3d --dro 0.2 --mode 3D --t_length 4 --t_stride 2 "
+            "--pretrained {} "
             "--epochs 1 --batch-size 4 --lr 0.001 --lr_steps 40 80 90 --workers 0 "
             "--image_tmpl img_{{:05d}}.jpg --new_size 36 --crop_size 32 --device cpu "
             "--output_root {}"

@@ -1,34 +1,40 @@
-"""Train and evaluate 3D ConvNets (I3D ResNet-3D), TSN / TSM and 2D networks for video action recognition.
+"""Train and evaluate 3D ConvNets (I3D ResNet-3D), TSN / TSM and 2D networks for video action
+recognition.
 
     python train.py demo                     # CPU: recipes/demo.txt on synthetic motion videos
-    python train.py ucf101 train.txt val.txt @recipes/ucf101_i3d.txt     # a recipe; later flags override it
+    # a recipe; later flags override it
+    python train.py ucf101 train.txt val.txt @recipes/ucf101_i3d.txt
     torchrun --nproc_per_node=8 train.py ucf101 train.txt val.txt @recipes/ucf101_i3d.txt --ddp -b 8
-    python train.py ucf101 train.txt val.txt --evaluate --resume ckpt.pth --test_clips 10 --test_crops 3
-    python train.py @output/RUN/args.txt --resume auto     # continue a run (SIGTERM saves it, exits 143)
-    python train.py predict --resume model_best.pth video.avi frames/v_Biking_g01_c01       # top-5 labels
+    python train.py ucf101 train.txt val.txt --evaluate --resume ckpt.pth --test_clips 10 \
+        --test_crops 3
+    # continue a run (SIGTERM saves it, exits 143)
+    python train.py @output/RUN/args.txt --resume auto
+    # top-5 labels
+    python train.py predict --resume model_best.pth video.avi frames/v_Biking_g01_c01
 
 The original project's command works verbatim:
     CUDA_VISIBLE_DEVICES=2,3 python train.py ucf101 train.txt val.txt --arch resnet50_3d --dro 0.2 \
         --mode 3D --t_length 16 --t_stride 4 --pretrained --epochs 95 --batch-size 64 --lr 0.001 \
         --lr_steps 40 80 90 --workers 16 --image_tmpl img_{:05d}.jpg
--b is per process: DataParallel (no --ddp) splits it over the visible GPUs; with --ddp the global batch is
-b x processes x iter_size (--iter_size N: N batches accumulated per SGD step). Several machines: torchrun
---nnodes=N --rdzv_backend=c10d --rdzv_endpoint=HOST:29500 on each (it sets RANK / LOCAL_RANK / WORLD_SIZE),
-or under Slurm `sbatch slurm/train.sbatch`: srun starts one process per GPU, no torchrun (see launch.py).
---evaluate scores 1 centred clip, or clips x crops with softmax averaged per video; the model and clip
-flags not given are the checkpoint's own.
+-b is per process: DataParallel (no --ddp) splits it over the visible GPUs; with --ddp the global
+batch is b x processes x iter_size (--iter_size N: N batches accumulated per SGD step). Several
+machines: torchrun --nnodes=N --rdzv_backend=c10d --rdzv_endpoint=HOST:29500 on each (it sets RANK /
+LOCAL_RANK / WORLD_SIZE), or under Slurm `sbatch slurm/train.sbatch`: srun starts one process per
+GPU, no torchrun (see launch.py). --evaluate scores 1 centred clip, or clips x crops with softmax
+averaged per video; the model and clip flags not given are the checkpoint's own.
 
 main() is the table of contents: flags -> runtime -> data -> model -> optimizer -> resume -> epochs.
-Everything a step needs about where it runs (rank, device, autocast, memory format, run folder) is in
-one `Runtime`. The flags, recipes and their up-front checks are flags.py; checkpoints and resuming,
-checkpoint.py; the rest of the run folder and the signals that stop a run, rundir.py; the progress line,
-report.Meter; one-line errors, errors.py. `python train.py predict|...` runs predict.py (train.py never
-imports it: predict.py imports train.py).
+Everything a step needs about where it runs (rank, device, autocast, memory format, run folder) is
+in one `Runtime`. The flags, recipes and their up-front checks are flags.py; checkpoints and
+resuming, checkpoint.py; the rest of the run folder and the signals that stop a run, rundir.py; the
+progress line, report.Meter; one-line errors, errors.py. `python train.py predict|...` runs
+predict.py (train.py never imports it: predict.py imports train.py).
 
-References: pytorch/examples imagenet/main.py (flags, top-k), torchvision references/video_classification
-(distributed setup, warmup per iteration, no-WD for norm layers), PySlowFast / mmaction2 (I3D recipe,
-cosine schedule, multi-view testing), BannyStone/Video_Classification_PyTorch (the flags and run-folder
-name kept here; its fine-tuning scripts: --freeze_bn, --fc_only).
+References: pytorch/examples imagenet/main.py (flags, top-k), torchvision
+references/video_classification (distributed setup, warmup per iteration, no-WD for norm layers),
+PySlowFast / mmaction2 (I3D recipe, cosine schedule, multi-view testing),
+BannyStone/Video_Classification_PyTorch (the flags and run-folder name kept here; its fine-tuning
+scripts: --freeze_bn, --fc_only).
 """
 
 import builtins
@@ -75,10 +81,11 @@ from flags import get_args_parser, parse_args  # noqa: F401
 DEMO_DATA = dict(videos=128, frames=24, size=(64, 48))  # per split; small frames keep it CPU-fast
 
 
-# ---- where we run ----------------------------------------------------------------------------------
+# ---- where we run --------------------------------------------------------------------------------
 @dataclass
 class Runtime:
-    """Where this process runs and how its steps compute: passed around instead of long argument lists."""
+    """Where this process runs and how its steps compute: passed around instead of long argument
+    lists."""
 
     rank: int
     world_size: int
@@ -100,8 +107,8 @@ class Runtime:
         return out
 
     def all_sum(self, values):
-        """A few numbers summed over ranks (one collective): how ranks agree on when to stop. One process:
-        no tensor at all (a CUDA tensor would be a host sync every step)."""
+        """A few numbers summed over ranks (one collective): how ranks agree on when to stop. One
+        process: no tensor at all (a CUDA tensor would be a host sync every step)."""
         if self.world_size == 1:
             return list(values)
         t = torch.tensor(values, dtype=torch.float64, device=self.device)
@@ -110,7 +117,8 @@ class Runtime:
 
 
 def setup_runtime(args):
-    """One process, or with --ddp one per GPU, started by torchrun or by srun (launch.py reads which)."""
+    """One process, or with --ddp one per GPU, started by torchrun or by srun (launch.py reads
+    which)."""
     cuda = args.device.startswith("cuda")
     try:
         rank, world_size, local_rank = launch.ranks(args.ddp, args.device)
@@ -128,8 +136,9 @@ def setup_runtime(args):
     device = torch.device(f"cuda:{local_rank}" if cuda and args.ddp else args.device)
     amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.amp)
     torch.manual_seed(args.seed)  # same init on every rank; DDP broadcasts rank 0's anyway
-    # cuDNN trap: benchmark mode times every 3D conv algorithm once per input shape. A win for fixed-size
-    # training; for evaluation (one pass, other shapes) it only costs time and workspace memory.
+    # cuDNN trap: benchmark mode times every 3D conv algorithm once per input shape. A win for
+    # fixed-size training; for evaluation (one pass, other shapes) it only costs time and workspace
+    # memory.
     torch.backends.cudnn.benchmark = not args.evaluate
     return Runtime(
         rank,
@@ -142,7 +151,7 @@ def setup_runtime(args):
     )
 
 
-# ---- data ------------------------------------------------------------------------------------------
+# ---- data ----------------------------------------------------------------------------------------
 @dataclass
 class Data:
     train_ds: data.VideoFrameDataset
@@ -156,15 +165,15 @@ class Data:
 
 
 def make_dataset(args, list_file, mode):
-    """The dataset of `list_file` as the flags say. Training, validation, --evaluate and predict (with a
-    checkpoint's flags: checkpoint_args) all build theirs here: an option added to data.DataSpec
-    reaches all four."""
+    """The dataset of `list_file` as the flags say. Training, validation, --evaluate and predict
+    (with a checkpoint's flags: checkpoint_args) all build theirs here: an option added to
+    data.DataSpec reaches all four."""
     return data.VideoFrameDataset(list_file, data_spec(args, mode), mode)
 
 
 def data_spec(args, mode):
-    """The flags -> data.DataSpec for `mode`: the fields derived here, and every other field named as
-    its flag filled by name (a flag a checkpoint's args predate keeps the field's default)."""
+    """The flags -> data.DataSpec for `mode`: the fields derived here, and every other field named
+    as its flag filled by name (a flag a checkpoint's args predate keeps the field's default)."""
     test = mode == "test"
     derived = dict(
         root=args.data_root,
@@ -201,23 +210,25 @@ def clip_augment(args):
 
 
 def worker_init_fn(worker_id):
-    # Trap: forked workers inherit the parent's numpy/random state, so every worker would draw the same
-    # "random" numbers. data.py seeds its own generators per sample; this protects code you add.
+    # Trap: forked workers inherit the parent's numpy/random state, so every worker would draw the
+    # same "random" numbers. data.py seeds its own generators per sample; this protects code you
+    # add.
     seed = torch.initial_seed() % 2**32
     np.random.seed(seed)
     random.seed(seed)
-    # Trap: a preemption SIGTERM (or Ctrl-C) goes to the whole process group; a worker it kills makes the
-    # main process fail mid-step, before it can save. A worker in its own session gets no group signal,
-    # yet still dies of the SIGTERM its DataLoader sends when shutting down -- ignoring SIGTERM instead
-    # makes the main process wait forever for workers at exit after any error.
+    # Trap: a preemption SIGTERM (or Ctrl-C) goes to the whole process group; a worker it kills
+    # makes the main process fail mid-step, before it can save. A worker in its own session gets no
+    # group signal, yet still dies of the SIGTERM its DataLoader sends when shutting down --
+    # ignoring SIGTERM instead makes the main process wait forever for workers at exit after any
+    # error.
     if hasattr(os, "setsid"):
         os.setsid()
 
 
 def make_demo_data(args, rt):
-    """`python train.py demo`: its synthetic dataset, made once in flags.demo_folder when a list it uses is
-    the demo's own and missing. A list the user named is theirs: read, never written (a mistyped name is
-    "not found", not a dataset written over the files beside it)."""
+    """`python train.py demo`: its synthetic dataset, made once in flags.demo_folder when a list it
+    uses is the demo's own and missing. A list the user named is theirs: read, never written (a
+    mistyped name is "not found", not a dataset written over the files beside it)."""
     ours = [os.path.join(flags.demo_folder(args), name) for name in ("train.txt", "val.txt")]
     used = {os.path.abspath(args.train_list), os.path.abspath(args.val_list)}
     if used & {os.path.abspath(p) for p in ours} and not all(map(os.path.exists, ours)):
@@ -261,12 +272,14 @@ def build_data(args, rt):
         ):
             warned.add(v.label)
             warn(f"{args.val_list}:{v.line}: label {v.label} never occurs in {args.train_list}")
-    # Training: DistributedSampler also serves one process (num_replicas=1) so that the shuffle order is a
-    # function of (seed, epoch) only -- exact resume. It pads with repeats so every rank steps equally.
+    # Training: DistributedSampler also serves one process (num_replicas=1) so that the shuffle
+    # order is a function of (seed, epoch) only -- exact resume. It pads with repeats so every rank
+    # steps equally.
     train_sampler = DistributedSampler(
         train_ds, num_replicas=rt.world_size, rank=rt.rank, shuffle=True, seed=args.seed
     )
-    # Validation: a disjoint shard per rank and no padding (DistributedSampler would count duplicates).
+    # Validation: a disjoint shard per rank and no padding (DistributedSampler would count
+    # duplicates).
     val_indices = list(range(rt.rank, len(val_ds), rt.world_size))
     val_loader = DataLoader(
         Subset(val_ds, val_indices),
@@ -280,7 +293,8 @@ def build_data(args, rt):
     step_clips = args.batch_size * args.iter_size
     if not args.evaluate and len(train_sampler) < step_clips:
         fail(
-            f"{args.train_list} has {len(train_sampler)} videos per process, fewer than --batch-size x "
+            f"{args.train_list} has {len(train_sampler)} videos per process, fewer than "
+            "--batch-size x "
             f"--iter_size = {step_clips}"
         )
     return Data(
@@ -296,11 +310,11 @@ def build_data(args, rt):
 
 
 def mixing(args):
-    """--mixup-alpha / --cutmix-alpha: torchvision's v2.MixUp / CutMix on the normalised float batch, one
-    of them (CutMix with --mix-switch-prob) on a batch with --mix-prob, as PySlowFast's MixUp (timm's
-    Mixup). CutMix cuts the same box from every frame: a (B, C, T, H, W) batch passes as a Video, whose
-    last two dims are H and W. Targets come back soft (B, classes), unmixed ones as the labels. Draws from
-    torch's global generator, which a resume restores (as dropout's)."""
+    """--mixup-alpha / --cutmix-alpha: torchvision's v2.MixUp / CutMix on the normalised float
+    batch, one of them (CutMix with --mix-switch-prob) on a batch with --mix-prob, as PySlowFast's
+    MixUp (timm's Mixup). CutMix cuts the same box from every frame: a (B, C, T, H, W) batch passes
+    as a Video, whose last two dims are H and W. Targets come back soft (B, classes), unmixed ones
+    as the labels. Draws from torch's global generator, which a resume restores (as dropout's)."""
     ops = [
         (kind(alpha=alpha, num_classes=args.num_classes), p)
         for kind, alpha, p in (
@@ -324,19 +338,22 @@ def mixing(args):
 
 
 def check_frame_folders(args, *video_lists):
-    """Before the model is built: every listed folder holds its first and last frame (stat calls only)."""
+    """Before the model is built: every listed folder holds its first and last frame (stat calls
+    only)."""
     for videos in video_lists:
         problems, count = prepare.check_folders(videos, args.image_tmpl)
         if count:
             fail(
-                f"{count} listed video(s) have missing frame folders or frames: {'; '.join(problems)}"
-                f"{' ...' if count > len(problems) else ''} (full report: `python prepare.py check LIST`)"
+                f"{count} listed video(s) have missing frame folders or frames: "
+                f"{'; '.join(problems)}"
+                f"{' ...' if count > len(problems) else ''} (full report: `python prepare.py "
+                "check LIST`)"
             )
 
 
 def read_class_names(args):
-    """--class_names, or <dataset>_classes.txt beside the train list (from `prepare.py lists`), or the
-    names the train list's own format gives (data.class_names); or None."""
+    """--class_names, or <dataset>_classes.txt beside the train list (from `prepare.py lists`), or
+    the names the train list's own format gives (data.class_names); or None."""
     if args.class_names and not os.path.isfile(args.class_names):
         fail(f"--class_names {args.class_names}: no such file")
     try:
@@ -352,9 +369,9 @@ def read_class_names(args):
 
 
 def train_loader(args, d, epoch, start_iter):
-    """A fresh loader each epoch (no persistent workers): workers must see set_epoch, and a resumed epoch
-    skips the batches it already trained on. The generator keeps DataLoader off the global RNG, which
-    drives dropout and is restored on resume."""
+    """A fresh loader each epoch (no persistent workers): workers must see set_epoch, and a resumed
+    epoch skips the batches it already trained on. The generator keeps DataLoader off the global
+    RNG, which drives dropout and is restored on resume."""
     d.train_sampler.set_epoch(epoch)  # shuffle order = f(seed, epoch)
     d.train_ds.set_epoch(epoch)  # augmentation seeds = (seed, epoch, index)
     used = d.steps_per_epoch * args.iter_size * args.batch_size
@@ -377,7 +394,7 @@ def collate_fn(args):
     return gpudecode.collate_encoded if args.decode_device == "cuda" else data.collate
 
 
-# ---- model and optimizer ---------------------------------------------------------------------------
+# ---- model and optimizer -------------------------------------------------------------------------
 @dataclass
 class Net:
     """The model and what updates it. `bare` is the model itself: what a checkpoint saves, the EMA
@@ -393,9 +410,9 @@ class Net:
 
     @property
     def eval(self):
-        """What evaluation calls: DataParallel (the batch split over the GPUs; never compiled), else the
-        bare model. Trap: under DDP, the bare module: DDP's forward broadcasts buffers (a collective),
-        which hangs when ranks hold shards of different lengths."""
+        """What evaluation calls: DataParallel (the batch split over the GPUs; never compiled), else
+        the bare model. Trap: under DDP, the bare module: DDP's forward broadcasts buffers (a
+        collective), which hangs when ranks hold shards of different lengths."""
         if isinstance(self.train, nn.DataParallel):
             return self.train
         return self.bare
@@ -409,8 +426,9 @@ class Net:
 
 
 def make_model(args):
-    """The bare model the flags describe, --pretrained weights loaded; ValueError / OSError: one line.
-    Training, --evaluate and predict (with a checkpoint's flags: checkpoint_args) all build theirs here."""
+    """The bare model the flags describe, --pretrained weights loaded; ValueError / OSError: one
+    line. Training, --evaluate and predict (with a checkpoint's flags: checkpoint_args) all build
+    theirs here."""
     args.t_length = flags.default_t_length(args)
     pretrained = args.pretrained_model or args.pretrained
     model = zoo.build_model(
@@ -428,8 +446,8 @@ def make_model(args):
 
 
 def check_pretrained_head(args, model):
-    """--evaluate --pretrained FILE (no --resume) scores the file's own classifier: it must have one of
-    --num_classes outputs (the new head a fine-tuning run starts from would score chance)."""
+    """--evaluate --pretrained FILE (no --resume) scores the file's own classifier: it must have one
+    of --num_classes outputs (the new head a fine-tuning run starts from would score chance)."""
     if not args.evaluate or args.resume:
         return
     info = getattr(model, "pretrained_info", None) or {}
@@ -462,10 +480,11 @@ def build_net(args, rt, model=None):
         model.conv1.kernel_size[0] if isinstance(getattr(model, "conv1", None), nn.Conv3d) else 1
     )
     if args.amp == "bf16" and rt.device.type == "cpu" and args.t_length < stem_t:
-        # Measured with torch 2.14: the CPU bf16 conv3d weight gradient is NaN or several-fold wrong when the
-        # temporal kernel is longer than the clip (fine from T = kernel up, and in fp32).
+        # Measured with torch 2.14: the CPU bf16 conv3d weight gradient is NaN or several-fold wrong
+        # when the temporal kernel is longer than the clip (fine from T = kernel up, and in fp32).
         fail(
-            f"--amp bf16 on CPU needs --t_length >= {stem_t} for --arch {args.arch} (torch's CPU bf16 "
+            f"--amp bf16 on CPU needs --t_length >= {stem_t} for --arch {args.arch} (torch's CPU "
+            "bf16 "
             "conv3d gradient is wrong for clips shorter than the kernel); use --amp off"
         )
     info = getattr(model, "pretrained_info", None) or {}
@@ -482,7 +501,8 @@ def build_net(args, rt, model=None):
                 m.requires_grad_(False)
     if args.sync_bn and args.ddp:
         model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
-    # Batches arrive in channels_last_3d memory (data.collate); convs use it where --channels-last asks.
+    # Batches arrive in channels_last_3d memory (data.collate); convs use it where --channels-last
+    # asks.
     model.to(rt.device, memory_format=rt.memory_format)
     net = Net(train=model, bare=model)
     if args.ddp:
@@ -495,15 +515,16 @@ def build_net(args, rt, model=None):
     elif args.device == "cuda" and torch.cuda.device_count() > 1:
         # --device cuda:N means that one GPU; DataParallel splits the batch over every visible GPU
         net.train = nn.DataParallel(model)
-    # Training only (the shapes never change: drop_last), never DataParallel (flags.check_args); DDP itself is
-    # compiled, the documented way (its DDPOptimizer splits the graph at buckets: all-reduce overlaps the
-    # backward). Evaluation stays eager: eval mode, views x batch and the last partial batch would each
-    # recompile, for a pass that runs once every -ef epochs.
+    # Training only (the shapes never change: drop_last), never DataParallel (flags.check_args); DDP
+    # itself is compiled, the documented way (its DDPOptimizer splits the graph at buckets:
+    # all-reduce overlaps the backward). Evaluation stays eager: eval mode, views x batch and the
+    # last partial batch would each recompile, for a pass that runs once every -ef epochs.
     net.train = torch.compile(net.train, dynamic=False) if args.compile else net.train
     # The optimizer is built after wrapping: SyncBN conversion makes new parameters.
     net.optimizer = make_optimizer(model, args, fused=rt.device.type == "cuda")
-    # --model-ema: torchvision references' EMA (AveragedModel + get_ema_multi_avg_fn), buffers averaged too.
-    # GPU trap: each update reads n_averaged on the host (one sync); --model-ema-steps N spaces them.
+    # --model-ema: torchvision references' EMA (AveragedModel + get_ema_multi_avg_fn), buffers
+    # averaged too. GPU trap: each update reads n_averaged on the host (one sync); --model-ema-steps
+    # N spaces them.
     net.ema = (
         swa_utils.AveragedModel(
             model,
@@ -520,8 +541,8 @@ def build_net(args, rt, model=None):
 
 
 def make_optimizer(model, args, fused):
-    """SGD (momentum) or AdamW over param_groups. `fused` (CUDA): the step takes GradScaler's found-inf
-    flag on the device (the unfused one syncs to skip a step: fp16)."""
+    """SGD (momentum) or AdamW over param_groups. `fused` (CUDA): the step takes GradScaler's
+    found-inf flag on the device (the unfused one syncs to skip a step: fp16)."""
     if args.probe:  # one group per probe, its own lr and wd
         return probe.optimizer(model, args, fused)
     groups = param_groups(model, args)
@@ -529,10 +550,11 @@ def make_optimizer(model, args, fused):
         betas = tuple(args.opt_betas or (0.9, 0.999))  # torch's default; VideoMAE pretraining 0.95
         return torch.optim.AdamW(groups, lr=args.lr, betas=betas, fused=fused or None)
     optimizer = torch.optim.SGD(groups, lr=args.lr, momentum=args.momentum, fused=fused or None)
-    # fp16 trap: fused SGD's first step makes its momentum buffers with empty_like and fills them in the
-    # kernel, which GradScaler's found-inf flag skips whole. The first fp16 steps usually overflow (initial
-    # scale 65536): the buffers stay uninitialised memory, and the next step adds it to the weights (NaN).
-    # Zero buffers make the same first step (momentum * 0 + grad == grad, bit for bit), skipped or not.
+    # fp16 trap: fused SGD's first step makes its momentum buffers with empty_like and fills them in
+    # the kernel, which GradScaler's found-inf flag skips whole. The first fp16 steps usually
+    # overflow (initial scale 65536): the buffers stay uninitialised memory, and the next step adds
+    # it to the weights (NaN). Zero buffers make the same first step (momentum * 0 + grad == grad,
+    # bit for bit), skipped or not.
     if args.momentum > 0:
         for p in (p for g in groups for p in g["params"]):
             optimizer.state[p]["momentum_buffer"] = torch.zeros_like(p)
@@ -549,10 +571,10 @@ def set_train_mode(net, args):
 
 
 def param_groups(model, args):
-    """Optimizer groups: per layer (--layer-decay: "lr_scale" = decay^(L + 1 - i), model.layer_ids), each
-    split into --wd and --norm-weight-decay parameters: the 1-D ones and those model.ARCHS' entry names
-    (Arch.no_decay). Weight decay on norms' scales/shifts and biases only hurts (Goyal et al. 2017;
-    torchvision references); --bn_bias_wd: the original's --wd on all."""
+    """Optimizer groups: per layer (--layer-decay: "lr_scale" = decay^(L + 1 - i), model.layer_ids),
+    each split into --wd and --norm-weight-decay parameters: the 1-D ones and those model.ARCHS'
+    entry names (Arch.no_decay). Weight decay on norms' scales/shifts and biases only hurts (Goyal
+    et al. 2017; torchvision references); --bn_bias_wd: the original's --wd on all."""
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     ids, L = models.layer_ids(args.arch, [n for n, _ in named]) if args.layer_decay < 1 else ({}, 0)
     norm_wd, groups = args.norm_weight_decay, {}  # --bn_bias_wd: no parameter is one_d below
@@ -575,8 +597,9 @@ def param_groups(model, args):
 
 
 def lr_at(args, step, steps_per_epoch):
-    """The lr of optimizer step `step` (0-based, global): a pure function of the flags, so a resumed run with
-    other --epochs / --lr_steps / --warmup follows the new flags. Warmup ramps linearly to the schedule."""
+    """The lr of optimizer step `step` (0-based, global): a pure function of the flags, so a resumed
+    run with other --epochs / --lr_steps / --warmup follows the new flags. Warmup ramps linearly to
+    the schedule."""
     if args.lr_policy == "cosine_after_warmup":
         return cosine_after_warmup(args, step, steps_per_epoch)
     epoch, scale = step / steps_per_epoch, lr_batch_scale(args)
@@ -594,9 +617,9 @@ def lr_at(args, step, steps_per_epoch):
 def cosine_after_warmup(args, step, steps_per_epoch):
     """VideoMAE's utils.cosine_scheduler (BEiT's), to the last bit: the lrs scaled first as
     run_class_finetuning.py / run_mae_pretraining.py do (lr * batch / 256, with --lr-batch); then
-    np.linspace(start, lr, W) over the W warmup steps (i * ((lr - start) / (W - 1)) + start, the last
-    exactly lr), then min + 0.5 (lr - min) (1 + cos(pi i / (S - W))) for the i-th of the S - W steps left,
-    S = epochs x steps per epoch. Past S (a longer resume): --lr-min."""
+    np.linspace(start, lr, W) over the W warmup steps (i * ((lr - start) / (W - 1)) + start, the
+    last exactly lr), then min + 0.5 (lr - min) (1 + cos(pi i / (S - W))) for the i-th of the S - W
+    steps left, S = epochs x steps per epoch. Past S (a longer resume): --lr-min."""
     lr, low, start = (batch_scaled(args, v) for v in (args.lr, args.lr_min, args.lr_warmup_start))
     warmup = round(args.warmup * steps_per_epoch)
     if step < warmup:
@@ -621,17 +644,18 @@ def global_batch(args):
 
 
 def lr_batch_scale(args):
-    """--lr-batch N: the lrs are given for N clips; this run's global batch / N (VideoMAE: lr x B / 256)."""
+    """--lr-batch N: the lrs are given for N clips; this run's global batch / N (VideoMAE: lr x B /
+    256)."""
     if not args.lr_batch:
         return 1.0
     return global_batch(args) / args.lr_batch
 
 
-# ---- one epoch of training -------------------------------------------------------------------------
+# ---- one epoch of training -----------------------------------------------------------------------
 def decode_on_device(batch, args, rt, net, progress, d, it):
-    """--decode_device cuda: gpudecode.decode_batch. A frame that fails only on the GPU cannot be replaced
-    (its loader has moved on). One process saves at the last step boundary first; under DDP the other
-    ranks stop with it."""
+    """--decode_device cuda: gpudecode.decode_batch. A frame that fails only on the GPU cannot be
+    replaced (its loader has moved on). One process saves at the last step boundary first; under DDP
+    the other ranks stop with it."""
     try:
         return gpudecode.decode_batch(batch, rt.device, d.train_ds)
     # nvJPEG / TorchCodec raise RuntimeError, ValueError, their own kinds; OOM too
@@ -641,7 +665,8 @@ def decode_on_device(batch, args, rt, net, progress, d, it):
             checkpoint.save(args, rt, net, progress, d)
         if isinstance(e, decode.BadVideo):
             fail(
-                f"{e} -- found decoding on the GPU in training; run `python prepare.py check LIST --full` "
+                f"{e} -- found decoding on the GPU in training; run `python prepare.py check LIST "
+                "--full` "
                 "and fix it, then --resume auto"
             )
         why = (
@@ -654,8 +679,9 @@ def decode_on_device(batch, args, rt, net, progress, d, it):
 
 
 def to_model_input(clips, labels, info, rt):
-    """uint8 batch from the loader -> normalised float on the device, the train crop finished there, and
-    the labels there. --ra-reps K: (B, K, 3, T, H, W) -> B x K clips, each video's K clips together."""
+    """uint8 batch from the loader -> normalised float on the device, the train crop finished there,
+    and the labels there. --ra-reps K: (B, K, 3, T, H, W) -> B x K clips, each video's K clips
+    together."""
     K = clips.shape[1] if clips.dim() == 6 else 1
     clips, labels = (clips.flatten(0, 1), labels.repeat_interleave(K)) if K > 1 else (clips, labels)
     x = clips.to(rt.device, non_blocking=True)  # uint8: cheap
@@ -670,8 +696,9 @@ def to_model_input(clips, labels, info, rt):
 
 @dataclass(frozen=True)
 class Objective:
-    """What the step minimises, in two parts: `forward` runs the model on the batch, `loss` scores its
-    output. The trainer's: `classification`; pretrain.py's: `reconstruction` of the hidden tubelets."""
+    """What the step minimises, in two parts: `forward` runs the model on the batch, `loss` scores
+    its output. The trainer's: `classification`; pretrain.py's: `reconstruction` of the hidden
+    tubelets."""
 
     forward: Callable  # (model, x, info) -> output
     loss: Callable  # (output, targets, x, info) -> the batch's mean loss
@@ -695,7 +722,8 @@ def classification(args):
 
 def train_one_epoch(args, rt, d, net, objective, progress):
     """Train from progress.iter to the end of progress.epoch; returns this rank's Meter. After each
-    optimizer step, rundir.end_of_step saves and exits if a signal came or too many videos were bad."""
+    optimizer step, rundir.end_of_step saves and exits if a signal came or too many videos were
+    bad."""
     # the meter's numbers in every epoch's line: a loss without classes (pretraining's) has no top-1
     logged = ("loss", "top1") if objective.classifies else ("loss",)
     epoch, meter = progress.epoch, report.Meter(progress.iter, logged)
@@ -750,7 +778,7 @@ def train_one_epoch(args, rt, d, net, objective, progress):
     return meter
 
 
-# ---- evaluation ------------------------------------------------------------------------------------
+# ---- evaluation ----------------------------------------------------------------------------------
 @torch.no_grad()
 def evaluate(model, d, args, rt):
     """Softmax scores averaged over each video's views -> dict of top1, top5, loss (of the averaged
@@ -797,9 +825,8 @@ def evaluate(model, d, args, rt):
     all_labels = torch.zeros(len(d.val_ds), dtype=torch.long)
     for idx, s, y, _ in shards:
         all_scores[idx], all_labels[idx] = s, y
-    if (
-        all_scores.dim() == 3
-    ):  # a grid of probes: each one's top-1; the best (first of ties) reports
+    # a grid of probes: each one's top-1; the best (first of ties) reports
+    if all_scores.dim() == 3:
         each = [scores_metrics(all_scores[:, i], all_labels) for i in range(all_scores.shape[1])]
         best = max(range(len(each)), key=lambda i: (each[i]["top1"], -i))
         return {**each[best], "probe_top1": [e["top1"] for e in each], "best_probe": best}
@@ -820,7 +847,8 @@ def scores_metrics(all_scores, all_labels):
 
 
 def report_evaluation(args, rt, d, res, clips, crops, tag=None):
-    """Rank 0: the metrics, the per-class table and report.write_evaluation's files; `res`: every rank's."""
+    """Rank 0: the metrics, the per-class table and report.write_evaluation's files; `res`: every
+    rank's."""
     if rt.rank != 0:
         return
     videos = [v.path for v in d.val_ds.videos]
@@ -844,7 +872,8 @@ def report_evaluation(args, rt, d, res, clips, crops, tag=None):
 
 
 def evaluate_checkpoint(args, rt, net, d):
-    """--evaluate: the metrics, the per-class report and its files; the last line is the one scripts parse."""
+    """--evaluate: the metrics, the per-class report and its files; the last line is the one scripts
+    parse."""
     tag = rundir.evaluation_files(args, rt, flags.flag_sets().scores)
     try:
         res = evaluate(net.eval, d, args, rt)
@@ -855,9 +884,10 @@ def evaluate_checkpoint(args, rt, net, d):
     return res
 
 
-# ---- the epoch loop --------------------------------------------------------------------------------
+# ---- the epoch loop ------------------------------------------------------------------------------
 def validate_and_log(args, rt, net, d, progress, meter):
-    """End of an epoch: validate (every -ef epochs), save checkpoint.pth (and model_best.pth), log a line."""
+    """End of an epoch: validate (every -ef epochs), save checkpoint.pth (and model_best.pth), log a
+    line."""
     epoch = progress.epoch
     log = {**epoch_log(rt, net, meter, epoch), "val_top1": None, "val_top5": None, "val_loss": None}
     # train_top1 is against the dominant label of mixed targets
@@ -903,8 +933,9 @@ def epoch_log(rt, net, meter, epoch):
 
 
 def save_and_log(args, rt, net, progress, d, meter, log, best=False):
-    """The epoch's end, training's and pretraining's: checkpoint.pth (model_best.pth), then its line in
-    log.jsonl, curves.png and TensorBoard (rundir.append_log): every number in `log` reaches all three."""
+    """The epoch's end, training's and pretraining's: checkpoint.pth (model_best.pth), then its line
+    in log.jsonl, curves.png and TensorBoard (rundir.append_log): every number in `log` reaches all
+    three."""
     log["epoch_time"] = time.time() - meter.t_epoch
     checkpoint.save(args, rt, net, progress, d, best=best)
     rundir.append_log(rt, log)
@@ -937,8 +968,10 @@ def main(args):
 
     rundir.open_tensorboard(args, rt)
     print(
-        f"run folder {rt.run_dir}: {len(d.train_ds)} train / {len(d.val_ds)} val videos, {args.num_classes}"
-        f" classes, {rt.world_size} process(es) x batch {args.batch_size} x iter_size {args.iter_size}, "
+        f"run folder {rt.run_dir}: {len(d.train_ds)} train / {len(d.val_ds)} val videos, "
+        f"{args.num_classes}"
+        f" classes, {rt.world_size} process(es) x batch {args.batch_size} x iter_size "
+        f"{args.iter_size}, "
         f"{d.steps_per_epoch} steps/epoch, device {rt.device}, input mean {rt.mean} std {rt.std}"
     )
     t_run = time.time()
@@ -963,8 +996,9 @@ def main(args):
 
 
 if __name__ == "__main__":
-    # `train.py predict ARGS` runs `predict.py ARGS` (also features, export: a sibling script of that name).
-    # Handed over with exec, not imported: those import train.py, and train.py imports none of them.
+    # `train.py predict ARGS` runs `predict.py ARGS` (also features, export: a sibling script of
+    # that name). Handed over with exec, not imported: those import train.py, and train.py imports
+    # none of them.
     script = os.path.join(
         os.path.dirname(os.path.abspath(__file__)), f"{sys.argv[1:2] and sys.argv[1]}.py"
     )

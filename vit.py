@@ -1,14 +1,16 @@
-"""The plain video ViTs of VideoMAE and VideoMAEv2: tubelet embedding, sinusoid positions, mean pooling.
+"""The plain video ViTs of VideoMAE and VideoMAEv2: tubelet embedding, sinusoid positions, mean
+pooling.
 
     model = vit.build("vit_b16", num_classes=400, t_length=16, crop_size=224)
     logits = model(x)  # x: float (B, 3, T, H, W), normalised; logits: (B, num_classes)
 
-A clip (B, 3, T, H, W) is cut into tubelets of 2 x P x P pixels (one Conv3d of that kernel and stride:
-T/2 x H/P x W/P tokens), a fixed 1-D sinusoid table over the flattened token index is added, L
-pre-norm blocks (attention through torch.nn.functional.scaled_dot_product_attention, MLP of
+A clip (B, 3, T, H, W) is cut into tubelets of 2 x P x P pixels (one Conv3d of that kernel and
+stride: T/2 x H/P x W/P tokens), a fixed 1-D sinusoid table over the flattened token index is added,
+L pre-norm blocks (attention through torch.nn.functional.scaled_dot_product_attention, MLP of
 mlp_ratio x width, optional layer scale) follow, and the head reads the mean of all tokens after
-`fc_norm` (no class token). The attention's qkv projection has no bias; q and v have their own biases
-(`q_bias`, `v_bias`) and k has none, as in BEiT: a loader that drops them computes another network.
+`fc_norm` (no class token). The attention's qkv projection has no bias; q and v have their own
+biases (`q_bias`, `v_bias`) and k has none, as in BEiT: a loader that drops them computes another
+network.
 
 Parameter names are those of the official fine-tuning model (patch_embed.proj, pos_embed,
 blocks.i.{norm1, attn.qkv, attn.q_bias, attn.v_bias, attn.proj, norm2, mlp.fc1, mlp.fc2, gamma_1,
@@ -27,9 +29,11 @@ References
   layer scale, layer-wise lr decay).
 - Tong, Song, Wang, Wang. VideoMAE: Masked Autoencoders are Data-Efficient Learners for
   Self-Supervised Video Pre-Training. NeurIPS 2022 (ViT-S/B/L/H, tubelet 2x16x16).
-- Wang et al. VideoMAE V2: Scaling Video Masked Autoencoders with Dual Masking. CVPR 2023 (ViT-g/14).
-- Followed: MCG-NJU/VideoMAE and OpenGVLab/VideoMAEv2 models/modeling_finetune.py (VisionTransformer,
-  Block, Attention, PatchEmbed, get_sinusoid_encoding_table, the vit_*_patch*_224 constructors).
+- Wang et al. VideoMAE V2: Scaling Video Masked Autoencoders with Dual Masking. CVPR 2023
+  (ViT-g/14).
+- Followed: MCG-NJU/VideoMAE and OpenGVLab/VideoMAEv2 models/modeling_finetune.py
+  (VisionTransformer, Block, Attention, PatchEmbed, get_sinusoid_encoding_table, the
+  vit_*_patch*_224 constructors).
 """
 
 from typing import NamedTuple, Optional
@@ -55,7 +59,8 @@ class ViTSpec(NamedTuple):
     decoder: Optional[tuple] = None
 
 
-# The video ViTs (model.ARCHS has an entry for each): a new one is one line here, pretraining included.
+# The video ViTs (model.ARCHS has an entry for each): a new one is one line here, pretraining
+# included.
 VIT_SPECS = {
     # Tiny CPU arch for tests and the demo (not a published model): DeiT-Ti's width, 4 blocks; its
     # pretraining decoder half that width.
@@ -72,9 +77,9 @@ VIT_SPECS = {
     "vit_g14": ViTSpec(1408, 40, 16, 48 / 11, 14, decoder=(512, 8)),
 }
 EPS = 1e-6  # every LayerNorm of the official models: partial(nn.LayerNorm, eps=1e-6)
-# transformers' VideoMAE (modeling_videomae.py): the blocks' layernorm_before / _after take the config's
-# layer_norm_eps (1e-12 in the Hub configs), fc_norm is nn.LayerNorm's default (1e-5). A network runs
-# with the eps of the source its weights were trained in: (blocks, fc_norm).
+# transformers' VideoMAE (modeling_videomae.py): the blocks' layernorm_before / _after take the
+# config's layer_norm_eps (1e-12 in the Hub configs), fc_norm is nn.LayerNorm's default (1e-5). A
+# network runs with the eps of the source its weights were trained in: (blocks, fc_norm).
 OFFICIAL_EPS = (EPS, EPS)
 TRANSFORMERS_FC_EPS = 1e-5
 INIT_SCALE = 0.001  # run_class_finetuning.py --init_scale: the new head starts 1000x smaller
@@ -90,9 +95,10 @@ def decoder_of(spec):
 
 
 def sinusoid_table(n, dim):
-    """(1, n, dim) the official get_sinusoid_encoding_table: angle pos / 10000^(2 (j // 2) / dim), sin
-    on even j, cos on odd j, over the flattened token index (time-major, then rows, then columns),
-    computed in float64 and stored in float32 as the official code does (its values, rounding included)."""
+    """(1, n, dim) the official get_sinusoid_encoding_table: angle pos / 10000^(2 (j // 2) / dim),
+    sin on even j, cos on odd j, over the flattened token index (time-major, then rows, then
+    columns), computed in float64 and stored in float32 as the official code does (its values,
+    rounding included)."""
     pos = torch.arange(n, dtype=torch.float64)[:, None]
     j = torch.arange(dim, dtype=torch.float64)
     angle = pos / torch.pow(torch.tensor(10000.0, dtype=torch.float64), 2 * (j // 2) / dim)
@@ -140,8 +146,8 @@ class Block(nn.Module):
         self.attn = Attention(dim, heads)
         self.norm2 = nn.LayerNorm(dim, eps=EPS)
         self.mlp = Mlp(dim, int(dim * mlp_ratio))
-        # torchvision's StochasticDepth ("row": per sample, survivors scaled by 1 / (1 - p)) is timm's
-        # drop_path; model.set_drop_path finds it by type.
+        # torchvision's StochasticDepth ("row": per sample, survivors scaled by 1 / (1 - p)) is
+        # timm's drop_path; model.set_drop_path finds it by type.
         self.drop_path = torchvision.ops.StochasticDepth(drop_path, "row")
         if init_values > 0:
             self.gamma_1 = nn.Parameter(torch.full((dim,), float(init_values)))
@@ -196,8 +202,8 @@ class VideoViT(nn.Module):
         self.patch_embed = PatchEmbed(D, spec.patch, spec.tubelet)
         T_, H_, W_ = self.grid
         self.register_buffer("pos_embed", sinusoid_table(T_ * H_ * W_, D), persistent=False)
-        # stochastic depth rising to `drop_path` (float32 steps, as the official torch.linspace); on the CPU
-        # even when built on the meta device (bench.py counts)
+        # stochastic depth rising to `drop_path` (float32 steps, as the official torch.linspace); on
+        # the CPU even when built on the meta device (bench.py counts)
         rates = torch.linspace(0, drop_path, spec.depth, device="cpu").tolist()
         self.blocks = nn.ModuleList(
             Block(D, spec.heads, spec.mlp_ratio, rates[i], init_values) for i in range(spec.depth)
@@ -212,7 +218,8 @@ class VideoViT(nn.Module):
         self.set_norm_eps(norm_eps)
 
     def set_norm_eps(self, norm_eps):
-        """The LayerNorms' eps: (the blocks' norm1 / norm2, fc_norm), as the weights' source ran them."""
+        """The LayerNorms' eps: (the blocks' norm1 / norm2, fc_norm), as the weights' source ran
+        them."""
         blocks, fc = (float(e) for e in norm_eps)
         for blk in self.blocks:
             blk.norm1.eps = blk.norm2.eps = blocks
@@ -254,8 +261,8 @@ class VideoViT(nn.Module):
 
 
 def run_blocks(blocks, x, grad_ckpt):
-    """The blocks in order; grad_ckpt (training only): each recomputed in the backward. The RNG (drop
-    path) is replayed, so results are the same bit for bit as without it."""
+    """The blocks in order; grad_ckpt (training only): each recomputed in the backward. The RNG
+    (drop path) is replayed, so results are the same bit for bit as without it."""
     for blk in blocks:
         if grad_ckpt and blk.training and torch.is_grad_enabled():
             x = torch.utils.checkpoint.checkpoint(blk, x, use_reentrant=False)
@@ -285,7 +292,10 @@ def geometry_error(arch, t_length, crop_size):
             f"give a multiple of {s.tubelet}"
         )
     if crop_size % s.patch:
-        return f"--crop_size {crop_size}: {arch} cuts {s.patch} px patches; give a multiple of {s.patch}"
+        return (
+            f"--crop_size {crop_size}: {arch} cuts {s.patch} px patches; give a multiple of "
+            f"{s.patch}"
+        )
     return None
 
 
@@ -300,8 +310,8 @@ def build(
     grad_ckpt=False,
     depth=None,
 ):
-    """A randomly initialised VIT_SPECS network; drop_path None: 0 (the official default; the recipes
-    set 0.1 to 0.3); depth: fewer blocks than the arch's (small test networks)."""
+    """A randomly initialised VIT_SPECS network; drop_path None: 0 (the official default; the
+    recipes set 0.1 to 0.3); depth: fewer blocks than the arch's (small test networks)."""
     return VideoViT(
         arch,
         num_classes,

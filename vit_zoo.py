@@ -1,33 +1,37 @@
-"""Pretrained weights for vit.py's VideoMAE / VideoMAEv2 ViTs, from every layout they are published in.
+"""Pretrained weights for vit.py's VideoMAE / VideoMAEv2 ViTs, from every layout they are published
+in.
 
-    vit_zoo.load(model, "vit_b_k400_ft.pth")  # or a pretraining .pth, a transformers folder, mmaction2
+    # or a pretraining .pth, a transformers folder, mmaction2
+    vit_zoo.load(model, "vit_b_k400_ft.pth")
 
-Layouts (recognised by a key only they have, renamed by a small table of rules, each citing its files):
+Layouts (recognised by a key only they have, renamed by a small table of rules, each citing its
+files):
 - videomae: the official fine-tuned checkpoints, MCG-NJU/VideoMAE and OpenGVLab/VideoMAEv2
-  models/modeling_finetune.py; vit.py uses their names, so this is a copy. Saved under "model", "module"
-  (DeepSpeed, run_class_finetuning.py --model_key model|module), "state_dict", or bare.
+  models/modeling_finetune.py; vit.py uses their names, so this is a copy. Saved under "model",
+  "module" (DeepSpeed, run_class_finetuning.py --model_key model|module), "state_dict", or bare.
 - videomae-pretrain: the official pretraining checkpoints (models/modeling_pretrain.py
-  PretrainVisionTransformer): encoder.* kept; the decoder, encoder_to_decoder and mask_token dropped; the
-  encoder's final norm dropped (the fine-tuning model pools and normalises with fc_norm instead: what
-  run_class_finetuning.py's load leaves as unexpected); fc_norm and head are new.
+  PretrainVisionTransformer): encoder.* kept; the decoder, encoder_to_decoder and mask_token
+  dropped; the encoder's final norm dropped (the fine-tuning model pools and normalises with fc_norm
+  instead: what run_class_finetuning.py's load leaves as unexpected); fc_norm and head are new.
 - transformers: a folder of transformers' VideoMAEForVideoClassification / VideoMAEModel /
   VideoMAEForPreTraining (config.json + model.safetensors or pytorch_model.bin;
   transformers/models/videomae/modeling_videomae.py). Read with safetensors / torch.load, never by
-  importing transformers. query / key / value are joined into qkv; the q and v biases (q_bias / v_bias
-  in transformers 4 and the hub files, query.bias / value.bias in transformers 5) are kept.
+  importing transformers. query / key / value are joined into qkv; the q and v biases (q_bias /
+  v_bias in transformers 4 and the hub files, query.bias / value.bias in transformers 5) are kept.
 - mmaction2: mmaction/models/backbones/vit_mae.py VisionTransformer under Recognizer3D's backbone.*
   (mmcv PatchEmbed `projection`, FFN `layers.0.0` / `layers.1`, pos_embed a buffer) and
   cls_head.fc_cls (heads/timesformer_head.py).
 
-Every load prints one line: loaded, new, dropped and rebuilt / interpolated tensors. Everything else is
-strict: a tensor missing or of another shape, or one the file has that nothing takes, refuses the file
-in one line that names its layout and the network it holds.
+Every load prints one line: loaded, new, dropped and rebuilt / interpolated tensors. Everything else
+is strict: a tensor missing or of another shape, or one the file has that nothing takes, refuses the
+file in one line that names its layout and the network it holds.
 
 Position tables: the official models add a fixed sinusoid table that no checkpoint stores (mmaction2
-stores it as a buffer: recognised by its values and dropped); vit.py builds it for the model's own token
-grid, which is what the official code constructed at another clip length or crop size computes. A
-learned table (use_learnable_pos_emb) is interpolated to the model's grid as VideoMAEv2's
-run_class_finetuning.py does: bicubic over H, W per time step (align_corners=False), then linear over T.
+stores it as a buffer: recognised by its values and dropped); vit.py builds it for the model's own
+token grid, which is what the official code constructed at another clip length or crop size
+computes. A learned table (use_learnable_pos_emb) is interpolated to the model's grid as
+VideoMAEv2's run_class_finetuning.py does: bicubic over H, W per time step (align_corners=False),
+then linear over T.
 """
 
 import json
@@ -41,7 +45,8 @@ import checkpoint
 import vit
 from model import strip_prefixes
 
-# run_class_finetuning.py --imagenet_default_mean_and_std (default True): timm's ImageNet mean / std.
+# run_class_finetuning.py --imagenet_default_mean_and_std (default True): timm's ImageNet mean /
+# std.
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 DROP = None  # a rule's target: the tensor is dropped (reported)
 
@@ -50,7 +55,8 @@ def _same(m):
     return m[1]
 
 
-# (regex over a whole source name, our name from the match, or DROP); the first rule that matches wins.
+# (regex over a whole source name, our name from the match, or DROP); the first rule that matches
+# wins.
 VIDEOMAE_RULES = ((r"(.+)", _same),)  # modeling_finetune.py's names are vit.py's
 PRETRAIN_RULES = (
     # modeling_pretrain.py: PretrainVisionTransformer.encoder (PretrainVisionTransformerEncoder: its
@@ -62,8 +68,9 @@ PRETRAIN_RULES = (
 _HF = r"encoder\.layer\.(\d+)\."  # VideoMAEEncoder.layer[i] (VideoMAELayer)
 TRANSFORMERS_RULES = (
     # modeling_videomae.py: VideoMAEEmbeddings.patch_embeddings.projection; VideoMAELayer attention.
-    # attention.{query,key,value} (VideoMAESelfAttention), attention.output.dense, intermediate.dense,
-    # output.dense, layernorm_before / _after; VideoMAEForVideoClassification fc_norm / classifier.
+    # attention.{query,key,value} (VideoMAESelfAttention), attention.output.dense,
+    # intermediate.dense, output.dense, layernorm_before / _after; VideoMAEForVideoClassification
+    # fc_norm / classifier.
     (r"embeddings\.patch_embeddings\.projection\.(\w+)", r"patch_embed.proj.\1"),
     (_HF + r"attention\.attention\.(query|key|value)\.weight", r"blocks.\1.attn.\2.weight"),
     (_HF + r"attention\.attention\.(?:q_bias|query\.bias)", r"blocks.\1.attn.q_bias"),
@@ -78,9 +85,10 @@ TRANSFORMERS_RULES = (
     # VideoMAEForPreTraining: the encoder's last norm (VideoMAEModel.layernorm) and the decoder.
     (r"layernorm\.\w+|decoder\..+|encoder_to_decoder\..+|mask_token", DROP),
 )
-# The way back (export.py --format hf): vit.py's names -> VideoMAEForVideoClassification's, as the Hub
-# files hold them (q_bias / v_bias: transformers 4 reads them as they are, transformers 5 renames them to
-# query.bias / value.bias on loading); qkv.weight is split into query / key / value (split_qkv).
+# The way back (export.py --format hf): vit.py's names -> VideoMAEForVideoClassification's, as the
+# Hub files hold them (q_bias / v_bias: transformers 4 reads them as they are, transformers 5
+# renames them to query.bias / value.bias on loading); qkv.weight is split into query / key / value
+# (split_qkv).
 _L = r"videomae.encoder.layer.\1."
 TO_TRANSFORMERS_RULES = (
     (r"patch_embed\.proj\.(\w+)", r"videomae.embeddings.patch_embeddings.projection.\1"),
@@ -95,8 +103,8 @@ TO_TRANSFORMERS_RULES = (
     (r"head\.(\w+)", r"classifier.\1"),
 )
 MMACTION2_RULES = (
-    # mmaction/models/backbones/vit_mae.py (VisionTransformer, Block, Attention; mmcv's PatchEmbed and
-    # FFN), Recognizer3D's backbone. / cls_head. prefixes, TimeSformerHead.fc_cls.
+    # mmaction/models/backbones/vit_mae.py (VisionTransformer, Block, Attention; mmcv's PatchEmbed
+    # and FFN), Recognizer3D's backbone. / cls_head. prefixes, TimeSformerHead.fc_cls.
     (r"backbone\.patch_embed\.projection\.(\w+)", r"patch_embed.proj.\1"),
     (r"backbone\.blocks\.(\d+)\.mlp\.layers\.0\.0\.(\w+)", r"blocks.\1.mlp.fc1.\2"),
     (r"backbone\.blocks\.(\d+)\.mlp\.layers\.1\.(\w+)", r"blocks.\1.mlp.fc2.\2"),
@@ -117,7 +125,8 @@ LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"  # what a clone with
 
 
 def read_json(path, flag, name):
-    """A transformers folder's JSON file -> dict; a broken one is a ValueError naming flag and file."""
+    """A transformers folder's JSON file -> dict; a broken one is a ValueError naming flag and
+    file."""
     try:
         with open(path, encoding="utf-8") as f:
             obj = json.load(f)
@@ -129,20 +138,22 @@ def read_json(path, flag, name):
 
 
 def check_not_lfs_pointer(path, flag, name):
-    """A weights file that is a git-lfs pointer (a Hub repository cloned without git-lfs): say so."""
+    """A weights file that is a git-lfs pointer (a Hub repository cloned without git-lfs): say
+    so."""
     with open(path, "rb") as f:
         head = f.read(len(LFS_POINTER))
     if head == LFS_POINTER:
         raise ValueError(
             f"{flag} {name}: {path} is a git-lfs pointer ({os.path.getsize(path)} bytes), not the "
-            "weights: fetch the real file with `git lfs pull` in that clone (git-lfs installed), or "
+            "weights: fetch the real file with `git lfs pull` in that clone (git-lfs installed), "
+            "or "
             "`huggingface-cli download ORG/NAME --local-dir FOLDER`"
         )
 
 
 def read_folder(path, flag="--pretrained"):
-    """A transformers folder -> (state dict, config dict); a missing, broken or git-lfs pointer file is
-    a ValueError of one line naming it."""
+    """A transformers folder -> (state dict, config dict); a missing, broken or git-lfs pointer file
+    is a ValueError of one line naming it."""
     config_file = os.path.join(path, "config.json")
     if not os.path.isfile(config_file):
         raise ValueError(f"{flag} {path}: a folder without config.json (not a transformers one)")
@@ -207,7 +218,8 @@ def hub_folder(repo_id, flag="--pretrained"):
             f"{flag} {repo_id}: no such local file or folder, and the Hugging Face Hub model could "
             "not be read "
             f"({type(e).__name__}: {why}); download it where the Hub cache is "
-            f"({constants.HF_HUB_CACHE}) with `huggingface-cli download {repo_id}` while online, or "
+            f"({constants.HF_HUB_CACHE}) with `huggingface-cli download {repo_id}` while online, "
+            "or "
             "give the path of a folder holding its config.json and model.safetensors"
         ) from None
 
@@ -218,8 +230,9 @@ def resolve(src):
 
 
 def folder_source(path, config):
-    """A transformers folder's (layer-norm eps, mean, std): the config's layer_norm_eps for the blocks,
-    1e-5 for fc_norm (modeling_videomae.py); preprocessor_config.json's image_mean / image_std."""
+    """A transformers folder's (layer-norm eps, mean, std): the config's layer_norm_eps for the
+    blocks, 1e-5 for fc_norm (modeling_videomae.py); preprocessor_config.json's image_mean /
+    image_std."""
     eps = config.get("layer_norm_eps", 1e-12)
     if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not 0 < eps < 1:
         raise ValueError(f"--pretrained {path}: config.json's layer_norm_eps {eps!r} is not an eps")
@@ -238,7 +251,8 @@ def read(src):
         state, config = read_folder(src)
         if config.get("model_type") == "vjepa2":
             raise ValueError(
-                f"--pretrained {src}: a transformers V-JEPA 2 folder: it loads into a vjepa2_* arch, "
+                f"--pretrained {src}: a transformers V-JEPA 2 folder: it loads into a vjepa2_* "
+                "arch, "
                 "not a VideoMAE ViT"
             )
         if config.get("use_mean_pooling") is False and any(
@@ -265,7 +279,8 @@ def read(src):
             break
     if not isinstance(obj, dict) or not obj or not all(torch.is_tensor(v) for v in obj.values()):
         raise ValueError(
-            f"--pretrained {src}: not a state dict (nor one under 'model' / 'module' / 'state_dict')"
+            f"--pretrained {src}: not a state dict (nor one under 'model' / 'module' / "
+            "'state_dict')"
         )
     source = {"norm_eps": vit.OFFICIAL_EPS, "mean": MEAN, "std": STD}
     args = outer.get("args")
@@ -289,7 +304,8 @@ def layout_of(state, src, arch, convnets):
         other = ["torchvision / ours"]
     what = f"a {other[0]} ConvNet checkpoint" if other else "no VideoMAE ViT layout"
     raise ValueError(
-        f"--pretrained {src}: {what} (no ViT patch embedding: {', '.join(k for k, _ in LAYOUTS.values())}); "
+        f"--pretrained {src}: {what} (no ViT patch embedding: "
+        f"{', '.join(k for k, _ in LAYOUTS.values())}); "
         f"--arch {arch} takes a VideoMAE / VideoMAEv2 checkpoint"
     )
 
@@ -384,7 +400,8 @@ def source_grid(n, grid):
 
 
 def position_table(model, state, src):
-    """Handle the file's pos_embed (if any): drop a fixed table, fit a learned one. -> report phrase."""
+    """Handle the file's pos_embed (if any): drop a fixed table, fit a learned one. -> report
+    phrase."""
     T, H, W = model.grid
     table = state.pop("pos_embed", None)
     if table is None or is_fixed_table(table):
@@ -394,7 +411,8 @@ def position_table(model, state, src):
     grid = source_grid(table.shape[1], model.grid) if table.dim() == 3 else None
     if grid is None or table.shape[-1] != D:
         raise ValueError(
-            f"--pretrained {src}: a pos_embed of shape {tuple(table.shape)} fits no grid of width {D}"
+            f"--pretrained {src}: a pos_embed of shape {tuple(table.shape)} fits no grid of width "
+            f"{D}"
         )
     if grid == model.grid:
         model.set_pos_embed(table)
@@ -413,7 +431,8 @@ def _few(names, n=3):
 
 def to_our_names(state, src, arch, convnets):
     """A file's state dict -> (ours, layout, dropped, unexpected) after its layout's rules."""
-    # transformers: VideoMAEForVideoClassification / ForPreTraining hold VideoMAEModel as `videomae.`
+    # transformers: VideoMAEForVideoClassification / ForPreTraining hold VideoMAEModel as
+    # `videomae.`
     state = {re.sub(r"^videomae\.", "", k): v for k, v in state.items()}
     layout = layout_of(state, src, arch, convnets)
     state, dropped, unexpected = convert(state, LAYOUTS[layout][1])
@@ -421,8 +440,9 @@ def to_our_names(state, src, arch, convnets):
 
 
 def convnet_refusal(src, arch, state=None):
-    """--pretrained SRC given to a ConvNet --arch: the one line naming the ViT arch the file fits (SRC a
-    transformers folder or a Hub id; or `state`, a file's tensors, in a VideoMAE layout), else None."""
+    """--pretrained SRC given to a ConvNet --arch: the one line naming the ViT arch the file fits
+    (SRC a transformers folder or a Hub id; or `state`, a file's tensors, in a VideoMAE layout),
+    else None."""
     folder = state is None
     if folder:
         state, _, _ = read(resolve(src))
@@ -439,21 +459,23 @@ def convnet_refusal(src, arch, state=None):
 
 @torch.no_grad()
 def load(model, src, convnets=None):
-    """Fill a vit.VideoViT from `src` (a file, a transformers folder or a Hub id) of any LAYOUTS layout,
-    or one of this trainer's checkpoints. Prints the report line; sets model.pretrained_info (with
-    `head`: the file's classifier was loaded) and the LayerNorm eps of the weights' source."""
+    """Fill a vit.VideoViT from `src` (a file, a transformers folder or a Hub id) of any LAYOUTS
+    layout, or one of this trainer's checkpoints. Prints the report line; sets model.pretrained_info
+    (with `head`: the file's classifier was loaded) and the LayerNorm eps of the weights' source."""
     state, outer, source = read(resolve(src))
     state, layout, dropped, unexpected = to_our_names(state, src, model.arch, convnets or {})
     ours = isinstance(outer.get("args"), dict) and "model" in outer
     if unexpected:
         raise ValueError(
-            f"--pretrained {src}: {len(unexpected)} tensors of the {layout} layout that vit.py has no "
+            f"--pretrained {src}: {len(unexpected)} tensors of the {layout} layout that vit.py "
+            "has no "
             f"place for ({_few(unexpected)}): another network?"
         )
     pos = position_table(model, state, src)
     own = model.state_dict()
     bad = [
-        f"{k} {tuple(v.shape)} here, {tuple(state[k].shape) if k in state else 'missing'} in the file"
+        f"{k} {tuple(v.shape)} here, {tuple(state[k].shape) if k in state else 'missing'} in the "
+        "file"
         for k, v in own.items()
         if k != "pos_embed" and state.get(k, v).shape != v.shape
     ]
@@ -485,11 +507,11 @@ def load(model, src, convnets=None):
     line += f", dropped {len(dropped)}" + (f" ({_few(groups, 6)})" if dropped else "")
     blocks_eps, fc_eps = model.norm_eps
     print(f"{line}; position: {pos}; LayerNorm eps {blocks_eps:g} (blocks), {fc_eps:g} (fc_norm)")
+    # the file's classifier: its number of classes (None: it has none), loaded or not
     model.pretrained_info = {
         "format": "ours" if ours else layout,
         "mean": tuple(source["mean"]),
         "std": tuple(source["std"]),
-        # the file's classifier: its number of classes (None: it has none), loaded or not
         "head_classes": None if head is None else head.shape[0],
         "head_loaded": not any(k.startswith("head.") for k in new),
     }

@@ -5,26 +5,30 @@
     tokens = model.tokens(x)  # (B, T/2 * H/16 * W/16, width): what the official probes read
 
 A clip is cut into tubelets of 2 x 16 x 16 pixels (one Conv3d, as vit.py), L pre-norm blocks follow
-and a final LayerNorm (`norm`); no position table: each block's attention rotates its queries and keys
-by the token's (frame, row, column) index (RoPE). The head is V-JEPA 2's AttentiveClassifier: a learned
-query token reads the tokens through cross-attention after `probe_blocks - 1` self-attention blocks.
+and a final LayerNorm (`norm`); no position table: each block's attention rotates its queries and
+keys by the token's (frame, row, column) index (RoPE). The head is V-JEPA 2's AttentiveClassifier: a
+learned query token reads the tokens through cross-attention after `probe_blocks - 1` self-attention
+blocks.
 
-The rotation is the official `RoPEAttention` (src/models/utils/modules.py, `use_rope=True`) to the bit:
-- each head's first 2 * ((head_dim // 3) // 2) channels rotate by the frame index, the next as many by
-  the row, the next by the column; the rest (4 of 64 at ViT-L, 4 of 64 at ViT-g) are not rotated;
-- adjacent channel pairs (2i, 2i + 1) rotate together, but the angle of channel c is
-  pos * 10000^(-(c mod D/2) / (D/2)) (the official `.repeat(1, 1, 1, 2)`, documented upstream as a bug
+The rotation is the official `RoPEAttention` (src/models/utils/modules.py, `use_rope=True`) to the
+bit:
+- each head's first 2 * ((head_dim // 3) // 2) channels rotate by the frame index, the next as many
+  by the row, the next by the column; the rest (4 of 64 at ViT-L, 4 of 64 at ViT-g) are not rotated;
+- adjacent channel pairs (2i, 2i + 1) rotate together, but the angle of channel c is pos *
+  10000^(-(c mod D/2) / (D/2)) (the official `.repeat(1, 1, 1, 2)`, documented upstream as a bug
   kept for the published weights): the two channels of a pair get different frequencies;
 - the angles are computed in the queries' dtype, as the official code does.
 Positions come from the clip's own token grid (the official `handle_nonsquare_inputs=True`), so any
 clip length and any crop work: RoPE has no table to interpolate.
 
-Parameter names are the official ones (patch_embed.proj, blocks.i.{norm1, attn.qkv, attn.proj, norm2,
-mlp.fc1, mlp.fc2}, norm; head.pooler.{query_tokens, cross_attention_block.{norm1, xattn.q, xattn.kv,
-norm2, mlp}, blocks.i}, head.linear), so the official .pt files load as they are (vjepa_zoo.py).
+Parameter names are the official ones (patch_embed.proj, blocks.i.{norm1, attn.qkv, attn.proj,
+norm2, mlp.fc1, mlp.fc2}, norm; head.pooler.{query_tokens, cross_attention_block.{norm1, xattn.q,
+xattn.kv, norm2, mlp}, blocks.i}, head.linear), so the official .pt files load as they are
+(vjepa_zoo.py).
 
 References
-- Assran et al. V-JEPA 2: Self-Supervised Video Models Enable Understanding, Prediction and Planning.
+- Assran et al. V-JEPA 2: Self-Supervised Video Models Enable Understanding, Prediction and
+  Planning.
   2025. facebookresearch/vjepa2 (MIT): src/models/vision_transformer.py (VisionTransformer,
   vit_large / vit_huge / vit_giant_xformers with use_rope=True), src/models/utils/modules.py
   (RoPEAttention, rotate_queries_or_keys, Block, CrossAttention, CrossAttentionBlock),
@@ -64,7 +68,8 @@ VJEPA_SPECS = {
     # vitg.pt (256 px) and vitg-384.pt (384 px) are the same network
     "vjepa2_vitg16": VJEPASpec(1408, 40, 22, 48 / 11),
 }
-# configs/eval/vitl/*.yaml and configs/eval/vitg-384/*.yaml: classifier num_heads 16, num_probe_blocks 4
+# configs/eval/vitl/*.yaml and configs/eval/vitg-384/*.yaml: classifier num_heads 16,
+# num_probe_blocks 4
 PROBE_HEADS, PROBE_BLOCKS = 16, 4
 # AttentiveClassifier's norm_layer is nn.LayerNorm's default (eps 1e-5), not the encoder's 1e-6
 PROBE_EPS = 1e-5
@@ -72,8 +77,9 @@ INIT_STD = 0.02
 
 
 def trunc_normal_(t, std=INIT_STD):
-    """src/utils/tensors.py trunc_normal_ (mean 0, bounds +-2 absolute): uniform, erfinv, scale, clamp.
-    torch.nn.init.trunc_normal_ now samples otherwise, so the official init is reproduced here."""
+    """src/utils/tensors.py trunc_normal_ (mean 0, bounds +-2 absolute): uniform, erfinv, scale,
+    clamp. torch.nn.init.trunc_normal_ now samples otherwise, so the official init is reproduced
+    here."""
     cdf = lambda x: (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0  # noqa: E731
     lo, hi = cdf(-2.0 / std), cdf(2.0 / std)
     with torch.no_grad():
@@ -82,8 +88,8 @@ def trunc_normal_(t, std=INIT_STD):
 
 
 def init_weights(m):
-    """VisionTransformer._init_weights / AttentivePooler._init_weights: Linear and Conv3d trunc normal
-    0.02 with zero bias, LayerNorm 1 / 0."""
+    """VisionTransformer._init_weights / AttentivePooler._init_weights: Linear and Conv3d trunc
+    normal 0.02 with zero bias, LayerNorm 1 / 0."""
     if isinstance(m, (nn.Linear, nn.Conv3d)):
         trunc_normal_(m.weight)
         if m.bias is not None:
@@ -102,7 +108,8 @@ def rescale(blocks, start=1):
 
 
 def token_positions(T, H, W, device):
-    """(3, T*H*W) long: each token's frame, row and column (tokens time-major, then rows, columns)."""
+    """(3, T*H*W) long: each token's frame, row and column (tokens time-major, then rows,
+    columns)."""
     t, h, w = torch.meshgrid(*(torch.arange(n, device=device) for n in (T, H, W)), indexing="ij")
     return torch.stack((t.flatten(), h.flatten(), w.flatten()))
 
@@ -119,7 +126,8 @@ def rotate(x, pos):
 
 
 def rope(x, pos, d):
-    """The first 3d channels of each head rotated by frame, row, column (d each); the rest as they are."""
+    """The first 3d channels of each head rotated by frame, row, column (d each); the rest as they
+    are."""
     parts = [rotate(x[..., i * d : (i + 1) * d], pos[i]) for i in range(3)]
     return torch.cat(parts + [x[..., 3 * d :]], dim=-1)
 
@@ -160,7 +168,8 @@ class Block(nn.Module):
 
 
 class CrossAttention(nn.Module):
-    """modules.py CrossAttention: q from the queries, k and v from the tokens; no output projection."""
+    """modules.py CrossAttention: q from the queries, k and v from the tokens; no output
+    projection."""
 
     def __init__(self, dim, heads):
         super().__init__()
@@ -177,7 +186,8 @@ class CrossAttention(nn.Module):
 
 
 class CrossAttentionBlock(nn.Module):
-    """modules.py CrossAttentionBlock: q + xattn(q, norm1(x)), then q + mlp(norm2(q)); MLP ratio 4."""
+    """modules.py CrossAttentionBlock: q + xattn(q, norm1(x)), then q + mlp(norm2(q)); MLP ratio
+    4."""
 
     def __init__(self, dim, heads):
         super().__init__()
@@ -192,9 +202,9 @@ class CrossAttentionBlock(nn.Module):
 
 
 class AttentivePooler(nn.Module):
-    """attentive_pooler.py AttentivePooler (one query, complete block): depth - 1 self-attention blocks
-    over the tokens, then the query's cross-attention block. Modules are made in the official order,
-    so the same seed gives the same weights."""
+    """attentive_pooler.py AttentivePooler (one query, complete block): depth - 1 self-attention
+    blocks over the tokens, then the query's cross-attention block. Modules are made in the official
+    order, so the same seed gives the same weights."""
 
     def __init__(self, dim, heads, depth):
         super().__init__()
@@ -204,7 +214,8 @@ class AttentivePooler(nn.Module):
         trunc_normal_(self.query_tokens)
         self.apply(init_weights)
         rescale(self.blocks)
-        # the cross block's fc2 takes the last block's divisor (the official loop variable), 1 if none
+        # the cross block's fc2 takes the last block's divisor (the official loop variable), 1 if
+        # none
         with torch.no_grad():
             self.cross_attention_block.mlp.fc2.weight.div_(math.sqrt(2.0 * max(1, depth - 1)))
 
@@ -215,8 +226,8 @@ class AttentivePooler(nn.Module):
 
 
 class AttentiveClassifier(nn.Module):
-    """attentive_pooler.py AttentiveClassifier: the pooled query -> linear (PyTorch's default init, as
-    the official one). dropout (ours; 0 = official) before the linear."""
+    """attentive_pooler.py AttentiveClassifier: the pooled query -> linear (PyTorch's default init,
+    as the official one). dropout (ours; 0 = official) before the linear."""
 
     def __init__(self, dim, num_classes, heads=PROBE_HEADS, depth=PROBE_BLOCKS, dropout=0.0):
         super().__init__()
@@ -247,7 +258,8 @@ class VJEPAViT(nn.Module):
         D = spec.width
         self.embed_dim = D
         self.patch_embed = PatchEmbed(D, spec.patch, spec.tubelet)
-        # torch.linspace in float32 as the official dpr, on the CPU even when built on the meta device
+        # torch.linspace in float32 as the official dpr, on the CPU even when built on the meta
+        # device
         rates = torch.linspace(0, drop_path, spec.depth, device="cpu").tolist()
         self.blocks = nn.ModuleList(
             Block(D, spec.heads, spec.mlp_ratio, rates[i]) for i in range(spec.depth)
@@ -283,10 +295,10 @@ class VJEPAViT(nn.Module):
 
 
 def segment_tokens(tokens, x, snippet):
-    """ClipAggregation (evals/video_classification_frozen/modelcustom/vit_encoder_multiclip.py): a clip
-    of S segments of `snippet` frames each, (B, 3, S * snippet, H, W), encoded segment by segment (one
-    batch of B * S) and the segments' tokens concatenated in time: (B, S * N, D), segment-major, as the
-    official eval feeds its probe. snippet None: the clip is one segment."""
+    """ClipAggregation (evals/video_classification_frozen/modelcustom/vit_encoder_multiclip.py): a
+    clip of S segments of `snippet` frames each, (B, 3, S * snippet, H, W), encoded segment by
+    segment (one batch of B * S) and the segments' tokens concatenated in time: (B, S * N, D),
+    segment-major, as the official eval feeds its probe. snippet None: the clip is one segment."""
     B, C, T, H, W = x.shape
     if snippet is None or T == snippet:
         return tokens(x)
@@ -309,7 +321,10 @@ def geometry_error(arch, t_length, crop_size):
             f"give a multiple of {s.tubelet}"
         )
     if crop_size % s.patch:
-        return f"--crop_size {crop_size}: {arch} cuts {s.patch} px patches; give a multiple of {s.patch}"
+        return (
+            f"--crop_size {crop_size}: {arch} cuts {s.patch} px patches; give a multiple of "
+            f"{s.patch}"
+        )
     return None
 
 

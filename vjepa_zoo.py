@@ -1,27 +1,31 @@
-"""Pretrained weights for vjepa.py's V-JEPA 2 encoders and attentive probes, in every published layout.
+"""Pretrained weights for vjepa.py's V-JEPA 2 encoders and attentive probes, in every published
+layout.
 
-    vjepa_zoo.load(model, "vitl.pt")  # an official .pt, a transformers folder, or one of our checkpoints
+    # an official .pt, a transformers folder, or one of our checkpoints
+    vjepa_zoo.load(model, "vitl.pt")
     vjepa_zoo.load_probe(model.head, "ssv2-vitl-16x2x3.pt")  # an official probe onto the probe
 
 Layouts (each recognised by keys only it has):
-- official: facebookresearch/vjepa2's pretraining checkpoints (vitl.pt, vith.pt, vitg.pt, vitg-384.pt):
-  a dict holding `encoder`, `target_encoder` (and `predictor`, optimiser state, ...), each a state dict
-  under `module.` / `backbone.` prefixes. The frozen-probe evals read `target_encoder`
-  (configs/eval/*/*.yaml checkpoint_key; evals/video_classification_frozen/modelcustom/
-  vit_encoder_multiclip.py init_module): so does `key=None`; `key` picks another (`encoder`,
-  `ema_encoder`). vision_transformer.py's names are vjepa.py's; a stored `pos_embed` (unused with RoPE,
-  src/hub/backbones.py drops it the same way) is dropped and reported.
+- official: facebookresearch/vjepa2's pretraining checkpoints (vitl.pt, vith.pt, vitg.pt,
+  vitg-384.pt): a dict holding `encoder`, `target_encoder` (and `predictor`, optimiser state, ...),
+  each a state dict under `module.` / `backbone.` prefixes. The frozen-probe evals read
+  `target_encoder` (configs/eval/*/*.yaml checkpoint_key;
+  evals/video_classification_frozen/modelcustom/ vit_encoder_multiclip.py init_module): so does
+  `key=None`; `key` picks another (`encoder`, `ema_encoder`). vision_transformer.py's names are
+  vjepa.py's; a stored `pos_embed` (unused with RoPE, src/hub/backbones.py drops it the same way) is
+  dropped and reported.
 - official-probe: the eval's probe checkpoints (ssv2-vitl-16x2x3.pt, diving48-vitl-256.pt, ...):
   `classifiers`, a list of AttentiveClassifier state dicts under DDP's `module.` (eval.py
   save_checkpoint); the first is read, as notebooks/vjepa2_demo.py does.
 - transformers: a folder of VJEPA2Model / VJEPA2ForVideoClassification (config.json and
   model.safetensors; transformers/models/vjepa2/modeling_vjepa2.py), read with safetensors, never by
-  importing transformers: query / key / value joined into qkv, the pooler's k_proj / v_proj into kv, the
-  predictor dropped. Where transformers computes otherwise than the official code, the loaded model
-  follows transformers for its own files: its pooler LayerNorms use eps 1e-6 (the official probe:
-  PyTorch's default 1e-5) and its pooler has the encoder's number of heads; both are set on the probe
-  and said in the load line. Its RoPE takes rows and columns from config.crop_size rather than from the
-  clip: the same positions at that crop (the published folders' 256 px), other positions at another.
+  importing transformers: query / key / value joined into qkv, the pooler's k_proj / v_proj into kv,
+  the predictor dropped. Where transformers computes otherwise than the official code, the loaded
+  model follows transformers for its own files: its pooler LayerNorms use eps 1e-6 (the official
+  probe: PyTorch's default 1e-5) and its pooler has the encoder's number of heads; both are set on
+  the probe and said in the load line. Its RoPE takes rows and columns from config.crop_size rather
+  than from the clip: the same positions at that crop (the published folders' 256 px), other
+  positions at another.
 Every load prints one line; anything missing, of another shape, or left over refuses the file in one
 line naming what it holds and the arch that would take it.
 """
@@ -41,7 +45,8 @@ MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 DROP = vit_zoo.DROP
 ENCODER_KEYS = ("target_encoder", "encoder", "ema_encoder")
 
-# modeling_vjepa2.py's names -> vjepa.py's (the first rule that matches wins; DROP: dropped, reported).
+# modeling_vjepa2.py's names -> vjepa.py's (the first rule that matches wins; DROP: dropped,
+# reported).
 _E, _L = r"(?:vjepa2\.)?encoder\.", r"(?:vjepa2\.)?encoder\.layer\.(\d+)\."
 _X, _S = r"pooler\.cross_attention_layer\.", r"pooler\.self_attention_layers\.(\d+)\."
 _XO, _SO = "head.pooler.cross_attention_block.", r"head.pooler.blocks.\1."
@@ -64,7 +69,8 @@ TRANSFORMERS_RULES = (
 
 
 def join(state, parts, joined):
-    """Separate projections (transformers) -> one (the official): rows of parts[0], then parts[1], ..."""
+    """Separate projections (transformers) -> one (the official): rows of parts[0], then parts[1],
+    ..."""
     pattern = re.compile(rf"(.+)\.{parts[0]}\.(weight|bias)")
     for k in [k for k in state if pattern.fullmatch(k)]:
         p, kind = pattern.fullmatch(k).groups()
@@ -103,7 +109,8 @@ def read_transformers(src):
     state, config = vit_zoo.read_folder(src)
     if config.get("model_type") != "vjepa2":
         raise ValueError(
-            f"--pretrained {src}: a transformers {config.get('model_type')!r} folder, not a vjepa2 one"
+            f"--pretrained {src}: a transformers {config.get('model_type')!r} folder, not a "
+            "vjepa2 one"
         )
     state, dropped, unexpected = vit_zoo.convert(state, TRANSFORMERS_RULES)
     if unexpected:
@@ -185,7 +192,8 @@ def load(model, src, key=None):
 
 @torch.no_grad()
 def load_probe(head, src):
-    """An official probe checkpoint (eval.py's `classifiers`, the first) onto a vjepa.AttentiveClassifier."""
+    """An official probe checkpoint (eval.py's `classifiers`, the first) onto a
+    vjepa.AttentiveClassifier."""
     outer = checkpoint.load(src, "--probe-weights")
     if not (isinstance(outer, dict) and isinstance(outer.get("classifiers"), list)):
         raise ValueError(
@@ -194,7 +202,8 @@ def load_probe(head, src):
     state = strip_prefixes(outer["classifiers"][0])
     own = head.state_dict()
     wrong = [
-        f"{k} {tuple(state[k].shape) if k in state else 'missing'} in the file, {tuple(v.shape)} here"
+        f"{k} {tuple(state[k].shape) if k in state else 'missing'} in the file, {tuple(v.shape)} "
+        "here"
         for k, v in own.items()
         if k not in state or state[k].shape != v.shape
     ] + [f"{k} extra" for k in state if k not in own]

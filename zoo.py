@@ -1,23 +1,26 @@
 """Pretrained weights for model.py's networks, read from the model zoos' own files.
 
-    net = zoo.build_model("resnet50_3d", 400, pretrained="kinetics400")  # model.build_model + load_pretrained
+    # model.build_model + load_pretrained
+    net = zoo.build_model("resnet50_3d", 400, pretrained="kinetics400")
     net.pretrained_info  # {"format": "pytorchvideo", "mean": (0.45, ...), "std": (0.225, ...)}
 
-Sources: torchvision's ImageNet ResNets (2D, inflated by model.copy_weights), our checkpoints, and the
-Kinetics checkpoints of pytorchvideo (.pyth), PySlowFast (PyTorch .pyth and Caffe2 .pkl) and mmaction2
-(.pth). A file's layout is recognised by a key only it has (Zoo.signature) and renamed to our names by
-a small table of rules; loading is strict (only the classifier may differ) and checks every shape as it
-copies; `model.pretrained_info` tells the input normalisation the weights expect. Files are read as data
-(checkpoint.load: tensors, numbers, text, numpy arrays), never as code.
+Sources: torchvision's ImageNet ResNets (2D, inflated by model.copy_weights), our checkpoints, and
+the Kinetics checkpoints of pytorchvideo (.pyth), PySlowFast (PyTorch .pyth and Caffe2 .pkl) and
+mmaction2 (.pth). A file's layout is recognised by a key only it has (Zoo.signature) and renamed to
+our names by a small table of rules; loading is strict (only the classifier may differ) and checks
+every shape as it copies; `model.pretrained_info` tells the input normalisation the weights expect.
+Files are read as data (checkpoint.load: tensors, numbers, text, numpy arrays), never as code.
 
 Layouts followed (each rule table cites its files)
-- torchvision/models/resnet.py: our names (conv1, bn1, layerS.I.convK, layerS.I.downsample.0/.1, fc).
-- facebookresearch/pytorchvideo: models/resnet.py, stem.py, head.py, hub/resnet.py (i3d_r50, slow_r50).
+- torchvision/models/resnet.py: our names (conv1, bn1, layerS.I.convK, layerS.I.downsample.0/.1,
+  fc).
+- facebookresearch/pytorchvideo: models/resnet.py, stem.py, head.py, hub/resnet.py (i3d_r50,
+  slow_r50).
 - facebookresearch/SlowFast (PySlowFast): models/video_model_builder.py, stem_helper.py,
   resnet_helper.py, head_helper.py; utils/c2_model_loading.py and utils/checkpoint.py (Caffe2 .pkl).
 - open-mmlab/mmaction2: models/backbones/resnet3d.py, models/heads/i3d_head.py,
-  configs/_base_/models/i3d_r50.py and configs/recognition/i3d (the Kinetics-400 file); for TSN / TSM
-  models/backbones/resnet.py, resnet_tsm.py, heads/tsn_head.py, tsm_head.py (cls_head.fc_cls).
+  configs/_base_/models/i3d_r50.py and configs/recognition/i3d (the Kinetics-400 file); for TSN /
+  TSM models/backbones/resnet.py, resnet_tsm.py, heads/tsn_head.py, tsm_head.py (cls_head.fc_cls).
 """
 
 import os
@@ -36,16 +39,10 @@ from model import HEAD, copy_weights, strip_prefixes
 
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-KINETICS_MEAN, KINETICS_STD = (
-    (0.45, 0.45, 0.45),
-    (0.225, 0.225, 0.225),
-)  # PySlowFast's DATA.MEAN / DATA.STD
-_C2_BN = {
-    "s": "weight",
-    "b": "bias",
-    "rm": "running_mean",
-    "riv": "running_var",
-}  # Caffe2 BN blob suffixes
+# PySlowFast's DATA.MEAN / DATA.STD
+KINETICS_MEAN, KINETICS_STD = ((0.45, 0.45, 0.45), (0.225, 0.225, 0.225))
+# Caffe2 BN blob suffixes
+_C2_BN = {"s": "weight", "b": "bias", "rm": "running_mean", "riv": "running_var"}
 
 
 def _abc(letter):
@@ -54,13 +51,14 @@ def _abc(letter):
 
 
 # Key rules: (regex over a whole source name, our name from the match); the first rule that matches
-# wins, a name no rule matches is unexpected. Our names are torchvision's (conv1, bn1, layerS.I.convK,
-# layerS.I.bnK, layerS.I.downsample.0/.1, fc). Stage S = 1..4 is res2..res5.
+# wins, a name no rule matches is unexpected. Our names are torchvision's (conv1, bn1,
+# layerS.I.convK, layerS.I.bnK, layerS.I.downsample.0/.1, fc). Stage S = 1..4 is res2..res5.
 PYTORCHVIDEO_RULES = (
-    # pytorchvideo/models/resnet.py (create_resnet: blocks = [stem, stage, (pool), stage, ..., head];
-    # ResBlock branch1_conv/branch1_norm, BottleneckBlock conv_a/norm_a..c), stem.py (ResNetBasicStem
-    # conv/norm), head.py (ResNetBasicHead proj). Stages are renumbered stage1..4 first (_pytorchvideo_stages)
-    # because i3d_r50's parameter-free (2,1,1) pool takes blocks.2 and moves its head to blocks.6.
+    # pytorchvideo/models/resnet.py (create_resnet: blocks = [stem, stage, (pool), stage, ...,
+    # head]; ResBlock branch1_conv/branch1_norm, BottleneckBlock conv_a/norm_a..c), stem.py
+    # (ResNetBasicStem conv/norm), head.py (ResNetBasicHead proj). Stages are renumbered stage1..4
+    # first (_pytorchvideo_stages) because i3d_r50's parameter-free (2,1,1) pool takes blocks.2 and
+    # moves its head to blocks.6.
     (r"blocks\.0\.conv\.(\w+)", lambda m: f"conv1.{m[1]}"),
     (r"blocks\.0\.norm\.(\w+)", lambda m: f"bn1.{m[1]}"),
     (
@@ -82,9 +80,10 @@ PYTORCHVIDEO_RULES = (
     (r"blocks\.\d+\.proj\.(\w+)", lambda m: f"fc.{m[1]}"),
 )
 PYSLOWFAST_RULES = (
-    # slowfast/models/video_model_builder.py (ResNet: s1 = stem, s2..s5 = res2..res5, head), stem_helper.py
-    # (ResNetBasicStem conv/bn), resnet_helper.py (ResStage pathway0_res{i}; ResBlock branch1/branch1_bn;
-    # BottleneckTransform a/a_bn, b/b_bn, c/c_bn), head_helper.py (ResNetBasicHead projection).
+    # slowfast/models/video_model_builder.py (ResNet: s1 = stem, s2..s5 = res2..res5, head),
+    # stem_helper.py (ResNetBasicStem conv/bn), resnet_helper.py (ResStage pathway0_res{i}; ResBlock
+    # branch1/branch1_bn; BottleneckTransform a/a_bn, b/b_bn, c/c_bn), head_helper.py
+    # (ResNetBasicHead projection).
     (r"s1\.pathway0_stem\.conv\.(\w+)", lambda m: f"conv1.{m[1]}"),
     (r"s1\.pathway0_stem\.bn\.(\w+)", lambda m: f"bn1.{m[1]}"),
     (
@@ -106,8 +105,9 @@ PYSLOWFAST_RULES = (
     (r"head\.projection\.(\w+)", lambda m: f"fc.{m[1]}"),
 )
 CAFFE2_RULES = (
-    # slowfast/utils/c2_model_loading.py: the blob names of the Caffe2 zoo (video-nonlocal-net), e.g.
-    # res3_1_branch2a_bn_riv; _s/_b/_rm/_riv = BN weight/bias/running_mean/running_var, pred = classifier.
+    # slowfast/utils/c2_model_loading.py: the blob names of the Caffe2 zoo (video-nonlocal-net),
+    # e.g. res3_1_branch2a_bn_riv; _s/_b/_rm/_riv = BN weight/bias/running_mean/running_var, pred =
+    # classifier.
     (r"conv1_w", lambda m: "conv1.weight"),
     (r"res_conv1_bn_(s|b|rm|riv)", lambda m: f"bn1.{_C2_BN[m[1]]}"),
     (r"res(\d)_(\d+)_branch1_w", lambda m: f"layer{int(m[1]) - 1}.{m[2]}.downsample.0.weight"),
@@ -144,16 +144,16 @@ SAME_NAMES = ((r"(.+)", lambda m: m[1]),)  # ours, torchvision, plain state dict
 
 
 class Zoo(NamedTuple):
-    """A checkpoint layout: how to recognise it, rename it, and the input normalisation its weights expect."""
+    """A checkpoint layout: how to recognise it, rename it, and the input normalisation its weights
+    expect."""
 
     name: str
     signature: Optional[str]  # a key only this layout has
     rules: tuple
     mean: Optional[tuple]
     std: Optional[tuple]
-    stem_stride_t: Optional[int] = (
-        None  # temporal stride of conv1 and the first max-pool; None: unknown
-    )
+    # temporal stride of conv1 and the first max-pool; None: unknown
+    stem_stride_t: Optional[int] = None
 
 
 ZOOS = (
@@ -193,11 +193,14 @@ _PTV_FILES = {
 }
 _MMACTION2_I3D = "i3d_imagenet-pretrained-r50_8xb8-32x2x1-100e_kinetics400-rgb"
 KINETICS400_URLS = {
-    # pytorchvideo hub i3d_r50 / slow_r50 (pytorchvideo/models/hub/resnet.py): 73.27 / 74.58 top-1, 8x8 clips
-    "resnet50_3d": "https://dl.fbaipublicfiles.com/pytorchvideo/model_zoo/kinetics/I3D_8x8_R50.pyth",
+    # pytorchvideo hub i3d_r50 / slow_r50 (pytorchvideo/models/hub/resnet.py): 73.27 / 74.58 top-1,
+    # 8x8 clips
+    "resnet50_3d": "https://dl.fbaipublicfiles.com/pytorchvideo/model_zoo/kinetics/"
+    "I3D_8x8_R50.pyth",
     "resnet50_3d_slowonly": "https://dl.fbaipublicfiles.com/pytorchvideo/model_zoo/kinetics/"
     "SLOW_8x8_R50.pyth",
-    # mmaction2 configs/recognition/i3d/README.md, i3d_imagenet-pretrained-r50_8xb8-32x2x1-100e: 73.47 top-1
+    # mmaction2 configs/recognition/i3d/README.md, i3d_imagenet-pretrained-r50_8xb8-32x2x1-100e:
+    # 73.47 top-1
     "resnet50_3d_mmaction": "https://download.openmmlab.com/mmaction/v1.0/recognition/i3d/"
     f"{_MMACTION2_I3D}/{_MMACTION2_I3D}_20220812-e213c223.pth",
     # pytorchvideo hub (models/hub/slowfast.py, x3d.py): slowfast_r50 76.4, slowfast_r101 77.9,
@@ -232,8 +235,8 @@ def kinetics400_file(arch):
 
 
 def _caffe2_blobs(blobs):
-    """numpy blobs -> tensors, without the solver's blobs (momentum, lr, model_iter), which PySlowFast
-    also skips (slowfast/utils/checkpoint.py)."""
+    """numpy blobs -> tensors, without the solver's blobs (momentum, lr, model_iter), which
+    PySlowFast also skips (slowfast/utils/checkpoint.py)."""
     out = {}
     for k, v in blobs.items():
         if k.endswith("_momentum") or k in ("lr", "model_iter") or not hasattr(v, "dtype"):
@@ -255,8 +258,9 @@ def _pytorchvideo_stages(state):
 
 
 def _mmaction2_stem_stride(obj):
-    """conv1_stride_t of an mmaction2 checkpoint from the config text mmengine / mmcv store in its meta
-    (ResNet3d's default is 1); None without it, or when conv1 and pool1 disagree (no arch here has that)."""
+    """conv1_stride_t of an mmaction2 checkpoint from the config text mmengine / mmcv store in its
+    meta (ResNet3d's default is 1); None without it, or when conv1 and pool1 disagree (no arch here
+    has that)."""
     meta = obj.get("meta") if isinstance(obj, dict) else None
     text = (meta.get("cfg") or meta.get("config")) if isinstance(meta, dict) else None
     if not isinstance(text, str):
@@ -268,7 +272,8 @@ def _mmaction2_stem_stride(obj):
 
 
 def _unwrap(obj):
-    """A loaded checkpoint -> (its weights, the key they were under or "blobs" / "bare", the outer dict)."""
+    """A loaded checkpoint -> (its weights, the key they were under or "blobs" / "bare", the outer
+    dict)."""
     if isinstance(obj, dict) and isinstance(obj.get("blobs"), dict):
         return _caffe2_blobs(obj["blobs"]), "blobs", {}
     for key in ("model_state", "model", "state_dict"):
@@ -278,8 +283,8 @@ def _unwrap(obj):
 
 
 def zoo_layout(obj):
-    """The name of the model zoo (ZOOS: pytorchvideo, pyslowfast, mmaction2, ...) whose layout a loaded
-    checkpoint has, or None (ours, torchvision's, anything else)."""
+    """The name of the model zoo (ZOOS: pytorchvideo, pyslowfast, mmaction2, ...) whose layout a
+    loaded checkpoint has, or None (ours, torchvision's, anything else)."""
     state, kind, outer = _unwrap(obj)
     if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
         return None
@@ -411,8 +416,8 @@ def imagenet_twin(arch):
 @torch.no_grad()
 def build_model(spec, *args, pretrained=None, inflate="mean", vjepa_key=None, **fields):
     """model.build_model of a ModelSpec (or its fields: model.as_spec), then `pretrained`: None |
-    "imagenet" | "imagenet_v2" | "kinetics400" | a 2D torchvision ResNet state dict | a 3D checkpoint
-    (ours, "state_dict", bare, pytorchvideo, PySlowFast .pyth / Caffe2 .pkl, mmaction2).
+    "imagenet" | "imagenet_v2" | "kinetics400" | a 2D torchvision ResNet state dict | a 3D
+    checkpoint (ours, "state_dict", bare, pytorchvideo, PySlowFast .pyth / Caffe2 .pkl, mmaction2).
     `pretrained_info`: None without weights, else {format, mean, std}."""
     spec = models.as_spec(spec, *args, **fields)
     if inflate not in ("mean", "center"):
@@ -472,7 +477,8 @@ def _rename(model, state, zoo, name):
         if other:
             archs = models.slowfast_net.SLOWFAST if other == "slowfast" else models.slowfast_net.X3D
             raise ValueError(
-                f"--pretrained {name}: {'a SlowFast' if other == 'slowfast' else 'an X3D'} checkpoint "
+                f"--pretrained {name}: {'a SlowFast' if other == 'slowfast' else 'an X3D'} "
+                "checkpoint "
                 f"({zoo.name} layout), not {arch}'s network: use --arch {' / '.join(archs)}"
             )
         return convert_state_dict(state, zoo.rules)
@@ -486,10 +492,11 @@ def _rename(model, state, zoo, name):
 
 
 def load_pretrained(model, src, inflate="mean", vjepa_key=None):
-    """Fill `model` from ImageNet ("imagenet"/"imagenet_v2"), Kinetics-400 ("kinetics400"), or a file:
-    a 2D torchvision ResNet, ours, or a pytorchvideo / PySlowFast (PyTorch or Caffe2) / mmaction2
-    checkpoint. Strict: every tensor but the classifier must fit. Prints one summary line, sets
-    model.pretrained_info = {"format", "mean", "std"} (the normalisation the weights expect)."""
+    """Fill `model` from ImageNet ("imagenet"/"imagenet_v2"), Kinetics-400 ("kinetics400"), or a
+    file: a 2D torchvision ResNet, ours, or a pytorchvideo / PySlowFast (PyTorch or Caffe2) /
+    mmaction2 checkpoint. Strict: every tensor but the classifier must fit. Prints one summary line,
+    sets model.pretrained_info = {"format", "mean", "std"} (the normalisation the weights
+    expect)."""
     arch = getattr(model, "arch", "the model")
     if arch in models.VJEPAS:  # the V-JEPA 2 layouts (vjepa_zoo.py)
         return vjepa_zoo.load(model, src, vjepa_key)
@@ -521,9 +528,8 @@ def load_pretrained(model, src, inflate="mean", vjepa_key=None):
     # (a deeper net, non-local blocks, another pathway) means the file is another arch.
     model_keys = model.state_dict().keys()
     unused = unexpected + [k for k in state if k not in model_keys]
-    heads = (
-        r"(fc|head|classifier|cls_head)\.|pred_|blocks\.\d+\.proj\."  # every layout's classifier
-    )
+    # every layout's classifier
+    heads = r"(fc|head|classifier|cls_head)\.|pred_|blocks\.\d+\.proj\."
     extra = [k for k in unused if not re.match(heads, k)]
     if extra:
         raise ValueError(

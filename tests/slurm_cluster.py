@@ -1,20 +1,23 @@
-"""A real one-node Slurm for tests: munged, slurmctld and slurmd as root, everything in one temp folder.
+"""A real one-node Slurm for tests: munged, slurmctld and slurmd as root, everything in one temp
+folder.
 
     with SlurmCluster.start(folder) as c:   # raises Unavailable(reason) where Slurm cannot start
         job = c.sbatch(script)
         c.wait(job, "COMPLETED", timeout=60)
 
-Nothing outside the folder is used: munged gets its own key and socket, the daemons their own ports, state
-and spool folders, and every client command is pointed at the folder's slurm.conf by SLURM_CONF. Two
-clusters (two test runs, or a lead and a worker) can run side by side on one machine.
+Nothing outside the folder is used: munged gets its own key and socket, the daemons their own ports,
+state and spool folders, and every client command is pointed at the folder's slurm.conf by
+SLURM_CONF. Two clusters (two test runs, or a lead and a worker) can run side by side on one
+machine.
 
 Traps handled here:
-- slurmstepd (the per-job daemon) is not a child of slurmd and outlives it: teardown finds every process
-  by a marker variable in its environment (the daemons' and the jobs' own), not by process tree.
-- A test killed mid-run leaves its daemons behind; the next start kills those of clusters whose owning
-  process is gone (and only those: another run's live cluster is left alone).
-- Requeued jobs are held for a while before they may start again (Slurm's requeue back-off); `release`
-  makes a pending job eligible at once, so a requeue costs seconds in tests, not minutes.
+- slurmstepd (the per-job daemon) is not a child of slurmd and outlives it: teardown finds every
+  process by a marker variable in its environment (the daemons' and the jobs' own), not by process
+  tree.
+- A test killed mid-run leaves its daemons behind; the next start kills those of clusters whose
+  owning process is gone (and only those: another run's live cluster is left alone).
+- Requeued jobs are held for a while before they may start again (Slurm's requeue back-off);
+  `release` makes a pending job eligible at once, so a requeue costs seconds in tests, not minutes.
 """
 
 import os
@@ -26,7 +29,8 @@ import subprocess
 import time
 from pathlib import Path
 
-MARKER = "TEST_SLURM_CLUSTER"  # in the environment of every process this module starts, valued by its folder
+# in the environment of every process this module starts, valued by its folder
+MARKER = "TEST_SLURM_CLUSTER"
 
 
 class Unavailable(Exception):
@@ -58,7 +62,8 @@ def marked_processes(want=None):
 
 
 def alive(pid):
-    """Running, not a zombie: a dead child of ours stays in /proc until reaped (see SlurmCluster.stop)."""
+    """Running, not a zombie: a dead child of ours stays in /proc until reaped (see
+    SlurmCluster.stop)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -118,8 +123,8 @@ def find_programs():
 
 SLURM_CONF = """\
 ClusterName=testcluster
-# Job ids from a random start: the trainer derives its rendezvous port from the job id, and two clusters
-# on one machine (two test runs) would otherwise both start at job 1.
+# Job ids from a random start: the trainer derives its rendezvous port from the job id, and two
+# clusters on one machine (two test runs) would otherwise both start at job 1.
 FirstJobId={first_job_id}
 SlurmctldHost={host}(127.0.0.1)
 SlurmctldPort={ctld_port}
@@ -159,8 +164,8 @@ MinJobAge=600
 SlurmctldTimeout=30
 SlurmdTimeout=30
 NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
-# OverSubscribe=FORCE:4: up to 4 jobs share each CPU, so a test can run several small jobs at once (the
-# machine's real CPU count stays the node's).
+# OverSubscribe=FORCE:4: up to 4 jobs share each CPU, so a test can run several small jobs at once
+# (the machine's real CPU count stays the node's).
 PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 """
 
@@ -181,9 +186,8 @@ class SlurmCluster:
         kill_stale()
         c = cls(root)
         dirs = dict.fromkeys(os.path.dirname(p) for p in programs.values())
-        c.env["PATH"] = os.pathsep.join(
-            [*dirs, c.env.get("PATH", "")]
-        )  # daemons and clients found by name
+        # daemons and clients found by name
+        c.env["PATH"] = os.pathsep.join([*dirs, c.env.get("PATH", "")])
         try:
             c._start(timeout)
         except BaseException:
@@ -198,9 +202,8 @@ class SlurmCluster:
         self.stop()
 
     def _daemon(self, name, *args):
-        with open(
-            self.root / f"{name}.out", "ab"
-        ) as log:  # the child keeps its own copy of the descriptor
+        # the child keeps its own copy of the descriptor
+        with open(self.root / f"{name}.out", "ab") as log:
             p = subprocess.Popen(
                 [name, *args],
                 env=self.env,
@@ -281,8 +284,9 @@ class SlurmCluster:
         return " | ".join(lines) or "no log"
 
     def stop(self):
-        """End every process of this cluster: the jobs' (found by MARKER: slurmstepd is nobody's child we
-        know) and the daemons. A throwaway cluster needs no graceful shutdown: its state folder goes too."""
+        """End every process of this cluster: the jobs' (found by MARKER: slurmstepd is nobody's
+        child we know) and the daemons. A throwaway cluster needs no graceful shutdown: its state
+        folder goes too."""
         if any(p.poll() is None for p in self.procs):
             self.run("scancel", "--quiet", "-u", "root", timeout=5, check=False)
         ours = {p.pid for p in self.procs if p.poll() is None}
@@ -317,7 +321,8 @@ class SlurmCluster:
         return self.fields("node", self.host).get("State", "").split("+")[0]
 
     def fields(self, kind, name):
-        """`scontrol show -o KIND NAME` as a dict (Key=Value pairs; values have no spaces for our jobs)."""
+        """`scontrol show -o KIND NAME` as a dict (Key=Value pairs; values have no spaces for our
+        jobs)."""
         r = self.scontrol("show", "-o", kind, str(name))
         if r.returncode != 0:
             return {}
@@ -336,8 +341,8 @@ class SlurmCluster:
         return self.fields("job", job_id)
 
     def wait(self, job_id, states, timeout, release=True):
-        """Wait until the job's state is one of `states`; a pending (e.g. requeued, held back) job is made
-        eligible at once. Returns the job's fields."""
+        """Wait until the job's state is one of `states`; a pending (e.g. requeued, held back) job
+        is made eligible at once. Returns the job's fields."""
         states = {states} if isinstance(states, str) else set(states)
         deadline = time.time() + timeout
         while time.time() < deadline:

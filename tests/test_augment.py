@@ -1,6 +1,7 @@
 """augment.py (--augment_device batch): the loader's draws + the batched apply give the clips that
-data.augment_clip gives in the loader, bit for bit on the CPU, for every operation RandAugment can draw,
-colour jitter and random erasing; the dataset, to_model_input and a whole training run agree too.
+data.augment_clip gives in the loader, bit for bit on the CPU, for every operation RandAugment can
+draw, colour jitter and random erasing; the dataset, to_model_input and a whole training run agree
+too.
 """
 
 import collections
@@ -20,8 +21,8 @@ ALL = dict(rand_augment=True, num_ops=3, magnitude=9, color_jitter=0.4, random_e
 
 
 def crops(n, T, H, W):
-    """n uint8 (T, H, W, 3) clips: noise, and every third one dim and flat (AutoContrast and Equalize
-    then stretch a narrow range; a constant frame is their edge case)."""
+    """n uint8 (T, H, W, 3) clips: noise, and every third one dim and flat (AutoContrast and
+    Equalize then stretch a narrow range; a constant frame is their edge case)."""
     g = torch.Generator().manual_seed(0)
     out = [torch.randint(0, 256, (T, H, W, 3), dtype=torch.uint8, generator=g) for _ in range(n)]
     for k in range(0, n, 3):
@@ -44,9 +45,8 @@ def test_batch_path_equals_the_loaders_clips_for_every_operation(shape, magnitud
         assert rng.random() == _after(k)
         seen.update(augment.OPS[int(op)] for op in params[-1][:, 0])
     assert set(seen) == set(augment.OPS)  # every RandAugment operation, the jitter's three, erasing
-    batch = torch.stack(
-        [c.permute(3, 0, 1, 2) for c in clips]
-    )  # (B, 3, T, H, W), as collate's memory
+    # (B, 3, T, H, W), as collate's memory
+    batch = torch.stack([c.permute(3, 0, 1, 2) for c in clips])
     out = augment.apply(batch, torch.stack(params))
     assert out.dtype == torch.uint8 and out.movedim(1, -1).is_contiguous()
     expected = torch.stack([r.permute(3, 0, 1, 2) for r in ref])
@@ -120,7 +120,8 @@ def test_augment_device_batch_without_augmentation_is_refused(lists, capsys):
 @cuda
 def test_cuda_batch_augmentation_is_the_cpu_path_within_rounding():
     # On CUDA the same kernels run in float on another device: a level where a product or a mean
-    # rounds the other way, a neighbour pixel where a rotated coordinate falls the other side of a half.
+    # rounds the other way, a neighbour pixel where a rotated coordinate falls the other side of a
+    # half.
     compose = data.clip_augment(**ALL)
     deferred = augment.BatchAugment(compose)
     clips = crops(48, 8, 112, 112)

@@ -1,5 +1,5 @@
-"""bench.py: data, model and train benchmarks on tiny inputs; the numbers are consistent and the naive
-pipeline reads what data.py reads."""
+"""bench.py: data, model and train benchmarks on tiny inputs; the numbers are consistent and the
+naive pipeline reads what data.py reads."""
 
 import json
 import math
@@ -24,9 +24,9 @@ import model as models
 from conftest import REPO
 
 
-# Frames of 48x32 with new_size 32 = the short side and crop 24: both the naive pipeline's short-side
-# resize and data.py's crop resize are no-ops, and (48 - 24) and (32 - 24) are even, so the naive
-# centre crop's round(d / 2) and data.py's d // 2 put the crop at the same pixel.
+# Frames of 48x32 with new_size 32 = the short side and crop 24: both the naive pipeline's
+# short-side resize and data.py's crop resize are no-ops, and (48 - 24) and (32 - 24) are even, so
+# the naive centre crop's round(d / 2) and data.py's d // 2 put the crop at the same pixel.
 BENCH_TINY = {
     "size": (48, 32),
     "frames": 12,
@@ -65,9 +65,9 @@ def bench_frames(tmp_path_factory):
 
 def bench_main(argv, tmp_path, capsys, threads=None):
     """bench.main in this process with --json; returns (the JSON as written, stdout). fork_rng: the
-    model/train steps seed torch's global RNG, which must not leak into other tests. threads=1 for the
-    training steps: tiny convs gain nothing from 2 threads, and on a busy 2-core machine spinning
-    OpenMP threads make them ~6x slower."""
+    model/train steps seed torch's global RNG, which must not leak into other tests. threads=1 for
+    the training steps: tiny convs gain nothing from 2 threads, and on a busy 2-core machine
+    spinning OpenMP threads make them ~6x slower."""
     path = tmp_path / f"{argv[0]}.json"
     capsys.readouterr()  # drop anything printed before
     before = torch.get_num_threads()
@@ -104,7 +104,7 @@ def bench_cli(argv, tmp_path):
     return p.returncode, p.stdout, p.stderr
 
 
-# ---- data --------------------------------------------------------------------------------------
+# ---- data ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("workers", [0, 1])
 def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
     threads = torch.get_num_threads()
@@ -126,9 +126,8 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
         tmp_path,
         capsys,
     )
-    assert (
-        torch.get_num_threads() == threads
-    )  # the per-core setting (1 thread) is undone afterwards
+    # the per-core setting (1 thread) is undone afterwards
+    assert torch.get_num_threads() == threads
     decoders = decode.available_decoders()
     names = (
         [bench.DECODE.format(d) for d in decoders]
@@ -137,9 +136,8 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
         + [bench.BYTES]
     )
     assert bench.DECODE.format("pil") in names  # the naive pipeline's decoder ...
-    assert (
-        bench.DECODE.format(decode.DECODER) in names and bench.OURS in names
-    )  # ... and data.py's own
+    # ... and data.py's own
+    assert bench.DECODE.format(decode.DECODER) in names and bench.OURS in names
     assert set(res["modes"]) == {"train", "val"}
     for mode, r in res["modes"].items():
         one = r["per_core"]
@@ -205,14 +203,14 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
 
 
 def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch, capsys):
-    """The 'N workers' column runs the same work as the '1 core' column: for each (a) row the decoder
-    alone, for (b) the naive clip with default_collate, for (c) data.py with that row's decoder and
-    data.collate, for (d) the bytes mode with gpudecode.collate_encoded; all in batches of 8."""
+    """The 'N workers' column runs the same work as the '1 core' column: for each (a) row the
+    decoder alone, for (b) the naive clip with default_collate, for (c) data.py with that row's
+    decoder and data.collate, for (d) the bytes mode with gpudecode.collate_encoded; all in batches
+    of 8."""
     seen = []
 
-    def spy(
-        dataset, indices, workers, batch=8, collate=None, step=None
-    ):  # records what would be timed
+    # records what would be timed
+    def spy(dataset, indices, workers, batch=8, collate=None, step=None):
         seen.append((dataset, batch, collate, step))
         return 1.0
 
@@ -238,11 +236,11 @@ def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch
     expected += [(bench.Naive, None, torch.utils.data.default_collate)]
     expected += [(bench.Pipeline, d, data.collate) for d in decoders]
     expected += [(data.VideoFrameDataset, None, gpudecode.collate_encoded)]
-    # train only, (e): the CPU trainer's input path, the loader then train.to_model_input in this process
+    # train only, (e): the CPU trainer's input path, the loader then train.to_model_input in this
+    # process
     cpu_rows = [(data.VideoFrameDataset, None, data.collate)] * 2
-    aug_rows = [
-        (data.VideoFrameDataset, None, data.collate)
-    ] * 3  # (f): without clip augmentation, with it in the loader, drawn there for the batch
+    # (f): without clip augmentation, with it in the loader, drawn there for the batch
+    aug_rows = [(data.VideoFrameDataset, None, data.collate)] * 3
     assert len(seen) == 2 * len(expected) + len(cpu_rows) + len(aug_rows)  # train and val
     for k, ((dataset, batch, collate, step), (cls, dec, coll)) in enumerate(
         zip(seen, expected + cpu_rows + aug_rows + expected)
@@ -264,9 +262,8 @@ def test_bench_data_workers_time_each_method(bench_frames, tmp_path, monkeypatch
     ]
 
 
-@pytest.mark.filterwarnings(
-    "ignore:The image decoding:DeprecationWarning"
-)  # torchvision 0.29, as data.py
+# torchvision 0.29, as data.py
+@pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")
 def test_bench_naive_val_clip_equals_data_py(bench_frames):
     """Fairness: on val clips, with both resizes no-ops, (b) and (c) produce the same normalised
     clip from the same frames -- the benchmark compares two ways of doing the same work."""
@@ -297,10 +294,11 @@ def test_bench_naive_val_clip_equals_data_py(bench_frames):
         assert (ours[:, 0] - ours[:, -1]).abs().max() > 0.1 and ours.std() > 0.1
 
 
-# ---- model -------------------------------------------------------------------------------------
+# ---- model ---------------------------------------------------------------------------------------
 def bench_macs_by_hooks(arch, num_classes, t_length, crop_size):
-    """Forward MACs of one clip counted from module shapes (an independent check of FlopCounterMode):
-    Conv3d: out.numel() * in/groups * prod(kernel); Linear: out.numel() * in_features."""
+    """Forward MACs of one clip counted from module shapes (an independent check of
+    FlopCounterMode): Conv3d: out.numel() * in/groups * prod(kernel); Linear: out.numel() *
+    in_features."""
     macs, seen = [0], {"conv": 0, "fc": 0}
 
     def conv_hook(m, inp, out):
@@ -418,9 +416,8 @@ def test_bench_model_rows_tiny(tmp_path, capsys):
 
 
 # ---- train -------------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "where", ["off", "batch"]
-)  # batch: the loader's draws, augment.apply in the step
+# batch: the loader's draws, augment.apply in the step
+@pytest.mark.parametrize("where", ["off", "batch"])
 def test_bench_train_tiny(where, bench_frames, tmp_path, capsys, monkeypatch):
     applied, apply = [], augment.apply
     monkeypatch.setattr(augment, "apply", lambda x, p: applied.append(len(x)) or apply(x, p))
@@ -464,7 +461,7 @@ def test_bench_train_tiny(where, bench_frames, tmp_path, capsys, monkeypatch):
     assert "train resnet10_3d 3x4x24x24, batch 2, 0 workers, cpu, fp32" in out
 
 
-# ---- bad input ---------------------------------------------------------------------------------
+# ---- bad input -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "cmd,present,missing",
     [
@@ -474,8 +471,8 @@ def test_bench_train_tiny(where, bench_frames, tmp_path, capsys, monkeypatch):
     ],
 )
 def test_bench_bad_frames_one_line_exit_2(cmd, present, missing, tmp_path, capsys):
-    """A --frames folder without the list the command reads: exit 2 and one line naming the folder and
-    the missing file -- before any work (no frames made, nothing benchmarked, no traceback)."""
+    """A --frames folder without the list the command reads: exit 2 and one line naming the folder
+    and the missing file -- before any work (no frames made, nothing benchmarked, no traceback)."""
     folder = tmp_path / "frames"
     folder.mkdir()
     if present:
@@ -495,17 +492,17 @@ def test_bench_bad_frames_one_line_exit_2(cmd, present, missing, tmp_path, capsy
 
 
 def test_bench_model_compare_rows_are_the_published_sizes(tmp_path, capsys):
-    """--compare: I3D-R50 beside torchvision's mvit_v2_s (34.5M, 64.2 GFLOPS in its docs, torchvision's
-    "GFLOPS" being MACs) and swin3d_t (28.2M, 43.9) at 16x224x224 (--iters 0: no timing); TSN and TSM-R50
-    rows: test_tsn.py."""
+    """--compare: I3D-R50 beside torchvision's mvit_v2_s (34.5M, 64.2 GFLOPS in its docs,
+    torchvision's "GFLOPS" being MACs) and swin3d_t (28.2M, 43.9) at 16x224x224 (--iters 0: no
+    timing); TSN and TSM-R50 rows: test_tsn.py."""
     res, out = bench_main(["model", "--compare", "--iters", "0"], tmp_path, capsys)
     rows = res["compare"]
     assert list(rows) == list(bench.COMPARE)
+    # VideoMAE's ViT-S / ViT-B: 22M / 87M parameters, 57 / 180 G(MAC) per 16x224 view (its README)
     for name, params, gmacs in (
         ("I3D-R50 16x4", 28.04, 56.8),
         ("mvit_v2_s 16x224", 34.54, 64.2),
         ("swin3d_t 16x224", 28.16, 43.9),
-        # VideoMAE's ViT-S / ViT-B: 22M / 87M parameters, 57 / 180 G(MAC) per 16x224 view (its README)
         ("ViT-S/16 16x224", 22.03, 57),
         ("ViT-B/16 16x224", 86.53, 180),
     ):
@@ -535,8 +532,8 @@ def test_bench_model_says_per_video_for_a_segment_model(tmp_path, capsys):
 
 
 def test_vit_loader_rows_count_one_decode_for_k_views(tiny_data):
-    """bench.py vit's pretraining loader rows: frames decoded per delivered view are the clip's frames / K
-    (counted by wrapping decode.decode_frame), and the wrapper is removed afterwards."""
+    """bench.py vit's pretraining loader rows: frames decoded per delivered view are the clip's
+    frames / K (counted by wrapping decode.decode_frame), and the wrapper is removed afterwards."""
     frames = os.path.dirname(tiny_data[0])
     out = bench.main(
         [

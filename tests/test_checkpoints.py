@@ -1,6 +1,7 @@
-"""Checkpoint files are data, never code: a pickle that would run code is refused in one line at every
-entry point that reads one (nothing of it runs), --trust-checkpoint reads it as before, and every kind of
-file the project and the zoos write still loads (checkpoint.read_torch / read_caffe2's allowlists)."""
+"""Checkpoint files are data, never code: a pickle that would run code is refused in one line at
+every entry point that reads one (nothing of it runs), --trust-checkpoint reads it as before, and
+every kind of file the project and the zoos write still loads (checkpoint.read_torch / read_caffe2's
+allowlists)."""
 
 import argparse
 import os
@@ -87,9 +88,10 @@ def test_trust_checkpoint_reads_a_trusted_file_as_before(lists, tmp_path, capsys
 
 
 def test_every_kind_of_checkpoint_data_still_loads(tmp_path, monkeypatch):
-    """Ours (args as a dict or an argparse.Namespace, every RNG state: torch's, numpy's, Python's), numpy
-    arrays and scalars under numpy 1's module names (numpy.core) and 2's, a Caffe2 pickle of them, and a
-    mmaction2 run's checkpoint with mmengine's HistoryBuffer logs (read as fields, mmengine absent)."""
+    """Ours (args as a dict or an argparse.Namespace, every RNG state: torch's, numpy's, Python's),
+    numpy arrays and scalars under numpy 1's module names (numpy.core) and 2's, a Caffe2 pickle of
+    them, and a mmaction2 run's checkpoint with mmengine's HistoryBuffer logs (read as fields,
+    mmengine absent)."""
     state = {
         "torch": torch.get_rng_state(),
         "numpy": np.random.get_state(),

@@ -1,5 +1,6 @@
-"""TorchCodec decoding, the bytes mode of --decode_device (EncodedClip, collate_encoded, decode_batch),
-and bench.py data's rows from the dataset's own sampling. CPU only, except one test that needs CUDA.
+"""TorchCodec decoding, the bytes mode of --decode_device (EncodedClip, collate_encoded,
+decode_batch), and bench.py data's rows from the dataset's own sampling. CPU only, except one test
+that needs CUDA.
 
 python -m pytest -q test_codec.py
 """
@@ -34,7 +35,8 @@ BadFrame = (decode.BadVideo,) if hasattr(decode, "BadVideo") else (FileNotFoundE
 
 
 def textured(h, w, seed=0):
-    """A smooth RGB texture with noise: real JPEG work (flat images decode unrealistically easily)."""
+    """A smooth RGB texture with noise: real JPEG work (flat images decode unrealistically
+    easily)."""
     rng = np.random.default_rng(seed)
     small = rng.integers(0, 256, (h // 8 + 2, w // 8 + 2, 3), dtype=np.uint8)
     img = np.asarray(Image.fromarray(small).resize((w, h), Image.BICUBIC), dtype=np.float32)
@@ -42,8 +44,8 @@ def textured(h, w, seed=0):
 
 
 def jpeg_variants(folder):
-    """Frames as they come from the wild: q95 / q75, 4:2:0 / 4:4:4, progressive, grayscale, odd sizes,
-    an EXIF block before the frame header. name -> path."""
+    """Frames as they come from the wild: q95 / q75, 4:2:0 / 4:4:4, progressive, grayscale, odd
+    sizes, an EXIF block before the frame header. name -> path."""
     img, odd = textured(64, 96), textured(17, 33, seed=1)
     exif = Image.Exif()
     exif[0x010F] = "camera"  # Make
@@ -69,8 +71,8 @@ def jpeg_variants(folder):
 @needs_tv
 @pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")
 def test_torchcodec_decode_is_bit_identical_to_torchvision(tmp_path):
-    """decode_frame (TorchCodec) gives exactly torchvision's decode_image pixels on every kind of JPEG,
-    and on the project's own synthetic frames, from a path and from the file's bytes."""
+    """decode_frame (TorchCodec) gives exactly torchvision's decode_image pixels on every kind of
+    JPEG, and on the project's own synthetic frames, from a path and from the file's bytes."""
     from torchvision.io import ImageReadMode, decode_image, read_file
 
     paths = list(jpeg_variants(tmp_path).values())
@@ -83,7 +85,8 @@ def test_torchcodec_decode_is_bit_identical_to_torchvision(tmp_path):
         assert ours.shape == ref.shape and torch.equal(ours, ref), path
         assert torch.equal(decode.decode_frame(decode.read_encoded(path), "torchcodec"), ref), path
         assert ours.float().std() > 10  # not trivially equal: textured frames
-        # Pillow (the fallback) decodes the same frame to the same size, pixels close (other IDCT/upsampling)
+        # Pillow (the fallback) decodes the same frame to the same size, pixels close (other
+        # IDCT/upsampling)
         pil = decode.decode_frame(path, "pil")
         assert pil.shape == ours.shape and (pil.float() - ours.float()).abs().mean() < 2, path
 
@@ -135,15 +138,15 @@ def test_unknown_or_unavailable_decoder_is_one_clear_error(tmp_path):
 
 # ---- bad frames: still one line ------------------------------------------------------------------
 def bad_frames_dataset(tmp_path, kind, encoded=False):
-    """A 1-video val list whose second read frame (of 1, 3, 5) is `kind`; returns (dataset, its path)."""
+    """A 1-video val list whose second read frame (of 1, 3, 5) is `kind`; returns (dataset, its
+    path)."""
     train_list, _ = prepare.make_synth(str(tmp_path), classes=1, videos=1, frames=6, size=(48, 32))
     path = tmp_path / "train" / "video_0000" / "img_00003.jpg"
     good = path.read_bytes()
     if kind == "missing":
         path.unlink()
-    elif (
-        kind == "garbage"
-    ):  # no image magic at all: TorchCodec's ValueError must become a frame error
+    # no image magic at all: TorchCodec's ValueError must become a frame error
+    elif kind == "garbage":
         path.write_bytes(b"this is not an image" * 10)
     elif kind == "bad_marker":
         path.write_bytes(b"\xff\xd8\xff" + b"garbage" * 30)
@@ -199,8 +202,8 @@ def test_bytes_mode_truncated_frame_fails_in_decode_batch_naming_it(tmp_path):
 
 
 def test_check_cli_reports_a_garbage_frame_in_one_line(tmp_path):
-    """`prepare.py check --full` on a frame without image magic (TorchCodec raises ValueError for it):
-    one line naming the frame, exit 1, in a subprocess with a timeout."""
+    """`prepare.py check --full` on a frame without image magic (TorchCodec raises ValueError for
+    it): one line naming the frame, exit 1, in a subprocess with a timeout."""
     ds, path = bad_frames_dataset(tmp_path, "garbage")
     p = subprocess.run(
         [sys.executable, str(REPO / "prepare.py"), "check", ds.list_file, "--full"],
@@ -217,7 +220,8 @@ def test_check_cli_reports_a_garbage_frame_in_one_line(tmp_path):
 
 
 def test_encoded_size_reads_jpeg_headers(tmp_path):
-    """The loader's header parser agrees with Pillow on every JPEG variant, and on a PNG (via Pillow)."""
+    """The loader's header parser agrees with Pillow on every JPEG variant, and on a PNG (via
+    Pillow)."""
     paths = jpeg_variants(tmp_path)
     paths["png"] = str(tmp_path / "f.png")
     Image.fromarray(textured(21, 13)).save(paths["png"])
@@ -238,9 +242,10 @@ def both(list_file, **kw):
 
 @pytest.mark.parametrize("mode", ["train", "val", "test"])
 def test_bytes_mode_decode_batch_cpu_equals_normal_path(mode, tmp_path):
-    """collate_encoded + decode_batch(device="cpu") give exactly data.collate's batch: values, shape,
-    channels_last_3d strides, labels -- over two epochs, with a short video whose clip repeats frames
-    and (test) several clips and 3 crops; with the default decoder and with Pillow."""
+    """collate_encoded + decode_batch(device="cpu") give exactly data.collate's batch: values,
+    shape, channels_last_3d strides, labels -- over two epochs, with a short video whose clip
+    repeats frames and (test) several clips and 3 crops; with the default decoder and with
+    Pillow."""
     train_list, _ = prepare.make_synth(str(tmp_path), classes=2, videos=3, frames=10, size=(64, 40))
     with open(train_list, "a") as f:
         f.write("train/video_0000 3 1\n")  # 3 frames for a 4-frame clip: repeats
@@ -262,12 +267,10 @@ def test_bytes_mode_decode_batch_cpu_equals_normal_path(mode, tmp_path):
         assert len(deferred) == len(normal) and torch.equal(deferred[1], normal[1])
         a, b = normal[0], deferred[0]
         assert a.shape == b.shape and a.stride() == b.stride() and torch.equal(a, b), (mode, epoch)
-        assert b.dim() == 6 or b.is_contiguous(
-            memory_format=torch.channels_last_3d
-        )  # test mode: (B, V, ...)
-    assert (
-        items[-1][0].numbers == (1, 2, 3) and len(items[-1][0].frames()) == 3
-    )  # repeats read once
+        # test mode: (B, V, ...)
+        assert b.dim() == 6 or b.is_contiguous(memory_format=torch.channels_last_3d)
+    # repeats read once
+    assert items[-1][0].numbers == (1, 2, 3) and len(items[-1][0].frames()) == 3
 
 
 def test_bytes_mode_through_dataloader_workers_equals_normal_path(tmp_path):
@@ -309,9 +312,10 @@ def test_bytes_mode_replays_the_crop_it_sampled(tmp_path):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("mode", ["train", "test"])
 def test_decode_batch_cuda_matches_cpu(mode, tmp_path):
-    """nvJPEG decoding of the whole batch on the GPU, then load_clip's crops/flips on the device: the
-    batch lies on CUDA in channels_last_3d and matches the CPU path up to decoder differences (nvJPEG
-    vs libjpeg-turbo IDCT/upsampling, float vs fixed-point resize): a wrong crop or flip would not."""
+    """nvJPEG decoding of the whole batch on the GPU, then load_clip's crops/flips on the device:
+    the batch lies on CUDA in channels_last_3d and matches the CPU path up to decoder differences
+    (nvJPEG vs libjpeg-turbo IDCT/upsampling, float vs fixed-point resize): a wrong crop or flip
+    would not."""
     train_list, _ = prepare.make_synth(
         str(tmp_path), classes=2, videos=4, frames=12, size=(340, 256)
     )
@@ -334,8 +338,8 @@ def test_decode_batch_cuda_matches_cpu(mode, tmp_path):
 
 # ---- bench.py data: the dataset's own sampling ---------------------------------------------------
 def decoded_paths(monkeypatch, fn):
-    """The frame files read for decoding (decode.read_encoded: the loader's reads and decode_frame's own)
-    while fn() runs."""
+    """The frame files read for decoding (decode.read_encoded: the loader's reads and decode_frame's
+    own) while fn() runs."""
     seen, real = [], decode.read_encoded
     monkeypatch.setattr(
         decode, "read_encoded", lambda path, count=-1: seen.append(path) or real(path, count)
@@ -346,9 +350,9 @@ def decoded_paths(monkeypatch, fn):
 
 
 def test_bench_reads_exactly_the_frames_the_dataset_reads(tmp_path, monkeypatch):
-    """bench.clip_files / the decode-only rows read the files data.py's own __getitem__ decodes -- in a
-    later epoch, and with a forked sampler (here TSN-style: one frame per segment, at random) -- not a
-    copy of the sampling (the old bench always read epoch 0's frames)."""
+    """bench.clip_files / the decode-only rows read the files data.py's own __getitem__ decodes --
+    in a later epoch, and with a forked sampler (here TSN-style: one frame per segment, at random)
+    -- not a copy of the sampling (the old bench always read epoch 0's frames)."""
     train_list, _ = prepare.make_synth(str(tmp_path), classes=2, videos=3, frames=24, size=(48, 32))
     ds = data.VideoFrameDataset(
         train_list, mode="train", t_length=4, t_stride=2, new_size=32, crop_size=24
@@ -515,8 +519,8 @@ def test_bench_train_decode_device_cuda_runs(tiny_frames, tmp_path):
     reason="needs decode.BadVideo (train-mode replacement of bad videos)",
 )
 def test_bytes_mode_replaces_a_bad_video_like_the_normal_path(tmp_path):
-    """Train mode: a video with a missing frame is replaced in the loader in bytes mode too -- the same
-    replacement, clip, label and info["bad"] line as the normal path."""
+    """Train mode: a video with a missing frame is replaced in the loader in bytes mode too -- the
+    same replacement, clip, label and info["bad"] line as the normal path."""
     train_list, _ = prepare.make_synth(str(tmp_path), classes=2, videos=4, frames=8, size=(64, 40))
     for k in range(1, 9):  # every frame but the first: whatever clip is drawn, a frame is missing
         if k > 1:

@@ -1,5 +1,6 @@
-"""The CPU path: with the model on the CPU the loader finishes the train crop in uint8 (data.finish_box);
-the boxes are the device path's draws and the clips its float result within rounding."""
+"""The CPU path: with the model on the CPU the loader finishes the train crop in uint8
+(data.finish_box); the boxes are the device path's draws and the clips its float result within
+rounding."""
 
 import pytest
 import torch
@@ -15,7 +16,8 @@ DRAWS = {name: getattr(data, name) for name in BOXES.values()}  # the real ones,
 
 @pytest.fixture(scope="module")
 def frames_list(tmp_path_factory):
-    # Frames larger than new_size and of an odd aspect: boxes land off the pixel grid, both rescale ways.
+    # Frames larger than new_size and of an odd aspect: boxes land off the pixel grid, both rescale
+    # ways.
     out = tmp_path_factory.mktemp("cpu_path")
     return str(prepare.make_synth(out, classes=2, videos=4, frames=12, size=(97, 71))[0])
 
@@ -45,17 +47,17 @@ def clips_and_boxes(monkeypatch, list_file, finish, new_size, train_crop="jitter
     return out, drawn
 
 
+# 80: downscale (short side 71)
 @pytest.mark.parametrize(
     "new_size, train_crop", [(48, "jitter"), (64, "jitter"), (80, "jitter"), (64, "multiscale")]
-)  # 80: downscale (short side 71)
+)
 def test_cpu_finish_uses_the_device_paths_boxes_and_pixels(
     monkeypatch, frames_list, new_size, train_crop
 ):
     dev, dev_boxes = clips_and_boxes(monkeypatch, frames_list, False, new_size, train_crop)
     cpu, cpu_boxes = clips_and_boxes(monkeypatch, frames_list, True, new_size, train_crop)
-    assert (
-        cpu_boxes == dev_boxes and len(dev_boxes) == 12
-    )  # the same draws (flips come after: same too)
+    # the same draws (flips come after: same too)
+    assert cpu_boxes == dev_boxes and len(dev_boxes) == 12
     worst = 0.0
     for (c_dev, y_dev, i_dev), (c_cpu, y_cpu, i_cpu) in zip(dev, cpu):
         assert y_dev == y_cpu and i_cpu["box"].tolist() == list(data.IDENTITY_BOX)
@@ -65,8 +67,9 @@ def test_cpu_finish_uses_the_device_paths_boxes_and_pixels(
         )
         got = data.normalize(c_cpu[None], (0, 0, 0), (1 / 255,) * 3)
         worst = max(worst, (ref - got).abs().max().item())
-    # Measured: <= 1 level. The device result is float (or resample_box's rounded float), ours is torch's
-    # uint8 kernel (fixed-point weights, then rounded): 0.5 for rounding plus < 0.5 for its weights.
+    # Measured: <= 1 level. The device result is float (or resample_box's rounded float), ours is
+    # torch's uint8 kernel (fixed-point weights, then rounded): 0.5 for rounding plus < 0.5 for its
+    # weights.
     assert worst <= 1.0 + 1e-3, worst
 
 

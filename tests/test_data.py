@@ -27,7 +27,8 @@ def frames_of(folder, numbers, tmpl="img_{:05d}.jpg"):
 
 
 def assert_interleaved(clip):
-    """Clips are (.., 3, T, c, c) views of (.., T, c, c, 3) memory -- the decoder's layout, by design."""
+    """Clips are (.., 3, T, c, c) views of (.., T, c, c, 3) memory -- the decoder's layout, by
+    design."""
     assert clip.movedim(-4, -1).is_contiguous()
 
 
@@ -220,36 +221,26 @@ def test_test_mode_views(synth):
         and label == 1
     )
     assert_interleaved(clip)
-    assert not torch.equal(clip[0], clip[1]) and not torch.equal(
-        clip[0], clip[3]
-    )  # crops and clips differ
+    # crops and clips differ
+    assert not torch.equal(clip[0], clip[1]) and not torch.equal(clip[0], clip[3])
 
 
 def test_val_clip_content_exact(synth):
-    """crop_size == new_size == short side: nothing is resized, so a clip is an exact crop of decoded
-    frames."""
+    """crop_size == new_size == short side: nothing is resized, so a clip is an exact crop of
+    decoded frames."""
     root, _, val = synth
     clip, _, _ = data.VideoFrameDataset(
         val, mode="val", t_length=4, t_stride=2, new_size=40, crop_size=40
     )[2]
     idx = data.sample_indices(NUM_FRAMES, 4, 2, "val")[0]
-    assert torch.equal(
-        clip, frames_of(root / "val" / "video_0002", idx)[..., 4:44]
-    )  # centre of 48 wide
+    # centre of 48 wide
+    assert torch.equal(clip, frames_of(root / "val" / "video_0002", idx)[..., 4:44])
 
 
-@pytest.mark.parametrize(
-    "num_clips,t_length,t_stride",
-    [
-        (2, 3, 2),  # clips 1,3,5 | 6,8,10: disjoint
-        (3, 4, 2),  # clips 1,3,5,7 | 3,5,7,9 | 4,6,8,10: they share frames
-        (
-            2,
-            4,
-            2,
-        ),  # clips 1,3,5,7 | 4,6,8,10: interleave without sharing a frame (decode order != clip order)
-    ],
-)
+# clips 1,3,5 | 6,8,10: disjoint
+# clips 1,3,5,7 | 3,5,7,9 | 4,6,8,10: they share frames
+# clips 1,3,5,7 | 4,6,8,10: interleave without sharing a frame (decode order != clip order)
+@pytest.mark.parametrize("num_clips,t_length,t_stride", [(2, 3, 2), (3, 4, 2), (2, 4, 2)])
 def test_test_views_content_exact(synth, num_clips, t_length, t_stride):
     """Views are clip-major (view = clip * num_crops + crop); three crops along the long side."""
     root, _, val = synth
@@ -344,8 +335,8 @@ def test_same_seed_epoch_index_same_clip_other_epoch_differs(synth):
 
 
 def test_dataloader_workers_0_and_2_identical(synth):
-    # Per epoch, as train.py does: set_epoch, then a fresh loader (workers only see the epoch they start
-    # with).
+    # Per epoch, as train.py does: set_epoch, then a fresh loader (workers only see the epoch they
+    # start with).
     root, train, _ = synth
     batches = {}
     for workers in (0, 2):
@@ -390,7 +381,7 @@ def test_flip_mirrors_along_width(synth):
     assert same >= 1 and mirrored >= 1
 
 
-# ---- collate, normalize (crop_resize: test_protocols.py) --------------------------------------
+# ---- collate, normalize (crop_resize: test_protocols.py) -----------------------------------------
 def test_collate_stacks_in_channels_last(synth):
     root, train, val = synth
     ds = data.VideoFrameDataset(val, mode="test", num_clips=2, num_crops=3, **SMALL)
@@ -422,9 +413,8 @@ def test_normalize():
     torch.testing.assert_close(out, (x / 255 - mean) / std, rtol=1e-5, atol=1e-5)
     assert data.normalize(x, dtype=torch.float64).dtype == torch.float64
     torch.testing.assert_close(data.normalize(x[0]), out[0])  # one clip (3, T, H, W) too
-    kinetics = data.normalize(
-        x, (0.45,) * 3, (0.225,) * 3
-    )  # PySlowFast / pytorchvideo weights' statistics
+    # PySlowFast / pytorchvideo weights' statistics
+    kinetics = data.normalize(x, (0.45,) * 3, (0.225,) * 3)
     torch.testing.assert_close(kinetics, (x / 255 - 0.45) / 0.225, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError):
         data.normalize(x.float())
@@ -517,7 +507,8 @@ def test_frame_size_change_names_frame_and_line(synth, tmp_path):
 
 
 def test_pillow_fallback_decoder(synth, tmp_path, monkeypatch):
-    """Without TorchCodec, data.py decodes with Pillow: same clips (up to decoder rounding), same errors."""
+    """Without TorchCodec, data.py decodes with Pillow: same clips (up to decoder rounding), same
+    errors."""
     root, _, val = synth
     ds = data.VideoFrameDataset(val, mode="val", **SMALL)
     fast = ds[1][0]
@@ -550,13 +541,14 @@ def test_pillow_fallback_decoder(synth, tmp_path, monkeypatch):
         ds[1]
 
 
-# ============================== data.py: regression ===================================================
+# ============================== data.py: regression
+# ===================================================
 
 
 def test_multi_clip_test_views_hold_their_own_frames(tmp_path):
-    # Frame k has pixel value k. 10 test clips of 16x4 over 214 frames interleave without sharing frames:
-    # each view must still hold exactly its clip's frames, in order (decoding each frame once must not mix
-    # them).
+    # Frame k has pixel value k. 10 test clips of 16x4 over 214 frames interleave without sharing
+    # frames: each view must still hold exactly its clip's frames, in order (decoding each frame
+    # once must not mix them).
     os.makedirs(tmp_path / "v")
     for k in range(1, 215):
         Image.fromarray(np.full((40, 48, 3), k, np.uint8)).save(tmp_path / "v" / f"img_{k:05d}.png")

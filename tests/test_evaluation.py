@@ -1,6 +1,6 @@
 # ruff: noqa: F811 -- the `lists` fixture is imported from test_train, then taken as an argument
-"""Evaluation: multi-view scores, the checkpoint's normalisation reaching evaluate / resume / predict, file
-names per protocol, 10-crop without flips, weight decay groups."""
+"""Evaluation: multi-view scores, the checkpoint's normalisation reaching evaluate / resume /
+predict, file names per protocol, 10-crop without flips, weight decay groups."""
 
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,16 +17,8 @@ import report
 import train
 from conftest import TINY, run_dir, run_main, weights
 
-ODD = [
-    "--mean",
-    "0.9",
-    "0.1",
-    "0.5",
-    "--std",
-    "0.05",
-    "0.6",
-    "0.3",
-]  # far from any weights' normalisation
+# far from any weights' normalisation
+ODD = ["--mean", "0.9", "0.1", "0.5", "--std", "0.05", "0.6", "0.3"]
 
 
 @pytest.fixture(scope="module")

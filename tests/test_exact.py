@@ -1,8 +1,8 @@
-"""Exactness: resume at an epoch boundary, SIGTERM mid-epoch then resume, and DDP evaluation (2 processes,
-torchrun, gloo) equal the uninterrupted single-process run, bit for bit (scores to 1e-5).
+"""Exactness: resume at an epoch boundary, SIGTERM mid-epoch then resume, and DDP evaluation (2
+processes, torchrun, gloo) equal the uninterrupted single-process run, bit for bit (scores to 1e-5).
 
-A fork checks that its new option keeps these properties with one command; the flags are appended to every
-trainer command here (after the tests' own, so they win where both set a flag):
+A fork checks that its new option keeps these properties with one command; the flags are appended to
+every trainer command here (after the tests' own, so they win where both set a flag):
 
     python -m pytest -q tests/test_exact.py --trainer-flags="--your_flag 3"
 
@@ -23,7 +23,8 @@ from conftest import ENV, REPO, TINY, acc_line, assert_same_weights, run_cli, ru
 
 
 def assert_same_run(a, b):
-    """Two checkpoint files hold the same weights bit for bit, and the same EMA weights (--model-ema)."""
+    """Two checkpoint files hold the same weights bit for bit, and the same EMA weights
+    (--model-ema)."""
     a, b = (torch.load(p, map_location="cpu", weights_only=False) for p in (a, b))
     assert_same_weights(a["model"], b["model"])
     assert (a.get("model_ema") is None) == (b.get("model_ema") is None)
@@ -81,7 +82,8 @@ def test_resume_is_exact(tiny_data, tmp_path, workers, schedule, trainer_flags):
 
 
 def test_ddp_trains_and_evaluates_exactly(tiny_data, tmp_path, trainer_flags):
-    # torchrun with 2 CPU processes (gloo); 7 val videos split 4 + 3 must give the single-process numbers.
+    # torchrun with 2 CPU processes (gloo); 7 val videos split 4 + 3 must give the single-process
+    # numbers.
     common = ["ucf101", *tiny_data, *TINY, "--epochs", "1"]
     r = torchrun(
         *common,
@@ -134,7 +136,8 @@ def test_ddp_trains_and_evaluates_exactly(tiny_data, tmp_path, trainer_flags):
 def test_sigterm_saves_and_resumes_exactly(tiny_data, tmp_path, trainer_flags):
     args = ["ucf101", *tiny_data, *TINY, "--epochs", "3", "--dro", "0.5"]
     name = flags.run_dir_name(train.parse_args([*args, *trainer_flags]))
-    # All three runs as subprocesses with one thread each: the same float summation order everywhere.
+    # All three runs as subprocesses with one thread each: the same float summation order
+    # everywhere.
     ref = run_cli([*args, "--output_root", str(tmp_path / "ref"), *trainer_flags], timeout=600)
     assert ref.returncode == 0, ref.stderr[-2000:]
     # Interrupt a second run mid-training, then resume it from its checkpoint.

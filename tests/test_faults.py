@@ -1,6 +1,6 @@
-"""Faults in data.py (and the classes file and progress bars): bad list/split files, bad
-templates, nothing to list or extract, stale partial extractions, unreadable videos (train mode replaces
-them deterministically, val/test raise), the fail-early folder check. CLI cases run in a subprocess with
+"""Faults in data.py (and the classes file and progress bars): bad list/split files, bad templates,
+nothing to list or extract, stale partial extractions, unreadable videos (train mode replaces them
+deterministically, val/test raise), the fail-early folder check. CLI cases run in a subprocess with
 a timeout: a hang fails the test instead of hanging CI.
 
     python -m pytest -q test_faults.py
@@ -34,8 +34,9 @@ CLIP = dict(t_length=4, t_stride=1, new_size=40, crop_size=32)  # tiny clips: (3
 
 # ---- helpers -------------------------------------------------------------------------------------
 def run_data(*commands, timeout=120):
-    """`python prepare.py ARGS` for each ARGS tuple, all at once (each pays the torch import); a command
-    still running after `timeout` s is killed and fails the test: nothing may loop forever."""
+    """`python prepare.py ARGS` for each ARGS tuple, all at once (each pays the torch import); a
+    command still running after `timeout` s is killed and fails the test: nothing may loop
+    forever."""
     procs = [
         subprocess.Popen(
             [sys.executable, "prepare.py", *map(str, args)],
@@ -78,8 +79,9 @@ print(json.dumps(results))
 
 
 def run_commands(*commands, timeout=120):
-    """prepare.main(ARGS) for each ARGS tuple, in ONE subprocess (one torch import: CI has 2 cores) with a
-    timeout; what `python prepare.py ARGS` would exit with and print, as (rc, stdout, stderr) each."""
+    """prepare.main(ARGS) for each ARGS tuple, in ONE subprocess (one torch import: CI has 2 cores)
+    with a timeout; what `python prepare.py ARGS` would exit with and print, as (rc, stdout, stderr)
+    each."""
     argvs = [[str(a) for a in args] for args in commands]
     try:
         proc = subprocess.run(
@@ -130,7 +132,7 @@ def make_video_file(path, n, size=(32, 24)):
     return path
 
 
-# ---- list files: BOM, encodings, Windows paths -----------------------------------------------------
+# ---- list files: BOM, encodings, Windows paths ---------------------------------------------------
 def test_list_with_bom_and_crlf_and_backslashes(tmp_path):
     write_frames(tmp_path / "sub" / "vid", 3)
     path = tmp_path / "list.txt"
@@ -165,9 +167,10 @@ def test_undecodable_list_names_file_and_line(tmp_path, content, line):
 
 
 def test_extra_column_is_one_line_naming_list_line_and_form(tmp_path):
-    """A line with a column too many ('<dir> <start> <num_frames> <label>') fails as it is read, naming the
-    list, the line and the expected form -- not read into the folder name, to fail later as a missing
-    folder. A folder name with spaces still reads. `python prepare.py check` reports it the same."""
+    """A line with a column too many ('<dir> <start> <num_frames> <label>') fails as it is read,
+    naming the list, the line and the expected form -- not read into the folder name, to fail later
+    as a missing folder. A folder name with spaces still reads. `python prepare.py check` reports it
+    the same."""
     write_frames(tmp_path / "vid", 3)
     write_frames(tmp_path / "my vid", 3)
     path = write_list(tmp_path / "list.txt", ["vid 3 0", "vid 1 3 0", "my vid 3 1"])
@@ -193,10 +196,11 @@ def test_cli_undecodable_list_and_bad_flags_one_line(tmp_path):
     latin = tmp_path / "latin.txt"
     latin.write_bytes("good 3 0\ncaf\u00e9 3 1\n".encode("latin-1"))
     ok = write_list(tmp_path / "ok.txt", ["good 3 0"])
+    # used to loop forever
     named, no_field = run_data(
         ("check", ok, "--image_tmpl", "img_{idx:05d}.jpg"),
         ("check", ok, "--image_tmpl", "img_00001.jpg"),
-    )  # used to loop forever
+    )
     assert_one_line_error(named, "--image_tmpl", "img_{idx:05d}.jpg")
     assert_one_line_error(no_field, "--image_tmpl", "img_00001.jpg")
     latin_rc, no_list, bogus, nowhere = run_commands(
@@ -222,7 +226,7 @@ def test_count_frames_ends_whatever_the_template(tmp_path):
     assert not thread.is_alive() and result[0] <= 2
 
 
-# ---- lists: split files, classes file, nothing matched ---------------------------------------------
+# ---- lists: split files, classes file, nothing matched -------------------------------------------
 def test_lists_reads_bom_split_files_and_writes_classes_in_classind_order(tmp_path):
     frames, splits = fake_ucf101(tmp_path)
     # classInd in a non-alphabetical order, saved with a BOM, as are the split files
@@ -330,13 +334,13 @@ def test_reextract_never_keeps_stale_frames_of_an_interrupted_run(tmp_path):
     assert prepare.count_frames(frames / "clip") == 120
 
 
-# ---- progress bars ----------------------------------------------------------------------------------
+# ---- progress bars -------------------------------------------------------------------------------
 def run_with_tty_stderr(args, timeout=120):
-    """prepare.py ARGS with stderr on a pseudo-terminal (as in an interactive shell); returns (rc, stderr)."""
+    """prepare.py ARGS with stderr on a pseudo-terminal (as in an interactive shell); returns (rc,
+    stderr)."""
     master, slave = pty.openpty()
-    fcntl.ioctl(
-        slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0)
-    )  # a fresh pty is 0 columns wide
+    # a fresh pty is 0 columns wide
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
     proc = subprocess.Popen(
         [sys.executable, "prepare.py", *map(str, args)],
         cwd=REPO,
@@ -369,9 +373,8 @@ def test_progress_bars_on_a_terminal_only(tmp_path):
     make_video_file(videos / "a.avi", 4)
     make_video_file(videos / "b.avi", 4)
     rc, err = run_with_tty_stderr(("check", path))
-    assert rc == 0 and "check" in err and "3/3" in err and "video/s" in err, (
-        err
-    )  # count, rate and ETA
+    # count, rate and ETA
+    assert rc == 0 and "check" in err and "3/3" in err and "video/s" in err, err
     rc, err = run_with_tty_stderr(("extract", videos, tmp_path / "frames", "-j", 1))
     assert rc == 0 and "extract" in err and "2/2" in err and "video/s" in err, err
     # not a terminal (a log file, a pipe): no bar at all
@@ -382,7 +385,7 @@ def test_progress_bars_on_a_terminal_only(tmp_path):
     assert rc2 == 0 and err2 == "" and "extracted 2 videos" in out2, (out2, err2)
 
 
-# ---- bad videos: train replaces, val/test raise -----------------------------------------------------
+# ---- bad videos: train replaces, val/test raise --------------------------------------------------
 def break_video(folder, how):
     """Break a flat_video folder the way `how` says; returns the path an error must name."""
     frame = folder / "img_00003.jpg"
@@ -526,23 +529,20 @@ def test_bad_video_from_a_worker_is_one_line(six_videos):
         list(loader)
     assert "\n" not in str(e.value), str(e.value)
     assert str(e.value).startswith(f"{six_videos}:2: {named}: unreadable frame"), str(e.value)
-    for err in (
-        e.value,
-        decode.BadVideo(data.read_list(six_videos)[0], str(named), "why"),
-    ):  # pickles as it is
+    # pickles as it is
+    for err in (e.value, decode.BadVideo(data.read_list(six_videos)[0], str(named), "why")):
         again = pickle.loads(pickle.dumps(err))
         assert type(again) is decode.BadVideo and str(again) == str(err) and again.path == err.path
 
 
-# ---- check_folders: the fail-early check ----------------------------------------------------------
+# ---- check_folders: the fail-early check ---------------------------------------------------------
 def test_check_folders_reports_missing_folders_and_frames(six_videos):
     root = six_videos.parent
     break_video(root / "v1", "missing folder")
     (root / "v3" / "img_00006.jpg").unlink()  # the last frame
     (root / "v4" / "img_00001.jpg").unlink()  # the first frame
-    (
-        root / "v5" / "img_00003.jpg"
-    ).unlink()  # a middle frame: not checked here (stat first and last only)
+    # a middle frame: not checked here (stat first and last only)
+    (root / "v5" / "img_00003.jpg").unlink()
     videos = data.read_list(six_videos)
     problems, count = prepare.check_folders(videos, "img_{:05d}.jpg")
     assert count == 3 and problems == [
@@ -561,7 +561,8 @@ def test_check_folders_reports_missing_folders_and_frames(six_videos):
     not (UCF101_LISTS / "ucf101_train_split1_list.txt").is_file(), reason="../shared not here"
 )
 def test_check_folders_on_the_real_ucf101_list(tmp_path):
-    """The 9537-line UCF101 list against a tree holding (empty) first and last frames of every video."""
+    """The 9537-line UCF101 list against a tree holding (empty) first and last frames of every
+    video."""
     videos = data.read_list(UCF101_LISTS / "ucf101_train_split1_list.txt", root=tmp_path)
     assert len(videos) == 9537
     for v in videos:

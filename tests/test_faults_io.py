@@ -1,6 +1,6 @@
 # ruff: noqa: F811 -- the `lists` fixture is imported from test_train, then taken as an argument
-"""I/O faults: a read that never returns, a disk that fills mid-save, a SIGKILL at each write of a save, bad
-videos across a resume and ranks."""
+"""I/O faults: a read that never returns, a disk that fills mid-save, a SIGKILL at each write of a
+save, bad videos across a resume and ranks."""
 
 import errno
 import io
@@ -126,9 +126,8 @@ def test_disk_filling_at_any_point_of_a_save_is_one_line_and_resume_auto_works(
     assert not [p.name for p in folder.iterdir() if ".tmp" in p.name]
     assert torch.load(folder / "checkpoint.pth", weights_only=False)["epoch"] == 1
     monkeypatch.undo()
-    run_main(
-        [*args, "--epochs", "2", "--resume", "auto"]
-    )  # space is back: it continues from epoch 1
+    # space is back: it continues from epoch 1
+    run_main([*args, "--epochs", "2", "--resume", "auto"])
     assert torch.load(folder / "checkpoint.pth", weights_only=False)["epoch"] == 2
 
 
@@ -169,9 +168,10 @@ def test_only_rank_0_writes_bad_videos_one_line_per_video(tmp_path):
     assert sorted(line.split(": ")[0] for line in lines) == ["list:1", "list:2", "list:9"], lines
 
 
-# ---- a SIGKILL at each write of a best epoch's save --------------------------------------------------
-# train.py in a subprocess that SIGKILLs itself at one write of checkpoint.save: while the temp file is
-# written, or just before / after the n-th rename onto a .pth (1: checkpoint.pth, 2: model_best.pth).
+# ---- a SIGKILL at each write of a best epoch's save ----------------------------------------------
+# train.py in a subprocess that SIGKILLs itself at one write of checkpoint.save: while the temp file
+# is written, or just before / after the n-th rename onto a .pth (1: checkpoint.pth, 2:
+# model_best.pth).
 KILL_AT = """
 import os, runpy, signal, sys, torch
 point, n = sys.argv[1].split(":")
@@ -195,7 +195,8 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 @pytest.fixture(scope="module")
 def one_epoch(lists, tmp_path_factory):
-    """A run of one epoch, uninterrupted: (its train.py arguments, its run folder). Epoch 0 is its best."""
+    """A run of one epoch, uninterrupted: (its train.py arguments, its run folder). Epoch 0 is its
+    best."""
     args = [
         "ucf101",
         *lists,
@@ -207,9 +208,8 @@ def one_epoch(lists, tmp_path_factory):
     ]
     run_main(args)
     folder = run_dir(args[-1], args)
-    assert (
-        torch.load(folder / "checkpoint.pth", weights_only=False)["best_epoch"] == 0
-    )  # a best save
+    # a best save
+    assert torch.load(folder / "checkpoint.pth", weights_only=False)["best_epoch"] == 0
     return args, folder
 
 
@@ -231,24 +231,21 @@ def test_a_kill_at_any_write_of_a_save_leaves_model_best_holding_the_recorded_be
     folder = run_dir(tmp_path, args)
     ckpt = torch.load(folder / "checkpoint.pth", weights_only=False)
     best = torch.load(folder / "model_best.pth", weights_only=False)
-    assert (ckpt["epoch"], ckpt["best_epoch"]) == (
-        1,
-        0,
-    )  # a one-epoch run: checkpoint.pth is epoch 0's
+    # a one-epoch run: checkpoint.pth is epoch 0's
+    assert (ckpt["epoch"], ckpt["best_epoch"]) == (1, 0)
     assert (best["best_epoch"], best["best_acc1"]) == (0, ckpt["best_acc1"])
     assert_same_weights(best["model"], ckpt["model"])  # epoch 0's weights, not merely its score
     assert not [f.name for f in folder.iterdir() if "tmp" in f.name]
     repaired = "copied it from" in capsys.readouterr().out
-    assert repaired == (point in ("after:1", "before:2")), (
-        point
-    )  # checkpoint.pth renamed, model_best.pth not
+    # checkpoint.pth renamed, model_best.pth not
+    assert repaired == (point in ("after:1", "before:2")), point
 
 
 def test_a_best_score_without_its_weights_is_forgotten_in_one_line(
     one_epoch, tmp_path, monkeypatch, capsys
 ):
-    """model_best.pth gone and checkpoint.pth from a later, unfinished epoch: nothing holds the best epoch's
-    weights, so its score must not stand against later epochs."""
+    """model_best.pth gone and checkpoint.pth from a later, unfinished epoch: nothing holds the best
+    epoch's weights, so its score must not stand against later epochs."""
     args, whole = one_epoch
     folder = tmp_path / whole.name
     shutil.copytree(whole, folder)
@@ -270,16 +267,15 @@ def test_a_best_score_without_its_weights_is_forgotten_in_one_line(
     lines = [line for line in capsys.readouterr().out.splitlines() if "model_best.pth" in line]
     assert "does not hold epoch 0" in lines[0] and "forgotten" in lines[0], lines
     ckpt = torch.load(folder / "checkpoint.pth", weights_only=False)
-    if (
-        ckpt["best_epoch"] >= 0
-    ):  # epoch 1 scored above 0: it is the best, and model_best.pth holds it
+    # epoch 1 scored above 0: it is the best, and model_best.pth holds it
+    if ckpt["best_epoch"] >= 0:
         assert ckpt["best_epoch"] == 1 and "saved to" in lines[-1]
         assert_same_weights(weights(folder / "model_best.pth"), ckpt["model"])
     else:
         assert not (folder / "model_best.pth").exists() and "no best epoch" in lines[-1]
 
 
-# ---- a full disk: named first, with the folder and its free space ------------------------------------
+# ---- a full disk: named first, with the folder and its free space --------------------------------
 @pytest.fixture
 def small_disk(tmp_path):
     """A 2 MiB tmpfs (root only, as in CI), unmounted afterwards."""
@@ -300,8 +296,8 @@ def small_disk(tmp_path):
 
 
 def test_a_real_full_disk_is_named_first(small_disk, capsys):
-    """torch.save on a full tmpfs fails with its own words ('[enforce fail at inline_container.cc] unexpected
-    pos'), no errno: the line still starts with the full disk."""
+    """torch.save on a full tmpfs fails with its own words ('[enforce fail at inline_container.cc]
+    unexpected pos'), no errno: the line still starts with the full disk."""
     path = small_disk / "checkpoint.pth"
     with pytest.raises(SystemExit) as e:
         checkpoint.atomic_save({"w": torch.zeros(2**20)}, str(path))  # 4 MiB

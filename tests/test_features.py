@@ -1,6 +1,7 @@
-"""features.py and export.py: every window's feature is the model's own pooled output on that clip (float64),
-for frame folders and video files, one process or two (torchrun, gloo), after a killed run restarted; long
-videos stream in bounded memory; ONNX and .pt2 exports compute what the PyTorch model computes.
+"""features.py and export.py: every window's feature is the model's own pooled output on that clip
+(float64), for frame folders and video files, one process or two (torchrun, gloo), after a killed
+run restarted; long videos stream in bounded memory; ONNX and .pt2 exports compute what the PyTorch
+model computes.
 
 python -m pytest -q tests/test_features.py
 """
@@ -34,8 +35,8 @@ import videos  # noqa: E402  (tests/videos.py, beside this file)
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
-    """A checkpoint (resnet10_3d, 48 -> 40 px), 6 frame folders of 13 frames 64x48 and their list, a video
-    file of 75 frames (h264, B-frames, one keyframe) and a truncated one."""
+    """A checkpoint (resnet10_3d, 48 -> 40 px), 6 frame folders of 13 frames 64x48 and their list, a
+    video file of 75 frames (h264, B-frames, one keyframe) and a truncated one."""
     root = tmp_path_factory.mktemp("features")
     _, val = prepare.make_synth(str(root), classes=2, videos=6, frames=13, size=(64, 48))
     made = videos.make_all(root / "videos", ["h264_long_gop.mp4", "truncated.mp4"])
@@ -49,7 +50,8 @@ def inputs(tmp_path_factory):
 
 
 def direct(model, clip, layer=None):
-    """ResNet3D's pooled output (or a stage's, averaged over T, H, W) and logits, written out by hand."""
+    """ResNet3D's pooled output (or a stage's, averaged over T, H, W) and logits, written out by
+    hand."""
     x = model.maxpool(model.relu(model.bn1(model.conv1(clip))))
     stages = {}
     for name in ("layer1", "layer2", "layer3", "layer4"):
@@ -60,8 +62,9 @@ def direct(model, clip, layer=None):
 
 
 def expected(ckpt, frames, idx, layer=None, crop="center"):
-    """The features and logits of windows `idx` of `frames` (uint8 arrays), computed directly in float64
-    with the checkpoint's val crop (or torchvision's resize of the whole frame) and normalisation."""
+    """The features and logits of windows `idx` of `frames` (uint8 arrays), computed directly in
+    float64 with the checkpoint's val crop (or torchvision's resize of the whole frame) and
+    normalisation."""
     model, args, _ = predict.load_checkpoint(ckpt, "cpu", 1, 1)
     model.double()
     feats, logits = [], []
@@ -94,10 +97,8 @@ def folder_frames(folder):
 def test_window_frames_cover_the_video_and_pad_with_the_last_frame():
     w = features.window_frames(40, 16, 16, 1)
     assert w[:, 0].tolist() == [0, 16, 32] and w[-1].tolist() == list(range(32, 40)) + [39] * 8
-    assert features.window_frames(32, 16, 16, 1)[:, 0].tolist() == [
-        0,
-        16,
-    ]  # nothing left: no padded one
+    # nothing left: no padded one
+    assert features.window_frames(32, 16, 16, 1)[:, 0].tolist() == [0, 16]
     assert features.window_frames(5, 4, 2, 2).tolist() == [[0, 2, 4, 4]]  # shorter than a window
     assert features.window_frames(30, 4, 32, 1)[:, 0].tolist() == [0]  # never a window past the end
     assert features.window_frames(13, 4, 3, 1)[:, 0].tolist() == [0, 3, 6, 9]
@@ -172,7 +173,8 @@ def test_features_equal_the_direct_forward_for_folders_and_video_files(inputs, t
 
 
 class Segments(nn.Module):
-    """A TSN-style model: a 2D torchvision backbone on every frame, the segments' logits averaged."""
+    """A TSN-style model: a 2D torchvision backbone on every frame, the segments' logits
+    averaged."""
 
     def __init__(self):
         super().__init__()
@@ -213,9 +215,9 @@ def test_torchvision_and_segment_models_pool_the_classifier_input():
 
 
 def test_a_long_video_streams_in_memory_independent_of_its_length(tmp_path, monkeypatch):
-    """A 300- and a 3,000-frame video: at most --batch windows of frames decoded at a time, and a peak of
-    traced memory (numpy: PyAV's frames) that grows by far less than a frame per frame: only the demuxer's
-    index of timestamps (~100 bytes a frame) grows with the video."""
+    """A 300- and a 3,000-frame video: at most --batch windows of frames decoded at a time, and a
+    peak of traced memory (numpy: PyAV's frames) that grows by far less than a frame per frame: only
+    the demuxer's index of timestamps (~100 bytes a frame) grows with the video."""
     ckpt = tiny_checkpoint(tmp_path / "ck.pth", new_size=32, crop_size=32, t_length=2)
     peaks, most = {}, []
     real = features.frame_reader
@@ -259,9 +261,8 @@ def test_a_long_video_streams_in_memory_independent_of_its_length(tmp_path, monk
         assert np.load(tmp_path / f"o{n}" / f"v{n}.npy").shape == (-(-n // 16), 512)
     assert max(most) <= 8 * 2  # frames alive: one batch of windows
     frame_bytes = videos.W * videos.H * 3
-    assert (peaks[3000] - peaks[300]) / 2700 < 0.02 * frame_bytes, (
-        peaks
-    )  # holding them: 2700 x frame_bytes
+    # holding them: 2700 x frame_bytes
+    assert (peaks[3000] - peaks[300]) / 2700 < 0.02 * frame_bytes, peaks
 
 
 def torchrun(*argv, nproc=2, timeout=240):
@@ -313,18 +314,16 @@ def test_killed_run_restarted_on_two_processes_writes_every_video_once(inputs, t
     p.wait(timeout=30)
     first = {f.name: f.stat().st_mtime_ns for f in out.glob("video_????.npy")}
     assert 1 <= len(first) and not (out / "h264_long_gop.npy").exists(), first  # killed midway
-    (out / ".video_0005.npy.99999.tmp").write_bytes(
-        b"half a file"
-    )  # as a kill during a write leaves it
+    # as a kill during a write leaves it
+    (out / ".video_0005.npy.99999.tmp").write_bytes(b"half a file")
     r = torchrun(*flags, "--ddp")
     assert r.returncode == 0, r.stderr[-2000:]
     done = sorted(f.name for f in out.glob("video_????.npy"))
     assert (
         done == [f"video_{k:04d}.npy" for k in range(6)] and (out / "h264_long_gop.npy").is_file()
     )
-    assert all(
-        (out / name).stat().st_mtime_ns == t for name, t in first.items()
-    )  # skipped, not rewritten
+    # skipped, not rewritten
+    assert all((out / name).stat().st_mtime_ns == t for name, t in first.items())
     assert not [f for f in os.listdir(out) if f.endswith(".tmp")]
     windows = len(features.window_frames(13, 4, 2, 1)) * (6 - len(first)) + len(
         features.window_frames(75, 4, 2, 1)
@@ -341,8 +340,9 @@ def test_killed_run_restarted_on_two_processes_writes_every_video_once(inputs, t
     assert rel_err(np.load(out / "video_0005.npy"), want) < 1e-6
 
 
-# ---- export ----------------------------------------------------------------------------------------
-# a 3D arch, and TSM (a 2D ResNet over 3 segments with the temporal shift: the TSN family's hardest case)
+# ---- export --------------------------------------------------------------------------------------
+# a 3D arch, and TSM (a 2D ResNet over 3 segments with the temporal shift: the TSN family's hardest
+# case)
 EXPORTED = {
     "resnet50_3d": dict(arch="resnet50_3d"),
     "tsm_resnet18": dict(arch="resnet18", mode="TSN", num_segments=3, shift=8, t_length=1),
@@ -411,9 +411,10 @@ def test_export_refuses_an_arch_it_cannot_trace_in_one_line(tmp_path, capsys):
 def test_a_window_the_model_cannot_take_is_refused_before_anything_is_written(
     inputs, tmp_path, capsys
 ):
-    """TSM is built for its own clip length and TSN-3D for multiples of its snippet: a wrong --window is
-    one line with nothing written, so the corrected command is not refused for "other settings"; left
-    out, the window is the checkpoint's (TSM) or THUMOS14's 16 frames (where the model takes them)."""
+    """TSM is built for its own clip length and TSN-3D for multiples of its snippet: a wrong
+    --window is one line with nothing written, so the corrected command is not refused for "other
+    settings"; left out, the window is the checkpoint's (TSM) or THUMOS14's 16 frames (where the
+    model takes them)."""
     tsm = tiny_checkpoint(
         tmp_path / "tsm.pth", arch="resnet18", mode="TSN", num_segments=3, shift=8, t_length=1
     )
@@ -425,8 +426,18 @@ def test_a_window_the_model_cannot_take_is_refused_before_anything_is_written(
         (inputs["ckpt"], "1", ("--window 1", "too short")),
     ):
         with pytest.raises(SystemExit) as e:
-            features.main([inputs["list"], "--resume", ckpt, "--out", str(tmp_path / "o"), *run,
-                           "--window", window])  # fmt: skip
+            features.main(
+                [
+                    inputs["list"],
+                    "--resume",
+                    ckpt,
+                    "--out",
+                    str(tmp_path / "o"),
+                    *run,
+                    "--window",
+                    window,
+                ]
+            )
         one_line_error(capsys, *needles, exc=e)
         assert not os.path.exists(tmp_path / "o")
     for ckpt, window in ((tsm, 3), (tsn3d, 16)):
@@ -445,8 +456,19 @@ def test_an_out_folder_that_cannot_be_written_is_one_line(inputs, tmp_path, caps
         bad.append((tmp_path / "ro" / "feats", "no permission"))
     for out, needle in bad:
         with pytest.raises(SystemExit) as e:
-            features.main([inputs["list"], "--resume", inputs["ckpt"], "--out", str(out), "-j", "0",
-                           "--device", "cpu"])  # fmt: skip
+            features.main(
+                [
+                    inputs["list"],
+                    "--resume",
+                    inputs["ckpt"],
+                    "--out",
+                    str(out),
+                    "-j",
+                    "0",
+                    "--device",
+                    "cpu",
+                ]
+            )
         one_line_error(capsys, f"--out {out}", needle, exc=e)
     assert (tmp_path / "a_file").read_text() == "mine"
 
@@ -473,7 +495,8 @@ def test_export_makes_a_missing_folder_and_names_a_missing_exporter_package(tmp_
     # right after `pip install -r requirements.txt`: no onnxscript (made unimportable here)
     code = (
         "import runpy, sys; sys.modules['onnxscript'] = None; "
-        f"sys.argv = ['export.py', '--resume', {ckpt!r}, '--format', 'onnx', {str(tmp_path / 'm.onnx')!r}]; "
+        f"sys.argv = ['export.py', '--resume', {ckpt!r}, '--format', 'onnx', "
+        f"{str(tmp_path / 'm.onnx')!r}]; "
         "runpy.run_path('export.py', run_name='__main__')"
     )
     r = subprocess.run(

@@ -1,6 +1,6 @@
-"""One place for each fact: the flags sort themselves by their argparse group (flags.FLAG_GROUPS), and
-the archs are one registry (model.ARCHS). A flag or an arch added there reaches every use with no other
-edit; these tests add one in a scratch copy and follow it."""
+"""One place for each fact: the flags sort themselves by their argparse group (flags.FLAG_GROUPS),
+and the archs are one registry (model.ARCHS). A flag or an arch added there reaches every use with
+no other edit; these tests add one in a scratch copy and follow it."""
 
 import pytest
 import torch

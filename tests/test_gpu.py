@@ -1,6 +1,7 @@
-"""GPU readiness (item by item: the step never syncs between prints, all CUDA RNG states, decoder errors,
-bounded batched decoding, compile, DDP). Tests named test_cuda_* need CUDA and are skipped without it
-(2-GPU ones below 2 GPUs); `python bench.py gpu` runs them all (pytest -k cuda). The rest run on a CPU."""
+"""GPU readiness (item by item: the step never syncs between prints, all CUDA RNG states, decoder
+errors, bounded batched decoding, compile, DDP). Tests named test_cuda_* need CUDA and are skipped
+without it (2-GPU ones below 2 GPUs); `python bench.py gpu` runs them all (pytest -k cuda). The rest
+run on a CPU."""
 
 import subprocess
 import sys
@@ -37,7 +38,7 @@ def cli(argv, nproc=None, timeout=600):
     )
 
 
-# ---- on any machine --------------------------------------------------------------------------------
+# ---- on any machine ------------------------------------------------------------------------------
 def test_sync_bn_without_ddp_is_one_line(lists, tmp_path, capsys):  # noqa: F811
     with pytest.raises(SystemExit) as e:
         run_main(["ucf101", *lists, *TINY, "--sync-bn", "--output_root", str(tmp_path)])
@@ -59,9 +60,8 @@ def test_gpu_decode_error_of_any_type_saves_and_is_one_line(monkeypatch, capsys,
             None, args, rt, None, progress, type("D", (), {"train_ds": None})(), 5
         )
     err = capsys.readouterr().err.strip()
-    assert e.value.code == 2 and saved == [4] and len(err.splitlines()) == 1, (
-        err
-    )  # the step's boundary
+    # the step's boundary
+    assert e.value.code == 2 and saved == [4] and len(err.splitlines()) == 1, err
     assert ("out of GPU memory" in err) == isinstance(error, torch.OutOfMemoryError)
 
 
@@ -85,9 +85,8 @@ def test_decode_batch_goes_in_bounded_chunks(monkeypatch, encoded_batch):
         "_decode_on",
         lambda dev, blobs, where: calls.append(len(blobs)) or real(dev, blobs, where),
     )
-    monkeypatch.setattr(
-        gpudecode, "DECODE_CHUNK", 2 * 3 * 48 * 40 * 4
-    )  # two clips of 4 frames of 48x40
+    # two clips of 4 frames of 48x40
+    monkeypatch.setattr(gpudecode, "DECODE_CHUNK", 2 * 3 * 48 * 40 * 4)
     chunked = gpudecode.decode_batch(batch, "cpu", ds)
     assert (
         calls == [8, 8]
@@ -97,8 +96,8 @@ def test_decode_batch_goes_in_bounded_chunks(monkeypatch, encoded_batch):
 
 
 def test_batched_gpu_decode_oom_is_not_redone_frame_by_frame(monkeypatch, encoded_batch):
-    # The CUDA branch of _decode_on with a stand-in decoder (no GPU touched): an OOM in the batched call
-    # propagates at once; any other error (here a ValueError) is found file by file and named.
+    # The CUDA branch of _decode_on with a stand-in decoder (no GPU touched): an OOM in the batched
+    # call propagates at once; any other error (here a ValueError) is found file by file and named.
     _, batch = encoded_batch
     blobs = [f for e in batch[0] for f in e.frames()]
     where = [(e.video, p) for e in batch[0] for p in e.paths]
@@ -138,9 +137,10 @@ def test_bench_gpu_without_cuda_is_one_line_exit_2():
 
 
 def test_fused_sgd_first_step_skipped_by_grad_scaler_leaves_no_garbage(monkeypatch):
-    # fp16's first step usually overflows at GradScaler's initial scale: fused SGD (what CUDA runs, here
-    # on the CPU) skips its kernel on the found-inf flag. Its lazily made momentum buffers are empty_like:
-    # NaN-filled here, what uninitialised memory may hold. The next step must equal a plain first step.
+    # fp16's first step usually overflows at GradScaler's initial scale: fused SGD (what CUDA runs,
+    # here on the CPU) skips its kernel on the found-inf flag. Its lazily made momentum buffers are
+    # empty_like: NaN-filled here, what uninitialised memory may hold. The next step must equal a
+    # plain first step.
     args = train.parse_args(["ucf101", "x", "y", *TINY, "--wd", "0.001"])
     monkeypatch.setattr(torch, "empty_like", lambda t, **k: torch.full_like(t, float("nan"), **k))
     torch.manual_seed(0)
@@ -160,7 +160,7 @@ def test_fused_sgd_first_step_skipped_by_grad_scaler_leaves_no_garbage(monkeypat
     assert all(torch.equal(p, q) for p, q in zip(model.parameters(), ref.parameters()))
 
 
-# ---- CUDA only -------------------------------------------------------------------------------------
+# ---- CUDA only -----------------------------------------------------------------------------------
 @cuda
 @pytest.mark.parametrize(
     "extra",
@@ -170,9 +170,11 @@ def test_fused_sgd_first_step_skipped_by_grad_scaler_leaves_no_garbage(monkeypat
         ["--amp", "bf16", "--channels-last"],
     ],
 )
-def test_cuda_steps_never_sync_the_host_between_prints(lists, tmp_path, monkeypatch, extra):  # noqa: F811
-    # Every step but the first (cuDNN autotuning) runs under sync debug mode "error": an .item(), .tolist(),
-    # a blocking copy or a stream sync raises. The progress line (print time) is the one place allowed.
+# noqa: F811
+def test_cuda_steps_never_sync_the_host_between_prints(lists, tmp_path, monkeypatch, extra):
+    # Every step but the first (cuDNN autotuning) runs under sync debug mode "error": an .item(),
+    # .tolist(), a blocking copy or a stream sync raises. The progress line (print time) is the one
+    # place allowed.
     real_loader, real_line = train.train_loader, report.Meter.line
 
     def loader(*a, **k):
@@ -217,9 +219,10 @@ def test_cuda_steps_never_sync_the_host_between_prints(lists, tmp_path, monkeypa
 
 @cuda
 def test_cuda_fp16_iter_size_clip_grad_trains(lists, tmp_path, monkeypatch):  # noqa: F811
-    # GradScaler skips a step whose gradients overflow fp16 and halves its scale: normal in the first
-    # steps (initial scale 65536; this stem's weight gradient is > 1 per unit of loss). A skipped step's
-    # norm is inf; a taken step's is finite and unscaled, and only the first steps may be skipped.
+    # GradScaler skips a step whose gradients overflow fp16 and halves its scale: normal in the
+    # first steps (initial scale 65536; this stem's weight gradient is > 1 per unit of loss). A
+    # skipped step's norm is inf; a taken step's is finite and unscaled, and only the first steps
+    # may be skipped.
     norms, scales, real, update = (
         [],
         [],
@@ -258,8 +261,8 @@ def test_cuda_fp16_iter_size_clip_grad_trains(lists, tmp_path, monkeypatch):  # 
     skipped = [after < before for before, after in zip(scales[::2], scales[1::2])]
     assert len(norms) == len(skipped) == 4  # 2 steps x 2 epochs
     assert [not torch.isfinite(n) for n in norms] == skipped, (norms, scales)
-    # The scale halves on each overflow and may overflow again later (on an H100: steps 0 and 2 of 4);
-    # each epoch still takes a step, and the taken ones are unscaled.
+    # The scale halves on each overflow and may overflow again later (on an H100: steps 0 and 2 of
+    # 4); each epoch still takes a step, and the taken ones are unscaled.
     assert not all(skipped[:2]) and not all(skipped[2:]), (norms, scales)
     taken = [n.item() for n, s in zip(norms, skipped) if not s]
     assert max(taken) < 1e3  # a scaled norm would be ~65536x larger
@@ -270,8 +273,9 @@ def test_cuda_fp16_iter_size_clip_grad_trains(lists, tmp_path, monkeypatch):  # 
 
 @cuda
 def test_cuda_resume_is_exact_with_dropout(lists, tmp_path, monkeypatch):  # noqa: F811
-    # Deterministic kernels (cuDNN autotuning can pick other algorithms per run), then: 3 epochs straight
-    # == 2 epochs + resume, bit for bit, dropout 0.5 drawing from the CUDA generators saved in between.
+    # Deterministic kernels (cuDNN autotuning can pick other algorithms per run), then: 3 epochs
+    # straight == 2 epochs + resume, bit for bit, dropout 0.5 drawing from the CUDA generators saved
+    # in between.
     real_setup = train.setup_runtime
 
     def setup(args):

@@ -1,11 +1,12 @@
-"""The ViTs and the Hugging Face formats: transformers folders (their LayerNorm eps, their faults), Hub ids
-read from the Hub cache, `--evaluate --pretrained` of a fine-tuned file, a transformers folder given to a
-ConvNet arch, and `train.py export --format hf` read back by transformers.
+"""The ViTs and the Hugging Face formats: transformers folders (their LayerNorm eps, their faults),
+Hub ids read from the Hub cache, `--evaluate --pretrained` of a fine-tuned file, a transformers
+folder given to a ConvNet arch, and `train.py export --format hf` read back by transformers.
 
-transformers is the reference where a test compares logits (VideoMAEForVideoClassification's own forward);
-those tests skip without it. The folders the other tests read are written by `export --format hf` from a
-tiny random vit_t16 checkpoint (4 blocks, 192 wide) at 4 frames x 32 px. Hub ids never touch the network:
-the test fills a Hub cache folder itself (models--ORG--NAME/snapshots/REV + refs/main) and runs offline.
+transformers is the reference where a test compares logits (VideoMAEForVideoClassification's own
+forward); those tests skip without it. The folders the other tests read are written by `export
+--format hf` from a tiny random vit_t16 checkpoint (4 blocks, 192 wide) at 4 frames x 32 px. Hub ids
+never touch the network: the test fills a Hub cache folder itself (models--ORG--NAME/snapshots/REV +
+refs/main) and runs offline.
 """
 
 import shutil
@@ -61,9 +62,10 @@ def hf_folder(tmp_path, name="hf", **kw):
     return tmp_path / name, ckpt
 
 
-# ---- item: the eps of the weights' source ----------------------------------------------------------
+# ---- item: the eps of the weights' source --------------------------------------------------------
 def test_transformers_folder_runs_with_its_layer_norm_eps(tmp_path, capsys):
-    """A folder transformers saved (layer_norm_eps 1e-12, fc_norm 1e-5): its own forward, float64."""
+    """A folder transformers saved (layer_norm_eps 1e-12, fc_norm 1e-5): its own forward,
+    float64."""
     transformers = pytest.importorskip("transformers")
     config = transformers.VideoMAEConfig(
         image_size=32,
@@ -96,7 +98,8 @@ def test_transformers_folder_runs_with_its_layer_norm_eps(tmp_path, capsys):
 
 
 def test_the_eps_stays_with_the_fine_tuned_checkpoint(tmp_path, lists):
-    """Fine-tune from a transformers folder, then --evaluate / predict its checkpoint: the folder's eps."""
+    """Fine-tune from a transformers folder, then --evaluate / predict its checkpoint: the folder's
+    eps."""
     folder, _ = hf_folder(tmp_path, norm_eps=(1e-12, 1e-5))
     out = tmp_path / "o"
     argv = ["mine", *lists, *FLAGS, "--epochs", "1", "--pretrained", str(folder)]
@@ -108,15 +111,15 @@ def test_the_eps_stays_with_the_fine_tuned_checkpoint(tmp_path, lists):
     assert {m.eps for m in model.modules() if isinstance(m, torch.nn.LayerNorm)} == {1e-12, 1e-5}
 
 
-# ---- --evaluate --pretrained -----------------------------------------------------------------------
+# ---- --evaluate --pretrained ---------------------------------------------------------------------
 def scores(run_dir):
     (npz,) = Path(run_dir).glob("scores_*.npz")
     return np.load(npz)["scores"]
 
 
 def test_evaluate_a_fine_tuned_folder_as_it_is(tmp_path, lists, capsys):
-    """`--evaluate --pretrained FOLDER` scores what `--evaluate --resume` of the same weights scores, with
-    the folder's normalisation (preprocessor_config.json) and the views asked for."""
+    """`--evaluate --pretrained FOLDER` scores what `--evaluate --resume` of the same weights
+    scores, with the folder's normalisation (preprocessor_config.json) and the views asked for."""
     half = dict(mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5))
     folder, ckpt = hf_folder(tmp_path, norm_eps=(1e-6, 1e-5), **half)
     views = ["--test_clips", "2", "--test_crops", "3", "--save_scores"]
@@ -129,7 +132,8 @@ def test_evaluate_a_fine_tuned_folder_as_it_is(tmp_path, lists, capsys):
     np.testing.assert_allclose(
         scores(tmp_path / "o" / "p"), scores(tmp_path / "o" / "r"), atol=1e-6
     )
-    # the same weights read with ImageNet's mean / std score otherwise: the folder's normalisation acted
+    # the same weights read with ImageNet's mean / std score otherwise: the folder's normalisation
+    # acted
     run_main(common + ["--resume", ckpt, "--run_name", "i", "--mean", "0.485", "0.456", "0.406"])
     assert np.abs(scores(tmp_path / "o" / "p") - scores(tmp_path / "o" / "i")).max() > 1e-4
 
@@ -151,7 +155,7 @@ def test_evaluate_pretrained_without_a_fitting_head_is_one_line(tmp_path, lists,
     one_line_error(capsys, "--evaluate --pretrained", needle, exc=e)
 
 
-# ---- a ViT file given to a ConvNet arch ----------------------------------------------------------------
+# ---- a ViT file given to a ConvNet arch ----------------------------------------------------------
 @pytest.mark.parametrize("kind", ["folder", "pretrained_model", "pth"])
 def test_a_vit_file_for_a_convnet_arch_names_the_vit_arch(tmp_path, lists, capsys, kind):
     folder, ckpt = hf_folder(tmp_path)
@@ -168,11 +172,12 @@ def test_a_vit_file_for_a_convnet_arch_names_the_vit_arch(tmp_path, lists, capsy
     assert ("transformers VideoMAE folder" in err) == (kind != "pth"), err
 
 
-# ---- Hub ids, offline, from a cache the test fills ---------------------------------------------------
+# ---- Hub ids, offline, from a cache the test fills -----------------------------------------------
 def hub_cache(
     tmp_path, folder, repo="tiny-org/tiny-vit", rev="0123456789abcdef0123456789abcdef01234567"
 ):
-    """The Hub cache layout huggingface_hub reads: models--ORG--NAME/{refs/main, snapshots/REV/...}."""
+    """The Hub cache layout huggingface_hub reads: models--ORG--NAME/{refs/main,
+    snapshots/REV/...}."""
     root = tmp_path / "hub" / f"models--{repo.replace('/', '--')}"
     shutil.copytree(folder, root / "snapshots" / rev)
     (root / "refs").mkdir()
@@ -202,13 +207,14 @@ def test_a_hub_id_loads_from_the_cache_offline(tmp_path, lists):
     assert runs["tiny-org/not-cached"].returncode == 2 and str(cache) in missing
 
 
-# ---- export --format hf ----------------------------------------------------------------------------
+# ---- export --format hf --------------------------------------------------------------------------
 @pytest.mark.parametrize("norm_eps", [(1e-12, 1e-5), None])
 def test_export_hf_round_trip_through_transformers(tmp_path, capsys, norm_eps):
-    """ours -> export --format hf -> VideoMAEForVideoClassification.from_pretrained -> the same logits,
-    float32, rel < 1e-5, with transformers' norms at our eps. transformers runs fc_norm at 1e-5: a model
-    whose fc_norm ran at 1e-6 (the official eps) differs by that alone (said when written), of the order
-    of 1e-5 / the pooled feature's variance: within float32's noise on these weights."""
+    """ours -> export --format hf -> VideoMAEForVideoClassification.from_pretrained -> the same
+    logits, float32, rel < 1e-5, with transformers' norms at our eps. transformers runs fc_norm at
+    1e-5: a model whose fc_norm ran at 1e-6 (the official eps) differs by that alone (said when
+    written), of the order of 1e-5 / the pooled feature's variance: within float32's noise on these
+    weights."""
     transformers = pytest.importorskip("transformers")
     folder, ckpt = hf_folder(tmp_path, norm_eps=norm_eps)
     said = capsys.readouterr().out
@@ -223,8 +229,8 @@ def test_export_hf_round_trip_through_transformers(tmp_path, capsys, norm_eps):
     with torch.no_grad():
         want, got = ours(x), hf.eval()(pixel_values=x.transpose(1, 2)).logits
         assert rel_err(want, got) < 1e-5
-    # the position table keeps every token's variance near 1, so in float32 the eps cannot show in the
-    # logits: transformers' norms are checked to run at our eps instead
+    # the position table keeps every token's variance near 1, so in float32 the eps cannot show in
+    # the logits: transformers' norms are checked to run at our eps instead
     eps = {type(m).__name__ + str(m.eps) for m in hf.modules() if isinstance(m, torch.nn.LayerNorm)}
     assert eps == {f"LayerNorm{e}" for e in (ours.norm_eps[0], 1e-5)}, eps
     # and back: our loader reads the exported folder to the same weights
@@ -240,7 +246,7 @@ def test_export_hf_refuses_what_transformers_cannot_hold(tmp_path, capsys):
     one_line_error(capsys, "--format hf", "--arch resnet10_3d", exc=e)
 
 
-# ---- broken transformers folders: one line, exit 2, in a subprocess --------------------------------
+# ---- broken transformers folders: one line, exit 2, in a subprocess ------------------------------
 def spoil(folder, case):
     st, cfg = folder / "model.safetensors", folder / "config.json"
     if case == "truncated_safetensors":
@@ -274,8 +280,8 @@ BROKEN = {
 
 @pytest.fixture(scope="module")
 def broken_runs(tmp_path_factory, lists):
-    """`train.py ... --pretrained FOLDER` on each broken folder, each its own process (started together:
-    two cores), each with a timeout: {case: (folder, return code, stderr, run folder)}."""
+    """`train.py ... --pretrained FOLDER` on each broken folder, each its own process (started
+    together: two cores), each with a timeout: {case: (folder, return code, stderr, run folder)}."""
     runs = {}
     for case in BROKEN:
         tmp = tmp_path_factory.mktemp(case)
@@ -319,7 +325,8 @@ def test_hub_id_syntax():
 
 
 def test_evaluate_a_convnet_zoo_file_as_it_is(tmp_path, lists, capsys):
-    """The ConvNet zoos too: a bare state dict (torchvision's layout) scores as --resume of it scores."""
+    """The ConvNet zoos too: a bare state dict (torchvision's layout) scores as --resume of it
+    scores."""
     ckpt = tiny_checkpoint(tmp_path / "r.pth", NAMES)
     torch.save(torch.load(ckpt, weights_only=False)["model"], tmp_path / "bare.pth")
     common = ["mine", *lists, "--arch", "resnet10_3d", "--t_length", "4", "--t_stride", "2"]

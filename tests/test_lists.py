@@ -42,8 +42,8 @@ def moving_square(path, direction, codec="libvpx", size=(48, 40)):
 
 @pytest.fixture(scope="module")
 def sthv2(tmp_path_factory):
-    """Something-Something v2 as shipped: 20bn-something-something-v2/<id>.webm (VP8 in WebM) and the
-    labels folder's three JSON files."""
+    """Something-Something v2 as shipped: 20bn-something-something-v2/<id>.webm (VP8 in WebM) and
+    the labels folder's three JSON files."""
     if "libvpx" not in av.codecs_available:
         pytest.skip("PyAV's FFmpeg has no libvpx (VP8) encoder")
     root = tmp_path_factory.mktemp("sthv2")
@@ -169,8 +169,8 @@ def test_kinetics_csv_is_a_list_with_sorted_class_names(tmp_path):
 
 
 def test_sthv2_entries_with_a_null_template_or_an_integer_label(sthv2, tmp_path, capsys):
-    """ "template": null is one line (training, `prepare.py check`, `prepare.py lists`), never a traceback;
-    an entry with an integer "label" and no template takes that label."""
+    """ "template": null is one line (training, `prepare.py check`, `prepare.py lists`), never a
+    traceback; an entry with an integer "label" and no template takes that label."""
     videos, labels = sthv2
     entries = [
         {"id": "1", "label": 1},
@@ -222,9 +222,9 @@ def test_sthv2_labels_file_named_by_the_labels_flag(sthv2, tmp_path):
 
 
 def test_a_frame_folder_with_one_number_needs_its_label_or_pretraining(tmp_path):
-    """'<frame_dir> N' (a count without a label, or a label without the count) is refused in training
-    naming the form it needs, read as '<frame_dir> <num_frames>' for pretraining; a frame folder named
-    like a video file listed without a count is refused saying the count is missing."""
+    """'<frame_dir> N' (a count without a label, or a label without the count) is refused in
+    training naming the form it needs, read as '<frame_dir> <num_frames>' for pretraining; a frame
+    folder named like a video file listed without a count is refused saying the count is missing."""
     for name in ("v1", "v2.avi"):
         folder = tmp_path / name
         folder.mkdir()

@@ -1,4 +1,5 @@
-"""model.py: inflation from 2D weights, published sizes, output shapes, gradients, checkpoints, errors.
+"""model.py: inflation from 2D weights, published sizes, output shapes, gradients, checkpoints,
+errors.
 
 CPU only, tiny archs and clips, nothing downloads.
 """
@@ -37,9 +38,8 @@ def still_clip(img, T):
 def test_center_inflation_is_exact(arch3d, tmp_path, capsys):
     m2d = random_2d_resnet(ARCHS[arch3d].layout.twin2d)
     sd = m2d.state_dict()
-    if (
-        arch3d == "resnet50_3d"
-    ):  # like torchvision's IMAGENET1K_V1 files, saved before BN had this buffer
+    # like torchvision's IMAGENET1K_V1 files, saved before BN had this buffer
+    if arch3d == "resnet50_3d":
         sd = {k: v for k, v in sd.items() if not k.endswith("num_batches_tracked")}
     path = tmp_path / "r2d.pth"
     torch.save(sd, path)
@@ -101,10 +101,7 @@ def test_odd_T_and_other_archs_shapes():
     with torch.device("meta"):  # every arch builds and maps a 16x224x224 clip to num_classes
         for arch in ARCHS:  # (t_length: the clip a ViT's position table is built for)
             net = build_model(arch, 7, dropout=0.5, t_length=16)
-            assert net(torch.empty(2, 3, 16, 224, 224)).shape == (
-                2,
-                7,
-            ), arch
+            assert net(torch.empty(2, 3, 16, 224, 224)).shape == (2, 7), arch
 
 
 def test_every_parameter_gets_a_gradient():
@@ -171,8 +168,9 @@ def test_clear_errors(tmp_path):
 @pytest.mark.parametrize("t_stride", [1, 2])
 @pytest.mark.parametrize("fmt", [torch.contiguous_format, torch.channels_last_3d])
 def test_frame_max_pool_is_max_pool3d_without_overlapping_3d_windows(t_stride, fmt):
-    # CUDA's max_pool3d backward scatters into overlapping windows with atomicAdd: not bit-repeatable, so
-    # the stems pool each frame in 2D. Same values and gradient as the 3D pool, the memory format kept.
+    # CUDA's max_pool3d backward scatters into overlapping windows with atomicAdd: not
+    # bit-repeatable, so the stems pool each frame in 2D. Same values and gradient as the 3D pool,
+    # the memory format kept.
     torch.manual_seed(0)
     x = torch.randn(2, 8, 5, 17, 16).contiguous(memory_format=fmt).requires_grad_()
     ref, got = (
@@ -189,9 +187,9 @@ def test_frame_max_pool_is_max_pool3d_without_overlapping_3d_windows(t_stride, f
 
 
 def test_dropout_is_applied_where_an_arch_takes_it():
-    """--dro reaches every arch whose entry takes it (Arch.dropout): an nn.Dropout of that p in the built
-    model (on the meta device: no weights made); and it acts: two train-mode forwards of one clip differ
-    with it, not without (eval mode: equal)."""
+    """--dro reaches every arch whose entry takes it (Arch.dropout): an nn.Dropout of that p in the
+    built model (on the meta device: no weights made); and it acts: two train-mode forwards of one
+    clip differ with it, not without (eval mode: equal)."""
     for arch, entry in ARCHS.items():
         if not entry.dropout:
             continue

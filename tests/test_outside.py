@@ -1,6 +1,7 @@
-"""The project as a new user meets it: a mistyped list name, an evaluation's files, a GPU command on a
-machine without one, flags that would do nothing, a zoo's checkpoint given to --evaluate, a DDP features
-run with a bad video. Each case is what a user types; the fault paths run in subprocesses with timeouts."""
+"""The project as a new user meets it: a mistyped list name, an evaluation's files, a GPU command on
+a machine without one, flags that would do nothing, a zoo's checkpoint given to --evaluate, a DDP
+features run with a bad video. Each case is what a user types; the fault paths run in subprocesses
+with timeouts."""
 
 import os
 import re
@@ -29,8 +30,8 @@ no_gpu = pytest.mark.skipif(
 
 
 def train_cli(argv, cwd, **env):
-    """python train.py ARGV, started (not waited for) in cwd with env added: a Popen, to run several at
-    once (each pays seconds of imports)."""
+    """python train.py ARGV, started (not waited for) in cwd with env added: a Popen, to run several
+    at once (each pays seconds of imports)."""
     return subprocess.Popen(
         [sys.executable, str(REPO / "train.py"), *argv],
         cwd=cwd,
@@ -46,7 +47,7 @@ def finish(p, timeout=180):
     return p.returncode, out, err
 
 
-# ---- the demo writes only into its own folder ------------------------------------------------------
+# ---- the demo writes only into its own folder ----------------------------------------------------
 def test_demo_with_a_mistyped_list_leaves_the_users_files_alone(tmp_path):
     (tmp_path / "val.txt").write_bytes(b"my_videos/v_Biking_g01_c01 120 3\n")
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
@@ -57,7 +58,7 @@ def test_demo_with_a_mistyped_list_leaves_the_users_files_alone(tmp_path):
     assert {p.name for p in tmp_path.iterdir()} - set(before) <= {"output"}  # its own folder
 
 
-# ---- --evaluate: its files beside the checkpoint it read ---------------------------------------------
+# ---- --evaluate: its files beside the checkpoint it read -----------------------------------------
 def test_evaluate_writes_its_files_beside_the_checkpoint(lists, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # where a run folder named from the flags would go (./output)
     (tmp_path / "runs" / "my_run").mkdir(parents=True)
@@ -76,7 +77,7 @@ def test_evaluate_writes_its_files_beside_the_checkpoint(lists, tmp_path, monkey
     assert list((tmp_path / "elsewhere" / "eval").glob("per_class_1x1_ours_*.csv"))
 
 
-# ---- a GPU command where no GPU is visible -----------------------------------------------------------
+# ---- a GPU command where no GPU is visible -------------------------------------------------------
 @no_gpu
 def test_the_original_command_with_hidden_gpus_stops_before_any_work(tmp_path):
     cases = [
@@ -132,7 +133,7 @@ def test_no_request_for_gpus_runs_on_the_cpu(visible, monkeypatch):
     assert args.device == "cpu"
 
 
-# ---- TSM: segments ----------------------------------------------------------------------------------
+# ---- TSM: segments -------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["TSN", "2D"])
 def test_shift_with_one_segment_is_refused(mode, capsys):
     with pytest.raises(SystemExit) as e:
@@ -158,7 +159,7 @@ def test_a_tsm_checkpoint_is_evaluated_on_its_own_segment_count(lists, tmp_path,
     run_main([*base, tsn, "--num_segments", "4"])  # TSN averages any number of snippets
 
 
-# ---- flags that would do nothing ----------------------------------------------------------------------
+# ---- flags that would do nothing -----------------------------------------------------------------
 NOTHING = [  # (flag refused, the flags that make it act)
     (["--lr-min", "1e-5"], ["--lr_policy", "cosine"]),
     (["--lr-warmup-start", "1e-6"], ["--warmup", "1"]),
@@ -226,7 +227,7 @@ def test_bounds_are_said_as_they_are(capsys):
     one_line_error(capsys, "--dropout: must be a number in [0, 1), got '1'")
 
 
-# ---- a zoo's checkpoint given to --evaluate ------------------------------------------------------------
+# ---- a zoo's checkpoint given to --evaluate ------------------------------------------------------
 @pytest.mark.parametrize(
     "layout, ckpt",
     [
@@ -243,7 +244,7 @@ def test_evaluate_of_a_zoo_checkpoint_says_to_use_pretrained(layout, ckpt, tmp_p
     one_line_error(capsys, f"is a {layout} checkpoint", f"--pretrained {path}", exc=e)
 
 
-# ---- features under DDP with a bad video -------------------------------------------------------------
+# ---- features under DDP with a bad video ---------------------------------------------------------
 def test_ddp_features_finish_every_rank_and_report_a_bad_video_once(tmp_path):
     import prepare
 
@@ -258,8 +259,8 @@ def test_ddp_features_finish_every_rank_and_report_a_bad_video_once(tmp_path):
     # non-zero, as one process and srun exit: after every rank's videos and the summary line
     assert r.returncode != 0, r.stderr[-3000:]
     assert r.stdout.count("of 4 videos have features") == 1, r.stdout
-    # torchrun's banner names each rank with its exit code: 2, or SIGTERM where torchrun ended a rank
-    # already past its videos and the summary (it stops the others at the first non-zero exit)
+    # torchrun's banner names each rank with its exit code: 2, or SIGTERM where torchrun ended a
+    # rank already past its videos and the summary (it stops the others at the first non-zero exit)
     codes = dict(
         re.findall(r"^\s+rank\s+: (\d+) \(local_rank.*\n\s+exitcode\s+: (-?\d+)", r.stderr, re.M)
     )

@@ -1,4 +1,5 @@
-"""prepare.py commands: synth, lists (UCF101, HMDB51), check, extract; each run as a user runs it."""
+"""prepare.py commands: synth, lists (UCF101, HMDB51), check, extract; each run as a user runs
+it."""
 
 import os
 import re
@@ -16,8 +17,9 @@ from conftest import NUM_FRAMES, REPO, copy_video, fake_hmdb51, fake_ucf101, wri
 
 
 def run_prepare(*commands):
-    """Run `python prepare.py ARGS` for each ARGS tuple from the repository folder, all at once: each pays
-    seconds of torch + torchvision imports, and CI has 2 cores. Returns (returncode, stdout, stderr) each."""
+    """Run `python prepare.py ARGS` for each ARGS tuple from the repository folder, all at once:
+    each pays seconds of torch + torchvision imports, and CI has 2 cores. Returns (returncode,
+    stdout, stderr) each."""
     procs = [
         subprocess.Popen(
             [sys.executable, "prepare.py", *map(str, args)],
@@ -79,11 +81,12 @@ def test_cli_lists_ucf101_and_hmdb51(tmp_path):
     ]
     train = (out / "ucf101_train_split1_list.txt").read_text().splitlines()
     val = (out / "ucf101_val_split1_list.txt").read_text().splitlines()
+    # classInd is 1-based, labels 0-based
     assert train == [
         "RGB/v_ApplyEyeMakeup_g08_c01 3 0",
         "RGB/HandstandPushups/v_HandStandPushups_g08_c01 5 2",
         "RGB/v_Biking_g08_c01 4 1",
-    ]  # classInd is 1-based, labels 0-based
+    ]
     assert val == ["RGB/v_ApplyEyeMakeup_g01_c01 6 0", "RGB/v_Biking_g01_c01 2 1"]
     videos = data.read_list(out / "ucf101_train_split1_list.txt", num_classes=3)
     assert all(os.path.isdir(v.path) for v in videos)
@@ -104,9 +107,8 @@ def test_cli_check(synth, tmp_path):
     copy_video(src, tmp_path / "good")
     copy_video(src, tmp_path / "short", count=6)
     copy_video(src, tmp_path / "corrupt")
-    (tmp_path / "corrupt" / f"img_{NUM_FRAMES:05d}.jpg").write_bytes(
-        os.urandom(300)
-    )  # the last frame
+    # the last frame
+    (tmp_path / "corrupt" / f"img_{NUM_FRAMES:05d}.jpg").write_bytes(os.urandom(300))
     path = write_list(
         tmp_path / "list.txt",
         [
@@ -164,10 +166,8 @@ def test_cli_extract(tmp_path):
         for name in (names[0], names[-1]):
             with Image.open(frames / rel / name) as img:
                 assert img.format == "JPEG" and img.size == (43, 32)  # 64x48 -> short side 32
-    assert sorted(os.listdir(frames)) == [
-        "classA",
-        "two",
-    ]  # no .part folders, nothing for notes.txt
+    # no .part folders, nothing for notes.txt
+    assert sorted(os.listdir(frames)) == ["classA", "two"]
     assert os.listdir(frames / "classA") == ["clip one"]
 
 

@@ -1,5 +1,5 @@
-"""VideoMAE pretraining (pretrain.py): the masks, model and loss against the official code, the picture,
-a run that fine-tunes, and the one-line refusals.
+"""VideoMAE pretraining (pretrain.py): the masks, model and loss against the official code, the
+picture, a run that fine-tunes, and the one-line refusals.
 
 The reference is OpenGVLab/VideoMAEv2 (MIT; tests/reference/videomaev2, vendored unchanged with its
 LICENSE): models/modeling_pretrain.py (PretrainVisionTransformer) and dataset/masking_generator.py
@@ -38,8 +38,8 @@ MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)  # IMAGENET_DEFAULT_MEA
 
 
 def reference(name):
-    """A module of the vendored official code. Its models import timm: a test needing them skips without
-    it (every other test here runs after `pip install -r requirements.txt` alone)."""
+    """A module of the vendored official code. Its models import timm: a test needing them skips
+    without it (every other test here runs after `pip install -r requirements.txt` alone)."""
     if name.startswith("modeling"):
         pytest.importorskip("timm", reason="the vendored VideoMAEv2 models import timm")
     return importlib.import_module(f"tests.reference.videomaev2.{name}")
@@ -100,8 +100,8 @@ def official_loss(model, images, bool_masked_pos, normlize_target=True, patch_si
 
 
 def random_pair(seed=0):
-    """Our vit_t16 pretraining model (4 x 64 px clips) with random weights (every q/v bias non-zero), and
-    the official model holding the same weights through official_state, strictly."""
+    """Our vit_t16 pretraining model (4 x 64 px clips) with random weights (every q/v bias
+    non-zero), and the official model holding the same weights through official_state, strictly."""
     torch.manual_seed(seed)
     ours = pretrain.PretrainViT("vit_t16", 4, 64, decoder_depth=2)
     with torch.no_grad():
@@ -137,9 +137,10 @@ def test_masks_come_from_the_sample_generator():
 
 @pytest.mark.parametrize("finish", [False, True])  # the coarse crop of a CUDA model / a CPU model's
 def test_num_sample_views_are_separate_decodes_with_the_same_draws(tiny_data, monkeypatch, finish):
-    """--num_sample K (VideoMAEv2's pretrain_datasets.py: the transform, crop and mask, called K times on
-    one decode): view k of a sample equals the view made from a decode of its own with the k-th draws
-    of the sample's generators (box, then mask), and the K views cost one decode of each frame."""
+    """--num_sample K (VideoMAEv2's pretrain_datasets.py: the transform, crop and mask, called K
+    times on one decode): view k of a sample equals the view made from a decode of its own with the
+    k-th draws of the sample's generators (box, then mask), and the K views cost one decode of each
+    frame."""
     K, grid, ratio = 3, (2, 2, 2), 0.5
     spec = data.DataSpec(
         t_length=4, t_stride=2, new_size=36, crop_size=32, train_crop="multiscale13", seed=3
@@ -311,8 +312,8 @@ def test_a_new_vit_entry_pretrains_with_no_pretrain_edit(tiny_data, tmp_path, mo
 
 def test_pretraining_under_amp(tiny_data, tmp_path, capsys):
     """--amp bf16 (CPU autocast here, as on a GPU): the pretraining step runs under autocast; the
-    epoch's train and val losses are the float32 run's within 5 %, and the weights differ from it (so
-    autocast was on). Both read unlabelled '<frame_dir> <num_frames>' lists (pretraining uses no
+    epoch's train and val losses are the float32 run's within 5 %, and the weights differ from it
+    (so autocast was on). Both read unlabelled '<frame_dir> <num_frames>' lists (pretraining uses no
     labels) and draw no picture (--vis-videos 0: no path printed)."""
     runs = []
     lists = unlabelled(tiny_data, tmp_path / "lists")
@@ -334,8 +335,9 @@ def test_pretraining_under_amp(tiny_data, tmp_path, capsys):
 
 
 def test_a_refused_pretraining_start_leaves_no_run_folder(tiny_data, tmp_path):
-    """`train.py pretrain --resume <a fine-tuning checkpoint> --run_name X`: refused in one line after the
-    run folder was made; the folder (holding only args.txt) is removed, as train.py removes its own."""
+    """`train.py pretrain --resume <a fine-tuning checkpoint> --run_name X`: refused in one line
+    after the run folder was made; the folder (holding only args.txt) is removed, as train.py
+    removes its own."""
     ckpt = tiny_checkpoint(tmp_path / "ft.pth", arch="vit_t16", t_length=4, crop_size=32)
     argv = pretrain_args(tiny_data, tmp_path / "out", "--resume", ckpt, "--run_name", "X")
     # pretrain.py as `train.py pretrain` runs it (one interpreter fewer)
@@ -398,15 +400,15 @@ def test_recipes_are_the_official_scripts(recipe, ratio, stride, lr, batch):
     want = cosine_scheduler(lrs[0], lrs[1], 60, 10, int(args.warmup), lrs[2])
     ours = [train.lr_at(args, step, 10) for step in range(600)]
     assert ours == want.tolist()  # to the last bit
-    assert (
-        ours[399] == lr * total / 256 and ours[400] == ours[399]
-    )  # warm at the warmup's last step
+    # warm at the warmup's last step
+    assert ours[399] == lr * total / 256 and ours[400] == ours[399]
 
 
 def cosine_scheduler(
     base_value, final_value, epochs, niter_per_ep, warmup_epochs=0, start_warmup_value=0
 ):
-    """MCG-NJU/VideoMAE utils.py cosine_scheduler (BEiT's), transcribed (warmup_steps unused there)."""
+    """MCG-NJU/VideoMAE utils.py cosine_scheduler (BEiT's), transcribed (warmup_steps unused
+    there)."""
     warmup_schedule = np.array([])
     warmup_iters = warmup_epochs * niter_per_ep
     if warmup_epochs > 0:
@@ -424,7 +426,8 @@ def cosine_scheduler(
 
 @pytest.mark.parametrize("recipe", ["kinetics_videomae_b", "sthv2_videomae_b", "ucf101_videomae_b"])
 def test_finetuning_recipes_follow_the_official_cosine_scheduler(recipe):
-    """The fine-tuning recipes' lr at every step of a 12-epoch run (5 warmup) is cosine_scheduler's."""
+    """The fine-tuning recipes' lr at every step of a 12-epoch run (5 warmup) is
+    cosine_scheduler's."""
     args = train.parse_args(
         ["ucf101", "t.txt", "v.txt", f"@recipes/{recipe}.txt", "--epochs", "12"]
     )
@@ -436,7 +439,8 @@ def test_finetuning_recipes_follow_the_official_cosine_scheduler(recipe):
 
 
 def places(more):
-    """The (y, x) places, in quarters of the slack, that multiscale_box draws on a 100 x 140 frame."""
+    """The (y, x) places, in quarters of the slack, that multiscale_box draws on a 100 x 140
+    frame."""
     rng, out = np.random.default_rng(0), set()
     for _ in range(2000):
         y, x, h, w = data.multiscale_box(100, 140, 0, 64, rng, more)
@@ -447,7 +451,8 @@ def places(more):
 
 
 def test_the_pretraining_crop_has_13_places():
-    # VideoMAE's GroupMultiScaleCrop(more_fix_crop=True): corners, centre, edge centres, quarter points
+    # VideoMAE's GroupMultiScaleCrop(more_fix_crop=True): corners, centre, edge centres, quarter
+    # points
     assert len(places(False)) == 5 and len(places(True)) == 13
     assert places(True) == set(data.FIX_PLACES + data.MORE_FIX_PLACES)
 
@@ -464,10 +469,8 @@ def test_grad_ckpt_gives_the_same_gradients():
     for m in (plain, ckpt):
         m.train()
         seen = []
-        for blk in (
-            m.encoder.blocks[0],
-            m.decoder.blocks[0],
-        ):  # count the forwards (recomputed too)
+        # count the forwards (recomputed too)
+        for blk in (m.encoder.blocks[0], m.decoder.blocks[0]):
             blk.forward = lambda x, f=blk.forward: (seen.append(1), f(x))[1]
         objective.loss(objective.forward(m, x, info), None, x, info).backward()
         grads.append([p.grad for p in m.parameters()])
@@ -478,10 +481,11 @@ def test_grad_ckpt_gives_the_same_gradients():
 
 @pytest.mark.parametrize("what", ["pretrain", "finetune"])
 def test_compiled_steps_never_recompile_nor_break_the_graph(what):
-    """--compile (train.build_net: dynamic=False) of the pretraining model (encoder, the visible-token
-    gather, decoder) and of the fine-tuning ViT: one whole graph (fullgraph), and training steps with
-    new masks, weights and clips reuse it (error_on_recompile). The eager backend keeps it CPU-cheap:
-    graph breaks and recompilations are dynamo's, whatever backend compiles the graph."""
+    """--compile (train.build_net: dynamic=False) of the pretraining model (encoder, the
+    visible-token gather, decoder) and of the fine-tuning ViT: one whole graph (fullgraph), and
+    training steps with new masks, weights and clips reuse it (error_on_recompile). The eager
+    backend keeps it CPU-cheap: graph breaks and recompilations are dynamo's, whatever backend
+    compiles the graph."""
     import vit  # noqa: PLC0415
 
     torch._dynamo.reset()

@@ -2,8 +2,8 @@
 detail, the zoos' test-clip placements and the original project's 10-crop test.
 
 Every reference here is written from the zoo's own source, independently of data.py:
-- PySlowFast slowfast/datasets/transform.py: random_short_side_scale_jitter + random_crop (training),
-  slowfast/datasets/decoder.py: get_start_end_idx + temporal_sampling (test clips);
+- PySlowFast slowfast/datasets/transform.py: random_short_side_scale_jitter + random_crop
+  (training), slowfast/datasets/decoder.py: get_start_end_idx + temporal_sampling (test clips);
 - mmaction2 mmaction/datasets/transforms/loading.py: SampleFrames._get_test_clips, test_mode=True;
 - BannyStone/Video_Classification_PyTorch lib/transforms.py: GroupOverSample (test_10crop.py).
 """
@@ -21,7 +21,8 @@ import data
 
 # ---- helpers -------------------------------------------------------------------------------------
 def write_video(root, name, frames, label=0):
-    """uint8 (N, H, W, 3) frames -> root/name/img_00001.png ... (PNG: lossless, so pixels are exact)."""
+    """uint8 (N, H, W, 3) frames -> root/name/img_00001.png ... (PNG: lossless, so pixels are
+    exact)."""
     (root / name).mkdir(parents=True)
     for t, img in enumerate(frames, 1):
         Image.fromarray(img).save(root / name / f"img_{t:05d}.png")
@@ -60,25 +61,24 @@ def reference_draws(rng, H, W, new_size, crop):
     )
 
 
-# ---- training crops: the reference distribution ---------------------------------------------------
+# ---- training crops: the reference distribution --------------------------------------------------
 def test_train_box_distribution_matches_reference_monte_carlo():
-    """Scale, and how often border pixels are covered, for a 340x256 frame at new_size 256, crop 224:
-    data.train_box against an independent simulation of the reference (S ~ U[256, 320] rounded,
+    """Scale, and how often border pixels are covered, for a 340x256 frame at new_size 256, crop
+    224: data.train_box against an independent simulation of the reference (S ~ U[256, 320] rounded,
     resize, crop at a uniform whole-pixel offset of the rescaled frame)."""
     H, W, new, crop, N = 256, 340, 256, 224, 20000
     rng = np.random.default_rng(0)
-    ours = np.array(
-        [data.train_box(H, W, new, crop, rng) for _ in range(N)]
-    )  # (N, 4): y0, x0, h, w
+    # (N, 4): y0, x0, h, w
+    ours = np.array([data.train_box(H, W, new, crop, rng) for _ in range(N)])
     ref_rng = np.random.default_rng(1)
     S = np.round(ref_rng.uniform(new, 1.25 * new, N))
     rw = np.floor(W / H * S)
-    y = np.floor(
-        ref_rng.uniform(0, 1, N) * (S - crop + 1)
-    )  # uniform integer offsets 0 .. size - crop
+    # uniform integer offsets 0 .. size - crop
+    y = np.floor(ref_rng.uniform(0, 1, N) * (S - crop + 1))
     x = np.floor(ref_rng.uniform(0, 1, N) * (rw - crop + 1))
 
-    # covered: the pixel's centre (k + 0.5 original px) lies in the crop, in either frame's coordinates
+    # covered: the pixel's centre (k + 0.5 original px) lies in the crop, in either frame's
+    # coordinates
     def cover_ours(k, axis):
         lo, side = ours[:, axis], ours[:, axis + 2]
         return np.mean((lo <= k + 0.5) & (k + 0.5 < lo + side))
@@ -105,9 +105,8 @@ def test_train_box_distribution_matches_reference_monte_carlo():
         / N
     )
     assert ks < 1.95 * math.sqrt(2 / N), ks
-    assert np.allclose(
-        ours[:, 3], crop * W / np.floor(W / H * (crop * H / ours[:, 2]) + 1e-9)
-    )  # w from the same S
+    # w from the same S
+    assert np.allclose(ours[:, 3], crop * W / np.floor(W / H * (crop * H / ours[:, 2]) + 1e-9))
     # every box inside the frame
     assert (
         (ours[:, :2] >= 0).all()
@@ -118,9 +117,9 @@ def test_train_box_distribution_matches_reference_monte_carlo():
 
 @pytest.mark.parametrize("size", [(40, 53), (80, 106), (53, 40), (33, 45)])
 def test_train_clip_is_the_reference_crop_end_to_end(tmp_path, size):
-    """Loader + crop_resize on real pixels (random noise, the hardest pattern) = the reference crop of
-    the full-resolution frames, flip included: frames at short side new_size (the upscale path, on
-    the device), at 2x (downscale, in the loader) and smaller than crop_size (in the loader)."""
+    """Loader + crop_resize on real pixels (random noise, the hardest pattern) = the reference crop
+    of the full-resolution frames, flip included: frames at short side new_size (the upscale path,
+    on the device), at 2x (downscale, in the loader) and smaller than crop_size (in the loader)."""
     H, W = size
     new, crop, T = 40, 36, 2
     frames = np.random.default_rng(H).integers(0, 256, (4, H, W, 3), dtype=np.uint8)
@@ -142,9 +141,8 @@ def test_train_clip_is_the_reference_crop_end_to_end(tmp_path, size):
         x, _, batch_info = data.collate([(clip, label, info)])
         out = data.crop_resize(x.double(), batch_info["box"])[0]  # (3, T, crop, crop)
         rng = np.random.default_rng([0, epoch, 0])
-        numbers = data.sample_indices(len(frames), T, 1, "train", rng=rng)[
-            0
-        ]  # the loader's first draw
+        # the loader's first draw
+        numbers = data.sample_indices(len(frames), T, 1, "train", rng=rng)[0]
         S, y, x0, flip = reference_draws(rng, H, W, new, crop)
         flips.add(flip)
         paths.add(bool((info["box"] == torch.tensor(data.IDENTITY_BOX)).all()))
@@ -153,9 +151,8 @@ def test_train_clip_is_the_reference_crop_end_to_end(tmp_path, size):
             # uint8 rounding at most
             assert (out[:, t] - want).abs().max() <= 0.5 + 1e-6, (epoch, S, y, x0, flip)
     assert flips == {False, True}
-    if (
-        H == new or W == new
-    ):  # frames at new_size: mostly shipped as a window, finished on the device
+    # frames at new_size: mostly shipped as a window, finished on the device
+    if H == new or W == new:
         assert False in paths
 
 
@@ -181,7 +178,8 @@ def test_short_side_twice_new_size_keeps_full_detail():
         want = reference_crop(frame, S, y, x, crop)
         got = got[0].permute(2, 0, 1).double()
         assert (got - want).abs().max() <= 0.5 + 1e-6
-        # the old way: the loader resizes to short side new_size, the device enlarges the box of that
+        # the old way: the loader resizes to short side new_size, the device enlarges the box of
+        # that
         small = (
             F.interpolate(
                 frame.permute(2, 0, 1)[None].float(),
@@ -199,26 +197,25 @@ def test_short_side_twice_new_size_keeps_full_detail():
             .permute(2, 0, 1)
             .double()
         )
-        assert (
-            twice - want
-        ).abs().mean() > 10  # detail lost: this test would catch double resampling
+        # detail lost: this test would catch double resampling
+        assert (twice - want).abs().mean() > 10
 
 
 def test_crop_resize_identity_and_bad_shapes():
     x = torch.rand(2, 3, 2, 8, 8)
     assert data.crop_resize(x, torch.tensor([data.IDENTITY_BOX] * 2)) is x
     half = data.crop_resize(x, torch.tensor([[0, 0, 0.5, 0.5], list(data.IDENTITY_BOX)]))
-    assert torch.allclose(
-        half[1], x[1], atol=1e-5
-    )  # an identity box in a mixed batch samples pixel centres
+    # an identity box in a mixed batch samples pixel centres
+    assert torch.allclose(half[1], x[1], atol=1e-5)
     assert torch.allclose(half[0, :, :, ::2, ::2].mean(), x[0, :, :, :4, :4].mean(), atol=0.1)
     with pytest.raises(RuntimeError):
         data.crop_resize(x, torch.zeros(3, 4))
 
 
-# ---- test-clip placement ---------------------------------------------------------------------------
+# ---- test-clip placement -------------------------------------------------------------------------
 def pyslowfast_clips(N, T, s, n):
-    """slowfast/datasets/decoder.py, test (clip_idx = k of n, use_offset False, fps = target fps)."""
+    """slowfast/datasets/decoder.py, test (clip_idx = k of n, use_offset False, fps = target
+    fps)."""
     out = []
     for k in range(n):
         clip_size = s * T
@@ -230,7 +227,8 @@ def pyslowfast_clips(N, T, s, n):
 
 
 def mmaction2_clips(N, T, s, n):
-    """mmaction/datasets/transforms/loading.py SampleFrames, test_mode, 3D, out_of_bound_opt 'loop'."""
+    """mmaction/datasets/transforms/loading.py SampleFrames, test_mode, 3D, out_of_bound_opt
+    'loop'."""
     ori = (T - 1) * s + 1
     max_offset = max(N - ori, 0)
     offsets = (
@@ -275,6 +273,7 @@ def test_placement_spot_values():
     # last clip ends at the last frame
     assert mm[:, 0].tolist() == list(range(0, 244, 27)) and mm[-1][-1] == 299
     one_clip = dict(num_clips=1, start_index=0)
+    # loops
     assert data.sample_indices(20, 8, 4, "test", placement="mmaction2", **one_clip)[0].tolist() == [
         0,
         4,
@@ -284,7 +283,7 @@ def test_placement_spot_values():
         0,
         4,
         8,
-    ]  # loops
+    ]
     assert data.sample_indices(20, 8, 4, "test", placement="pyslowfast", **one_clip)[
         0
     ].tolist() == [0, 4, 8, 13, 17, 19, 19, 19]  # repeats the last frame
@@ -324,10 +323,11 @@ def test_dataset_reads_the_placed_frames(tmp_path):
         )
 
 
-# ---- 10-crop -----------------------------------------------------------------------------------------
+# ---- 10-crop -------------------------------------------------------------------------------------
 def test_ten_crop_views_are_group_oversample(tmp_path):
-    """At short side new_size the 10 views are GroupOverSample's pixels exactly: upper-left, upper-right,
-    lower-left, lower-right, centre at offsets in steps of (size - crop) // 4, each then mirrored."""
+    """At short side new_size the 10 views are GroupOverSample's pixels exactly: upper-left,
+    upper-right, lower-left, lower-right, centre at offsets in steps of (size - crop) // 4, each
+    then mirrored."""
     H, W, new, crop = 40, 58, 40, 32  # w_step = 26 // 4 = 6: the "right" crops start at 24, not 26
     frames = np.random.default_rng(0).integers(0, 256, (6, H, W, 3), dtype=np.uint8)
     ds = data.VideoFrameDataset(
@@ -344,13 +344,8 @@ def test_ten_crop_views_are_group_oversample(tmp_path):
     clip, _, _ = ds[0]
     assert clip.shape == (20, 3, 3, crop, crop)
     ws, hs = (W - crop) // 4, (H - crop) // 4
-    offsets = [
-        (0, 0),
-        (4 * ws, 0),
-        (0, 4 * hs),
-        (4 * ws, 4 * hs),
-        (2 * ws, 2 * hs),
-    ]  # (x, y), fill_fix_offset
+    # (x, y), fill_fix_offset
+    offsets = [(0, 0), (4 * ws, 0), (0, 4 * hs), (4 * ws, 4 * hs), (2 * ws, 2 * hs)]
     idx = data.sample_indices(len(frames), 3, 1, "test", num_clips=2)
     for c in range(2):
         for k, (ox, oy) in enumerate(offsets):
@@ -363,7 +358,8 @@ def test_ten_crop_views_are_group_oversample(tmp_path):
 
 
 def test_ten_crop_boxes_scale_with_the_frame():
-    """Frames at 2x new_size: the same crops, in original pixels (resized to crop_size afterwards)."""
+    """Frames at 2x new_size: the same crops, in original pixels (resized to crop_size
+    afterwards)."""
     one = data.crop_boxes(40, 58, "test", 40, 32, num_crops=10)
     two = data.crop_boxes(80, 116, "test", 40, 32, num_crops=10)
     assert [(2 * y, 2 * x, 2 * s) for y, x, s in one] == two

@@ -1,7 +1,8 @@
-"""The transformers' recipe: AdamW and its parameter groups (layer decay, no decay on 1-D parameters), the
-warmup + cosine lr, MixUp / CutMix with soft targets, per-clip RandAugment / colour jitter / random erasing,
-repeated augmentation, drop path and the EMA -- each against torchvision's own transforms or a formula
-written out here, and all of them at once through an exact mid-epoch resume."""
+"""The transformers' recipe: AdamW and its parameter groups (layer decay, no decay on 1-D
+parameters), the warmup + cosine lr, MixUp / CutMix with soft targets, per-clip RandAugment / colour
+jitter / random erasing, repeated augmentation, drop path and the EMA -- each against torchvision's
+own transforms or a formula written out here, and all of them at once through an exact mid-epoch
+resume."""
 
 import math
 import signal
@@ -92,8 +93,8 @@ def test_mixing_is_torchvisions_with_one_box_for_every_frame(flags, kind):
     for seed in range(6):
         torch.manual_seed(seed)
         ours, targets = mix(x, labels)
-        # torchvision's op on the batch as (B, C*T, H, W) images: one lambda, and for CutMix one box over
-        # every channel of every frame. Draws first: RandomApply's coin, RandomChoice's pick.
+        # torchvision's op on the batch as (B, C*T, H, W) images: one lambda, and for CutMix one box
+        # over every channel of every frame. Draws first: RandomApply's coin, RandomChoice's pick.
         torch.manual_seed(seed)
         torch.rand(1), torch.multinomial(torch.tensor([1.0]), 1)
         alpha = float(flags[1])
@@ -128,9 +129,8 @@ def test_soft_target_loss_is_the_hand_computed_cross_entropy():
     targets = targets.double()
     assert targets.dim() == 2 and (targets > 0).sum(1).max() == 2  # really mixed
     loss = nn.CrossEntropyLoss(label_smoothing=0.1)(logits, targets)
-    smoothed = (
-        targets * 0.9 + 0.1 / 5
-    )  # timm / PySlowFast: smooth each one-hot, then mix (linear: same)
+    # timm / PySlowFast: smooth each one-hot, then mix (linear: same)
+    smoothed = targets * 0.9 + 0.1 / 5
     by_hand = -(smoothed * (logits - logits.exp().sum(1, keepdim=True).log())).sum(1).mean()
     assert abs(loss.item() - by_hand.item()) / by_hand.item() < 1e-6
 
@@ -328,7 +328,8 @@ def test_adamw_decays_only_weights_and_the_step_scales_each_layers_lr(lists, tmp
     assert len(seen) == 2 and {s for _, s in seen[0]} == {0.5**k for k in range(6)}
     for step, groups in enumerate(seen):
         assert all(lr == train.lr_at(a, step, 2) * s for lr, s in groups)
-    # zero gradients: AdamW moves a parameter by lr x wd x it only (decoupled decay), never a 1-D one
+    # zero gradients: AdamW moves a parameter by lr x wd x it only (decoupled decay), never a 1-D
+    # one
     a = train.parse_args(["ucf101", *lists, *TINY, "--opt", "adamw", "--wd", "0.1"])
     a.num_classes = 4
     rt = SimpleNamespace(
@@ -400,8 +401,9 @@ def test_bad_recipe_flags_are_refused_in_one_line_before_anything_is_read(given,
 
 
 def test_everything_on_resumes_mid_epoch_exactly_ema_included(lists, tmp_path, monkeypatch):
-    # The cheap twin of tests/test_exact.py --trainer-flags="<ALL>": a SIGTERM after the first optimizer
-    # step, then --resume, equals the run never stopped: weights, EMA weights, optimizer state.
+    # The cheap twin of tests/test_exact.py --trainer-flags="<ALL>": a SIGTERM after the first
+    # optimizer step, then --resume, equals the run never stopped: weights, EMA weights, optimizer
+    # state.
     common = ["ucf101", *lists, *TINY, *ALL, "--epochs", "2", "-j", "2", "--dro", "0.5"]
     run_main([*common, "--output_root", str(tmp_path / "whole")])
     original = train.lr_at
@@ -442,9 +444,8 @@ def test_evaluate_and_predict_use_the_ema_weights_when_asked(lists, tmp_path, ca
     raw = run_main([*common, "--evaluate", "--resume", str(ckpt)])
     ema = run_main([*common, "--evaluate", "--resume", str(ckpt), "--use-ema"])
     assert raw[0] == pytest.approx(log["val_top1"]) and ema[0] == pytest.approx(log["val_top1_ema"])
-    assert (
-        len(list(run_dir(tmp_path, common).glob("per_class_1x1_ours_*.csv"))) == 2
-    )  # one file each
+    # one file each
+    assert len(list(run_dir(tmp_path, common).glob("per_class_1x1_ours_*.csv"))) == 2
     model, _, _ = predict.load_checkpoint(str(ckpt), "cpu", 1, 1, use_ema=True)
     assert_same_weights(model.state_dict(), saved["model_ema"])
     capsys.readouterr()
@@ -472,8 +473,8 @@ def test_evaluate_and_predict_use_the_ema_weights_when_asked(lists, tmp_path, ca
 
 
 def test_mvit_v2_s_with_its_recipe_trains_a_step_and_evaluates_on_cpu(tmp_path):
-    # The Kinetics recipe as written (AdamW, drop path, mixing, RandAugment, 2 reps...) on one 16-frame video:
-    # one optimizer step of 2 clips, then one validation, on CPU.
+    # The Kinetics recipe as written (AdamW, drop path, mixing, RandAugment, 2 reps...) on one
+    # 16-frame video: one optimizer step of 2 clips, then one validation, on CPU.
     prepare.make_synth(tmp_path, classes=1, videos=1, frames=16, size=(64, 48))
     recipe = f"@{REPO / 'recipes' / 'kinetics_mvitv2_s.txt'}"
     common = [
@@ -498,9 +499,10 @@ def test_mvit_v2_s_with_its_recipe_trains_a_step_and_evaluates_on_cpu(tmp_path):
 
 
 def test_a_small_arch_with_every_option_on_learns_the_demo_motions(tmp_path):
-    # The demo's synthetic clips (2 classes: a patch moving right or left), resnet10_3d from scratch with
-    # AdamW, layer decay, warmup from a start lr, mixing, smoothing, RandAugment, jitter, erasing, 2 reps
-    # and the EMA: the loss falls and validation beats chance (50%). Measured: 67% after 6 epochs.
+    # The demo's synthetic clips (2 classes: a patch moving right or left), resnet10_3d from scratch
+    # with AdamW, layer decay, warmup from a start lr, mixing, smoothing, RandAugment, jitter,
+    # erasing, 2 reps and the EMA: the loss falls and validation beats chance (50%). Measured: 67%
+    # after 6 epochs.
     prepare.make_synth(tmp_path, classes=2, videos=48, frames=12, size=(48, 40))
     common = [
         "demo",
@@ -561,8 +563,9 @@ def test_a_small_arch_with_every_option_on_learns_the_demo_motions(tmp_path):
 
 
 def test_reps_reach_the_step_as_b_times_k_clips_with_their_own_boxes(lists):
-    # A GPU model's path (the crop finished in the step from each rep's box): the batch of b videos x K
-    # reps is b*K clips, video-major, labels repeated; rep 0 of each video is the clip a plain run draws.
+    # A GPU model's path (the crop finished in the step from each rep's box): the batch of b videos
+    # x K reps is b*K clips, video-major, labels repeated; rep 0 of each video is the clip a plain
+    # run draws.
     kw = dict(t_length=4, t_stride=2, new_size=36, crop_size=32)
     plain, reps = (data.VideoFrameDataset(lists[0], reps=k, **kw) for k in (1, 3))
     rt = SimpleNamespace(
@@ -588,9 +591,8 @@ def test_features_and_export_take_use_ema(tmp_path, capsys):
         ["--resume", "c.pth", "--use-ema", "--format", "onnx", "m.onnx"]
     )
     assert a.use_ema
-    with pytest.raises(
-        SystemExit
-    ) as e:  # features: the EMA of what? refused before anything is read
+    # features: the EMA of what? refused before anything is read
+    with pytest.raises(SystemExit) as e:
         features.main(
             ["/no/v.txt", "--arch", "resnet10_3d", "--use-ema", "--out", str(tmp_path / "f")]
         )
@@ -600,8 +602,8 @@ def test_features_and_export_take_use_ema(tmp_path, capsys):
 def test_a_recipe_is_found_from_any_folder_and_its_pretrained_can_be_turned_off(
     tmp_path, monkeypatch
 ):
-    """`@recipes/x.txt` from another working folder reads the project's recipe (a file of that name in
-    the working folder comes first); `--pretrained none` after a recipe trains from scratch."""
+    """`@recipes/x.txt` from another working folder reads the project's recipe (a file of that name
+    in the working folder comes first); `--pretrained none` after a recipe trains from scratch."""
     monkeypatch.chdir(tmp_path)
     parse = train.get_args_parser().parse_args
     args = parse(["ucf101", "a.txt", "b.txt", "@recipes/ucf101_i3d.txt"])

@@ -1,4 +1,5 @@
-"""Tests for report.py (per-class metrics, pictures) and predict.py (labelling videos and frame folders)."""
+"""Tests for report.py (per-class metrics, pictures) and predict.py (labelling videos and frame
+folders)."""
 
 import csv
 import json
@@ -22,15 +23,14 @@ from conftest import REPO, tiny_checkpoint
 NAMES = ["moving right", "moving down", "moving left", "moving up"]
 
 
-# ---- report.py ------------------------------------------------------------------------------------
+# ---- report.py -----------------------------------------------------------------------------------
 def test_class_metrics_match_plain_loops():
     rng = np.random.default_rng(0)
     N, C = 300, 7
     labels = rng.integers(0, C - 1, N)  # class C-1 has no videos: left out of the mean
     scores = rng.random((N, C))
-    scores[np.arange(N), labels] += (
-        rng.random(N) * 0.6 * (labels + 1) / C
-    )  # accuracies differ per class
+    # accuracies differ per class
+    scores[np.arange(N), labels] += rng.random(N) * 0.6 * (labels + 1) / C
     m = report.class_metrics(torch.from_numpy(scores), torch.from_numpy(labels), C)
     # independent computation, plain loops
     per, counts = {}, {}
@@ -59,7 +59,8 @@ def test_class_metrics_match_plain_loops():
 
 
 def _three_class_case():
-    """class 0: 4/4 right; class 1: 1/4 right, 3 taken for class 2; class 2: 1/2 right, 1 taken for 0."""
+    """class 0: 4/4 right; class 1: 1/4 right, 3 taken for class 2; class 2: 1/2 right, 1 taken for
+    0."""
     truth_pred = [(0, 0)] * 4 + [(1, 1), (1, 2), (1, 2), (1, 2)] + [(2, 2), (2, 0)]
     labels = np.array([t for t, _ in truth_pred])
     scores = np.full((len(labels), 3), 0.1)
@@ -72,9 +73,8 @@ def test_per_class_table_worst_first_and_most_confused():
     assert list(m["per_class_acc"]) == [100.0, 25.0, 50.0]
     assert list(m["confused_with"]) == [-1, 2, 0] and list(m["confused_count"]) == [0, 3, 1]
     lines = report.per_class_table(m, ["run", "jump", "swim"]).splitlines()
-    assert len(lines) == 4 and lines[0].startswith(
-        "class"
-    )  # header + one row per class, nothing after
+    # header + one row per class, nothing after
+    assert len(lines) == 4 and lines[0].startswith("class")
     assert [line.split()[0] for line in lines[1:]] == ["jump", "swim", "run"]  # worst first
     assert lines[1].split()[1:] == ["25.0", "4", "swim", "(3)"]
     assert lines[2].split()[1:] == ["50.0", "2", "run", "(1)"]
@@ -119,9 +119,8 @@ def test_curves_png_shape(tmp_path):
         }
         for e in range(5)
     ]
-    rows.insert(
-        1, dict(rows[1], train_loss=9.0)
-    )  # epoch 1 logged twice (a resumed run): the last line wins
+    # epoch 1 logged twice (a resumed run): the last line wins
+    rows.insert(1, dict(rows[1], train_loss=9.0))
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
     png = tmp_path / "curves.png"
     report.save_curves_png(str(log), str(png))
@@ -163,8 +162,8 @@ def test_every_logged_number_is_a_panel_by_its_name(tmp_path):
 
 def test_meter_totals_are_the_logged_numbers():
     """Meter.totals: the mean per clip of loss and top-1 and the mean of a number a fork adds (here
-    per step), as train_<name>; None for a declared number with no clip (resumed at the epoch's end);
-    all_sum sums the values over ranks before the means (two equal ranks: the same means)."""
+    per step), as train_<name>; None for a declared number with no clip (resumed at the epoch's
+    end); all_sum sums the values over ranks before the means (two equal ranks: the same means)."""
     meter = report.Meter(0)
     logits = torch.tensor([[2.0, 0.0], [0.0, 1.0], [3.0, 0.0]])
     meter.update(torch.tensor(1.5), logits, torch.tensor([0, 0, 0]), 0)
@@ -181,9 +180,8 @@ def test_meter_totals_are_the_logged_numbers():
 def test_write_evaluation_files(tmp_path):
     m0 = _three_class_case()
     scores = np.zeros((10, 3))
-    labels = np.repeat(
-        np.arange(3), m0["per_class_count"]
-    )  # rebuild the same case from its confusion
+    # rebuild the same case from its confusion
+    labels = np.repeat(np.arange(3), m0["per_class_count"])
     preds = [p for t in range(3) for p in range(3) for _ in range(m0["confusion"][t, p])]
     scores[np.arange(10), preds] = 1.0
     m, paths = report.write_evaluation(
@@ -203,7 +201,7 @@ def test_write_evaluation_files(tmp_path):
     Image.open(paths["confusion"]).verify()
 
 
-# ---- predict.py -----------------------------------------------------------------------------------
+# ---- predict.py ----------------------------------------------------------------------------------
 def save_checkpoint(path, class_names=NAMES, **override):
     return tiny_checkpoint(path, class_names, **override)
 
@@ -218,8 +216,8 @@ def one_folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def media(one_folder):
-    """The synthetic frame folder, the same frames as an .avi (PyAV, mpeg4), and a lossless PNG folder of
-    the video's decoded frames."""
+    """The synthetic frame folder, the same frames as an .avi (PyAV, mpeg4), and a lossless PNG
+    folder of the video's decoded frames."""
     av = pytest.importorskip("av")
     root, folder = one_folder["root"], one_folder["root"] / "train" / "video_0000"
     video = root / "clip.avi"
@@ -276,15 +274,14 @@ def test_predict_video_and_folder_json(media, tmp_path, capsys):
         assert r["frames"] == 12 and r["views"] == 6
         assert sum(r["probs"]) == pytest.approx(1.0, abs=1e-5) and len(r["probs"]) == 4
         assert [e["name"] for e in r["top"]] == [NAMES[e["label"]] for e in r["top"]]
-        assert [e["prob"] for e in r["top"]] == sorted(
-            r["probs"], reverse=True
-        )  # top-5 of 4 = all, ordered
+        # top-5 of 4 = all, ordered
+        assert [e["prob"] for e in r["top"]] == sorted(r["probs"], reverse=True)
     assert doc["results"][0]["probs"] != doc["results"][1]["probs"]  # two inputs, two computations
 
 
 def test_predict_video_equals_its_frames(media, tmp_path, capsys):
-    """A video file goes through the same sampling as a frame folder: a lossless folder of the video's
-    own decoded frames gives the same probabilities."""
+    """A video file goes through the same sampling as a frame folder: a lossless folder of the
+    video's own decoded frames gives the same probabilities."""
     ckpt = save_checkpoint(tmp_path / "ck.pth", image_tmpl="img_{:05d}.png")
     assert (
         predict.main(
@@ -340,7 +337,8 @@ def error_lines(r):
 
 def test_predict_errors_one_line_exit_2(media, tmp_path, capsys):
     ckpt = save_checkpoint(tmp_path / "ck.pth")
-    # a missing input and an undecodable video among good ones: one line each, the good one still labelled
+    # a missing input and an undecodable video among good ones: one line each, the good one still
+    # labelled
     bad = tmp_path / "bad.mp4"
     bad.write_bytes(b"this is not a video\n" * 10)
     r = run_predict("--resume", ckpt, str(tmp_path / "nope.avi"), str(bad), media["folder"])
@@ -354,7 +352,8 @@ def test_predict_errors_one_line_exit_2(media, tmp_path, capsys):
     r = run_predict("--resume", str(tmp_path / "noargs.pth"), media["folder"])
     assert r.returncode == 2 and r.stdout == ""
     assert len(error_lines(r)) == 1 and "noargs.pth" in r.stderr and "'args'" in r.stderr
-    # missing and unreadable checkpoints (in-process: nothing that could hang runs before these errors)
+    # missing and unreadable checkpoints (in-process: nothing that could hang runs before these
+    # errors)
     (tmp_path / "text.pth").write_text("hello")
     for name in ("missing.pth", "text.pth"):
         assert (
@@ -379,8 +378,9 @@ def test_predict_folder_without_frames_and_wrong_weights(one_folder, tmp_path, c
 
 
 def test_predict_reads_a_video_as_evaluate_does(media, tmp_path):
-    """predict's views of a video file are --evaluate's (train.make_dataset on a list naming the file),
-    larger frames resized by the dataset's own crops: no decoder or resize of its own to drift."""
+    """predict's views of a video file are --evaluate's (train.make_dataset on a list naming the
+    file), larger frames resized by the dataset's own crops: no decoder or resize of its own to
+    drift."""
     ckpt = save_checkpoint(tmp_path / "ck.pth", new_size=24, crop_size=20)
     model, a, _ = predict.load_checkpoint(ckpt, "cpu", 2, 3)
     ds, n = predict.one_video_dataset(media["video"], a)

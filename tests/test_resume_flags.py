@@ -1,6 +1,6 @@
 # ruff: noqa: F811 -- the `lists` fixture is imported from test_train, then taken as an argument
-"""Resume: a mid-epoch checkpoint continues exactly with the global batch split otherwise, and every flag
-given on resume takes effect or is refused in one line naming it."""
+"""Resume: a mid-epoch checkpoint continues exactly with the global batch split otherwise, and every
+flag given on resume takes effect or is refused in one line naming it."""
 
 import json
 import signal
@@ -25,15 +25,14 @@ def one_line(capsys, *needles):
 
 
 def stop_after_first_step(monkeypatch, steps):
-    """train.lr_at records each batch's optimizer step; a SIGTERM arrives once step 0's batches are done,
-    so the run saves mid-epoch after its first optimizer step."""
+    """train.lr_at records each batch's optimizer step; a SIGTERM arrives once step 0's batches are
+    done, so the run saves mid-epoch after its first optimizer step."""
     original = train.lr_at
 
     def lr_at(args, step, steps_per_epoch):
         steps.append(step)
-        if (
-            step == 1
-        ):  # the first batch of step 1 is loaded: step 0 is complete and saved at its end
+        # the first batch of step 1 is loaded: step 0 is complete and saved at its end
+        if step == 1:
             raise AssertionError("the signal should have stopped the run after step 0")
         if steps.count(0) == args.iter_size:
             rundir.STOP["signal"] = signal.SIGTERM
@@ -53,7 +52,8 @@ def stop_after_first_step(monkeypatch, steps):
 def test_mid_epoch_resume_with_the_batch_split_otherwise_is_exact(
     lists, tmp_path, monkeypatch, before, after
 ):
-    # BN frozen: no batch statistics, so any split of a step's 4 clips gives its gradient up to rounding.
+    # BN frozen: no batch statistics, so any split of a step's 4 clips gives its gradient up to
+    # rounding.
     common = ["ucf101", *lists, *TINY, "--freeze_bn", "--epochs", "2"]
     run_main([*common, "-b", "4", "--output_root", str(tmp_path / "whole")])
     whole = weights(run_dir(tmp_path / "whole", common) / "checkpoint.pth")
@@ -70,9 +70,8 @@ def test_mid_epoch_resume_with_the_batch_split_otherwise_is_exact(
     monkeypatch.setattr(train, "lr_at", lambda a, s, n: seen.append(s) or original(a, s, n))
     run_main([*common, *after, *out, "--resume", "auto"])
     iter_size = int(after[after.index("--iter_size") + 1]) if "--iter_size" in after else 1
-    assert seen == [
-        s for s in (1, 2, 3) for _ in range(iter_size)
-    ]  # every lr step once, none skipped
+    # every lr step once, none skipped
+    assert seen == [s for s in (1, 2, 3) for _ in range(iter_size)]
     resumed = weights(run_dir(tmp_path / "split", common) / "checkpoint.pth")
     for k in whole:
         assert torch.allclose(whole[k].float(), resumed[k].float(), atol=1e-6, rtol=1e-5), k
@@ -115,7 +114,8 @@ def test_toggling_an_optimizer_shaping_flag_on_resume_is_one_line(
 
 
 def test_amp_off_to_fp16_resume_starts_a_fresh_scale(lists, tmp_path):
-    # fp16 needs CUDA: the resume step itself, with an enabled GradScaler, on an --amp off checkpoint.
+    # fp16 needs CUDA: the resume step itself, with an enabled GradScaler, on an --amp off
+    # checkpoint.
     args = ["ucf101", *lists, *TINY, "--output_root", str(tmp_path)]
     run_main([*args, "--epochs", "1"])
     ckpt = torch.load(run_dir(tmp_path, args) / "checkpoint.pth", weights_only=False)

@@ -68,9 +68,9 @@ def ref_cfg(yaml, frames, crop, classes=5):
 
 
 def randomise(m, seed=0):
-    """Every BN weight, bias and statistic and every bias random (nothing stays 0 or 1: the zero-init
-    BNs neither); conv and linear weights keep PySlowFast's random init (scaled to their fan-in, so
-    that 100 blocks stay finite)."""
+    """Every BN weight, bias and statistic and every bias random (nothing stays 0 or 1: the
+    zero-init BNs neither); conv and linear weights keep PySlowFast's random init (scaled to their
+    fan-in, so that 100 blocks stay finite)."""
     g = torch.Generator().manual_seed(seed)
     for name, t in m.state_dict().items():
         if t.is_floating_point() and t.dim() <= 1:
@@ -123,7 +123,8 @@ def test_logits_match_pyslowfast_float64(arch, yaml, frames, crop):
 
 
 def slowfast_net_pack(cfg, x):
-    """PySlowFast's datasets/utils.py pack_pathway_output, transcribed (on a batch, time is dim 2)."""
+    """PySlowFast's datasets/utils.py pack_pathway_output, transcribed (on a batch, time is dim
+    2)."""
     fast = x
     slow = torch.index_select(
         x, 2, torch.linspace(0, x.shape[2] - 1, x.shape[2] // cfg.SLOWFAST.ALPHA).long()
@@ -164,7 +165,7 @@ def test_x3d_expansion_rules():
     assert math.ceil(5.0 * 5) == len(models.build_model("x3d_l", 400).s4.blocks[0])
 
 
-# ---- checkpoints: every layout, made here from the reference's state dict -----------------------
+# ---- checkpoints: every layout, made here from the reference's state dict ------------------------
 import pickle  # noqa: E402
 
 import zoo  # noqa: E402
@@ -353,12 +354,14 @@ def test_wrong_checkpoints_are_refused_in_one_line(tmp_path):
         (
             "x3d_m",
             sf,
-            "a SlowFast checkpoint (pyslowfast layout), not x3d_m's network: use --arch slowfast_r50_4x16",
+            "a SlowFast checkpoint (pyslowfast layout), not x3d_m's network: use --arch "
+            "slowfast_r50_4x16",
         ),
         (
             "slowfast_r50_8x8",
             x3d,
-            "an X3D checkpoint (pyslowfast layout), not slowfast_r50_8x8's network: use --arch x3d_xs",
+            "an X3D checkpoint (pyslowfast layout), not slowfast_r50_8x8's network: use --arch "
+            "x3d_xs",
         ),
         ("resnet50_3d", x3d, "use --arch x3d_xs / x3d_s / x3d_m / x3d_l"),
         ("resnet50_3d", sf, "a SlowFast checkpoint"),
@@ -445,8 +448,8 @@ def test_features_are_what_the_classifier_sees(arch, tmp_path):
     ],
 )
 def test_recipes_are_the_pyslowfast_configs(recipe, yaml):
-    """Every value of the recipe is its yaml's (with PySlowFast's defaults), read by PySlowFast's own
-    config code: clips, crops, schedule, optimiser, batch over NUM_GPUS."""
+    """Every value of the recipe is its yaml's (with PySlowFast's defaults), read by PySlowFast's
+    own config code: clips, crops, schedule, optimiser, batch over NUM_GPUS."""
     import train
 
     args = train.parse_args(["kinetics400", "t.txt", "v.txt", f"@{REPO / 'recipes' / recipe}.txt"])
@@ -486,9 +489,9 @@ def test_recipes_are_the_pyslowfast_configs(recipe, yaml):
 
 
 def test_sizes_are_the_published_ones():
-    """bench.py's count (meta device, torch's FlopCounterMode, MACs) per view against the zoos: X3D-XS /
-    X3D-M 3.8M parameters, 0.60 / 4.73 GFLOPs (PySlowFast MODEL_ZOO.md, fvcore's MACs); SlowFast R50
-    4x16 / 8x8 36.1 / 65.7 GFLOPs per 256-px test view (SlowFast paper, Table 2)."""
+    """bench.py's count (meta device, torch's FlopCounterMode, MACs) per view against the zoos:
+    X3D-XS / X3D-M 3.8M parameters, 0.60 / 4.73 GFLOPs (PySlowFast MODEL_ZOO.md, fvcore's MACs);
+    SlowFast R50 4x16 / 8x8 36.1 / 65.7 GFLOPs per 256-px test view (SlowFast paper, Table 2)."""
     import bench
 
     for arch, T, crop, params, gmacs in (

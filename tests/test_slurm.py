@@ -1,12 +1,12 @@
 """Slurm: srun without torchrun, preemption (SIGTERM) and time limits (SIGUSR1) with exact resume.
 
-- Without Slurm (always run): processes given the SLURM_* variables srun would set train like torchrun's;
-  environments that cannot work (no launcher, a batch shell without srun, more tasks than GPUs) end with
-  one line, never a hang.
-- With a real one-node Slurm (tests/slurm_cluster.py; skipped, with the reason, where it cannot start):
-  slurm/train.sbatch on CPU with 2 tasks: uninterrupted, requeued mid-run by `scontrol requeue`, and sent
-  SIGUSR1 (what --signal=USR1@180 sends before the time limit); both interrupted jobs end with the
-  uninterrupted one's weights, bit for bit.
+- Without Slurm (always run): processes given the SLURM_* variables srun would set train like
+  torchrun's; environments that cannot work (no launcher, a batch shell without srun, more tasks
+  than GPUs) end with one line, never a hang.
+- With a real one-node Slurm (tests/slurm_cluster.py; skipped, with the reason, where it cannot
+  start): slurm/train.sbatch on CPU with 2 tasks: uninterrupted, requeued mid-run by `scontrol
+  requeue`, and sent SIGUSR1 (what --signal=USR1@180 sends before the time limit); both interrupted
+  jobs end with the uninterrupted one's weights, bit for bit.
 """
 
 import os
@@ -23,7 +23,7 @@ from conftest import ENV, REPO, TINY, assert_same_weights, one_line_error
 from slurm_cluster import SlurmCluster, Unavailable
 
 
-# ---- without Slurm: srun's variables, launches that cannot work, SIGUSR1 and scontrol --------------
+# ---- without Slurm: srun's variables, launches that cannot work, SIGUSR1 and scontrol ------------
 LAUNCH_VARS = (
     "RANK",
     "WORLD_SIZE",
@@ -33,13 +33,13 @@ LAUNCH_VARS = (
     "MASTER_PORT",
     "GROUP_RANK",
 )
-STEP_LINE = (
-    r"^epoch \d+ \[\d+/\d+\] loss"  # train.py's progress line (TINY's -p 1: after every step)
-)
+# train.py's progress line (TINY's -p 1: after every step)
+STEP_LINE = r"^epoch \d+ \[\d+/\d+\] loss"
 
 
 def clean_env(**extra):
-    """This environment without any launcher's variables (tests may run inside a Slurm job), plus extra."""
+    """This environment without any launcher's variables (tests may run inside a Slurm job), plus
+    extra."""
     env = {k: v for k, v in ENV.items() if not k.startswith("SLURM_") and k not in LAUNCH_VARS}
     return {**env, **extra}
 
@@ -116,7 +116,8 @@ def test_first_host_of_a_slurm_nodelist():
 
 
 def test_srun_variables_alone_train_like_torchrun(lists, tmp_path):
-    # Two processes given only what srun sets; a torchrun run of the same flags beside them. Same weights.
+    # Two processes given only what srun sets; a torchrun run of the same flags beside them. Same
+    # weights.
     import torch
     import flags
     import train
@@ -147,9 +148,8 @@ def test_srun_variables_alone_train_like_torchrun(lists, tmp_path):
     ]
     (rc0, out0, err0), (rc1, _, err1), (rc, _, err) = communicate([*ranks, torchrun], timeout=240)
     assert rc0 == rc1 == rc == 0, (err0[-2000:], err1[-2000:], err[-2000:])
-    assert f"rendezvous localhost:{20000 + job % 10000}" in out0, (
-        out0
-    )  # the port follows the job id
+    # the port follows the job id
+    assert f"rendezvous localhost:{20000 + job % 10000}" in out0, out0
     name = flags.run_dir_name(train.parse_args(args))
     a, b = (
         torch.load(tmp_path / d / name / "checkpoint.pth", weights_only=False)
@@ -159,13 +159,14 @@ def test_srun_variables_alone_train_like_torchrun(lists, tmp_path):
     assert_same_weights(a["model"], b["model"])
 
 
+# what sbatch's shell has: no SLURM_STEP_ID
 BATCH_SHELL = dict(
     SLURM_JOB_ID="77",
     SLURM_PROCID="0",
     SLURM_NTASKS="2",
     SLURM_LOCALID="0",
     SLURM_JOB_NODELIST="vm",
-)  # what sbatch's shell has: no SLURM_STEP_ID
+)
 
 
 def test_launches_that_would_hang_are_one_line():
@@ -209,7 +210,8 @@ def test_more_tasks_on_a_node_than_gpus_is_one_line(monkeypatch):
     with pytest.raises(ValueError) as e:
         launch.ranks(True, "cuda")
     one_line_error(str(e.value), "SLURM_LOCALID=1", "sees 1 GPU", "CUDA_VISIBLE_DEVICES=3")
-    # task 0 fits its GPU, but it must not wait for the task that cannot start: the node's count says so
+    # task 0 fits its GPU, but it must not wait for the task that cannot start: the node's count
+    # says so
     for tasks, node, fails in (("2(x2),1", "1", True), ("2,1", "1", False), ("1(x3)", "2", False)):
         monkeypatch.setattr(
             os, "environ", srun_env(0, 5, 77, SLURM_STEP_TASKS_PER_NODE=tasks, SLURM_NODEID=node)
@@ -219,11 +221,12 @@ def test_more_tasks_on_a_node_than_gpus_is_one_line(monkeypatch):
                 launch.ranks(True, "cuda")
         else:
             assert launch.ranks(True, "cuda") == (0, 5, 0)
+    # torchrun --nproc_per_node=2, one GPU
     monkeypatch.setattr(
         os,
         "environ",
         {**clean_env(), "RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2"},
-    )  # torchrun --nproc_per_node=2, one GPU
+    )
     with pytest.raises(ValueError, match="2 processes on this node .LOCAL_RANK=0."):
         launch.ranks(True, "cuda")
 
@@ -232,9 +235,8 @@ def test_torchrun_inside_a_slurm_job_wins_and_srun_derives_the_rendezvous(monkey
     import launch
 
     env = srun_env(0, 2, 123456, SLURM_STEP_NODELIST="gpu[07-08]")
-    monkeypatch.setattr(
-        os, "environ", env
-    )  # ranks() sets MASTER_* here, not in the real environment
+    # ranks() sets MASTER_* here, not in the real environment
+    monkeypatch.setattr(os, "environ", env)
     assert launch.ranks(True, "cpu") == (0, 2, 0)
     assert (env["MASTER_ADDR"], env["MASTER_PORT"]) == ("gpu07", str(20000 + 123456 % 10000))
     env.update(MASTER_PORT="29999", SLURM_PROCID="1", SLURM_LOCALID="1")  # a port you set is kept
@@ -253,8 +255,9 @@ exit 1
 
 
 def test_sigusr1_saves_and_requeues_the_job_with_scontrol(lists, tmp_path):
-    # Without Slurm: `scontrol` is a script that records its arguments; it accepts job 501, refuses 502.
-    # Either way the run saves at the step boundary and exits 128 + SIGUSR1; a refusal is one warning line.
+    # Without Slurm: `scontrol` is a script that records its arguments; it accepts job 501, refuses
+    # 502. Either way the run saves at the step boundary and exits 128 + SIGUSR1; a refusal is one
+    # warning line.
     runs = {}
     for job in (501, 502):
         bin_dir = tmp_path / f"bin{job}"
@@ -308,7 +311,7 @@ def test_sigusr1_saves_and_requeues_the_job_with_scontrol(lists, tmp_path):
         assert "SIGUSR1" in (run / "events.log").read_text()
 
 
-# ---- a real one-node Slurm -------------------------------------------------------------------------
+# ---- a real one-node Slurm -----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     try:
@@ -334,7 +337,8 @@ def test_cluster_runs_a_two_task_step(cluster, tmp_path):
     assert sorted(re.findall(r"task (\d) of 2 step 0", out)) == ["0", "1"], out
 
 
-# TINY on 8 train videos, 2 tasks x batch 1: 4 optimizer steps per epoch, 2 epochs, validation at the end.
+# TINY on 8 train videos, 2 tasks x batch 1: 4 optimizer steps per epoch, 2 epochs, validation at
+# the end.
 JOB_FLAGS = [
     *TINY,
     "-b",
@@ -349,8 +353,9 @@ JOB_FLAGS = [
     "--resume",
     "auto",
 ]
-# Interrupted jobs sleep before each optimizer step (sitecustomize, found through PYTHONPATH): the signal,
-# sent when the first step is logged, then lands mid-run however fast the machine. Sleeping changes no number.
+# Interrupted jobs sleep before each optimizer step (sitecustomize, found through PYTHONPATH): the
+# signal, sent when the first step is logged, then lands mid-run however fast the machine. Sleeping
+# changes no number.
 SLOW_STEPS = """\
 import time
 import torch
@@ -360,8 +365,9 @@ torch.optim.SGD.step = lambda self, *a, **k: time.sleep(0.4) or _step(self, *a, 
 
 
 def batch_script(folder, lists, name):
-    """slurm/train.sbatch with this machine's resources (one node, 2 tasks, 1 CPU each, no GPU) and a CPU
-    training of its own; everything else (signal, requeue, output, the srun line's shape) as shipped."""
+    """slurm/train.sbatch with this machine's resources (one node, 2 tasks, 1 CPU each, no GPU) and
+    a CPU training of its own; everything else (signal, requeue, output, the srun line's shape) as
+    shipped."""
     text = (REPO / "slurm" / "train.sbatch").read_text()
     resources = {
         "--nodes": "1",
@@ -424,8 +430,8 @@ def finish(cluster, job, out):
 
 def test_batch_job_survives_requeue_and_time_limit_signal_exactly(cluster, lists, tmp_path):
     """Three jobs at once (the partition shares CPUs): uninterrupted; requeued once its log shows a
-    training step (scontrol requeue: SIGTERM, then the job reruns); sent SIGUSR1 (the time limit's warning:
-    the job saves and requeues itself)."""
+    training step (scontrol requeue: SIGTERM, then the job reruns); sent SIGUSR1 (the time limit's
+    warning: the job saves and requeues itself)."""
     import torch
 
     plain = submit(cluster, tmp_path / "plain", lists, "plain")
@@ -443,7 +449,10 @@ def test_batch_job_survives_requeue_and_time_limit_signal_exactly(cluster, lists
     assert not re.search(r"^(SIG\w+: saved|resumed from)", plain, re.M), plain[-4000:]
     for text, sig, run in ((requeued, "SIGTERM", requeued_run), (usr1, "SIGUSR1", usr1_run)):
         stop = rf"^{sig}: saved .*checkpoint.pth at epoch \d+ iteration \d+"
-        resume = r"^resumed from .*checkpoint.pth at epoch \d+ iteration \d+ \(Slurm job \d+, restart 1\)"
+        resume = (
+            r"^resumed from .*checkpoint.pth at epoch \d+ iteration \d+ \(Slurm job \d+, "
+            r"restart 1\)"
+        )
         assert re.search(stop, text, re.M) and re.search(resume, text, re.M), text[-4000:]
         events = (run / "events.log").read_text()
         assert sig in events and "restart 1" in events, events

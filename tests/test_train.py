@@ -1,6 +1,7 @@
 """train.py: schedule, gradient accumulation, resume rules, run folders, faults and flags.
 
-Every fault that could hang runs in a subprocess with a timeout; the rest call train.main in-process.
+Every fault that could hang runs in a subprocess with a timeout; the rest call train.main
+in-process.
 """
 
 from pathlib import Path
@@ -39,7 +40,7 @@ from conftest import (
 )
 
 
-# ---- the lr schedule: a function of (flags, step) --------------------------------------------------
+# ---- the lr schedule: a function of (flags, step) ------------------------------------------------
 def test_lr_at_step_cosine_and_warmup():
     a = train.parse_args(["x", "a", "b", "--lr", "0.1", "--lr_steps", "2", "3", "--epochs", "4"])
     assert [train.lr_at(a, s, 10) for s in (0, 19, 20, 29, 30, 39)] == pytest.approx(
@@ -53,8 +54,9 @@ def test_lr_at_step_cosine_and_warmup():
 
 
 def test_logged_lr_is_the_lr_used_and_resume_follows_new_epochs(lists, tmp_path):
-    # 2 epochs of a 2-epoch cosine schedule, then resume with --epochs 4: epochs 2-3 follow the 4-epoch
-    # cosine (no stale saved scheduler), and each logged lr is the one of that epoch's last step.
+    # 2 epochs of a 2-epoch cosine schedule, then resume with --epochs 4: epochs 2-3 follow the
+    # 4-epoch cosine (no stale saved scheduler), and each logged lr is the one of that epoch's last
+    # step.
     args = [
         "ucf101",
         *lists,
@@ -99,9 +101,10 @@ def test_start_epoch_starts_there_with_that_epochs_lr(lists, tmp_path):
     assert log["epoch"] == 2 and log["lr"] == pytest.approx(0.001)
 
 
-# ---- gradient accumulation -------------------------------------------------------------------------
+# ---- gradient accumulation -----------------------------------------------------------------------
 def test_iter_size_2_b_2_equals_b_4_and_resumes_exactly_mid_epoch(lists, tmp_path, monkeypatch):
-    # BN frozen (eval mode): no batch statistics, so 2 x 2 accumulated == one batch of 4 up to float rounding.
+    # BN frozen (eval mode): no batch statistics, so 2 x 2 accumulated == one batch of 4 up to float
+    # rounding.
     common = ["ucf101", *lists, *TINY, "--freeze_bn", "--epochs", "2"]
     run_main([*common, "-b", "4", "--output_root", str(tmp_path / "b4")])
     run_main([*common, "-b", "2", "--iter_size", "2", "--output_root", str(tmp_path / "acc")])
@@ -114,9 +117,8 @@ def test_iter_size_2_b_2_equals_b_4_and_resumes_exactly_mid_epoch(lists, tmp_pat
 
     def lr_and_signal(args, step, steps_per_epoch):
         seen.append(step)
-        if (
-            step == 0 and seen.count(0) == 2
-        ):  # both batches of step 0 ran: the stop is checked after it
+        # both batches of step 0 ran: the stop is checked after it
+        if step == 0 and seen.count(0) == 2:
             rundir.STOP["signal"] = signal.SIGTERM
         return original(args, step, steps_per_epoch)
 
@@ -153,16 +155,15 @@ def test_mid_epoch_resume_needs_the_same_global_batch(lists, tmp_path, monkeypat
     with pytest.raises(SystemExit) as e:
         run_main([*args, "-b", "2", "--resume", "auto"])
     one_line_error(capsys, "global batch of 4", "this run has 2", exc=e)
-    with pytest.raises(
-        SystemExit
-    ) as e:  # (another --t_length is another run folder: name the checkpoint)
+    # (another --t_length is another run folder: name the checkpoint)
+    with pytest.raises(SystemExit) as e:
         run_main(
             [*args, "--t_length", "2", "--resume", str(run_dir(tmp_path, args) / "checkpoint.pth")]
         )
     one_line_error(capsys, "--t_length 4, not 2", exc=e)
 
 
-# ---- run folders, disk, checkpoints ----------------------------------------------------------------
+# ---- run folders, disk, checkpoints --------------------------------------------------------------
 def test_run_folder_is_never_silently_reused(lists, tmp_path, capsys):
     args = ["ucf101", *lists, *TINY, "--epochs", "1", "--output_root", str(tmp_path)]
     run_main(args)
@@ -209,9 +210,8 @@ def test_disk_full_during_save_keeps_the_last_checkpoint(lists, tmp_path, monkey
     monkeypatch.setattr(torch, "save", real_save)
     (folder / "checkpoint.pth.tmp").write_bytes(b"left by a killed save")
     (folder / "notes.tmpl").write_text("the user's, not ours")
-    run_main(
-        [*args, "--resume", "auto"]
-    )  # space is back: continues from epoch 1, the litter is gone
+    # space is back: continues from epoch 1, the litter is gone
+    run_main([*args, "--resume", "auto"])
     assert [log["epoch"] for log in logs(folder)] == [0, 1, 2]
     assert not (folder / "checkpoint.pth.tmp").exists()
     assert (folder / "notes.tmpl").exists()
@@ -269,9 +269,8 @@ def test_bad_training_video_is_replaced_reported_once_and_limited(lists, tmp_pat
     (line,) = (run_dir(tmp_path / "a", args) / "bad_videos.txt").read_text().splitlines()
     assert "train.txt:1:" in line and bad_video in line
     assert capsys.readouterr().err.count("bad video replaced") == 1
-    with pytest.raises(
-        SystemExit
-    ) as e:  # the limit: counted in the step it happens, whatever its batch
+    # the limit: counted in the step it happens, whatever its batch
+    with pytest.raises(SystemExit) as e:
         run_main(
             [*args, "--epochs", "2", "--max_bad_videos", "0", "--output_root", str(tmp_path / "b")]
         )
@@ -283,7 +282,7 @@ def test_bad_training_video_is_replaced_reported_once_and_limited(lists, tmp_pat
     assert ckpt["iter"] % 2 == 0 and ckpt["bad_seen"] == [f"{folder / 'train.txt'}:1"]
 
 
-# ---- flags -----------------------------------------------------------------------------------------
+# ---- flags ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "flags, needle",
     [
@@ -303,7 +302,8 @@ def test_bad_flags_are_one_line_naming_the_flag(flags, needle):
 
 
 def test_unknown_arch_is_reported_first(lists, tmp_path, capsys):
-    # A 8-video list with the default -b 64 would fail too; the arch is what the user must hear about.
+    # A 8-video list with the default -b 64 would fail too; the arch is what the user must hear
+    # about.
     with pytest.raises(SystemExit) as e:
         run_main(
             [
@@ -369,15 +369,14 @@ def test_fine_tuning_modes_freeze_what_they_say(lists, tmp_path):
         )
         after = weights(run_dir(tmp_path / root, args) / "checkpoint.pth")
         bn = [k for k in first if ".bn" in f".{k}" or "downsample.1" in k]
-        assert bn and all(torch.equal(first[k], after[k]) for k in bn), (
-            mode
-        )  # statistics and affine fixed
+        # statistics and affine fixed
+        assert bn and all(torch.equal(first[k], after[k]) for k in bn), mode
         convs = [k for k in first if k.endswith("conv1.weight")]
         assert all(torch.equal(first[k], after[k]) for k in convs) == (mode == "--fc_only"), mode
         assert not torch.equal(first["fc.weight"], after["fc.weight"])
 
 
-# ---- recipes (@FILE), args.txt, and what --evaluate / predict take from a checkpoint ---------------
+# ---- recipes (@FILE), args.txt, and what --evaluate / predict take from a checkpoint -------------
 ORIGINAL = (
     "ucf101 train.txt val.txt --arch resnet50_3d --dro 0.2 --mode 3D --t_length 16 --t_stride 4 "
     "--pretrained --epochs 95 --batch-size 64 --lr 0.001 --lr_steps 40 80 90 --workers 16 "
@@ -504,9 +503,8 @@ def test_evaluate_and_predict_take_the_checkpoints_model_and_clip_flags(tmp_path
     assert (args.arch, args.t_length, args.new_size, args.num_classes) == ("resnet10_3d", 4, 36, 7)
     assert (args.test_sampling, args.crop_size) == ("pyslowfast", 28)
     assert (args.train_list, args.device) == ("x.txt", "cpu")
-    assert args.batch_size == 64 and not hasattr(
-        args, "world_size"
-    )  # flags of the process are not taken
+    # flags of the process are not taken
+    assert args.batch_size == 64 and not hasattr(args, "world_size")
     # a flag a fork adds reaches --evaluate and predict from the checkpoint, with no edit there
     parser = train.get_args_parser()
     parser.add_argument("--segments", type=int, default=1)
@@ -514,9 +512,10 @@ def test_evaluate_and_predict_take_the_checkpoints_model_and_clip_flags(tmp_path
     assert flags.checkpoint_args(ckpt, ["ucf101"], parser).segments == 3
 
 
-# ---- one step of each flag the rest of the suite does not run --------------------------------------
+# ---- one step of each flag the rest of the suite does not run ------------------------------------
 def test_clip_grad_bounds_the_first_step(lists, tmp_path):
-    # First SGD step with no weight decay: the update is lr x the clipped gradient, so its norm <= lr x max.
+    # First SGD step with no weight decay: the update is lr x the clipped gradient, so its norm <=
+    # lr x max.
     args = [
         "ucf101",
         *lists,
@@ -593,8 +592,8 @@ def test_one_epoch_with_flag(lists, tmp_path, flags):
 
 
 def test_cpu_bf16_with_clips_shorter_than_the_stem_kernel_is_refused(lists, tmp_path, capsys):
-    # torch's CPU bf16 conv3d weight gradient is NaN for T=4 under the 5x7x7 stem (it was a NaN loss at
-    # step 2).
+    # torch's CPU bf16 conv3d weight gradient is NaN for T=4 under the 5x7x7 stem (it was a NaN loss
+    # at step 2).
     with pytest.raises(SystemExit) as e:
         run_main(["ucf101", *lists, *TINY, "--amp", "bf16", "--output_root", str(tmp_path)])
     one_line_error(capsys, "--amp bf16", "--t_length >= 5", exc=e)
@@ -649,12 +648,11 @@ def test_flags_reach_their_targets(lists, tmp_path):
     assert train.build_data(args, rt).train_ds.flip is False
     net = train.build_net(args, rt)
     groups = net.optimizer.param_groups
-    assert [g["weight_decay"] for g in groups] == [5e-4, 0.0] and len(
-        groups[1]["params"]
-    ) == 0  # all decayed
+    # all decayed
+    assert [g["weight_decay"] for g in groups] == [5e-4, 0.0] and len(groups[1]["params"]) == 0
 
 
-# ---- faults in workers and ranks: no hang, one line ------------------------------------------------
+# ---- faults in workers and ranks: no hang, one line ----------------------------------------------
 def test_bad_val_frame_with_workers_ends_promptly_with_one_line(lists, tmp_path):
     root = Path(lists[0]).parent
     folder = tmp_path / "copy"
@@ -689,8 +687,8 @@ def test_bad_val_frame_with_workers_ends_promptly_with_one_line(lists, tmp_path)
 
 
 def test_process_group_sigterm_with_workers_saves(lists, tmp_path):
-    # SIGTERM to the whole process group (preemption, Ctrl-C): workers must not die before the main process
-    # saves.
+    # SIGTERM to the whole process group (preemption, Ctrl-C): workers must not die before the main
+    # process saves.
     args = ["ucf101", *lists, *TINY, "-j", "2", "--epochs", "50", "--output_root", str(tmp_path)]
     p = subprocess.Popen(
         [sys.executable, str(REPO / "train.py"), *args],
@@ -715,7 +713,8 @@ def test_process_group_sigterm_with_workers_saves(lists, tmp_path):
 
 
 def test_ddp_rank_failure_ends_every_rank(lists, tmp_path):
-    # 2 ranks evaluate; the bad video is in rank 1's shard only. Both must end, non-zero, with the message.
+    # 2 ranks evaluate; the bad video is in rank 1's shard only. Both must end, non-zero, with the
+    # message.
     folder, _ = copy_lists(lists, tmp_path)
     args = [
         "ucf101",
@@ -758,15 +757,14 @@ def test_ddp_rank_failure_ends_every_rank(lists, tmp_path):
     )
 
 
-# ---- results people can read: names, per-class report, pictures; exact under DDP -------------------
+# ---- results people can read: names, per-class report, pictures; exact under DDP -----------------
 def test_ddp_validation_and_per_class_report_are_exact(lists, tmp_path):
     from PIL import Image
 
     folder, _ = copy_lists(lists, tmp_path)
     names = [f"class_{i}" for i in range(101)]
-    (folder / "ucf101_classes.txt").write_text(
-        "\n".join(names) + "\n"
-    )  # found beside the train list
+    # found beside the train list
+    (folder / "ucf101_classes.txt").write_text("\n".join(names) + "\n")
     args = [
         "ucf101",
         str(folder / "train.txt"),
@@ -799,8 +797,8 @@ def test_ddp_validation_and_per_class_report_are_exact(lists, tmp_path):
     for png in ("curves.png", "confusion_1x1.png"):
         with Image.open(trained / png) as im:
             assert im.size[0] > 300 and im.size[1] > 200, png
-    # Validation during DDP training scored every shard with rank 0's BN statistics, the saved ones: its
-    # val_loss is the single-process evaluation's of checkpoint.pth.
+    # Validation during DDP training scored every shard with rank 0's BN statistics, the saved ones:
+    # its val_loss is the single-process evaluation's of checkpoint.pth.
     evaluate = [
         *args,
         "--evaluate",
@@ -827,10 +825,8 @@ def test_ddp_validation_and_per_class_report_are_exact(lists, tmp_path):
         and "mean class accuracy" in r1.stdout
     )
     e1, e2 = run_dir(tmp_path / "e1", args), run_dir(tmp_path / "e2", args)
-    (csv1,), (csv2,) = (
-        e1.glob("per_class_2x3_*.csv"),
-        e2.glob("per_class_2x3_*.csv"),
-    )  # named by protocol
+    # named by protocol
+    (csv1,), (csv2,) = (e1.glob("per_class_2x3_*.csv"), e2.glob("per_class_2x3_*.csv"))
     assert csv1.read_text() == csv2.read_text()
     (s,) = map(np.load, e1.glob("scores_2x3_*.npz"))
     assert list(s["class_names"]) == names
@@ -884,7 +880,7 @@ def test_tensorboard_writes_events(lists, tmp_path, monkeypatch):
     assert report.curve_panels([log])["scratch"] == [("train_scratch", "train")]
 
 
-# ---- GPU: run where CUDA is present (skipped on CPU CI) --------------------------------------------
+# ---- GPU: run where CUDA is present (skipped on CPU CI) ------------------------------------------
 
 
 @cuda
@@ -997,7 +993,7 @@ def test_gpu_and_cpu_evaluate_one_checkpoint_alike(lists, tmp_path):
     assert np.abs(scores["cpu"] - scores["cuda"]).max() < 1e-3
 
 
-# ---- user errors, kills and NaNs: one line, a loadable checkpoint (tiny_data: 12 train videos) -----
+# ---- user errors, kills and NaNs: one line, a loadable checkpoint (tiny_data: 12 train videos) ---
 def test_sigkill_leaves_a_loadable_checkpoint(tiny_data, tmp_path):
     args = ["ucf101", *tiny_data, *TINY, "--epochs", "50", "--output_root", str(tmp_path)]
     ckpt = tmp_path / flags.run_dir_name(train.parse_args(args)) / "checkpoint.pth"
@@ -1013,9 +1009,8 @@ def test_sigkill_leaves_a_loadable_checkpoint(tiny_data, tmp_path):
         while not ckpt.exists() and time.time() < deadline:
             time.sleep(0.05)
         mtime = ckpt.stat().st_mtime
-        while (
-            ckpt.stat().st_mtime == mtime and time.time() < deadline
-        ):  # kill as a later save is under way
+        # kill as a later save is under way
+        while ckpt.stat().st_mtime == mtime and time.time() < deadline:
             time.sleep(0.01)
         time.sleep(0.02)
     finally:
@@ -1100,7 +1095,8 @@ def test_nan_loss_stops_naming_epoch_and_iteration(tiny_data, tmp_path, capsys):
 
 
 def test_the_default_workers_fit_the_cpus_this_process_may_use(monkeypatch):
-    """Default -j: 4, or fewer where fewer CPUs are ours; torch's DataLoader then has nothing to warn."""
+    """Default -j: 4, or fewer where fewer CPUs are ours; torch's DataLoader then has nothing to
+    warn."""
     import warnings
 
     import features
@@ -1118,8 +1114,8 @@ def test_the_default_workers_fit_the_cpus_this_process_may_use(monkeypatch):
 
 
 def test_a_failed_start_leaves_no_run_folder_but_keeps_a_users(lists, tmp_path):
-    """A run that fails before its first checkpoint removes the folder it made (holding only args.txt);
-    a folder that was there before keeps everything in it."""
+    """A run that fails before its first checkpoint removes the folder it made (holding only
+    args.txt); a folder that was there before keeps everything in it."""
     bad_val = tmp_path / "val.txt"
     bad_val.write_text("no_such_folder 10 0\n")
     argv = ["ucf101", lists[0], str(bad_val), *TINY, "--epochs", "1", "--num_classes", "4"]

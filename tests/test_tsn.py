@@ -1,6 +1,7 @@
-"""TSN, 2D and TSM (--mode TSN / 2D, --num_segments, --shift): the networks against torchvision's own
-ResNet run frame by frame and an independent temporal shift, mmaction2's TSN / TSM key layout, the
-segment sampling rules (TSN's test indices, mmaction2's SampleFrames) and the original's commands."""
+"""TSN, 2D and TSM (--mode TSN / 2D, --num_segments, --shift): the networks against torchvision's
+own ResNet run frame by frame and an independent temporal shift, mmaction2's TSN / TSM key layout,
+the segment sampling rules (TSN's test indices, mmaction2's SampleFrames) and the original's
+commands."""
 
 from pathlib import Path
 
@@ -65,7 +66,7 @@ def rel_err(a, b):
     return ((a - b).abs().max() / b.abs().max()).item()
 
 
-# ---- the networks -----------------------------------------------------------------------------------
+# ---- the networks --------------------------------------------------------------------------------
 @pytest.mark.parametrize("arch, mode", [("resnet18", "TSN"), ("mobilenet_v2", "2D")])
 def test_segment_logits_are_torchvision_per_frame_averaged(arch, mode):
     torch.manual_seed(0)
@@ -125,8 +126,8 @@ def test_tsm_equals_torchvision_with_a_hooked_shift(arch):
 
 
 def to_mmaction2(state, shift):
-    """Our (torchvision) names -> mmaction2's Recognizer2D + ResNet / ResNetTSM + TSNHead / TSMHead names
-    (mmcv ConvModule: .conv / .bn; TemporalShift keeps the conv as .net)."""
+    """Our (torchvision) names -> mmaction2's Recognizer2D + ResNet / ResNetTSM + TSNHead / TSMHead
+    names (mmcv ConvModule: .conv / .bn; TemporalShift keeps the conv as .net)."""
     out = {}
     for k, v in state.items():
         parts = k.split(".")
@@ -135,9 +136,8 @@ def to_mmaction2(state, shift):
         elif parts[0] in ("conv1", "bn1"):
             out[f"backbone.conv1.{'conv' if parts[0] == 'conv1' else 'bn'}.{parts[1]}"] = v
         elif parts[2] == "downsample":
-            out[
-                f"backbone.{parts[0]}.{parts[1]}.downsample.{['conv', 'bn'][int(parts[3])]}.{parts[4]}"
-            ] = v
+            layer = ["conv", "bn"][int(parts[3])]
+            out[f"backbone.{parts[0]}.{parts[1]}.downsample.{layer}.{parts[4]}"] = v
         else:
             n = parts[2][-1]
             kind = "conv" if parts[2].startswith("conv") else "bn"
@@ -182,16 +182,17 @@ def test_wrong_mode_and_arch_are_one_line(lists, tmp_path, capsys):
         one_line_error(capsys, needle, exc=exc)
 
 
-# ---- sampling ---------------------------------------------------------------------------------------
+# ---- sampling ------------------------------------------------------------------------------------
 def test_train_snippets_fall_uniformly_one_per_segment():
     rng, N = np.random.default_rng(0), 3
     for n in (3, 7, 12, 30):
+        # (draws, N), 0-based
         draws = np.stack(
             [
                 data.sample_indices(n, 1, 1, "train", rng=rng, num_segments=N)[0] - 1
                 for _ in range(3000)
             ]
-        )  # (draws, N), 0-based
+        )
         for k in range(N):
             lo, hi = k * n // N, (k + 1) * n // N  # segment k: frames [lo, hi)
             counts = np.bincount(draws[:, k], minlength=n)
@@ -210,9 +211,9 @@ def test_snippets_keep_their_frames_together():
 
 
 def tsn_test_indices(n, N, new_length=1):
-    """yjxiong/tsn-pytorch dataset.py, TSNDataSet._get_test_indices, transcribed: tick = (n - new_length + 1)
-    / float(N), offsets int(tick / 2.0 + tick * x) for x in range(N) -- in that float order -- plus 1; each
-    snippet reads new_length consecutive frames from its offset."""
+    """yjxiong/tsn-pytorch dataset.py, TSNDataSet._get_test_indices, transcribed: tick = (n -
+    new_length + 1) / float(N), offsets int(tick / 2.0 + tick * x) for x in range(N) -- in that
+    float order -- plus 1; each snippet reads new_length consecutive frames from its offset."""
     tick = (n - new_length + 1) / float(N)
     offsets = np.array([int(tick / 2.0 + tick * x) for x in range(N)]) + 1
     return (offsets[:, None] + np.arange(new_length)).ravel()
@@ -220,9 +221,9 @@ def tsn_test_indices(n, N, new_length=1):
 
 def mmaction2_sampleframes_test(n, N):
     """open-mmlab/mmaction2 mmaction/datasets/transforms/loading.py (1.x), SampleFrames(clip_len=1,
-    frame_interval=1, num_clips=N, test_mode=True), start_index 1, transcribed: _get_test_clips' 2D branch
-    (clip_len == 1): avg_interval = n / float(N), offsets np.arange(N) * avg_interval + avg_interval / 2.0;
-    transform() loops them modulo n and casts to int32."""
+    frame_interval=1, num_clips=N, test_mode=True), start_index 1, transcribed: _get_test_clips' 2D
+    branch (clip_len == 1): avg_interval = n / float(N), offsets np.arange(N) * avg_interval +
+    avg_interval / 2.0; transform() loops them modulo n and casts to int32."""
     avg_interval = n / float(N)
     offsets = np.arange(N) * avg_interval + avg_interval / 2.0
     return np.mod(offsets, n).astype(np.int32) + 1
@@ -230,8 +231,9 @@ def mmaction2_sampleframes_test(n, N):
 
 @pytest.mark.parametrize("N", [3, 8, 25])
 def test_test_indices_follow_tsn_and_mmaction2(N):
-    """Every length 1..3N: our val / test snippets are TSN's, and placement mmaction2 is mmaction2's (both
-    the segment centres; 30 frames at N = 25 is a length where the float order of the sum matters)."""
+    """Every length 1..3N: our val / test snippets are TSN's, and placement mmaction2 is mmaction2's
+    (both the segment centres; 30 frames at N = 25 is a length where the float order of the sum
+    matters)."""
     for n in range(1, 3 * N + 1):
         for mode in ("val", "test"):
             got = data.sample_indices(n, 1, 1, mode, num_segments=N)[0]
@@ -242,9 +244,8 @@ def test_test_indices_follow_tsn_and_mmaction2(N):
             got = data.sample_indices(n, 5, 1, "test", num_segments=N)[0]
             assert (got == tsn_test_indices(n, N, 5)).all(), (n, got)
     if N == 25:
-        assert (
-            data.sample_indices(30, 1, 1, "test", num_segments=25)[0][12] == 15
-        )  # 1-based: frame 14
+        # 1-based: frame 14
+        assert data.sample_indices(30, 1, 1, "test", num_segments=25)[0][12] == 15
 
 
 def test_multiscale_crops():
@@ -286,13 +287,14 @@ def transcribed_crop_pairs(
     "H, W, crop", [(258, 344, 224), (240, 320, 224), (48, 64, 40), (256, 340, 224)]
 )
 def test_multiscale_crop_sizes_snap_as_group_multiscale_crop(H, W, crop):
-    """A crop side within 3 px of the input size is the input size (258 px: 225 -> 224; 48 px: 42 -> 40)."""
+    """A crop side within 3 px of the input size is the input size (258 px: 225 -> 224; 48 px: 42 ->
+    40)."""
     rng = np.random.default_rng(0)
     drawn = {data.multiscale_box(H, W, 256, crop, rng)[2:] for _ in range(400)}
     assert drawn == {(float(h), float(w)) for h, w in transcribed_crop_pairs(W, H, (crop, crop))}
 
 
-# ---- the trainer --------------------------------------------------------------------------------------
+# ---- the trainer ---------------------------------------------------------------------------------
 def test_original_tsn_and_2d_commands_train_evaluate_predict(lists, tmp_path, capsys):
     tsn = [
         "ucf101",
@@ -382,9 +384,8 @@ def test_bench_compare_rows_for_tsn_and_tsm():
     out = bench.main(["model", "--compare", "--iters", "0"])["compare"]
     tsn, tsm, i3d = out["TSN-R50 8 segments"], out["TSM-R50 8 segments"], out["I3D-R50 16x4"]
     resnet50 = torchvision.models.resnet50(num_classes=400)
-    assert (
-        tsn["params"] == tsm["params"] == sum(p.numel() for p in resnet50.parameters())
-    )  # no shift params
+    # no shift params
+    assert tsn["params"] == tsm["params"] == sum(p.numel() for p in resnet50.parameters())
     per_frame = bench.count("resnet50", 400, 1, 224, mode="2D")[1]
     assert (
         abs(tsn["gmacs_per_video"] - 8 * per_frame) < 1e-6
@@ -419,9 +420,8 @@ def test_tsn_snippets_from_a_video_file_are_the_indexed_frames(tmp_path):
     assert clip.shape == (2, 3, 10, 64, 64)  # 2 views of 5 snippets x 2 frames
     want = data.sample_indices(videos.FRAMES, 2, 3, "test", num_clips=2, num_segments=5)
     assert got["numbers"] == sorted(set(want.ravel().tolist()))
-    assert got["index"] == [
-        n - 1 for n in got["numbers"]
-    ]  # frame n of the list is the file's frame n - 1
+    # frame n of the list is the file's frame n - 1
+    assert got["index"] == [n - 1 for n in got["numbers"]]
 
 
 def test_readme_tsn_command_parses_as_the_original(tmp_path):

@@ -1,5 +1,5 @@
-"""Video files: every frame read -- by decode.open_video and by the Dataset in every mode -- is the frame a
-plain decode gives at that index, for each decoder, on videos made to catch the classic bugs
+"""Video files: every frame read -- by decode.open_video and by the Dataset in every mode -- is the
+frame a plain decode gives at that index, for each decoder, on videos made to catch the classic bugs
 (tests/videos.py); bad videos are replaced in training and one line in evaluation; preparation keeps
 every frame in order.
 
@@ -39,8 +39,8 @@ def bad(tmp_path_factory):
 
 
 def index_sets(n, rng):
-    """Clips as the sampler asks for them: sorted runs at a stride, the first and last frames, repeats
-    (short videos), a single frame, random sets, and every frame."""
+    """Clips as the sampler asks for them: sorted runs at a stride, the first and last frames,
+    repeats (short videos), a single frame, random sets, and every frame."""
     yield [0], [n - 1], list(range(n))
     for stride in (1, 2, 4):
         for _ in range(4):
@@ -53,8 +53,9 @@ def index_sets(n, rng):
 
 @pytest.mark.parametrize("decoder", DECODERS)
 def test_webm_and_mov_named_relative_to_data_root(decoder, tmp_path):
-    """The other listed containers, .webm (VP9) and .mov (h264 starting at 2.5 s), in a list whose paths
-    are relative to --data_root, not to the list's folder: val and test clips are the sequential decode's."""
+    """The other listed containers, .webm (VP9) and .mov (h264 starting at 2.5 s), in a list whose
+    paths are relative to --data_root, not to the list's folder: val and test clips are the
+    sequential decode's."""
     root, lists = tmp_path / "videos", tmp_path / "lists"
     root.mkdir(), lists.mkdir()
     paths = {
@@ -62,9 +63,8 @@ def test_webm_and_mov_named_relative_to_data_root(decoder, tmp_path):
         for name, make in (("a.webm", videos.vp9_webm), ("b.mov", videos.start_offset))
     }
     seqs = [videos.sequential(paths[name]) for name in ("a.webm", "b.mov")]
-    (lists / "l.txt").write_text(
-        f"a.webm 1\nb.mov {len(seqs[1])} 0\n"
-    )  # two- and three-column lines
+    # two- and three-column lines
+    (lists / "l.txt").write_text(f"a.webm 1\nb.mov {len(seqs[1])} 0\n")
     for mode, views in (("val", {}), ("test", dict(num_clips=2, num_crops=3))):
         kw = dict(root=str(root), mode=mode, video_decoder=decoder, **SIZES, **views)
         ds, ref = (
@@ -111,7 +111,8 @@ def test_past_the_end_is_one_line(name, decoder, made):
 @pytest.mark.parametrize("decoder", DECODERS)
 @pytest.mark.parametrize("name", sorted(videos.BAD))
 def test_bad_videos_are_one_line_errors(name, decoder, bad):
-    """Opening or reading raises RuntimeError with a one-line reason (never hangs, never wrong frames)."""
+    """Opening or reading raises RuntimeError with a one-line reason (never hangs, never wrong
+    frames)."""
     with pytest.raises(RuntimeError) as err:
         num_frames, read = decode.open_video(bad[name], decoder)
         read(list(range(num_frames)))
@@ -155,9 +156,9 @@ def sequential_reader(seq, start_index=1):
 @pytest.mark.parametrize("decoder", DECODERS)
 @pytest.mark.parametrize("name", sorted(videos.TRAPS))
 def test_dataset_clips_are_the_sequential_decodes(name, decoder, made, tmp_path, monkeypatch):
-    """Every mode (seeded train clips, val, multi-view and 10-crop test): the clip from the video file
-    equals the clip the same code makes from the frames of a plain decode; two- and three-column lines
-    give the same video."""
+    """Every mode (seeded train clips, val, multi-view and 10-crop test): the clip from the video
+    file equals the clip the same code makes from the frames of a plain decode; two- and
+    three-column lines give the same video."""
     path, seq = made[name]
     two, three = one_video_list(tmp_path, path), one_video_list(tmp_path, path, len(seq))
     for mode, views in MODES.items():
@@ -177,8 +178,8 @@ def test_dataset_clips_are_the_sequential_decodes(name, decoder, made, tmp_path,
 
 
 def test_one_open_per_sample_each_frame_once_and_no_open_at_start(made, tmp_path, monkeypatch):
-    """A three-column list opens no file when read; a sample opens its file once and asks for each frame
-    its views need once (10 clips x 3 crops overlap on a 72-frame video)."""
+    """A three-column list opens no file when read; a sample opens its file once and asks for each
+    frame its views need once (10 clips x 3 crops overlap on a 72-frame video)."""
     path, seq = made["edit_list.mp4"]
     opened, real = [], decode.open_video
 
@@ -197,8 +198,9 @@ def test_one_open_per_sample_each_frame_once_and_no_open_at_start(made, tmp_path
 
 
 def test_video_list_and_its_extracted_twin_pick_the_same_frames(made, tmp_path):
-    """Frame k of a video is img_{k+1:05d}.jpg of `prepare.py extract`: for the same seed, a video list
-    and its frame-folder twin ask for the same frame numbers, and those show the same pictures."""
+    """Frame k of a video is img_{k+1:05d}.jpg of `prepare.py extract`: for the same seed, a video
+    list and its frame-folder twin ask for the same frame numbers, and those show the same
+    pictures."""
     import prepare
 
     src = tmp_path / "src"
@@ -276,10 +278,10 @@ def test_bad_videos_replaced_in_training_one_line_in_evaluation(mixed_list, deco
 
 
 def test_bad_videos_through_workers_and_bytes_mode(mixed_list):
-    """Two DataLoader workers, the normal path and bytes mode (--decode_device: the loader reads and opens
-    the file, decode_batch decodes): the same clips and the same bad-video lines, and no hang. A video
-    whose packets fail only when decoded cannot be replaced in bytes mode (its loader has moved on):
-    decode_batch names it, as it does a frame that fails only on the GPU."""
+    """Two DataLoader workers, the normal path and bytes mode (--decode_device: the loader reads and
+    opens the file, decode_batch decodes): the same clips and the same bad-video lines, and no hang.
+    A video whose packets fail only when decoded cannot be replaced in bytes mode (its loader has
+    moved on): decode_batch names it, as it does a frame that fails only on the GPU."""
     list_file, names = mixed_list
     broken = next(line for line, name in names.items() if name == "broken_middle.avi")
     text = list_file.read_text().splitlines(keepends=True)
@@ -331,7 +333,7 @@ def test_decode_device_cuda_decodes_videos_on_the_gpu(made, tmp_path, mode):
     assert diff.mean() < 3 and diff.max() < 40, (diff.mean(), diff.max())
 
 
-# ---- train.py ----------------------------------------------------------------------------------
+# ---- train.py ------------------------------------------------------------------------------------
 VIDEO_TINY = [
     "--arch",
     "resnet10_3d",
@@ -362,8 +364,8 @@ VIDEO_TINY = [
 
 @pytest.mark.parametrize("decoder", DECODERS)
 def test_train_and_evaluate_from_video_files(made, bad, tmp_path, decoder, capsys):
-    """train.py on a list of video files (two- and three-column lines, a frame folder, a bad video), with
-    2 loader workers: one line names the decoder; the bad video is replaced and written to
+    """train.py on a list of video files (two- and three-column lines, a frame folder, a bad video),
+    with 2 loader workers: one line names the decoder; the bad video is replaced and written to
     bad_videos.txt; evaluation with 2 clips x 3 crops runs on the video list."""
     import train
 
@@ -418,10 +420,11 @@ def test_train_and_evaluate_from_video_files(made, bad, tmp_path, decoder, capsy
     assert "video files: decoded with" in capsys.readouterr().out
 
 
-# ---- bench.py video ----------------------------------------------------------------------------
+# ---- bench.py video ------------------------------------------------------------------------------
 def test_bench_video_rows(made, tmp_path, capsys):
-    """bench.py video on a folder of originals: JPEG frames and re-encoded videos made beside them, a row
-    per source and decoder for train and val clips, disk sizes, preparation and start-up times."""
+    """bench.py video on a folder of originals: JPEG frames and re-encoded videos made beside them,
+    a row per source and decoder for train and val clips, disk sizes, preparation and start-up
+    times."""
     import bench
 
     linked(tmp_path / "original", [made[n][0] for n in ("h264_long_gop.mp4", "vfr.mkv")])
@@ -458,7 +461,7 @@ def test_bench_video_rows(made, tmp_path, capsys):
     assert "(b) re-encoded, pyav" in text and "a 240k-line three-column list reads in" in text
 
 
-# ---- preparation -----------------------------------------------------------------------------------
+# ---- preparation ---------------------------------------------------------------------------------
 def linked(folder, paths):
     folder.mkdir(parents=True, exist_ok=True)
     for path in paths:
@@ -467,10 +470,10 @@ def linked(folder, paths):
 
 
 def test_reencode_keeps_every_frame_in_order_and_lists_failures(made, bad, tmp_path, capsys):
-    """`prepare.py reencode` (short side 128, so resized): frame k of each output shows what frame k of a
-    plain decode of its input shows -- variable frame rates and edit lists included -- with a keyframe
-    every REENCODE["gop"] frames and no B-frames. Bad videos: exit 1, each listed on one line, nothing
-    written for them; a second run skips the finished files."""
+    """`prepare.py reencode` (short side 128, so resized): frame k of each output shows what frame k
+    of a plain decode of its input shows -- variable frame rates and edit lists included -- with a
+    keyframe every REENCODE["gop"] frames and no B-frames. Bad videos: exit 1, each listed on one
+    line, nothing written for them; a second run skips the finished files."""
     import prepare
 
     made = {n: v for n, v in made.items() if n != "start_offset.mkv"}  # its name twin: tried below
@@ -497,9 +500,8 @@ def test_reencode_keeps_every_frame_in_order_and_lists_failures(made, bad, tmp_p
             packets = [(p.pts, p.dts, p.is_keyframe) for p in c.demux(video=0) if p.size]
         keys = [k for k, (_, _, key) in enumerate(packets) if key] + [len(seq)]
         assert keys[0] == 0 and max(np.diff(keys)) <= gop, keys  # scene cuts may add keyframes
-        assert all(
-            pts == dts for pts, dts, _ in packets
-        )  # no B-frames: decode order is presentation order
+        # no B-frames: decode order is presentation order
+        assert all(pts == dts for pts, dts, _ in packets)
         assert decode.video_frames(str(out)) == len(seq)
     assert sorted(os.listdir(tmp_path / "dst")) == sorted(
         os.path.splitext(n)[0] + ".mp4" for n in made
@@ -519,8 +521,8 @@ def test_reencode_keeps_every_frame_in_order_and_lists_failures(made, bad, tmp_p
 
 def test_lists_on_videos_ucf101_split_and_kinetics_csv(made, bad, tmp_path, capsys):
     """`lists` on a folder of video files: UCF101 splits and Kinetics CSV files -> lists naming the
-    videos with their frame counts, the classes file; missing and unreadable videos reported one line
-    each, never dropped silently. The lists load and `check` passes them."""
+    videos with their frame counts, the classes file; missing and unreadable videos reported one
+    line each, never dropped silently. The lists load and `check` passes them."""
     import prepare
 
     clips = {

@@ -1,12 +1,14 @@
-"""The VideoMAE ViTs (vit.py) and their checkpoints in every layout (vit_zoo.py), against the reference code.
+"""The VideoMAE ViTs (vit.py) and their checkpoints in every layout (vit_zoo.py), against the
+reference code.
 
-References: OpenGVLab/VideoMAEv2 models/modeling_finetune.py and modeling_pretrain.py (vendored unchanged
-under tests/reference/videomaev2, MIT; they need timm), and transformers' VideoMAEForVideoClassification /
-VideoMAEModel (installed). The mmaction2 file is written here from the official keys by mmaction2's own
-names (mmaction/models/backbones/vit_mae.py: mmcv PatchEmbed `projection`, FFN `layers.0.0` / `layers.1`,
-pos_embed buffer from its get_sinusoid_encoding; Recognizer3D backbone. / cls_head.fc_cls), independently
-of vit_zoo's tables. Every comparison is float64 with random weights, every q_bias / v_bias non-zero, on
-2-block networks at 4 frames x 32 px (8 tokens) unless a test says otherwise.
+References: OpenGVLab/VideoMAEv2 models/modeling_finetune.py and modeling_pretrain.py (vendored
+unchanged under tests/reference/videomaev2, MIT; they need timm), and transformers'
+VideoMAEForVideoClassification / VideoMAEModel (installed). The mmaction2 file is written here from
+the official keys by mmaction2's own names (mmaction/models/backbones/vit_mae.py: mmcv PatchEmbed
+`projection`, FFN `layers.0.0` / `layers.1`, pos_embed buffer from its get_sinusoid_encoding;
+Recognizer3D backbone. / cls_head.fc_cls), independently of vit_zoo's tables. Every comparison is
+float64 with random weights, every q_bias / v_bias non-zero, on 2-block networks at 4 frames x 32 px
+(8 tokens) unless a test says otherwise.
 """
 
 import dataclasses
@@ -43,7 +45,8 @@ ARGS = {
 
 
 def randomise(m, seed=0):
-    """Every parameter random (biases, q_bias / v_bias, norms, layer scale): nothing stays 0 or 1."""
+    """Every parameter random (biases, q_bias / v_bias, norms, layer scale): nothing stays 0 or
+    1."""
     g = torch.Generator().manual_seed(seed)
     for p in m.parameters():
         p.data.copy_(torch.randn(p.shape, generator=g, dtype=p.dtype) * 0.1)
@@ -69,7 +72,8 @@ def clip(frames=4, size=32, batch=2):
 
 
 def ours(arch="vit_s16", frames=4, size=32, classes=5, src=None, **kw):
-    """vit.py's network (2 blocks, float64), filled by vit_zoo from `src` through zoo.load_pretrained."""
+    """vit.py's network (2 blocks, float64), filled by vit_zoo from `src` through
+    zoo.load_pretrained."""
     m = vit.build(arch, classes, frames, size, depth=2, **kw).double()
     if src is not None:
         zoo.load_pretrained(m, str(src))
@@ -211,7 +215,8 @@ def test_pretraining_checkpoint_gives_the_encoders_tokens(tmp_path, capsys):
 
 
 def test_other_clip_length_and_size_from_a_16x224_checkpoint(tmp_path, capsys):
-    """8 frames x 160 px from a 16 x 224 file: the official model constructed at that size, same weights."""
+    """8 frames x 160 px from a 16 x 224 file: the official model constructed at that size, same
+    weights."""
     torch.save({"module": official(frames=16, size=224).state_dict()}, tmp_path / "16x224.pth")
     small = official(frames=8, size=160)
     small.load_state_dict(torch.load(tmp_path / "16x224.pth")["module"])
@@ -299,8 +304,8 @@ def test_layer_ids_grad_ckpt_and_drop_path():
 
 
 def test_features_are_the_pooled_normed_tokens():
-    """features.py's default (the head's input) is what the localization models read from VideoMAEv2:
-    fc_norm of the mean token."""
+    """features.py's default (the head's input) is what the localization models read from
+    VideoMAEv2: fc_norm of the mean token."""
     import features
 
     m = ours()
@@ -313,8 +318,9 @@ def test_features_are_the_pooled_normed_tokens():
 
 
 def test_the_vit_recipe_trains_a_step_and_evaluates_on_cpu(tmp_path):
-    """recipes/kinetics_videomae_b.txt as written (AdamW, layer decay, drop path, mixing, RandAugment,
-    erasing, 2 reps), at ViT-S on one 4-frame video of 32 px: one optimizer step, then one validation."""
+    """recipes/kinetics_videomae_b.txt as written (AdamW, layer decay, drop path, mixing,
+    RandAugment, erasing, 2 reps), at ViT-S on one 4-frame video of 32 px: one optimizer step, then
+    one validation."""
     import prepare
 
     prepare.make_synth(tmp_path, classes=1, videos=1, frames=16, size=(64, 48))
@@ -333,8 +339,8 @@ def test_the_vit_recipe_trains_a_step_and_evaluates_on_cpu(tmp_path):
 
 
 def test_videomae_test_clip_placements():
-    """VideoMAE's Kinetics test (datasets.py VideoClsDataset: 5 clips over the frames 0, 4, 8, ...) and
-    its SSv2 test (SSVideoClsDataset: segment-based, 2 views), worked by hand."""
+    """VideoMAE's Kinetics test (datasets.py VideoClsDataset: 5 clips over the frames 0, 4, 8, ...)
+    and its SSv2 test (SSVideoClsDataset: segment-based, 2 views), worked by hand."""
     import data
 
     clips = data.sample_indices(300, 16, 4, "test", 5, start_index=0, placement="videomae")
@@ -371,8 +377,8 @@ def test_videomae_test_clip_placements():
 
 
 def transcribed_ssv2_train(n, num_segment, draw):
-    """SSVideoClsDataset.loadvideo_decord's train branch (MCG-NJU/VideoMAE datasets.py), transcribed with
-    its random draws taken from `draw(high, size)`."""
+    """SSVideoClsDataset.loadvideo_decord's train branch (MCG-NJU/VideoMAE datasets.py), transcribed
+    with its random draws taken from `draw(high, size)`."""
     average_duration = n // num_segment
     if average_duration > 0:
         return list(
@@ -386,8 +392,8 @@ def transcribed_ssv2_train(n, num_segment, draw):
 
 @pytest.mark.parametrize("n", [5, 16, 17, 31, 100, 117])
 def test_videomae_ssv2_train_clips_are_the_official_segments(n):
-    """--train_sampling videomae-ssv2: a frame per segment, as the official SSv2 train clips, with the
-    same draws; the stride is not used; segment k's frame is in [k d, (k + 1) d)."""
+    """--train_sampling videomae-ssv2: a frame per segment, as the official SSv2 train clips, with
+    the same draws; the stride is not used; segment k's frame is in [k d, (k + 1) d)."""
     import data
 
     ours = data.sample_indices(n, 16, 4, "train", 1, np.random.default_rng(7), 1, "videomae-ssv2")
@@ -408,8 +414,8 @@ def test_videomae_ssv2_train_clips_are_the_official_segments(n):
 
 
 def test_videomae_ssv2_sampling_in_the_loader_and_its_flags(tmp_path, capsys):
-    """The dataset reads the segments' frames in train mode and the centres (VideoMAEv2's validation) in
-    val mode; with TSN segments the flag is refused in one line before any work."""
+    """The dataset reads the segments' frames in train mode and the centres (VideoMAEv2's
+    validation) in val mode; with TSN segments the flag is refused in one line before any work."""
     import data
 
     lst = tmp_path / "l.txt"
@@ -435,8 +441,8 @@ def test_videomae_ssv2_sampling_in_the_loader_and_its_flags(tmp_path, capsys):
 
 
 def test_the_demo_vit_recipe_trains_and_evaluates(lists, tmp_path):
-    """recipes/demo_vit.txt (the VideoMAE recipe for vit_t16 on the demo videos) parses to the recipe
-    and runs an epoch; what it learns in its 40 epochs is measured in docs/vit.md."""
+    """recipes/demo_vit.txt (the VideoMAE recipe for vit_t16 on the demo videos) parses to the
+    recipe and runs an epoch; what it learns in its 40 epochs is measured in docs/vit.md."""
     argv = ["demo", *lists, f"@{REPO}/recipes/demo_vit.txt", "--epochs", "1", "--workers", "0"]
     argv += ["--device", "cpu", "--output_root", str(tmp_path), "-b", "4"]  # 2 steps: past lr 0
     args = train.parse_args(argv)
@@ -449,8 +455,8 @@ def test_the_demo_vit_recipe_trains_and_evaluates(lists, tmp_path):
 
 
 def test_videomae_ssv2_train_clips_do_not_depend_on_the_workers(lists):
-    """The segment draws come from each sample's own generator, like the crops: 0 and 2 loader workers
-    give the same clips, and another epoch other ones."""
+    """The segment draws come from each sample's own generator, like the crops: 0 and 2 loader
+    workers give the same clips, and another epoch other ones."""
     import data
 
     ds = data.VideoFrameDataset(
@@ -474,10 +480,10 @@ def test_videomae_ssv2_train_clips_do_not_depend_on_the_workers(lists):
     [("vit_s16", "vit_small_patch16_224"), ("vit_b16", "vit_base_patch16_224")],
 )
 def test_the_distilled_k710_files_layout(tmp_path, capsys, monkeypatch, arch, official_name):
-    """VideoMAEv2's distilled vit_s_k710_dl_from_giant.pth / vit_b_k710_dl_from_giant.pth: the official
-    vit_small / vit_base_patch16_224 (12 blocks, 16 frames, 224 px, 710 classes) under "module". Their
-    names and shapes (on the meta device: no memory) are vit.py's, and a file of that layout loads with
-    its 710-class head (ViT-S at full size: random weights, 12 blocks)."""
+    """VideoMAEv2's distilled vit_s_k710_dl_from_giant.pth / vit_b_k710_dl_from_giant.pth: the
+    official vit_small / vit_base_patch16_224 (12 blocks, 16 frames, 224 px, 710 classes) under
+    "module". Their names and shapes (on the meta device: no memory) are vit.py's, and a file of
+    that layout loads with its 710-class head (ViT-S at full size: random weights, 12 blocks)."""
     linspace = torch.linspace  # the official drop-path rates are read with .item(): on the CPU
     monkeypatch.setattr(torch, "linspace", lambda *a, **k: linspace(*a, **{**k, "device": "cpu"}))
     with torch.device("meta"):

@@ -92,7 +92,8 @@ def test_encoder_tokens_equal_the_official_rope_vit(arch, depth, shape):
 
 @pytest.mark.parametrize("frames", [32, 64])
 def test_a_16_frame_encoder_run_longer_equals_the_official_at_that_length(frames):
-    """RoPE has no table: the official model built for 16 frames reads longer clips by its positions."""
+    """RoPE has no table: the official model built for 16 frames reads longer clips by its
+    positions."""
     ours, theirs = pair("vjepa2_vitl16", 1)
     x = torch.randn(1, 3, frames, 32, 32, dtype=torch.float64)
     with torch.no_grad():
@@ -102,9 +103,8 @@ def test_a_16_frame_encoder_run_longer_equals_the_official_at_that_length(frames
 def test_the_rotation_pairs_adjacent_channels_with_the_official_frequencies():
     """Channel c of a 20-channel axis turns at 10000^(-(c mod 10) / 10): the official repeat."""
     x = torch.zeros(1, 1, 1, 20, dtype=torch.float64)
-    x[..., 2] = (
-        1.0  # the pair (2, 3): channel 2 turns into channel 3 by channel 3's angle... and 2's
-    )
+    # the pair (2, 3): channel 2 turns into channel 3 by channel 3's angle... and 2's
+    x[..., 2] = 1.0
     y = vjepa.rotate(x, torch.tensor([1]))
     omega = 1.0 / 10000 ** (torch.arange(10, dtype=torch.float64) / 10)
     assert torch.allclose(y[0, 0, 0, 2], torch.cos(omega[2]))
@@ -112,7 +112,8 @@ def test_the_rotation_pairs_adjacent_channels_with_the_official_frequencies():
 
 
 def test_same_seed_same_weights_as_the_official_init():
-    """The encoder's and the probe's init (trunc normal, rescaled blocks, module order) are the official."""
+    """The encoder's and the probe's init (trunc normal, rescaled blocks, module order) are the
+    official."""
     torch.manual_seed(0)
     theirs = official_encoder("vjepa2_vitl16", 2)
     torch.manual_seed(0)
@@ -149,7 +150,7 @@ def test_clip_geometry_is_checked_in_one_line():
     assert vjepa.geometry_error("vjepa2_vitt16", 16, 384) is None
 
 
-# ---- loading: official .pt files, transformers folders, official probes -------------------------
+# ---- loading: official .pt files, transformers folders, official probes --------------------------
 
 
 def tiny_official(seed=0, depth=4):
@@ -158,7 +159,8 @@ def tiny_official(seed=0, depth=4):
 
 
 def save_official(path, prefix="module.backbone.", pos_embed=True, depth=2):
-    """A pretraining checkpoint as the official train loop writes it: three encoders, a predictor."""
+    """A pretraining checkpoint as the official train loop writes it: three encoders, a
+    predictor."""
     encs = {
         k: tiny_official(seed, depth)
         for seed, k in enumerate(("encoder", "target_encoder", "ema_encoder"))
@@ -215,10 +217,18 @@ def test_official_probe_checkpoint_onto_the_probe(tmp_path, capsys):
 def hf_pair(tmp_path, classify):
     transformers = pytest.importorskip("transformers")
     config = transformers.VJEPA2Config(
-        hidden_size=192, num_hidden_layers=2, num_attention_heads=3, crop_size=32, frames_per_clip=4,
-        pred_hidden_size=64, pred_num_hidden_layers=1, pred_num_attention_heads=2,
-        num_pooler_layers=3, num_labels=5, attn_implementation="sdpa",
-    )  # fmt: skip
+        hidden_size=192,
+        num_hidden_layers=2,
+        num_attention_heads=3,
+        crop_size=32,
+        frames_per_clip=4,
+        pred_hidden_size=64,
+        pred_num_hidden_layers=1,
+        pred_num_attention_heads=2,
+        num_pooler_layers=3,
+        num_labels=5,
+        attn_implementation="sdpa",
+    )
     cls = transformers.VJEPA2ForVideoClassification if classify else transformers.VJEPA2Model
     hf = randomise(cls(config).double())
     hf.save_pretrained(tmp_path / "hf", safe_serialization=True)
@@ -263,13 +273,13 @@ def test_wrong_files_are_refused_in_one_line(tmp_path):
         assert needle in str(e.value) and "\n" not in str(e.value), str(e.value)
 
 
-# ---- the multi-clip protocol and probing ----------------------------------------------------------
+# ---- the multi-clip protocol and probing ---------------------------------------------------------
 
 
 def test_segments_and_views_equal_clip_aggregation_and_the_official_view_average():
-    """2 segments x 2 spatial views: ClipAggregation's per-view token concatenation, the official probe
-    on each view and eval.py's softmax average, against ProbedModel on each view's whole clip (its
-    segments in time order) and the trainer's view average (softmax, mean over views)."""
+    """2 segments x 2 spatial views: ClipAggregation's per-view token concatenation, the official
+    probe on each view and eval.py's softmax average, against ProbedModel on each view's whole clip
+    (its segments in time order) and the trainer's view average (softmax, mean over views)."""
     import probe
 
     agg_mod = importlib.import_module(
@@ -292,9 +302,8 @@ def test_segments_and_views_equal_clip_aggregation_and_the_official_view_average
     with torch.no_grad():
         outs = theirs_enc(segs)  # per view: (B, 2 segments x 8 tokens, D)
         want = sum(torch.softmax(clf(o), 1) for o in outs) / len(outs)  # eval.py run_one_epoch
-        views = [
-            torch.cat([segs[s][v] for s in range(2)], dim=2) for v in range(2)
-        ]  # (B, 3, 8, H, W)
+        # (B, 3, 8, H, W)
+        views = [torch.cat([segs[s][v] for s in range(2)], dim=2) for v in range(2)]
         for v in range(2):
             assert rel(ours.tokens(views[v]), outs[v]) < REL
         got = torch.stack([torch.softmax(ours(x), 1) for x in views], 1).mean(1)
@@ -355,7 +364,8 @@ def test_probing_leaves_the_backbone_bit_identical_and_a_grid_equals_single_runs
 
 
 def test_the_official_schedules():
-    """eval.py's WarmupCosineLRSchedule / CosineWDSchedule: stepped before each iteration (step 1 first)."""
+    """eval.py's WarmupCosineLRSchedule / CosineWDSchedule: stepped before each iteration (step 1
+    first)."""
     import probe
 
     class Opt:
@@ -371,8 +381,9 @@ def test_the_official_schedules():
 
 
 def test_bad_inputs_are_one_line_before_any_work(lists, tmp_path, capsys):
-    """V-JEPA file -> VideoMAE arch and the reverse, a probe of another class count, a clip length the
-    tubelet does not divide, --probe with flags that would train the backbone, a ConvNet probe."""
+    """V-JEPA file -> VideoMAE arch and the reverse, a probe of another class count, a clip length
+    the tubelet does not divide, --probe with flags that would train the backbone, a ConvNet
+    probe."""
     import vit
 
     from conftest import one_line_error, run_main
@@ -430,7 +441,8 @@ def test_features_are_the_mean_token_or_the_probes_query():
     ],
 )
 def test_probe_recipes_parse_and_pass_the_checks(recipe, segments, frames, lrs):
-    """Each recipe as written: the configs' segments, frames per segment and grid, accepted by check_args."""
+    """Each recipe as written: the configs' segments, frames per segment and grid, accepted by
+    check_args."""
     import flags
     import train
 

@@ -1,13 +1,15 @@
-"""The README's "Train on UCF101, end to end" block, run as written: from the download to --evaluate.
+"""The README's "Train on UCF101, end to end" block, run as written: from the download to
+--evaluate.
 
-The commands are read from README.md's code block itself, so a README edit that breaks the path a new
-user follows fails here. The download and unpacking lines (wget, unrar, unzip) are the only ones not run:
-no network in tests. In their place the test makes what they unpack, under the names the block uses: a
-UCF101-shaped stand-in of real .avi files (MPEG-4 part 2 with B-frames, UCF101's codec) in
-UCF-101/<Class>/v_<Class>_gGG_cCC.avi, and ucfTrainTestlist/ with classInd.txt, trainlist01.txt and
-testlist01.txt in the official formats (CRLF lines, 1-based labels in the train list, none in the test
-list). Every other command runs as written, in that folder, with tiny-model flags appended (flags after a
-recipe override it) and the run folder's path substituted in the evaluation.
+The commands are read from README.md's code block itself, so a README edit that breaks the path a
+new user follows fails here. The download and unpacking lines (wget, unrar, unzip) are the only ones
+not run: no network in tests. In their place the test makes what they unpack, under the names the
+block uses: a UCF101-shaped stand-in of real .avi files (MPEG-4 part 2 with B-frames, UCF101's
+codec) in UCF-101/<Class>/v_<Class>_gGG_cCC.avi, and ucfTrainTestlist/ with classInd.txt,
+trainlist01.txt and testlist01.txt in the official formats (CRLF lines, 1-based labels in the train
+list, none in the test list). Every other command runs as written, in that folder, with tiny-model
+flags appended (flags after a recipe override it) and the run folder's path substituted in the
+evaluation.
 """
 
 import os
@@ -24,15 +26,16 @@ import videos  # noqa: E402  (tests/videos.py, beside this file)
 CLASSES = ["ApplyEyeMakeup", "Biking", "YoYo"]
 TRAIN_GROUPS, TEST_GROUPS = (8, 9), (1,)  # split 1: groups 8-25 train, 1-7 test
 UNPACKED_BY_DOWNLOAD = ("wget", "unrar", "unzip")
-# A few seconds on CPU: one epoch of the tiny arch, an optimizer step per batch (no accumulation), the
-# stand-in's 3 classes (its ucf101_classes.txt names 3: UCF101's 101 would be refused).
+# A few seconds on CPU: one epoch of the tiny arch, an optimizer step per batch (no accumulation),
+# the stand-in's 3 classes (its ucf101_classes.txt names 3: UCF101's 101 would be refused).
 TRAIN_FLAGS = [*TINY, "--epochs", "1", "--iter_size", "1", "--num_classes", str(len(CLASSES))]
 TRAIN_FLAGS += ["--pretrained", "none"]  # no ImageNet twin for the tiny arch (and no download)
 EVAL_FLAGS = ["--crop_size", "32", "-j", "0", "--device", "cpu"]
 
 
 def readme_walkthrough():
-    """The shell commands of the README's UCF101 block: continuation lines joined, comments dropped."""
+    """The shell commands of the README's UCF101 block: continuation lines joined, comments
+    dropped."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
     section = text[text.index("## Train on UCF101, end to end") :]
     block = re.search(r"```\n(.*?)```", section, re.S).group(1)
@@ -41,7 +44,8 @@ def readme_walkthrough():
 
 
 def make_ucf101_download(root):
-    """What unrar and unzip leave: UCF-101/ (videos by class) and ucfTrainTestlist/ (split files)."""
+    """What unrar and unzip leave: UCF-101/ (videos by class) and ucfTrainTestlist/ (split
+    files)."""
     splits = root / "ucfTrainTestlist"
     splits.mkdir()
     train, test = [], []
@@ -88,9 +92,8 @@ def test_the_readme_walkthrough_runs_from_the_download_to_evaluate(tmp_path):
     for argv in commands:
         if argv[0] in UNPACKED_BY_DOWNLOAD:
             continue
-        if (
-            "--evaluate" in argv
-        ):  # the README names the full recipe's run folder; this run's is tiny
+        # the README names the full recipe's run folder; this run's is tiny
+        if "--evaluate" in argv:
             k = argv.index("--resume") + 1
             assert run_folder and argv[k].endswith("/model_best.pth"), argv
             argv[k] = os.path.join(run_folder, "model_best.pth")

@@ -43,8 +43,8 @@ def pytorchvideo_net(name, stem_stride_t=1):
     hub = pytest.importorskip("pytorchvideo.models.hub.resnet")
     torch.manual_seed(0)
     m = getattr(hub, name)(pretrained=False)
-    # The hub head averages a fixed (T, 7, 7) window (224 px clips); at 112 px the same global average
-    # is the adaptive pool. Weightless: the state dict stays the hub's.
+    # The hub head averages a fixed (T, 7, 7) window (224 px clips); at 112 px the same global
+    # average is the adaptive pool. Weightless: the state dict stays the hub's.
     m.blocks[-1].pool = nn.AdaptiveAvgPool3d(1)
     # mmaction2's i3d_r50 (configs/_base_/models/i3d_r50.py): conv1_stride_t = pool1_stride_t = 2.
     m.blocks[0].conv.stride = (stem_stride_t, 2, 2)
@@ -75,11 +75,12 @@ def nets(clip):
     return out
 
 
-# ---- each library's names, by walking the pytorchvideo modules ---------------------------------------
+# ---- each library's names, by walking the pytorchvideo modules -----------------------------------
 
 
 def parts(m):
-    """(role, stage 1..4, block, parameter name, tensor) for every tensor of a pytorchvideo ResNet."""
+    """(role, stage 1..4, block, parameter name, tensor) for every tensor of a pytorchvideo
+    ResNet."""
     stem = m.blocks[0]
     yield "conv1", 0, 0, "weight", stem.conv.weight
     for p, t in stem.norm.state_dict().items():
@@ -100,7 +101,8 @@ def parts(m):
 
 
 def pyslowfast_name(role, s, i, p):
-    # video_model_builder.ResNet: s1 stem, s2..s5; ResBlock branch1 / branch1_bn, branch2.a / a_bn ...
+    # video_model_builder.ResNet: s1 stem, s2..s5; ResBlock branch1 / branch1_bn, branch2.a / a_bn
+    # ...
     res = f"s{s + 1}.pathway0_res{i}."
     return {
         "conv1": f"s1.pathway0_stem.conv.{p}",
@@ -189,7 +191,7 @@ def relerr(a, b):
     return ((a - b).abs().max() / b.abs().max()).item()
 
 
-# ---- the same logits as the zoo's network -------------------------------------------------------------
+# ---- the same logits as the zoo's network --------------------------------------------------------
 
 CASES = [  # (layout, pytorchvideo net, our arch, expected normalisation)
     ("pytorchvideo", "i3d", "resnet50_3d", KINETICS),
@@ -234,9 +236,8 @@ def test_stem_stride_mismatch_refused(nets, tmp_path, capsys):
         ValueError, match="temporal stride 2 .* resnet50_3d has 1 .*use --arch resnet50_3d_mmaction"
     ):
         build_model("resnet50_3d", 400, pretrained=mm)
-    mm = save(
-        "mmaction2", nets["mmaction_i3d"][0], tmp_path / "mm.pth"
-    )  # no meta: cannot tell; says so
+    # no meta: cannot tell; says so
+    mm = save("mmaction2", nets["mmaction_i3d"][0], tmp_path / "mm.pth")
     build_model("resnet50_3d", 400, pretrained=mm)
     assert "i3d_r50 weights belong in --arch resnet50_3d_mmaction" in capsys.readouterr().out
     pv = save("pytorchvideo", nets["i3d"][0], tmp_path / "pv.pyth")
@@ -255,7 +256,8 @@ def test_partly_fitting_3d_checkpoints_fail_naming_tensors(nets, tmp_path):
         r"the file, 64x3x1x7x7 here\)",
     ):
         build_model("resnet50_3d_slowonly", 400, pretrained=path)
-    # A truncated file: the last block of res5 (blocks.5 in i3d_r50, after the pool at blocks.2) is gone.
+    # A truncated file: the last block of res5 (blocks.5 in i3d_r50, after the pool at blocks.2) is
+    # gone.
     sd = {k: v for k, v in m.state_dict().items() if not k.startswith("blocks.5.res_blocks.2.")}
     torch.save({"model_state": sd}, tmp_path / "cut.pyth")
     with pytest.raises(
@@ -300,9 +302,8 @@ def test_normalisation_of_our_and_plain_checkpoints(tmp_path):
     )
     info = build_model("resnet10_3d", 5, pretrained=str(tmp_path / "ours.pth")).pretrained_info
     assert info == {"format": "ours", "mean": (0.5, 0.4, 0.3), "std": (0.2, 0.2, 0.2), **HEAD5}
-    torch.save(
-        {"model": sd, "args": {"arch": "resnet10_3d"}}, tmp_path / "old.pth"
-    )  # before mean/std were saved
+    # before mean/std were saved
+    torch.save({"model": sd, "args": {"arch": "resnet10_3d"}}, tmp_path / "old.pth")
     old = build_model("resnet10_3d", 5, pretrained=str(tmp_path / "old.pth"))
     assert old.pretrained_info == {"format": "ours", **IMAGENET, **HEAD5}
     torch.save(sd, tmp_path / "bare.pth")
@@ -316,10 +317,10 @@ def test_normalisation_of_our_and_plain_checkpoints(tmp_path):
     import torchvision
 
     torch.save(torchvision.models.resnet18().state_dict(), tmp_path / "r18.pth")
+    # torchvision's 1000-class fc: not loaded into 5 classes
     assert build_model("resnet18_3d", 5, pretrained=str(tmp_path / "r18.pth")).pretrained_info == {
         "format": "torchvision",
         **IMAGENET,
-        # torchvision's 1000-class fc: not loaded into 5 classes
         "head_classes": 1000,
         "head_loaded": False,
     }
@@ -350,7 +351,7 @@ def test_kinetics400_offline_says_where_to_put_the_file(tmp_path, monkeypatch, n
     assert calls == [url] and m.pretrained_info == info
 
 
-# ---- named specs, init a block can rely on ---------------------------------------------------------------
+# ---- named specs, init a block can rely on -------------------------------------------------------
 
 
 LAYOUTS = {arch: entry.layout for arch, entry in ARCHS.items() if entry.layout}  # the ResNet-3Ds
@@ -396,10 +397,8 @@ def test_min_t_is_the_fewest_frames_that_work(arch):
         if m.min_t > 1:
             with pytest.raises(ValueError, match=f"needs at least {m.min_t} frames"):
                 m(torch.empty(1, 3, m.min_t - 1, 64, 64))
-            fewer, m.min_t = (
-                m.min_t - 1,
-                1,
-            )  # without the check, one frame fewer fails in torch or ends empty
+            # without the check, one frame fewer fails in torch or ends empty
+            fewer, m.min_t = (m.min_t - 1, 1)
             try:
                 out = m.layer1(m.maxpool(m.conv1(torch.empty(1, 3, fewer, 64, 64))))
                 T = m.pool2(out).shape[2]

@@ -1,17 +1,19 @@
 """Test videos made with PyAV whose frames carry their own index in their pixels.
 
-Frame k shows k in binary as 16x16 black/white blocks (macroblock aligned, so lossy coding at any sane
-quality keeps them), followed by the same bits inverted: `frame_index(rgb)` reads k back, or -1 when the
-blocks are not a clean code (a frame from a broken decode). A sequential decode of every video here
-gives frames 0, 1, 2, ... in order (edit_list.mp4: 3, 4, 5, ...); each `TRAPS` entry breaks one
-assumption that a frame-accurate reader must not make:
+Frame k shows k in binary as 16x16 black/white blocks (macroblock aligned, so lossy coding at any
+sane quality keeps them), followed by the same bits inverted: `frame_index(rgb)` reads k back, or -1
+when the blocks are not a clean code (a frame from a broken decode). A sequential decode of every
+video here gives frames 0, 1, 2, ... in order (edit_list.mp4: 3, 4, 5, ...); each `TRAPS` entry
+breaks one assumption that a frame-accurate reader must not make:
 
-- h264_long_gop.mp4: B-frames (pts != dts, decode order != presentation order) and a single keyframe:
-  a timestamp seek lands far from the frame, and only the first frame is a safe place to start.
+- h264_long_gop.mp4: B-frames (pts != dts, decode order != presentation order) and a single
+  keyframe: a timestamp seek lands far from the frame, and only the first frame is a safe place to
+  start.
 - start_offset.mkv / start_offset.mp4: the first timestamp is 2.5 s, not 0 (the mp4 keeps it as an
   edit list): "frame k is at k / fps" is wrong, and an index computed from timestamps is off by 62.
 - vfr.mkv: variable frame rate (frame durations 1, 2 or 3 ticks): time / fps is not an index.
-- wrong_count.avi: the AVI header says twice as many frames as the file holds: never trust nb_frames.
+- wrong_count.avi: the AVI header says twice as many frames as the file holds: never trust
+  nb_frames.
 - edit_list.mp4: an mp4 edit list hides the first 3 encoded frames: frame 0 shows pattern 3, and the
   file holds more packets than a decode gives frames.
 - h264.avi: h264 with B-frames in AVI, whose timestamps FFmpeg can only guess (and gets wrong).
@@ -36,7 +38,8 @@ FRAMES = 75
 
 def pattern(k, w=W, h=H):
     """uint8 (h, w, 3): frame k. Blocks in raster order: BITS bits of k (MSB first), then the same
-    bits inverted; the remaining blocks are a k-dependent grey ramp (real motion for the encoder)."""
+    bits inverted; the remaining blocks are a k-dependent grey ramp (real motion for the
+    encoder)."""
     cols = w // BLOCK
     bits = [(k >> (BITS - 1 - b)) & 1 for b in range(BITS)]
     code = bits + [1 - b for b in bits]
@@ -51,12 +54,11 @@ def pattern(k, w=W, h=H):
 
 
 def frame_index(rgb):
-    """A decoded frame (H, W, 3 uint8 array or tensor, the pattern at any scale) -> its index, or -1."""
+    """A decoded frame (H, W, 3 uint8 array or tensor, the pattern at any scale) -> its index, or
+    -1."""
     img = np.asarray(rgb, dtype=np.float32).mean(-1)
-    cols, b = (
-        W // BLOCK,
-        img.shape[1] * BLOCK / W,
-    )  # blocks per row, block side in this frame's pixels
+    # blocks per row, block side in this frame's pixels
+    cols, b = (W // BLOCK, img.shape[1] * BLOCK / W)
     m = max(1, round(b / 5))  # margin: block edges blur under lossy coding and resizing
 
     def block(n):
@@ -71,8 +73,9 @@ def frame_index(rgb):
 
 
 def _encode(path, codec, pts, options=None, time_base=None, rate=25, fmt=None, mangle=None, n=None):
-    """Encode frames 0 .. len(pts) - 1 with the given presentation timestamps (in time_base units) and
-    mux them. mangle(i, bytes) -> bytes rewrites the payload of the i-th packet (decode order)."""
+    """Encode frames 0 .. len(pts) - 1 with the given presentation timestamps (in time_base units)
+    and mux them. mangle(i, bytes) -> bytes rewrites the payload of the i-th packet (decode
+    order)."""
     with av.open(path, "w", format=fmt) as out:
         s = out.add_stream(codec, rate=rate, options=options or {})
         s.width, s.height, s.pix_fmt = W, H, "yuv420p"
@@ -125,8 +128,8 @@ def vfr(path):
 
 
 def edit_list(path):
-    """Timestamps from -3 frames: the mp4 muxer writes an edit list that starts the video at frame 3,
-    and a plain decode drops frames 0-2 (their packets are still in the file, marked discard)."""
+    """Timestamps from -3 frames: the mp4 muxer writes an edit list that starts the video at frame
+    3, and a plain decode drops frames 0-2 (their packets are still in the file, marked discard)."""
     return _encode(path, "libx264", range(-3, FRAMES - 3), {"bf": "2", "g": "20", "crf": "18"})
 
 
@@ -141,7 +144,8 @@ def vp9_webm(path):
 
 
 def h264_avi(path):
-    """h264 with B-frames in AVI: AVI stores no presentation timestamps, FFmpeg's guesses are wrong."""
+    """h264 with B-frames in AVI: AVI stores no presentation timestamps, FFmpeg's guesses are
+    wrong."""
     return _encode(path, "libx264", range(FRAMES), {"bf": "2", "g": "12", "crf": "18"})
 
 
@@ -153,10 +157,8 @@ def wrong_count_avi(path):
     """An AVI whose header (avih dwTotalFrames, strh dwLength) says twice the frames it holds."""
     mpeg4_avi(path)
     raw = bytearray(open(path, "rb").read())
-    for tag, offset in (
-        (b"avih", 24),
-        (b"strh", 40),
-    ):  # offsets from the tag: fourcc + size + fields
+    # offsets from the tag: fourcc + size + fields
+    for tag, offset in ((b"avih", 24), (b"strh", 40)):
         at = raw.find(tag)
         n = int.from_bytes(raw[at + offset : at + offset + 4], "little")
         assert n == FRAMES, (tag, n)
@@ -205,8 +207,8 @@ def no_frames(path):
 
 
 def broken_middle(path):
-    """Packets 30-34 (mid-file, decode order) replaced by zeros: they decode to nothing, so a sequential
-    decode has fewer frames than the file has packets, and frames after them move."""
+    """Packets 30-34 (mid-file, decode order) replaced by zeros: they decode to nothing, so a
+    sequential decode has fewer frames than the file has packets, and frames after them move."""
     return _encode(
         path,
         "mpeg4",
@@ -232,6 +234,7 @@ def make_all(folder, which=None):
 
 
 def sequential(path):
-    """Every frame of a plain decode from the start (PyAV, as `prepare.py extract`) -> list of RGB arrays."""
+    """Every frame of a plain decode from the start (PyAV, as `prepare.py extract`) -> list of RGB
+    arrays."""
     with av.open(path) as c:
         return [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
