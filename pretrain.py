@@ -506,12 +506,4 @@ def main(args):
 
 if __name__ == "__main__":  # `python train.py pretrain ARGS` hands over here
     args = train.parse_args([*sys.argv[1:], "--pretrain"])
-    try:
-        main(args)
-    except BaseException as e:
-        # as train.py: a one-line error, a traceback, Ctrl-C leave no run folder holding only
-        # args.txt
-        rundir.remove_if_unused()
-        if isinstance(e, decode.BadVideo):
-            fail(str(e))
-        raise
+    train.run_command(main, args)

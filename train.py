@@ -995,6 +995,18 @@ def main(args):
     return progress.best_acc1
 
 
+def run_command(main, args):
+    """`main(args)` as a command (train.py, pretrain.py): a one-line error, a traceback or Ctrl-C
+    leave no run folder holding only args.txt; a video whose replacements all failed is one line."""
+    try:
+        main(args)
+    except BaseException as e:
+        rundir.remove_if_unused()
+        if isinstance(e, decode.BadVideo):
+            fail(str(e))
+        raise
+
+
 if __name__ == "__main__":
     # `train.py predict ARGS` runs `predict.py ARGS` (also features, export: a sibling script of
     # that name). Handed over with exec, not imported: those import train.py, and train.py imports
@@ -1008,12 +1020,4 @@ if __name__ == "__main__":
     if args.pretrain:  # --pretrain, given or from a recipe: `train.py pretrain` (pretrain.py)
         pretrain_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pretrain.py")
         os.execv(sys.executable, [sys.executable, pretrain_py, *sys.argv[1:]])
-    try:
-        main(args)
-    except BaseException as e:
-        # a one-line error, a traceback, Ctrl-C: no run folder left holding only args.txt
-        rundir.remove_if_unused()
-        # e.g. a training video whose replacements all failed too
-        if isinstance(e, decode.BadVideo):
-            fail(str(e))
-        raise
+    run_command(main, args)

@@ -283,9 +283,10 @@ def _init_weights(m):
         nn.init.zeros_(m.bias)
 
 
-def geometry_error(arch, t_length, crop_size):
-    """Why clips of t_length x crop_size cannot enter `arch`, in one line; None if they can."""
-    s = VIT_SPECS[arch]
+def geometry_error(arch, t_length, crop_size, specs=VIT_SPECS):
+    """Why clips of t_length x crop_size cannot enter `arch` (an entry of `specs`, which have
+    `tubelet` and `patch`), in one line; None if they can."""
+    s = specs[arch]
     if t_length % s.tubelet:
         return (
             f"--t_length {t_length}: {arch} embeds tubelets of {s.tubelet} frames; "

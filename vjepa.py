@@ -45,6 +45,7 @@ import torch.nn.functional as F
 import torch.utils.checkpoint
 import torchvision
 
+import vit
 from vit import EPS, Mlp, PatchEmbed
 
 
@@ -314,18 +315,7 @@ def segment_tokens(tokens, x, snippet):
 
 def geometry_error(arch, t_length, crop_size):
     """Why clips of t_length x crop_size cannot enter `arch`, in one line; None if they can."""
-    s = VJEPA_SPECS[arch]
-    if t_length % s.tubelet:
-        return (
-            f"--t_length {t_length}: {arch} embeds tubelets of {s.tubelet} frames; "
-            f"give a multiple of {s.tubelet}"
-        )
-    if crop_size % s.patch:
-        return (
-            f"--crop_size {crop_size}: {arch} cuts {s.patch} px patches; give a multiple of "
-            f"{s.patch}"
-        )
-    return None
+    return vit.geometry_error(arch, t_length, crop_size, VJEPA_SPECS)
 
 
 def build(arch, num_classes, dropout=0.0, drop_path=None, grad_ckpt=False, depth=None):
