@@ -618,6 +618,7 @@ COMPARE = {
     "SlowFast-R50 32x224": dict(ONE_CLIP, arch="slowfast_r50_8x8", t_length=32),
     "X3D-XS 4x160": dict(ONE_CLIP, arch="x3d_xs", t_length=4, crop_size=160),
     "X3D-M 16x224": dict(ONE_CLIP, arch="x3d_m", t_length=16),
+    "MViTv2-B 32x224": dict(ONE_CLIP, arch="mvitv2_b", t_length=32),
 }
 PUBLISHED = {  # what the zoos publish for the same view
     "X3D-XS 4x160": "3.8M, 0.60 GMACs (PySlowFast MODEL_ZOO.md)",
@@ -625,6 +626,8 @@ PUBLISHED = {  # what the zoos publish for the same view
     # SlowFast paper, Table 2: 65.7 GFLOPs (MACs) per 32x256x256 test view; bench.count gives 65.71
     # there
     "SlowFast-R50 32x224": "65.7 GMACs at the 256-px test view (SlowFast paper, Table 2)",
+    # PySlowFast projects/mvitv2/README.md: "225 x 1 x 5" GFLOPs (fvcore's count: MACs), 51.2M
+    "MViTv2-B 32x224": "51.2M, 225 GMACs (PySlowFast projects/mvitv2/README.md)",
 }
 
 
