@@ -188,9 +188,8 @@ def test_wrong_files_clips_and_modes_are_refused_in_one_line(tmp_path, capsys):
         else:
             message = refusal(tmp_path, arch, obj)
         assert needle in message, (arch, message)
-    with torch.device(
-        "meta"
-    ):  # a VideoMAE ViT (vit_zoo.py's loader), whose patch_embed looks alike
+    # a VideoMAE ViT (vit_zoo.py's loader), whose patch_embed looks alike
+    with torch.device("meta"):
         vit = models.build_model("vit_t16", 5, t_length=16)
     with pytest.raises(ValueError, match="not vit_t16's network: use --arch mvitv2_b"):
         zoo.load_pretrained(vit, save(tmp_path, mvit, "w.pyth"))
