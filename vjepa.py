@@ -92,10 +92,9 @@ VJEPA_SPECS = {
     # V-JEPA 2.1 (app/vjepa_2_1/models/vision_transformer.py; hub names and files in backbones.py).
     # Tiny CPU arch for tests: vit_tiny, 12 blocks (the least the official code builds).
     "vjepa2_1_vitt16": VJEPASpec(192, 12, 3, 4.0, **V21),
-    "vjepa2_1_vitb16": VJEPASpec(
-        768, 12, 12, 4.0, **V21
-    ),  # vit_base: vjepa2_1_vitb_dist_vitG_384.pt
-    "vjepa2_1_vitl16": VJEPASpec(1024, 24, 16, 4.0, **V21),  # vit_large: ..._vitl_dist_vitG_384.pt
+    # vit_base, vit_large: vjepa2_1_vitb_dist_vitG_384.pt, vjepa2_1_vitl_dist_vitG_384.pt
+    "vjepa2_1_vitb16": VJEPASpec(768, 12, 12, 4.0, **V21),
+    "vjepa2_1_vitl16": VJEPASpec(1024, 24, 16, 4.0, **V21),
     # vit_giant_xformers: vjepa2_1_vitg_384.pt
     "vjepa2_1_vitg16": VJEPASpec(1408, 40, 22, 48 / 11, **V21),
     # vit_gigantic_xformers: 26 heads of 64, MLP 64/13 (8192 hidden); vjepa2_1_vitG_384.pt
