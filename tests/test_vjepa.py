@@ -579,6 +579,8 @@ def pair21(arch, seed=0):
         # built for 16 frames at 384 px, run at 32 and 64 frames (time is not rescaled)
         ("vjepa2_1_vitt16", (1, 3, 32, 32, 48)),
         ("vjepa2_1_vitt16", (1, 3, 64, 32, 32)),
+        # the published 384 px: 24 rows onto 0, 15/23, ..., 15
+        ("vjepa2_1_vitt16", (1, 3, 2, 384, 384)),
     ],
 )
 def test_v21_encoder_tokens_equal_the_official(arch, shape):
