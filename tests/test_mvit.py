@@ -6,6 +6,7 @@ and NUM_CLASSES shrunk: all 24 blocks, every width, stride and kernel of the zoo
 eval mode, random weights (float32 values, as the zoo's files hold) and random LayerNorms.
 """
 
+import contextlib
 import functools
 import re
 from unittest import mock
@@ -41,17 +42,24 @@ def fast_trunc_normal_(t, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         return t.normal_(mean, std, generator=generator).clamp_(a, b)
 
 
+@contextlib.contextmanager
+def float64_init():
+    """Modules built in float64 (no copy of 51M weights afterwards), with fast_trunc_normal_."""
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with mock.patch("torch.nn.init.trunc_normal_", fast_trunc_normal_):
+            yield
+    finally:
+        torch.set_default_dtype(default)
+
+
 @functools.cache  # shared by the tests of this module, which only read it
 def reference():
     cfg = yaml_cfg(FRAMES, CROP, 5)
     torch.manual_seed(0)  # PySlowFast's init draws from the global generator
-    default = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)  # built in float64: no copy of 51M weights
-    try:
-        with mock.patch("torch.nn.init.trunc_normal_", fast_trunc_normal_):
-            ref = video_model_builder.MViT(cfg).eval()
-    finally:
-        torch.set_default_dtype(default)
+    with float64_init():
+        ref = video_model_builder.MViT(cfg).eval()
     g = torch.Generator().manual_seed(0)
     for name, t in ref.state_dict().items():
         # LayerNorm scales in [0.8, 1.2] and every bias random (PySlowFast inits them 1 and 0.02)
@@ -68,16 +76,14 @@ def clip():
     return torch.randn(1, 3, FRAMES, CROP, CROP, dtype=torch.float64, generator=g)
 
 
-def test_pyslowfast_pyth_gives_the_same_logits_float64_and_the_head_is_replaced(
-    tmp_path, capsys, monkeypatch
-):
+def test_pyslowfast_pyth_gives_the_same_logits_float64_and_the_head_is_replaced(tmp_path, capsys):
     """A PySlowFast .pyth (model_state, PySlowFast's names, float32) through --pretrained: every
     tensor renamed and copied, the one-line report, logits equal to PySlowFast's MViT in float64."""
     cfg, ref = reference()
     state = {k: v.float() for k, v in ref.state_dict().items()}
     path = save(tmp_path, {"model_state": state, "cfg": "..."}, "MViTv2_B.pyth")
-    monkeypatch.setattr(torch.nn.init, "trunc_normal_", fast_trunc_normal_)
-    net = zoo.build_model("mvitv2_b", 5, t_length=FRAMES, crop_size=CROP, pretrained=path)
+    with float64_init():  # the file's float32 values copied into a float64 model
+        net = zoo.build_model("mvitv2_b", 5, t_length=FRAMES, crop_size=CROP, pretrained=path)
     line = capsys.readouterr().out.strip().splitlines()[-1]
     n = len(ref.state_dict())
     assert line == f"pretrained {path} (pyslowfast, 3D): inflated 0, copied {n}, skipped 0"
@@ -85,7 +91,7 @@ def test_pyslowfast_pyth_gives_the_same_logits_float64_and_the_head_is_replaced(
     x = clip()
     with torch.no_grad():
         want = ref([x])
-        got = net.double().eval()(x)
+        got = net.eval()(x)
     assert got.shape == want.shape == (1, 5)
     assert ((got - want).norm() / want.norm()).item() < 1e-6
     # features.py's features: the classifier's input (the class token after the final norm)
