@@ -77,6 +77,8 @@ timing); BannyStone/Video_Classification_PyTorch lib/transforms.py (the naive pi
 """
 
 import argparse
+import collections
+import contextlib
 import copy
 import itertools
 import dataclasses
@@ -1448,49 +1450,101 @@ def bench_gpu(args):
 BF16_PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}
 
 
+LOADER_PATHS = (
+    # a CUDA model: the loader ships the decoded frames once, the step cuts each view's box
+    ("frames + boxes (CUDA model)", False),
+    # a CPU model: each view finished in uint8 in the loader (data.resample_box)
+    ("finished (CPU model)", True),
+)
+
+
+@contextlib.contextmanager
+def stage_clock(stages):
+    """Adds the CPU time (this process) of each wrapped function to times[name] while inside, and
+    counts decode.decode_frame calls in times["frames"]; yields times. stages: name -> (owner,
+    attribute); nested stages are not subtracted from each other."""
+    times = collections.Counter()
+    real = {name: getattr(owner, attr) for name, (owner, attr) in stages.items()}
+
+    def clocked(name, fn):
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            t0 = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                times[name] += time.process_time() - t0
+                times["frames"] += name == "decode"
+
+        return wrapper
+
+    for name, (owner, attr) in stages.items():
+        setattr(owner, attr, clocked(name, real[name]))
+    try:
+        yield times
+    finally:
+        for name, (owner, attr) in stages.items():
+            setattr(owner, attr, real[name])
+
+
 def pretrain_loader_rows(args, frames_dir):
     """The pretraining loader (recipes/*_videomae_pretrain.txt's clips: 16 frames t_stride 4, the
-    13-place multi-scale crop, tube masks) at --num_sample K: delivered views per CPU second of this
-    process (one thread: per core), and frames decoded per delivered view (decode.decode_frame
-    calls, counted)."""
+    13-place multi-scale crop, tube masks) at --num_sample K, for a CUDA model and a CPU model:
+    delivered views per CPU second of this process (one thread: per core), `data.collate` of each
+    round's items included, and frames decoded per delivered view (decode.decode_frame calls,
+    counted). The K's rounds alternate (the best counts), so load on a shared machine hits each
+    alike. Per view: ms of decoding, of the views' crops (train_view), of the masks, of collate,
+    and the rest of the item (stacking and reordering frames)."""
     train_list, _ = ensure_frames(frames_dir)
-    rows, calls, real = {}, [0], decode.decode_frame
-
-    def counted(blob):
-        calls[0] += 1
-        return real(blob)
-
-    decode.decode_frame = counted
-    try:
-        for finish, where in ((False, "coarse crop (CUDA model)"), (True, "finished (CPU model)")):
-            for K in args.num_sample:
-                spec = data.DataSpec(
-                    t_length=args.t_length,
-                    t_stride=4,
-                    crop_size=args.crop_size,
-                    new_size=256,
-                    train_crop="multiscale13",
-                    flip=False,
-                    reps=K,
-                    finish_crop=finish,
-                )
-                ds = data.VideoFrameDataset(train_list, spec, "train")
-                grid = (args.t_length // 2, args.crop_size // 16, args.crop_size // 16)
-                ds = pretrain.MaskedClips(ds, grid, 0.9)
-                calls[0], n = 0, len(ds.videos)
-                rate = rate_cpu(ds, n, args.iters, args.repeats)
-                per_view = calls[0] / (args.iters * args.repeats * K)
-                rows[f"pretrain loader, {where}, K={K}"] = {
-                    "views_s_core": rate * K,
-                    "frames_per_view": per_view,
-                }
-                print(
-                    f"{where} K={K}: {rate * K:.1f} views/s per core, {per_view:.2f} frames "
-                    "decoded per view",
-                    flush=True,
-                )
-    finally:
-        decode.decode_frame = real
+    stages = {
+        "decode": (decode, "decode_frame"),
+        "views": (data.VideoFrameDataset, "train_view"),
+        "mask": (pretrain, "draw_mask"),
+        "collate": (data, "collate"),
+    }
+    grid = (args.t_length // 2, args.crop_size // 16, args.crop_size // 16)
+    rows = {}
+    for where, finish in LOADER_PATHS:
+        sets = {}
+        for K in args.num_sample:
+            spec = data.DataSpec(
+                t_length=args.t_length,
+                t_stride=4,
+                crop_size=args.crop_size,
+                new_size=256,
+                train_crop="multiscale13",
+                flip=False,
+                reps=K,
+                finish_crop=finish,
+            )
+            ds = data.VideoFrameDataset(train_list, spec, "train")
+            sets[K] = pretrain.MaskedClips(ds, grid, 0.9)
+        best = {}
+        for r, K in itertools.product(range(args.repeats), args.num_sample):
+            ds = sets[K]
+            ds.set_epoch(r)
+            with stage_clock(stages) as times:
+                t0 = time.process_time()
+                data.collate([ds[i % len(ds.videos)] for i in range(args.iters)])
+                total = time.process_time() - t0
+            views = args.iters * K
+            if K not in best or total < best[K][0]:
+                best[K] = (total, times, views)
+        for K, (total, times, views) in best.items():
+            ms = {k: 1e3 * v / views for k, v in times.items() if k != "frames"}
+            ms["rest"] = 1e3 * total / views - sum(ms.values())
+            row = {"views_s_core": views / total, "frames_per_view": times["frames"] / views}
+            rows[f"pretrain loader, {where}, K={K}"] = {**row, "ms_per_view": ms}
+            split = ", ".join(f"{k} {v:.2f}" for k, v in ms.items())
+            print(
+                f"{where} K={K}: {row['views_s_core']:.1f} views/s per core, "
+                f"{row['frames_per_view']:.2f} frames decoded per view; ms per view: {split}",
+                flush=True,
+            )
+        if len(best) > 1:
+            K0, K1 = min(best), max(best)
+            r0, r1 = (rows[f"pretrain loader, {where}, K={k}"]["views_s_core"] for k in (K0, K1))
+            print(f"{where}: K={K1} / K={K0} = {r1 / r0:.2f}x views/s per core", flush=True)
     return rows
 
 

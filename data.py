@@ -13,7 +13,8 @@ the format by the file (LIST_FORMATS).
     # root: the list's folder
     ds = VideoFrameDataset("ucf101_train_split1_list.txt", DataSpec(), "train")
     clip, label, info = ds[0]            # uint8 (3, T, 224, 224); test mode: (V, 3, T, crop, crop)
-    x = crop_resize(normalize(clips.to("cuda")), info["box"].to("cuda"))   # a collated train batch
+    # a collated train batch; "size": multi-scale crops, whole frames shipped (`load_clip`)
+    x = crop_resize(normalize(clips.to("cuda")), info["box"], info.get("size"))
 
 prepare.py makes frame folders, lists and classes files. Frames are decoded in decode.py
 (TorchCodec, Pillow without it); with `encoded=True` the loader only reads files and gpudecode.py
