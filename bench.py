@@ -77,6 +77,8 @@ timing); BannyStone/Video_Classification_PyTorch lib/transforms.py (the naive pi
 """
 
 import argparse
+import collections
+import contextlib
 import copy
 import itertools
 import dataclasses
@@ -986,14 +988,27 @@ def bench_train(args):
 DEFAULT_VIDEOS = os.path.join("output", "bench_videos")
 
 
-def make_originals(folder, count=8, seconds=10, fps=30, size=(640, 360)):
+# --synth: the stand-in originals. web: h264 with B-frames and one keyframe every 250 frames
+# (x264's default, as in most web videos); ucf101: UCF101's geometry and codec (MPEG-4 part 2 in
+# AVI, 320x240, 25 fps, ~7 s, a keyframe every 12 frames)
+SYNTH = {
+    "web": dict(count=8, seconds=10, fps=30, size=(640, 360)),
+    "ucf101": dict(count=8, seconds=7, fps=25, size=(320, 240), codec="mpeg4"),
+}
+
+
+def make_originals(folder, count=8, seconds=10, fps=30, size=(640, 360), codec="libx264"):
     """Stand-ins for downloaded videos: a panning textured scene (camera motion) with a textured
-    patch moving on it and sensor noise, h264 with B-frames and one keyframe every 250 frames
-    (x264's default, as in most web videos), made once. Real videos differ: the ratios, not the
-    absolute numbers, carry."""
+    patch moving on it and sensor noise, made once (SYNTH). Real videos differ: the ratios, not
+    the absolute numbers, carry."""
     import av
 
     os.makedirs(folder, exist_ok=True)
+    ext, opts = (
+        (".mp4", {"crf": "23", "preset": "fast"})
+        if codec == "libx264"
+        else (".avi", {"g": "12", "qscale": "4"})
+    )
     rng = np.random.default_rng(0)
     W, H = size
     for i in range(count):
@@ -1003,8 +1018,8 @@ def make_originals(folder, count=8, seconds=10, fps=30, size=(640, 360)):
             rng.uniform(60, 200, 3) + 45 * prepare._texture(rng, H // 3, H // 3, (16, 4))[..., None]
         )
         vy, vx = rng.uniform(-0.6, 0.6), rng.uniform(-1.0, 1.0)
-        with av.open(os.path.join(folder, f"video_{i:03d}.mp4"), "w") as out:
-            s = out.add_stream("libx264", rate=fps, options={"crf": "23", "preset": "fast"})
+        with av.open(os.path.join(folder, f"video_{i:03d}{ext}"), "w") as out:
+            s = out.add_stream(codec, rate=fps, options=opts)
             s.width, s.height, s.pix_fmt = W, H, "yuv420p"
             for k in range(seconds * fps):
                 y, x = int(100 + vy * k) % 200, int(150 + vx * k) % 300
@@ -1020,14 +1035,14 @@ def make_originals(folder, count=8, seconds=10, fps=30, size=(640, 360)):
             out.mux(s.encode(None))
 
 
-def ensure_video_sets(root, short_side):
+def ensure_video_sets(root, short_side, synth="web"):
     """root/original (made once, or your videos), root/frames (extract) and root/reencoded
     (reencode), their lists (label 0), and the CPU seconds each preparation took (one process;
     root/prep.json)."""
     original = os.path.join(root, "original")
     if not os.path.isdir(original):
         print(f"making benchmark videos in {original} (once) ...", flush=True)
-        make_originals(original)
+        make_originals(original, **SYNTH[synth])
     prep_file, prep = os.path.join(root, "prep.json"), {}
     if os.path.exists(prep_file):
         with open(prep_file) as f:
@@ -1076,8 +1091,8 @@ def rate_cpu(ds, K, iters, repeats):
 
 
 def bench_video(args):
-    root = args.videos_dir or DEFAULT_VIDEOS
-    lists, prep = ensure_video_sets(root, args.new_size)
+    root = args.videos_dir or DEFAULT_VIDEOS + ("" if args.synth == "web" else f"_{args.synth}")
+    lists, prep = ensure_video_sets(root, args.new_size, args.synth)
     libs = video_decoders()
     decoders = [d for d in ("torchcodec", "pyav") if not libs[d].startswith("not available")]
     rows = {"(a) JPEG frames": ("frames", None)}
@@ -1110,6 +1125,10 @@ def bench_video(args):
                 for name, ds in sets.items():
                     one[name] = max(one[name], rate_cpu(ds, K, args.iters, 1))
             out["modes"][mode] = one
+        out["split"] = {}
+        for dec in decoders:
+            ds = data.VideoFrameDataset(lists["reencoded"], mode="train", video_decoder=dec, **clip)
+            out["split"][dec] = clip_split(ds, args.iters, args.repeats)
     finally:
         torch.set_num_threads(threads)
     out["disk"] = {
@@ -1161,6 +1180,95 @@ def startup_times(reencoded_list, lines=240_000):
     return {"list_240k_s": big, "count_s_per_video": (time.perf_counter() - t0) / len(videos)}
 
 
+class TimedContainer:
+    """A PyAV container whose demux (the packet scan), seek and decode add their CPU time to
+    `times` (and decode its frames to times["frames"])."""
+
+    def __init__(self, container, times):
+        self.c, self.times = container, times
+
+    def __getattr__(self, name):
+        return getattr(self.c, name)
+
+    def _timed(self, name, it):
+        while True:
+            t0 = time.process_time()
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            finally:
+                self.times[name] += time.process_time() - t0
+            self.times["frames"] += name == "decode"
+            yield item
+
+    def demux(self, *a, **k):
+        return self._timed("index", iter(self.c.demux(*a, **k)))
+
+    def decode(self, *a, **k):
+        return self._timed("decode", iter(self.c.decode(*a, **k)))
+
+    def seek(self, *a, **k):
+        t0 = time.process_time()
+        self.c.seek(*a, **k)
+        self.times["seek"] += time.process_time() - t0
+
+
+def clip_split(ds, iters, repeats):
+    """Where a video clip's CPU time goes, ms per clip (best round), through the Dataset: with
+    PyAV open, index (the packet scan), seek, decode (and frames decoded per clip), colour
+    conversion (the swscale reformat to RGB), rest (copies, crop, Python); with TorchCodec open
+    (its exact-mode scan included) and get_frames_at (seek, decode and conversion in one call)."""
+    import av
+
+    best, pyav = None, ds.video_decoder == "pyav"
+    real_open, real_vd = decode._av_open, decode.VideoDecoder
+    Reformatter = av.video.reformatter.VideoReformatter
+    for r in range(repeats):
+        times = collections.Counter()
+
+        def timed(name, fn):
+            def wrapper(*a, **k):
+                t0 = time.process_time()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    times[name] += time.process_time() - t0
+
+            return wrapper
+
+        class TimedReformatter:  # PyAV's (not subclassable)
+            def __init__(self):
+                self.reformat = timed("colour conversion", Reformatter().reformat)
+
+        class TimedDecoder:  # TorchCodec's VideoDecoder
+            def __init__(self, *a, **k):
+                self.vd = timed("open", real_vd)(*a, **k)
+                self.metadata = self.vd.metadata
+                self.get_frames_at = timed("get_frames_at", self.vd.get_frames_at)
+
+        decode._av_open = lambda source: TimedContainer(timed("open", real_open)(source), times)
+        decode.VideoDecoder = TimedDecoder
+        av.video.reformatter.VideoReformatter = TimedReformatter
+        try:
+            ds.set_epoch(r)
+            t0 = time.process_time()
+            for i in range(iters):
+                ds[i % len(ds)]
+            total = time.process_time() - t0
+        finally:
+            decode._av_open, decode.VideoDecoder = real_open, real_vd
+            av.video.reformatter.VideoReformatter = Reformatter
+        if best is None or total < best[0]:
+            best = (total, times)
+    total, times = best
+    ms = {k: 1e3 * v / iters for k, v in times.items() if k != "frames"}
+    ms["rest"] = 1e3 * total / iters - sum(ms.values())
+    if pyav:
+        ms["frames decoded"] = times["frames"] / iters
+    return ms
+
+
 def print_video(out, rows):
     disk, K = out["disk"], out["videos"]
     print(
@@ -1186,6 +1294,9 @@ def print_video(out, rows):
     )
     for name, what in out["decoders"].items():
         print(f"{name}: {what}")
+    for name, ms in out.get("split", {}).items():
+        split = ", ".join(f"{k} {v:.2f}" for k, v in ms.items())
+        print(f"a re-encoded train clip, {name}, CPU ms per clip: {split}")
     s = out["startup"]
     print(
         f"start-up: a 240k-line three-column list reads in {s['list_240k_s']:.2f} s (no file "
@@ -1457,49 +1568,101 @@ def bench_gpu(args):
 BF16_PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}
 
 
+LOADER_PATHS = (
+    # a CUDA model: the loader ships the decoded frames once, the step cuts each view's box
+    ("frames + boxes (CUDA model)", False),
+    # a CPU model: each view finished in uint8 in the loader (data.resample_box)
+    ("finished (CPU model)", True),
+)
+
+
+@contextlib.contextmanager
+def stage_clock(stages):
+    """Adds the CPU time (this process) of each wrapped function to times[name] while inside, and
+    counts decode.decode_frame calls in times["frames"]; yields times. stages: name -> (owner,
+    attribute); nested stages are not subtracted from each other."""
+    times = collections.Counter()
+    real = {name: getattr(owner, attr) for name, (owner, attr) in stages.items()}
+
+    def clocked(name, fn):
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            t0 = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                times[name] += time.process_time() - t0
+                times["frames"] += name == "decode"
+
+        return wrapper
+
+    for name, (owner, attr) in stages.items():
+        setattr(owner, attr, clocked(name, real[name]))
+    try:
+        yield times
+    finally:
+        for name, (owner, attr) in stages.items():
+            setattr(owner, attr, real[name])
+
+
 def pretrain_loader_rows(args, frames_dir):
     """The pretraining loader (recipes/*_videomae_pretrain.txt's clips: 16 frames t_stride 4, the
-    13-place multi-scale crop, tube masks) at --num_sample K: delivered views per CPU second of this
-    process (one thread: per core), and frames decoded per delivered view (decode.decode_frame
-    calls, counted)."""
+    13-place multi-scale crop, tube masks) at --num_sample K, for a CUDA model and a CPU model:
+    delivered views per CPU second of this process (one thread: per core), `data.collate` of each
+    round's items included, and frames decoded per delivered view (decode.decode_frame calls,
+    counted). The K's rounds alternate (the best counts), so load on a shared machine hits each
+    alike. Per view: ms of decoding, of the views' crops (train_view), of the masks, of collate,
+    and the rest of the item (stacking and reordering frames)."""
     train_list, _ = ensure_frames(frames_dir)
-    rows, calls, real = {}, [0], decode.decode_frame
-
-    def counted(blob):
-        calls[0] += 1
-        return real(blob)
-
-    decode.decode_frame = counted
-    try:
-        for finish, where in ((False, "coarse crop (CUDA model)"), (True, "finished (CPU model)")):
-            for K in args.num_sample:
-                spec = data.DataSpec(
-                    t_length=args.t_length,
-                    t_stride=4,
-                    crop_size=args.crop_size,
-                    new_size=256,
-                    train_crop="multiscale13",
-                    flip=False,
-                    reps=K,
-                    finish_crop=finish,
-                )
-                ds = data.VideoFrameDataset(train_list, spec, "train")
-                grid = (args.t_length // 2, args.crop_size // 16, args.crop_size // 16)
-                ds = pretrain.MaskedClips(ds, grid, 0.9)
-                calls[0], n = 0, len(ds.videos)
-                rate = rate_cpu(ds, n, args.iters, args.repeats)
-                per_view = calls[0] / (args.iters * args.repeats * K)
-                rows[f"pretrain loader, {where}, K={K}"] = {
-                    "views_s_core": rate * K,
-                    "frames_per_view": per_view,
-                }
-                print(
-                    f"{where} K={K}: {rate * K:.1f} views/s per core, {per_view:.2f} frames "
-                    "decoded per view",
-                    flush=True,
-                )
-    finally:
-        decode.decode_frame = real
+    stages = {
+        "decode": (decode, "decode_frame"),
+        "views": (data.VideoFrameDataset, "train_view"),
+        "mask": (pretrain, "draw_mask"),
+        "collate": (data, "collate"),
+    }
+    grid = (args.t_length // 2, args.crop_size // 16, args.crop_size // 16)
+    rows = {}
+    for where, finish in LOADER_PATHS:
+        sets = {}
+        for K in args.num_sample:
+            spec = data.DataSpec(
+                t_length=args.t_length,
+                t_stride=4,
+                crop_size=args.crop_size,
+                new_size=256,
+                train_crop="multiscale13",
+                flip=False,
+                reps=K,
+                finish_crop=finish,
+            )
+            ds = data.VideoFrameDataset(train_list, spec, "train")
+            sets[K] = pretrain.MaskedClips(ds, grid, 0.9)
+        best = {}
+        for r, K in itertools.product(range(args.repeats), args.num_sample):
+            ds = sets[K]
+            ds.set_epoch(r)
+            with stage_clock(stages) as times:
+                t0 = time.process_time()
+                data.collate([ds[i % len(ds.videos)] for i in range(args.iters)])
+                total = time.process_time() - t0
+            views = args.iters * K
+            if K not in best or total < best[K][0]:
+                best[K] = (total, times, views)
+        for K, (total, times, views) in best.items():
+            ms = {k: 1e3 * v / views for k, v in times.items() if k != "frames"}
+            ms["rest"] = 1e3 * total / views - sum(ms.values())
+            row = {"views_s_core": views / total, "frames_per_view": times["frames"] / views}
+            rows[f"pretrain loader, {where}, K={K}"] = {**row, "ms_per_view": ms}
+            split = ", ".join(f"{k} {v:.2f}" for k, v in ms.items())
+            print(
+                f"{where} K={K}: {row['views_s_core']:.1f} views/s per core, "
+                f"{row['frames_per_view']:.2f} frames decoded per view; ms per view: {split}",
+                flush=True,
+            )
+        if len(best) > 1:
+            K0, K1 = min(best), max(best)
+            r0, r1 = (rows[f"pretrain loader, {where}, K={k}"]["views_s_core"] for k in (K0, K1))
+            print(f"{where}: K={K1} / K={K0} = {r1 / r0:.2f}x views/s per core", flush=True)
     return rows
 
 
@@ -1672,6 +1835,13 @@ def add_video_features_gpu(sub):
         default=None,
         help=f"folder with original/ (your videos; default: "
         f"synthetic ones made in {DEFAULT_VIDEOS}); frames/, reencoded/ are made beside it",
+    )
+    v.add_argument(
+        "--synth",
+        default="web",
+        choices=sorted(SYNTH),
+        help="without --videos_dir: the synthetic originals (web: 640x360 h264, a keyframe every "
+        "250 frames; ucf101: 320x240 MPEG-4 AVI, a keyframe every 12)",
     )
     v.add_argument("--iters", default=24, type=int, help="timed clips per row and round")
     v.add_argument(
