@@ -620,6 +620,7 @@ COMPARE = {
     "SlowFast-R50 32x224": dict(ONE_CLIP, arch="slowfast_r50_8x8", t_length=32),
     "X3D-XS 4x160": dict(ONE_CLIP, arch="x3d_xs", t_length=4, crop_size=160),
     "X3D-M 16x224": dict(ONE_CLIP, arch="x3d_m", t_length=16),
+    "MViTv2-B 32x224": dict(ONE_CLIP, arch="mvitv2_b", t_length=32),
 }
 PUBLISHED = {  # what the zoos publish for the same view
     "X3D-XS 4x160": "3.8M, 0.60 GMACs (PySlowFast MODEL_ZOO.md)",
@@ -627,6 +628,8 @@ PUBLISHED = {  # what the zoos publish for the same view
     # SlowFast paper, Table 2: 65.7 GFLOPs (MACs) per 32x256x256 test view; bench.count gives 65.71
     # there
     "SlowFast-R50 32x224": "65.7 GMACs at the 256-px test view (SlowFast paper, Table 2)",
+    # PySlowFast projects/mvitv2/README.md: "225 x 1 x 5" GFLOPs (fvcore's count: MACs), 51.2M
+    "MViTv2-B 32x224": "51.2M, 225 GMACs (PySlowFast projects/mvitv2/README.md)",
 }
 
 
@@ -661,9 +664,9 @@ def compare_archs(args):
 
 
 def pyslowfast_modules(num_classes):
-    """PySlowFast's own SlowFast R50 8x8 and X3D-XS / X3D-M modules (tests/reference/pyslowfast, its
-    yaml configs; needs fvcore, yacs and pytorchvideo, else {}): {name: (arch, T, crop, module)}.
-    Bench-only imports: the trainer never imports them."""
+    """PySlowFast's own SlowFast R50 8x8, X3D-XS / X3D-M and MViTv2-B modules
+    (tests/reference/pyslowfast, its yaml configs; needs fvcore, yacs and pytorchvideo, else {}):
+    {name: (arch, T, crop, module)}. Bench-only imports: the trainer never imports them."""
     here = os.path.dirname(os.path.abspath(__file__))
     ref = os.path.join(here, "tests", "reference", "pyslowfast")
     sys.modules.setdefault("detectron2", type(sys)("detectron2"))  # only the detection head uses it
@@ -681,6 +684,7 @@ def pyslowfast_modules(num_classes):
         "SlowFast-R50 32x224": ("slowfast_r50_8x8", "SLOWFAST_8x8_R50.yaml", vmb.SlowFast),
         "X3D-XS 4x160": ("x3d_xs", "X3D_XS.yaml", vmb.X3D),
         "X3D-M 16x224": ("x3d_m", "X3D_M.yaml", vmb.X3D),
+        "MViTv2-B 32x224": ("mvitv2_b", "MVITv2_B_32x3.yaml", vmb.MViT),
     }.items():
         cfg = get_cfg()
         cfg.merge_from_file(os.path.join(ref, "configs", "Kinetics", yaml))
@@ -691,12 +695,12 @@ def pyslowfast_modules(num_classes):
 
 def compare_pyslowfast_modules(args):
     """CPU s/step (batch 1, fp32, forward + backward + SGD, this process's threads) of
-    slowfast_net's SlowFast / X3D beside PySlowFast's own module of the same network and clip,
-    alternating."""
+    slowfast_net's SlowFast / X3D and mvit_net's MViTv2-B beside PySlowFast's own module of the same
+    network and clip, alternating."""
     torch.manual_seed(args.seed)
     out = {}
     for name, (arch, T, crop, ref) in pyslowfast_modules(args.num_classes).items():
-        ours = models.build_model(arch, args.num_classes)
+        ours = models.build_model(arch, args.num_classes, t_length=T, crop_size=crop)
         x, y = torch.randn(1, 3, T, crop, crop), torch.randint(0, args.num_classes, (1,))
         # PySlowFast's input: the pathways its loader packs (datasets/utils.py pack_pathway_output).
         packed = ours.pathways(x) if hasattr(ours, "pathways") else [x]

@@ -921,6 +921,8 @@ def check_mode(args):
         fail(vjepa.geometry_error(args.arch, args.t_length, args.crop_size))
     if models.slowfast_net.frames_error(args.arch, args.t_length):  # SlowFast's alpha
         fail(models.slowfast_net.frames_error(args.arch, args.t_length))
+    if models.mvit_net.geometry_error(args.arch, args.t_length, args.crop_size):
+        fail(models.mvit_net.geometry_error(args.arch, args.t_length, args.crop_size))
     # 2/shift of the channels move; 64: the fewest a block has
     if args.shift == 1 or args.shift > 64:
         fail(
