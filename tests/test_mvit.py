@@ -262,6 +262,8 @@ def test_recipes_are_the_yaml():
         cfg.TEST.NUM_SPATIAL_CROPS,
     )
     assert f"--new_size {d.TEST_CROP_SIZE} --crop_size {d.TEST_CROP_SIZE}" in text
+    offset = {True: "pyslowfast-offset", False: "pyslowfast"}[d.USE_OFFSET_SAMPLING]
+    assert re.search(r"--test_sampling (\S+)", text)[1] == offset
     ucf = train.parse_args(["ucf101", "t.txt", "v.txt", "@recipes/ucf101_mvitv2_b.txt"])
     assert (ucf.arch, ucf.pretrained, ucf.t_length, ucf.t_stride, ucf.crop_size) == (
         "mvitv2_b",
