@@ -2,8 +2,11 @@
 
 The reference is the vendored PySlowFast (tests/reference/pyslowfast, Apache-2.0, see its README)
 built from get_cfg() + configs/Kinetics/MVITv2_B_32x3.yaml with only the clip (NUM_FRAMES, the crop)
-and NUM_CLASSES shrunk: all 24 blocks, every width, stride and kernel of the zoo's network. Float64,
-eval mode, random weights (float32 values, as the zoo's files hold) and random LayerNorms.
+and NUM_CLASSES shrunk. The logits are compared on that network made narrower (MVIT.EMBED_DIM 16,
+and mvit_net's spec given the same width): all 24 blocks, their stage boundaries, heads, strides and
+kernels are the zoo's, the widths a sixth (51M weights in float64 take half a minute to build and
+run). Float64, eval mode, random weights (float32 values, as the zoo's files hold) and random
+LayerNorms. The block derivation is also checked at the yaml's own width.
 """
 
 import contextlib
@@ -23,20 +26,29 @@ from test_slowfast import REF, get_cfg, refusal, save, video_model_builder, zero
 
 YAML = "MVITv2_B_32x3.yaml"
 FRAMES, CROP = 4, 64  # 2 x 16 x 16 tokens; K / V pooled to 2 x 2 x 2 in the first stage
+# MVIT.EMBED_DIM of the parity tests (the yaml's 96): widths 16 to 128, heads 1 to 8 as the yaml's
+WIDTH = 16
+NARROW = mvit_net.MVITS["mvitv2_b"]._replace(embed_dim=WIDTH)
 
 
-def yaml_cfg(frames, crop, classes):
+def narrow():
+    """mvitv2_b built at WIDTH through the usual paths (zoo.build_model, load_pretrained)."""
+    return mock.patch.dict(mvit_net.MVITS, {"mvitv2_b": NARROW})
+
+
+def yaml_cfg(frames, crop, classes, embed_dim=None):
     """PySlowFast's config: its defaults, the zoo's yaml, then the test's clip and classes (its MViT
-    asserts TEST_CROP_SIZE == TRAIN_CROP_SIZE)."""
+    asserts TEST_CROP_SIZE == TRAIN_CROP_SIZE) and, given, another MVIT.EMBED_DIM."""
     cfg = get_cfg()
     cfg.merge_from_file(str(REF / "configs" / "Kinetics" / YAML))
     cfg.NUM_GPUS, cfg.MODEL.NUM_CLASSES = 0, classes
     cfg.DATA.NUM_FRAMES, cfg.DATA.TRAIN_CROP_SIZE, cfg.DATA.TEST_CROP_SIZE = frames, crop, crop
+    cfg.MVIT.EMBED_DIM = embed_dim or cfg.MVIT.EMBED_DIM
     return cfg
 
 
 def fast_trunc_normal_(t, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """torch's trunc_normal_ (inverse-CDF sampling) takes seconds for 51M weights on a CPU; with
+    """torch's trunc_normal_ (inverse-CDF sampling) takes seconds for millions of weights; with
     std 0.02 and the cut at +-2 (absolute) a clamped normal is the same distribution."""
     with torch.no_grad():
         return t.normal_(mean, std, generator=generator).clamp_(a, b)
@@ -44,7 +56,7 @@ def fast_trunc_normal_(t, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 @contextlib.contextmanager
 def float64_init():
-    """Modules built in float64 (no copy of 51M weights afterwards), with fast_trunc_normal_."""
+    """Modules built in float64 (no copy of the weights afterwards), with fast_trunc_normal_."""
     default = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
@@ -55,8 +67,17 @@ def float64_init():
 
 
 @functools.cache  # shared by the tests of this module, which only read it
-def reference():
+def yaml_reference():
+    """PySlowFast's MViT at the yaml's width, float32 (its shapes and blocks are read, not run)."""
     cfg = yaml_cfg(FRAMES, CROP, 5)
+    with mock.patch("torch.nn.init.trunc_normal_", fast_trunc_normal_):
+        return cfg, video_model_builder.MViT(cfg).eval()
+
+
+@functools.cache  # shared by the tests of this module, which only read it
+def reference():
+    """PySlowFast's MViT at WIDTH, float64, random weights and norms: the logits' reference."""
+    cfg = yaml_cfg(FRAMES, CROP, 5, embed_dim=WIDTH)
     torch.manual_seed(0)  # PySlowFast's init draws from the global generator
     with float64_init():
         ref = video_model_builder.MViT(cfg).eval()
@@ -82,7 +103,8 @@ def test_pyslowfast_pyth_gives_the_same_logits_float64_and_the_head_is_replaced(
     cfg, ref = reference()
     state = {k: v.float() for k, v in ref.state_dict().items()}
     path = save(tmp_path, {"model_state": state, "cfg": "..."}, "MViTv2_B.pyth")
-    with float64_init():  # the file's float32 values copied into a float64 model
+    # the file's float32 values copied into a float64 model
+    with float64_init(), narrow():
         net = zoo.build_model("mvitv2_b", 5, t_length=FRAMES, crop_size=CROP, pretrained=path)
     line = capsys.readouterr().out.strip().splitlines()[-1]
     n = len(ref.state_dict())
@@ -96,7 +118,7 @@ def test_pyslowfast_pyth_gives_the_same_logits_float64_and_the_head_is_replaced(
     assert ((got - want).norm() / want.norm()).item() < 1e-6
     # features.py's features: the classifier's input (the class token after the final norm)
     feats, logits = features.Extractor(net)(x)
-    assert feats.shape == (1, 768) and torch.equal(logits, got)
+    assert feats.shape == (1, WIDTH * 8) and torch.equal(logits, got)
     assert torch.allclose(net.head[1](feats), got, rtol=0, atol=1e-12)
     for ours, theirs in (
         ("blocks.23.attn.rel_pos_t", "blocks.23.attn.rel_pos_t"),
@@ -105,9 +127,9 @@ def test_pyslowfast_pyth_gives_the_same_logits_float64_and_the_head_is_replaced(
     ):
         assert torch.equal(net.state_dict()[ours].flatten(), ref.state_dict()[theirs].flatten())
     # Fine-tuning: another num_classes re-initialises the classifier only, and says so.
-    with torch.device("meta"):
+    with torch.device("meta"), narrow():
         net = models.build_model("mvitv2_b", 7, t_length=FRAMES, crop_size=CROP)
-    zoo.load_pretrained(net, path)
+        zoo.load_pretrained(net, path)
     line = capsys.readouterr().out.strip().splitlines()[-1]
     assert f"copied {n - 2}, skipped 2 (head.1.weight, head.1.bias: shape mismatch" in line
     assert "classifier re-initialised" in line
@@ -115,8 +137,9 @@ def test_pyslowfast_pyth_gives_the_same_logits_float64_and_the_head_is_replaced(
 
 def test_the_blocks_are_those_pyslowfast_derives_from_the_yaml():
     """mvit_net's spec against the yaml's values, and block_settings against what PySlowFast's
-    MViT.__init__ built from them (heads, widths, Q and K / V strides and kernels per block)."""
-    cfg, ref = reference()
+    MViT.__init__ built from them (heads, widths, Q and K / V strides and kernels per block), at the
+    yaml's width and at the parity tests' WIDTH."""
+    cfg, ref = yaml_reference()
     m, spec = cfg.MVIT, mvit_net.MVITS["mvitv2_b"]
     assert (spec.depth, spec.embed_dim, spec.num_heads) == (m.DEPTH, m.EMBED_DIM, m.NUM_HEADS)
     assert [[i, 2.0] for i in spec.stage_starts] == m.DIM_MUL == m.HEAD_MUL
@@ -142,21 +165,22 @@ def test_the_blocks_are_those_pyslowfast_derives_from_the_yaml():
         "conv",
         False,
     )
-    for i, (b, blk) in enumerate(zip(mvit_net.block_settings(spec), ref.blocks, strict=True)):
-        a = blk.attn
-        assert (b.num_heads, b.input_channels, b.output_channels) == (
-            a.num_heads,
-            blk.dim,
-            blk.dim_out,
-        ), i
-        assert list(b.stride_q) == list(a.pool_q.stride) and list(b.kernel_q) == list(
-            a.pool_q.kernel_size
-        ), i
-        assert list(b.stride_kv) == list(a.pool_k.stride) and list(b.kernel_kv) == list(
-            a.pool_k.kernel_size
-        ), i
+    for net, ours in ((ref, spec), (reference()[1], NARROW)):
+        for i, (b, blk) in enumerate(zip(mvit_net.block_settings(ours), net.blocks, strict=True)):
+            a = blk.attn
+            assert (b.num_heads, b.input_channels, b.output_channels) == (
+                a.num_heads,
+                blk.dim,
+                blk.dim_out,
+            ), i
+            assert list(b.stride_q) == list(a.pool_q.stride), i
+            assert list(b.kernel_q) == list(a.pool_q.kernel_size), i
+            assert list(b.stride_kv) == list(a.pool_k.stride), i
+            assert list(b.kernel_kv) == list(a.pool_k.kernel_size), i
     widths = [b.output_channels for b in mvit_net.block_settings(spec)]
     assert (widths[1], widths[2], widths[5], widths[21], widths[-1]) == (96, 192, 384, 768, 768)
+    heads = [b.num_heads for b in mvit_net.block_settings(NARROW)]
+    assert heads == [b.num_heads for b in mvit_net.block_settings(spec)]
 
 
 def test_sizes_are_the_published_ones():
@@ -169,7 +193,7 @@ def test_sizes_are_the_published_ones():
 
 
 def test_wrong_files_clips_and_modes_are_refused_in_one_line(tmp_path, capsys):
-    _, ref = reference()
+    _, ref = yaml_reference()
     mvit = {
         "model_state": {k: torch.zeros(()).expand(v.shape) for k, v in ref.state_dict().items()}
     }
