@@ -12,16 +12,19 @@ LayerNorms. The block derivation is also checked at the yaml's own width.
 import contextlib
 import functools
 import re
+from concurrent.futures import ThreadPoolExecutor
 from unittest import mock
 
+import numpy as np
 import pytest
 import torch
 
 import features
 import model as models
 import mvit_net
+import slowfast_net
 import zoo
-from conftest import REPO, one_line_error, run_main
+from conftest import REPO, one_line_error, run_cli, run_main
 from test_slowfast import REF, get_cfg, refusal, save, video_model_builder, zeros_of
 
 YAML = "MVITv2_B_32x3.yaml"
@@ -297,3 +300,42 @@ def test_recipes_are_the_yaml():
         d.TRAIN_CROP_SIZE,
     )
     assert zoo.KINETICS400_URLS["mvitv2_b"].endswith("/MViTv2_B_32x3_k400_f304025456.pyth")
+
+
+def test_wrong_files_of_the_family_are_refused_before_the_lists_are_read(tmp_path, capsys):
+    """train.main's check_weights: a wrong --pretrained file of the PySlowFast family is refused in
+    one line (exit 2, no traceback) before the train list -- which does not exist here -- is read.
+    `python train.py` in subprocesses with a timeout (side by side) for a SlowFast file given to
+    X3D, an X3D of another width and an MViT given to SlowFast; in this process the reverse family
+    and a Caffe2 .pkl of another arch, and the right file, which gets as far as the list."""
+    narrow = slowfast_net.X3DNet(slowfast_net.X3DSpec(2.2, width_factor=1.0), 5)
+    i3d = {"blobs": {"conv1_w": np.zeros((64, 3, 5, 7, 7)), "pred_w": np.zeros((5, 2048))}}
+    files = {
+        "slowfast": save(tmp_path, {"model_state": zeros_of("slowfast_tiny")}, "sf.pyth"),
+        "x3d": save(tmp_path, {"model_state": zeros_of("x3d_xs")}, "x3d.pyth"),
+        "narrow": save(tmp_path, {"model_state": zeros_of("x3d_xs", narrow)}, "x3d_w1.pyth"),
+        "mvit": save(tmp_path, {"model_state": zeros_of("mvit", yaml_reference()[1])}, "m.pyth"),
+        "caffe2": save(tmp_path, i3d, "i3d.pkl"),
+    }
+    base = ["ucf101", str(tmp_path / "no_train.txt"), str(tmp_path / "no_val.txt")]
+    base += ["--t_length", "8", "--crop_size", "32", "--output_root", str(tmp_path / "o")]
+    cases = [
+        ("x3d_xs", "slowfast", "a SlowFast checkpoint (pyslowfast layout), not x3d_xs's network"),
+        ("x3d_xs", "narrow", "stem width 12; x3d_xs has"),
+        ("slowfast_tiny", "mvit", "an MViTv2 of 24 blocks, width 96 to 768"),
+    ]
+    argv = [[*base, "--arch", arch, "--pretrained", files[f]] for arch, f, _ in cases]
+    with ThreadPoolExecutor(len(argv)) as pool:
+        results = list(pool.map(lambda a: run_cli(a, timeout=120), argv))
+    for (arch, f, needle), r in zip(cases, results, strict=True):
+        assert r.returncode == 2, (arch, f, r.stderr)
+        assert "no_train.txt" not in one_line_error(r.stderr, needle)
+    for arch, f, needle in (
+        ("slowfast_tiny", "x3d", "an X3D checkpoint (pyslowfast layout)"),
+        ("slowfast_tiny", "caffe2", "not a SlowFast / X3D checkpoint (pyslowfast-caffe2"),
+        ("x3d_xs", "x3d", "no_train.txt"),  # the right file: the list's error
+    ):
+        with pytest.raises(SystemExit) as e:
+            run_main([*base, "--arch", arch, "--pretrained", files[f]])
+        err = one_line_error(capsys, needle, exc=e)
+        assert ("no_train.txt" in err) == (needle == "no_train.txt"), err
