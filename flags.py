@@ -210,6 +210,13 @@ def add_model_args(p):
         help="TSM: shift 1/N of channels each way, 0: off "
         f"({', '.join(models.archs_with('shift'))})",
     )
+    p.add_argument(
+        "--slowfast-variant",
+        dest="slowfast_variant",
+        choices=list(models.slowfast_net.VARIANTS),
+        help="SlowFast archs: whose network (mmaction2: laterals without BN / ReLU, every alpha-th "
+        "frame); default PySlowFast's, or the --pretrained file's",
+    )
 
 
 def add_clip_args(p):
