@@ -214,8 +214,9 @@ def add_model_args(p):
         "--slowfast-variant",
         dest="slowfast_variant",
         choices=list(models.slowfast_net.VARIANTS),
-        help="SlowFast archs: whose network (mmaction2: laterals without BN / ReLU, every alpha-th "
-        "frame); default PySlowFast's, or the --pretrained file's",
+        help="SlowFast archs: whose network (mmaction2*: every alpha-th frame to the slow "
+        "pathway; mmaction2: no BN / ReLU in the laterals); default PySlowFast's, or the "
+        "--pretrained file's",
     )
 
 

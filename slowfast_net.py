@@ -84,7 +84,13 @@ SLOWFAST = {
 # is the clip). Its configs match the archs' PySlowFast values (R50 4x16: speed_ratio 8,
 # fusion_kernel 5; R50 8x8: 4, 7) except slowfast_r101_8xb8-8x8x1, which inherits fusion_kernel 7
 # from the R50 8x8 config where PySlowFast's R101 8x8 has 5.
-VARIANTS = {"pyslowfast": {}, "mmaction2": dict(lateral_norm=False, slow_frames="stride")}
+# One published file, slowfast_r50_8xb8-8x8x1-steplr, sets lateral_norm True: BN and ReLU after the
+# lateral conv as PySlowFast's, with mmaction2's frames.
+VARIANTS = {
+    "pyslowfast": {},
+    "mmaction2": dict(lateral_norm=False, slow_frames="stride"),
+    "mmaction2_lateral_norm": dict(slow_frames="stride"),
+}
 MMACTION2_ARCHS = {"slowfast_r101_8x8": dict(fusion_kernel=7)}
 # configs/Kinetics/X3D_XS.yaml, X3D_S.yaml, X3D_M.yaml (WIDTH_FACTOR 2.0, DEPTH_FACTOR 2.2,
 # BOTTLENECK_FACTOR 2.25) and X3D_L.yaml (DEPTH_FACTOR 5.0); they differ in frames and crop.
@@ -92,12 +98,13 @@ X3D = {"x3d_xs": X3DSpec(2.2), "x3d_s": X3DSpec(2.2), "x3d_m": X3DSpec(2.2), "x3
 
 
 def variant(arch, name=None):
-    """The SlowFastSpec of `arch` as `name` ("pyslowfast", None, or "mmaction2") builds it."""
+    """The SlowFastSpec of `arch` as `name` (a key of VARIANTS; None: "pyslowfast") builds it."""
     name = name or "pyslowfast"
     if name not in VARIANTS:
         raise ValueError(f"--slowfast-variant {name}: choose one of {', '.join(VARIANTS)}")
     spec = SLOWFAST[arch]._replace(**VARIANTS[name])
-    return spec._replace(**MMACTION2_ARCHS.get(arch, {})) if name == "mmaction2" else spec
+    mmaction2 = name.startswith("mmaction2")
+    return spec._replace(**MMACTION2_ARCHS.get(arch, {})) if mmaction2 else spec
 
 
 def slow_indices(T, alpha):

@@ -18,7 +18,7 @@ Layouts followed (each rule table cites its files)
   (ResNet3dSlowFast: slow_path / fast_path ResNet3dPathways, the laterals conv1_lateral and
   layer1..3_lateral on the slow one), resnet3d.py (conv1, layerN.i.conv1..3, downsample as
   ConvModules .conv / .bn), heads/slowfast_head.py (fc_cls over cat(fast, slow)). Its network is
-  slowfast_net's mmaction2 variant, which file_variant picks for its files.
+  one of slowfast_net's mmaction2 variants, which file_variant picks for its files.
 """
 
 import re
@@ -169,7 +169,8 @@ MMACTION2_X3D_RULES = (
 _PATHWAY = {"slow": 0, "fast": 1}
 _MM_PATH = r"backbone\.(slow|fast)_path\."
 # resnet3d_slowfast.py: slow_path.conv1_lateral follows the stems (s1_fuse), layerN_lateral follows
-# res(N+1) (s(N+1)_fuse); the laterals are ConvModules without norm (a .conv only).
+# res(N+1) (s(N+1)_fuse); the laterals are ConvModules, without norm (a .conv only) but where
+# lateral_norm is set.
 MMACTION2_SLOWFAST_RULES = (
     (_MM_PATH + r"conv1\.conv\.(\w+)", lambda m: f"s1.pathway{_PATHWAY[m[1]]}_stem.conv.{m[2]}"),
     (_MM_PATH + r"conv1\.bn\.(\w+)", lambda m: f"s1.pathway{_PATHWAY[m[1]]}_stem.bn.{m[2]}"),
@@ -177,6 +178,12 @@ MMACTION2_SLOWFAST_RULES = (
     (
         r"backbone\.slow_path\.layer(\d)_lateral\.conv\.(\w+)",
         lambda m: f"s{int(m[1]) + 1}_fuse.conv_f2s.{m[2]}",
+    ),
+    # lateral_norm True (the 8x8x1-steplr config): a BN after each lateral conv
+    (r"backbone\.slow_path\.conv1_lateral\.bn\.(\w+)", lambda m: f"s1_fuse.bn.{m[1]}"),
+    (
+        r"backbone\.slow_path\.layer(\d)_lateral\.bn\.(\w+)",
+        lambda m: f"s{int(m[1]) + 1}_fuse.bn.{m[2]}",
     ),
     (
         _MM_PATH + r"layer(\d)\.(\d+)\.(conv[123])\.conv\.(\w+)",
@@ -260,31 +267,26 @@ def rules(arch, zoo_name, names, src):
 
 def file_variant(spec, state, zoo_name, src):
     """The SlowFast variant (slowfast_net.VARIANTS) whose network a file of `zoo_name` layout holds:
-    mmaction2's for its files and for ours without the laterals' BN (a run of that variant),
-    PySlowFast's otherwise; the ModelSpec's own where the file is no SlowFast (refused when loaded).
-    ValueError (one line): a --slowfast-variant that is not the file's, or an mmaction2 SlowFast
-    with normed (lateral_norm) or transposed (lateral_inv) laterals, which no config publishes."""
+    mmaction2's for its files (with lateral_norm where its laterals have BN), for ours without the
+    laterals' BN mmaction2's, PySlowFast's otherwise (or mmaction2_lateral_norm if the flag says so:
+    the frames are not in the weights); the ModelSpec's own where the file is no SlowFast (refused
+    when loaded). ValueError (one line): a --slowfast-variant that is not the file's."""
     if family(state) != "slowfast":
         return spec.slowfast_variant
     if zoo_name == "mmaction2":
-        if any(re.match(r"backbone\.slow_path\.\w+_lateral\.bn\.", k) for k in state):
-            raise ValueError(
-                f"--pretrained {src}: an mmaction2 SlowFast with BN in its laterals (lateral_norm "
-                "or lateral_inv True); its configs and files have conv-only laterals, the "
-                "network built here"
-            )
-        have = "mmaction2"
+        normed = any(re.match(r"backbone\.slow_path\.\w+_lateral\.bn\.", k) for k in state)
+        fits = ["mmaction2_lateral_norm"] if normed else ["mmaction2"]
     elif "s1_fuse.conv_f2s.weight" in state and "s1_fuse.bn.weight" not in state:
-        have = "mmaction2"  # PySlowFast's names: ours, trained as mmaction2's network
+        fits = ["mmaction2"]  # PySlowFast's names: ours, trained as mmaction2's network
     else:
-        have = "pyslowfast"
-    if spec.slowfast_variant not in (None, have):
-        raise ValueError(
-            f"--pretrained {src}: {have}'s SlowFast network ({zoo_name} layout), not "
-            f"--slowfast-variant {spec.slowfast_variant}'s: leave the flag out (the file's network "
-            f"is built) or give --slowfast-variant {have}"
-        )
-    return have
+        fits = ["pyslowfast", "mmaction2_lateral_norm"]
+    if spec.slowfast_variant in (None, *fits):
+        return spec.slowfast_variant or fits[0]
+    raise ValueError(
+        f"--pretrained {src}: {fits[0]}'s SlowFast network ({zoo_name} layout), not "
+        f"--slowfast-variant {spec.slowfast_variant}'s: leave the flag out (the file's network "
+        f"is built) or give --slowfast-variant {' / '.join(fits)}"
+    )
 
 
 def signature(state):

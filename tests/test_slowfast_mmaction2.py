@@ -145,13 +145,13 @@ class Recognizer(nn.Module):
         return self.cls_head(self.backbone(x))
 
 
-def mm_slowfast(tau, depth=50, fast_depth=50, fusion_kernel=5, classes=5):
+def mm_slowfast(tau, depth=50, fast_depth=50, fusion_kernel=5, lateral_norm=False, classes=5):
     """configs/_base_/models/slowfast_r50.py with the overrides of the recognition configs:
-    resample_rate = speed_ratio = tau (alpha), the slow / fast depth, fusion_kernel."""
+    resample_rate = speed_ratio = tau (alpha), slow / fast depth, fusion_kernel, lateral_norm."""
     slow = dict(type="resnet3d", depth=depth, pretrained=None, lateral=True)
     slow.update(conv1_kernel=(1, 7, 7), dilations=(1, 1, 1, 1), conv1_stride_t=1)
     slow.update(pool1_stride_t=1, inflate=(0, 0, 1, 1), norm_eval=False)
-    slow.update(fusion_kernel=fusion_kernel)
+    slow.update(fusion_kernel=fusion_kernel, lateral_norm=lateral_norm)
     fast = dict(type="resnet3d", depth=fast_depth, pretrained=None, lateral=False)
     fast.update(base_channels=8, conv1_kernel=(5, 7, 7), conv1_stride_t=1, pool1_stride_t=1)
     fast.update(norm_eval=False)
@@ -166,6 +166,10 @@ def mm_slowfast(tau, depth=50, fast_depth=50, fusion_kernel=5, classes=5):
 CONFIGS = {
     "slowfast_r50_8xb8-4x16x1-256e": ("slowfast_r50_4x16", dict(tau=8)),
     "slowfast_r50_8xb8-8x8x1-256e": ("slowfast_r50_8x8", dict(tau=4, fusion_kernel=7)),
+    "slowfast_r50_8xb8-8x8x1-steplr-256e": (
+        "slowfast_r50_8x8",
+        dict(tau=4, fusion_kernel=7, lateral_norm=True),
+    ),
     "slowfast_r101_8xb8-8x8x1-256e": (
         "slowfast_r101_8x8",
         dict(tau=4, depth=101, fast_depth=101, fusion_kernel=7),
@@ -221,17 +225,24 @@ def rel_err(a, b):
 
 @pytest.mark.parametrize(
     "config,frames,crop",
-    [("slowfast_r50_8xb8-8x8x1-256e", 8, 64), ("slowfast_r101-r50_32xb8-4x16x1-256e", 16, 32)],
+    [
+        ("slowfast_r50_8xb8-8x8x1-256e", 8, 64),
+        ("slowfast_r50_8xb8-8x8x1-steplr-256e", 8, 32),
+        ("slowfast_r101-r50_32xb8-4x16x1-256e", 16, 32),
+    ],
 )
 def test_mmaction2_slowfast_file_gives_mmaction2s_logits(tmp_path, capsys, config, frames, crop):
     """The arch's name loads mmaction2's file into mmaction2's network (the load line names the
-    layout) and gives its logits: conv-only laterals, every alpha-th frame, the head's columns."""
+    layout) and gives its logits: conv-only laterals (BN + ReLU with lateral_norm), every alpha-th
+    frame, the head's columns."""
     arch, ref = CONFIGS[config][0], reference(config)
     path = save(tmp_path, ref, f"{config}.pth")
     net = zoo.build_model(arch, 5, pretrained=path)
     line = capsys.readouterr().out.strip().splitlines()[-1]
     assert line.startswith(f"pretrained {path} (mmaction2, 3D)") and "skipped 0" in line, line
-    assert net.slowfast_variant == "mmaction2" and not hasattr(net.s1_fuse, "bn")
+    normed = CONFIGS[config][1].get("lateral_norm", False)
+    assert net.slowfast_variant == "mmaction2" + "_lateral_norm" * normed
+    assert hasattr(net.s1_fuse, "bn") == normed
     x = clip(frames, crop)
     assert rel_err(logits(net, x), logits(ref, x)) < 1e-6
 
@@ -240,12 +251,13 @@ def test_mmaction2_slowfast_file_gives_mmaction2s_logits(tmp_path, capsys, confi
 def test_every_published_config_has_the_archs_tensors(config):
     """Each published config's state dict (built on the meta device: no memory) renames to exactly
     the tensors, names and shapes, of the arch it loads into, as mmaction2's network: the depths of
-    both pathways, the lateral kernel (7 for mmaction2's R101 8x8, 5 for PySlowFast's), no lateral
-    BN."""
+    both pathways, the lateral kernel (7 for mmaction2's R101 8x8, 5 for PySlowFast's), the lateral
+    BN of the steplr config only."""
     arch, kw = CONFIGS[config]
+    variant = "mmaction2_lateral_norm" if kw.get("lateral_norm") else "mmaction2"
     with torch.device("meta"):
         state = mm_slowfast(**kw).state_dict()
-        net = models.build_model(arch, 5, slowfast_variant="mmaction2")
+        net = models.build_model(arch, 5, slowfast_variant=variant)
     renamed, unexpected = zoo.convert_state_dict(state, slowfast_zoo.MMACTION2_SLOWFAST_RULES)
     assert unexpected == []
     ours = net.state_dict()
@@ -295,9 +307,9 @@ def test_a_run_records_the_files_network_and_its_checkpoint_rebuilds_it(tmp_path
 
 
 def test_a_variant_that_is_not_the_files_is_refused_in_one_line(tmp_path):
-    """Before any network is built: mmaction2's file for --slowfast-variant pyslowfast and a
-    PySlowFast file for mmaction2, an mmaction2 SlowFast with BN in its laterals, and the flag on
-    an arch that is no SlowFast."""
+    """Before any network is built: mmaction2's file for --slowfast-variant pyslowfast, a PySlowFast
+    file for mmaction2, an mmaction2 file with BN in its laterals for mmaction2 (conv-only), and
+    the flag on an arch that is no SlowFast."""
     z = torch.zeros(1)
     mm = {f"backbone.slow_path.{m}.conv.weight": z for m in ("conv1", "conv1_lateral")}
     # our names, in a bare state dict (no "s1.pathway0_stem.conv.weight": no layout's signature)
@@ -315,7 +327,12 @@ def test_a_variant_that_is_not_the_files_is_refused_in_one_line(tmp_path):
             "mmaction2",
             "pyslowfast's SlowFast network (pyslowfast layout), not --slowfast-variant mmaction2's",
         ),
-        ({"state_dict": normed}, None, "an mmaction2 SlowFast with BN in its laterals"),
+        (
+            {"state_dict": normed},
+            "mmaction2",
+            "mmaction2_lateral_norm's SlowFast network (mmaction2 layout), not --slowfast-variant "
+            "mmaction2's",
+        ),
     ]
     for i, (obj, variant, needle) in enumerate(cases):
         torch.save(obj, tmp_path / f"{i}.pth")
@@ -339,3 +356,18 @@ def test_a_published_file_for_another_arch_is_refused_naming_the_arch(tmp_path):
         zoo.build_model("slowfast_r50_8x8", 5, pretrained=str(tmp_path / "w.pth"))
     assert "lateral kernel 5" in str(e.value) and "use --arch slowfast_r50_4x16" in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_sizes_are_mmaction2s_published_ones():
+    """configs/recognition/slowfast/README.md's parameter counts (400 classes) are those of the
+    mmaction2 networks here: 34.5M, 34.6M, 62.9M (lateral kernel 7: 62.8M with PySlowFast's 5),
+    62.4M."""
+    for arch, published in (
+        ("slowfast_r50_4x16", 34.5),
+        ("slowfast_r50_8x8", 34.6),
+        ("slowfast_r101_8x8", 62.9),
+        ("slowfast_r101_r50_4x16", 62.4),
+    ):
+        with torch.device("meta"):
+            net = models.build_model(arch, 400, slowfast_variant="mmaction2")
+        assert round(sum(p.numel() for p in net.parameters()) / 1e6, 1) == published, arch
