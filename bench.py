@@ -730,13 +730,18 @@ VJEPA_ROWS = {
     "ViT-H/16 16x256": ("vjepa2_vith16", 256, "600M"),
     "ViT-g/16 16x256": ("vjepa2_vitg16", 256, "1B"),
     "ViT-g/16 16x384": ("vjepa2_vitg16", 384, "1B"),
+    # V-JEPA 2.1 (README: ViT-B 80M, ViT-L 300M, ViT-g 1B, ViT-G 2B; all pretrained at 384 px)
+    "2.1 ViT-B/16 16x384": ("vjepa2_1_vitb16", 384, "80M"),
+    "2.1 ViT-L/16 16x384": ("vjepa2_1_vitl16", 384, "300M"),
+    "2.1 ViT-g/16 16x384": ("vjepa2_1_vitg16", 384, "1B"),
+    "2.1 ViT-G/16 16x384": ("vjepa2_1_vitG16", 384, "2B"),
 }
 
 
 def vjepa_sizes():
     """Encoder params (no head) and forward GMACs per 16-frame view, on the meta device."""
     out = {}
-    print(f"\n{'V-JEPA 2 encoder':18s} {'params':>9s} {'published':>9s} {'GMACs/view':>11s}")
+    print(f"\n{'V-JEPA 2 encoder':20s} {'params':>9s} {'published':>9s} {'GMACs/view':>11s}")
     for name, (arch, size, published) in VJEPA_ROWS.items():
         with torch.device("meta"):
             m = vjepa.build(arch, 1)
@@ -745,7 +750,7 @@ def vjepa_sizes():
         params = sum(p.numel() for n, p in m.named_parameters() if not n.startswith("head."))
         gmacs = fc.get_total_flops() / 2 / 1e9
         out[name] = {"params": params, "published": published, "gmacs_per_view": gmacs}
-        print(f"{name:18s} {params / 1e6:8.1f}M {published:>9s} {gmacs:11.1f}")
+        print(f"{name:20s} {params / 1e6:8.1f}M {published:>9s} {gmacs:11.1f}")
     return out
 
 

@@ -480,7 +480,8 @@ def add_weights_args(p):
         "--vjepa-key",
         dest="vjepa_key",
         choices=vjepa_zoo.ENCODER_KEYS,
-        help="which encoder of an official V-JEPA 2 .pt (default target_encoder, the probe evals')",
+        help="which encoder of an official V-JEPA .pt (default target_encoder, the probe evals'; "
+        "ema_encoder for the distilled 2.1 ViT-B / ViT-L)",
     )
     p.add_argument(
         "--inflate", default="mean", choices=["mean", "center"], help="2D kernels over time"

@@ -39,7 +39,9 @@ scripts: --freeze_bn, --fc_only).
 
 import builtins
 import contextlib
+import copy
 import dataclasses
+import io
 import math
 import os
 import random
@@ -445,6 +447,25 @@ def make_model(args):
             f"(needs >= {model.min_t})"
         )
     return model
+
+
+def check_weights(args):
+    """A ViT's --pretrained / --probe-weights refused before any list is read: the model is made on
+    the meta device from the files memory-mapped (nothing copied, no load line printed); make_model
+    loads them for real after the lists."""
+    pretrained = args.pretrained_model or args.pretrained
+    if args.arch not in models.VITS + models.VJEPAS or not (pretrained or args.probe_weights):
+        return
+    a = copy.copy(args)
+    # the lists' class count is not known yet: the dataset's, else the probe file's own
+    known = args.num_classes or flags.NUM_CLASSES.get(args.dataset)
+    try:
+        with checkpoint.mapped():
+            a.num_classes = known or vjepa_zoo.probe_classes(args.probe_weights) or 1
+            with torch.device("meta"), contextlib.redirect_stdout(io.StringIO()):
+                make_model(a)
+    except (ValueError, OSError) as e:
+        fail(str(e))
 
 
 def check_pretrained_head(args, model):
@@ -948,6 +969,7 @@ def main(args):
     if args.pretrain:  # pretrain.py imports train.py, so train.py never imports it (see __main__)
         fail("--pretrain: pretrain.main(args) runs it (`python train.py` hands it over)")
     flags.check_args(args)
+    check_weights(args)  # a wrong weights file: refused before the lists are read
     rt = setup_runtime(args)
     rundir.prepare_run_dir(args, rt, flags.get_args_parser())
     d = build_data(args, rt)
