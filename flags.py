@@ -929,6 +929,9 @@ def check_mode(args):
         fail(vjepa.geometry_error(args.arch, args.t_length, args.crop_size))
     if models.slowfast_net.frames_error(args.arch, args.t_length):  # SlowFast's alpha
         fail(models.slowfast_net.frames_error(args.arch, args.t_length))
+    if args.slowfast_variant and args.arch not in models.slowfast_net.SLOWFAST:
+        have = ", ".join(models.slowfast_net.SLOWFAST)
+        fail(f"--slowfast-variant needs a SlowFast arch ({have}), not {args.arch}")
     # 2/shift of the channels move; 64: the fewest a block has
     if args.shift == 1 or args.shift > 64:
         fail(

@@ -476,8 +476,8 @@ class ModelSpec:
     crop_size: int = 224  # input height = width (for archs that size position embeddings by it)
     # the ViTs: recompute each block in the backward (activation checkpointing)
     grad_ckpt: bool = False
-    # SlowFast: whose network, "pyslowfast" or "mmaction2" (slowfast_net.VARIANTS); None:
-    # PySlowFast's, or the --pretrained file's (zoo.build_model)
+    # SlowFast: whose network, a key of slowfast_net.VARIANTS ("pyslowfast", "mmaction2", ...);
+    # None: PySlowFast's, or the --pretrained file's (zoo.build_model)
     slowfast_variant: Optional[str] = None
 
 

@@ -8,7 +8,7 @@ s3_fuse.conv_f2s, head.projection, ...), so its .pyth files (`model_state`) load
 zoo.py renames the other layouts (Caffe2 blobs, pytorchvideo, mmaction2) to these names.
 mmaction2's SlowFast is another function of the same tensors less the laterals' BN: its variant
 (variant(arch, "mmaction2"), ModelSpec.slowfast_variant) is this module with conv-only laterals and
-every alpha-th frame for the slow pathway.
+every alpha-th frame for the slow pathway ("mmaction2_lateral_norm": with the laterals' BN).
 
 References
 - Feichtenhofer, Fan, Malik, He. SlowFast Networks for Video Recognition. ICCV 2019.
@@ -44,7 +44,7 @@ class SlowFastSpec(NamedTuple):
     # blocks per stage of the fast pathway; None: `layers` (mmaction2's R101-R50 has another depth)
     fast_layers: tuple = None
     # The laterals: conv -> BN -> ReLU (PySlowFast's FuseFastToSlow) or the conv alone (mmaction2's
-    # ResNet3dPathway with lateral_norm False, its default and every config's).
+    # ResNet3dPathway with lateral_norm False, its default and every config's but one, VARIANTS).
     lateral_norm: bool = True
     # The slow pathway's frames: "linspace" (PySlowFast's pack_pathway_output) or "stride", every
     # alpha-th frame from the first (mmaction2's interpolate(x, scale 1 / resample_rate, nearest)).

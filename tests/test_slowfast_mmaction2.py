@@ -22,7 +22,7 @@ import flags
 import slowfast_zoo
 import train
 import zoo
-from conftest import REPO
+from conftest import REPO, one_line_error, run_main
 
 REF = REPO / "tests" / "reference" / "mmaction2"
 
@@ -342,6 +342,14 @@ def test_a_variant_that_is_not_the_files_is_refused_in_one_line(tmp_path):
         assert needle in str(e.value) and "\n" not in str(e.value), str(e.value)
     with pytest.raises(ValueError, match="--slowfast-variant needs a SlowFast arch"):
         models.build_model("x3d_xs", 5, slowfast_variant="mmaction2")
+
+
+def test_the_flag_on_another_arch_is_refused_before_any_work(capsys):
+    with pytest.raises(SystemExit) as e:
+        run_main(
+            ["ucf101", "no.txt", "no.txt", "--arch", "x3d_xs", "--slowfast-variant", "mmaction2"]
+        )
+    one_line_error(capsys, "--slowfast-variant needs a SlowFast arch", "not x3d_xs", exc=e)
 
 
 def test_a_published_file_for_another_arch_is_refused_naming_the_arch(tmp_path):
