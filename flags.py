@@ -932,6 +932,8 @@ def check_mode(args):
     if args.slowfast_variant and args.arch not in models.slowfast_net.SLOWFAST:
         have = ", ".join(models.slowfast_net.SLOWFAST)
         fail(f"--slowfast-variant needs a SlowFast arch ({have}), not {args.arch}")
+    if models.mvit_net.geometry_error(args.arch, args.t_length, args.crop_size):
+        fail(models.mvit_net.geometry_error(args.arch, args.t_length, args.crop_size))
     # 2/shift of the channels move; 64: the fewest a block has
     if args.shift == 1 or args.shift > 64:
         fail(

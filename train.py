@@ -703,17 +703,19 @@ def decode_on_device(batch, args, rt, net, progress, d, it):
 
 def to_model_input(clips, labels, info, rt):
     """uint8 batch from the loader -> normalised float on the device, the train crop finished there,
-    and the labels there. --ra-reps K: (B, K, 3, T, H, W) -> B x K clips, each video's K clips
-    together."""
-    K = clips.shape[1] if clips.dim() == 6 else 1
-    clips, labels = (clips.flatten(0, 1), labels.repeat_interleave(K)) if K > 1 else (clips, labels)
+    and the labels there. --ra-reps K: (B, K, 3, T, H, W) and (B, K, 4) boxes -> B x K clips, each
+    video's K clips together; whole frames (B, 3, T, H, W) with info["size"] (data.load_clip): each
+    video's K boxes cut from them."""
+    K = info["box"].shape[1] if "box" in info and info["box"].dim() == 3 else 1
+    clips = clips.flatten(0, 1) if clips.dim() == 6 else clips
+    labels = labels.repeat_interleave(K) if K > 1 else labels
     x = clips.to(rt.device, non_blocking=True)  # uint8: cheap
     if "augment" in info:  # --augment_device batch: the loader drew each clip's augmentation
         x = augment.apply(x, info["augment"].flatten(0, -3))  # (B x K, stages, 8)
     x = data.normalize(x.contiguous(memory_format=rt.memory_format), rt.mean, rt.std)
     # training: the scale jitter's resize, batched on the device (boxes: still on the host)
     if "box" in info:
-        x = data.crop_resize(x, info["box"].view(-1, 4))
+        x = data.crop_resize(x, info["box"], info.get("size"))
     return x.contiguous(memory_format=rt.memory_format), labels.to(rt.device, non_blocking=True)
 
 
