@@ -77,6 +77,8 @@ timing); BannyStone/Video_Classification_PyTorch lib/transforms.py (the naive pi
 """
 
 import argparse
+import collections
+import contextlib
 import copy
 import itertools
 import dataclasses
@@ -618,6 +620,7 @@ COMPARE = {
     "SlowFast-R50 32x224": dict(ONE_CLIP, arch="slowfast_r50_8x8", t_length=32),
     "X3D-XS 4x160": dict(ONE_CLIP, arch="x3d_xs", t_length=4, crop_size=160),
     "X3D-M 16x224": dict(ONE_CLIP, arch="x3d_m", t_length=16),
+    "MViTv2-B 32x224": dict(ONE_CLIP, arch="mvitv2_b", t_length=32),
 }
 PUBLISHED = {  # what the zoos publish for the same view
     "X3D-XS 4x160": "3.8M, 0.60 GMACs (PySlowFast MODEL_ZOO.md)",
@@ -625,6 +628,8 @@ PUBLISHED = {  # what the zoos publish for the same view
     # SlowFast paper, Table 2: 65.7 GFLOPs (MACs) per 32x256x256 test view; bench.count gives 65.71
     # there
     "SlowFast-R50 32x224": "65.7 GMACs at the 256-px test view (SlowFast paper, Table 2)",
+    # PySlowFast projects/mvitv2/README.md: "225 x 1 x 5" GFLOPs (fvcore's count: MACs), 51.2M
+    "MViTv2-B 32x224": "51.2M, 225 GMACs (PySlowFast projects/mvitv2/README.md)",
 }
 
 
@@ -659,9 +664,9 @@ def compare_archs(args):
 
 
 def pyslowfast_modules(num_classes):
-    """PySlowFast's own SlowFast R50 8x8 and X3D-XS / X3D-M modules (tests/reference/pyslowfast, its
-    yaml configs; needs fvcore, yacs and pytorchvideo, else {}): {name: (arch, T, crop, module)}.
-    Bench-only imports: the trainer never imports them."""
+    """PySlowFast's own SlowFast R50 8x8, X3D-XS / X3D-M and MViTv2-B modules
+    (tests/reference/pyslowfast, its yaml configs; needs fvcore, yacs and pytorchvideo, else {}):
+    {name: (arch, T, crop, module)}. Bench-only imports: the trainer never imports them."""
     here = os.path.dirname(os.path.abspath(__file__))
     ref = os.path.join(here, "tests", "reference", "pyslowfast")
     sys.modules.setdefault("detectron2", type(sys)("detectron2"))  # only the detection head uses it
@@ -679,6 +684,7 @@ def pyslowfast_modules(num_classes):
         "SlowFast-R50 32x224": ("slowfast_r50_8x8", "SLOWFAST_8x8_R50.yaml", vmb.SlowFast),
         "X3D-XS 4x160": ("x3d_xs", "X3D_XS.yaml", vmb.X3D),
         "X3D-M 16x224": ("x3d_m", "X3D_M.yaml", vmb.X3D),
+        "MViTv2-B 32x224": ("mvitv2_b", "MVITv2_B_32x3.yaml", vmb.MViT),
     }.items():
         cfg = get_cfg()
         cfg.merge_from_file(os.path.join(ref, "configs", "Kinetics", yaml))
@@ -689,12 +695,12 @@ def pyslowfast_modules(num_classes):
 
 def compare_pyslowfast_modules(args):
     """CPU s/step (batch 1, fp32, forward + backward + SGD, this process's threads) of
-    slowfast_net's SlowFast / X3D beside PySlowFast's own module of the same network and clip,
-    alternating."""
+    slowfast_net's SlowFast / X3D and mvit_net's MViTv2-B beside PySlowFast's own module of the same
+    network and clip, alternating."""
     torch.manual_seed(args.seed)
     out = {}
     for name, (arch, T, crop, ref) in pyslowfast_modules(args.num_classes).items():
-        ours = models.build_model(arch, args.num_classes)
+        ours = models.build_model(arch, args.num_classes, t_length=T, crop_size=crop)
         x, y = torch.randn(1, 3, T, crop, crop), torch.randint(0, args.num_classes, (1,))
         # PySlowFast's input: the pathways its loader packs (datasets/utils.py pack_pathway_output).
         packed = ours.pathways(x) if hasattr(ours, "pathways") else [x]
@@ -730,13 +736,18 @@ VJEPA_ROWS = {
     "ViT-H/16 16x256": ("vjepa2_vith16", 256, "600M"),
     "ViT-g/16 16x256": ("vjepa2_vitg16", 256, "1B"),
     "ViT-g/16 16x384": ("vjepa2_vitg16", 384, "1B"),
+    # V-JEPA 2.1 (README: ViT-B 80M, ViT-L 300M, ViT-g 1B, ViT-G 2B; all pretrained at 384 px)
+    "2.1 ViT-B/16 16x384": ("vjepa2_1_vitb16", 384, "80M"),
+    "2.1 ViT-L/16 16x384": ("vjepa2_1_vitl16", 384, "300M"),
+    "2.1 ViT-g/16 16x384": ("vjepa2_1_vitg16", 384, "1B"),
+    "2.1 ViT-G/16 16x384": ("vjepa2_1_vitG16", 384, "2B"),
 }
 
 
 def vjepa_sizes():
     """Encoder params (no head) and forward GMACs per 16-frame view, on the meta device."""
     out = {}
-    print(f"\n{'V-JEPA 2 encoder':18s} {'params':>9s} {'published':>9s} {'GMACs/view':>11s}")
+    print(f"\n{'V-JEPA 2 encoder':20s} {'params':>9s} {'published':>9s} {'GMACs/view':>11s}")
     for name, (arch, size, published) in VJEPA_ROWS.items():
         with torch.device("meta"):
             m = vjepa.build(arch, 1)
@@ -745,7 +756,7 @@ def vjepa_sizes():
         params = sum(p.numel() for n, p in m.named_parameters() if not n.startswith("head."))
         gmacs = fc.get_total_flops() / 2 / 1e9
         out[name] = {"params": params, "published": published, "gmacs_per_view": gmacs}
-        print(f"{name:18s} {params / 1e6:8.1f}M {published:>9s} {gmacs:11.1f}")
+        print(f"{name:20s} {params / 1e6:8.1f}M {published:>9s} {gmacs:11.1f}")
     return out
 
 
@@ -977,14 +988,27 @@ def bench_train(args):
 DEFAULT_VIDEOS = os.path.join("output", "bench_videos")
 
 
-def make_originals(folder, count=8, seconds=10, fps=30, size=(640, 360)):
+# --synth: the stand-in originals. web: h264 with B-frames and one keyframe every 250 frames
+# (x264's default, as in most web videos); ucf101: UCF101's geometry and codec (MPEG-4 part 2 in
+# AVI, 320x240, 25 fps, ~7 s, a keyframe every 12 frames)
+SYNTH = {
+    "web": dict(count=8, seconds=10, fps=30, size=(640, 360)),
+    "ucf101": dict(count=8, seconds=7, fps=25, size=(320, 240), codec="mpeg4"),
+}
+
+
+def make_originals(folder, count=8, seconds=10, fps=30, size=(640, 360), codec="libx264"):
     """Stand-ins for downloaded videos: a panning textured scene (camera motion) with a textured
-    patch moving on it and sensor noise, h264 with B-frames and one keyframe every 250 frames
-    (x264's default, as in most web videos), made once. Real videos differ: the ratios, not the
-    absolute numbers, carry."""
+    patch moving on it and sensor noise, made once (SYNTH). Real videos differ: the ratios, not
+    the absolute numbers, carry."""
     import av
 
     os.makedirs(folder, exist_ok=True)
+    ext, opts = (
+        (".mp4", {"crf": "23", "preset": "fast"})
+        if codec == "libx264"
+        else (".avi", {"g": "12", "qscale": "4"})
+    )
     rng = np.random.default_rng(0)
     W, H = size
     for i in range(count):
@@ -994,8 +1018,8 @@ def make_originals(folder, count=8, seconds=10, fps=30, size=(640, 360)):
             rng.uniform(60, 200, 3) + 45 * prepare._texture(rng, H // 3, H // 3, (16, 4))[..., None]
         )
         vy, vx = rng.uniform(-0.6, 0.6), rng.uniform(-1.0, 1.0)
-        with av.open(os.path.join(folder, f"video_{i:03d}.mp4"), "w") as out:
-            s = out.add_stream("libx264", rate=fps, options={"crf": "23", "preset": "fast"})
+        with av.open(os.path.join(folder, f"video_{i:03d}{ext}"), "w") as out:
+            s = out.add_stream(codec, rate=fps, options=opts)
             s.width, s.height, s.pix_fmt = W, H, "yuv420p"
             for k in range(seconds * fps):
                 y, x = int(100 + vy * k) % 200, int(150 + vx * k) % 300
@@ -1011,14 +1035,14 @@ def make_originals(folder, count=8, seconds=10, fps=30, size=(640, 360)):
             out.mux(s.encode(None))
 
 
-def ensure_video_sets(root, short_side):
+def ensure_video_sets(root, short_side, synth="web"):
     """root/original (made once, or your videos), root/frames (extract) and root/reencoded
     (reencode), their lists (label 0), and the CPU seconds each preparation took (one process;
     root/prep.json)."""
     original = os.path.join(root, "original")
     if not os.path.isdir(original):
         print(f"making benchmark videos in {original} (once) ...", flush=True)
-        make_originals(original)
+        make_originals(original, **SYNTH[synth])
     prep_file, prep = os.path.join(root, "prep.json"), {}
     if os.path.exists(prep_file):
         with open(prep_file) as f:
@@ -1067,8 +1091,8 @@ def rate_cpu(ds, K, iters, repeats):
 
 
 def bench_video(args):
-    root = args.videos_dir or DEFAULT_VIDEOS
-    lists, prep = ensure_video_sets(root, args.new_size)
+    root = args.videos_dir or DEFAULT_VIDEOS + ("" if args.synth == "web" else f"_{args.synth}")
+    lists, prep = ensure_video_sets(root, args.new_size, args.synth)
     libs = video_decoders()
     decoders = [d for d in ("torchcodec", "pyav") if not libs[d].startswith("not available")]
     rows = {"(a) JPEG frames": ("frames", None)}
@@ -1101,6 +1125,10 @@ def bench_video(args):
                 for name, ds in sets.items():
                     one[name] = max(one[name], rate_cpu(ds, K, args.iters, 1))
             out["modes"][mode] = one
+        out["split"] = {}
+        for dec in decoders:
+            ds = data.VideoFrameDataset(lists["reencoded"], mode="train", video_decoder=dec, **clip)
+            out["split"][dec] = clip_split(ds, args.iters, args.repeats)
     finally:
         torch.set_num_threads(threads)
     out["disk"] = {
@@ -1152,6 +1180,95 @@ def startup_times(reencoded_list, lines=240_000):
     return {"list_240k_s": big, "count_s_per_video": (time.perf_counter() - t0) / len(videos)}
 
 
+class TimedContainer:
+    """A PyAV container whose demux (the packet scan), seek and decode add their CPU time to
+    `times` (and decode its frames to times["frames"])."""
+
+    def __init__(self, container, times):
+        self.c, self.times = container, times
+
+    def __getattr__(self, name):
+        return getattr(self.c, name)
+
+    def _timed(self, name, it):
+        while True:
+            t0 = time.process_time()
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            finally:
+                self.times[name] += time.process_time() - t0
+            self.times["frames"] += name == "decode"
+            yield item
+
+    def demux(self, *a, **k):
+        return self._timed("index", iter(self.c.demux(*a, **k)))
+
+    def decode(self, *a, **k):
+        return self._timed("decode", iter(self.c.decode(*a, **k)))
+
+    def seek(self, *a, **k):
+        t0 = time.process_time()
+        self.c.seek(*a, **k)
+        self.times["seek"] += time.process_time() - t0
+
+
+def clip_split(ds, iters, repeats):
+    """Where a video clip's CPU time goes, ms per clip (best round), through the Dataset: with
+    PyAV open, index (the packet scan), seek, decode (and frames decoded per clip), colour
+    conversion (the swscale reformat to RGB), rest (copies, crop, Python); with TorchCodec open
+    (its exact-mode scan included) and get_frames_at (seek, decode and conversion in one call)."""
+    import av
+
+    best, pyav = None, ds.video_decoder == "pyav"
+    real_open, real_vd = decode._av_open, decode.VideoDecoder
+    Reformatter = av.video.reformatter.VideoReformatter
+    for r in range(repeats):
+        times = collections.Counter()
+
+        def timed(name, fn):
+            def wrapper(*a, **k):
+                t0 = time.process_time()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    times[name] += time.process_time() - t0
+
+            return wrapper
+
+        class TimedReformatter:  # PyAV's (not subclassable)
+            def __init__(self):
+                self.reformat = timed("colour conversion", Reformatter().reformat)
+
+        class TimedDecoder:  # TorchCodec's VideoDecoder
+            def __init__(self, *a, **k):
+                self.vd = timed("open", real_vd)(*a, **k)
+                self.metadata = self.vd.metadata
+                self.get_frames_at = timed("get_frames_at", self.vd.get_frames_at)
+
+        decode._av_open = lambda source: TimedContainer(timed("open", real_open)(source), times)
+        decode.VideoDecoder = TimedDecoder
+        av.video.reformatter.VideoReformatter = TimedReformatter
+        try:
+            ds.set_epoch(r)
+            t0 = time.process_time()
+            for i in range(iters):
+                ds[i % len(ds)]
+            total = time.process_time() - t0
+        finally:
+            decode._av_open, decode.VideoDecoder = real_open, real_vd
+            av.video.reformatter.VideoReformatter = Reformatter
+        if best is None or total < best[0]:
+            best = (total, times)
+    total, times = best
+    ms = {k: 1e3 * v / iters for k, v in times.items() if k != "frames"}
+    ms["rest"] = 1e3 * total / iters - sum(ms.values())
+    if pyav:
+        ms["frames decoded"] = times["frames"] / iters
+    return ms
+
+
 def print_video(out, rows):
     disk, K = out["disk"], out["videos"]
     print(
@@ -1177,6 +1294,9 @@ def print_video(out, rows):
     )
     for name, what in out["decoders"].items():
         print(f"{name}: {what}")
+    for name, ms in out.get("split", {}).items():
+        split = ", ".join(f"{k} {v:.2f}" for k, v in ms.items())
+        print(f"a re-encoded train clip, {name}, CPU ms per clip: {split}")
     s = out["startup"]
     print(
         f"start-up: a 240k-line three-column list reads in {s['list_240k_s']:.2f} s (no file "
@@ -1448,49 +1568,101 @@ def bench_gpu(args):
 BF16_PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}
 
 
+LOADER_PATHS = (
+    # a CUDA model: the loader ships the decoded frames once, the step cuts each view's box
+    ("frames + boxes (CUDA model)", False),
+    # a CPU model: each view finished in uint8 in the loader (data.resample_box)
+    ("finished (CPU model)", True),
+)
+
+
+@contextlib.contextmanager
+def stage_clock(stages):
+    """Adds the CPU time (this process) of each wrapped function to times[name] while inside, and
+    counts decode.decode_frame calls in times["frames"]; yields times. stages: name -> (owner,
+    attribute); nested stages are not subtracted from each other."""
+    times = collections.Counter()
+    real = {name: getattr(owner, attr) for name, (owner, attr) in stages.items()}
+
+    def clocked(name, fn):
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            t0 = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                times[name] += time.process_time() - t0
+                times["frames"] += name == "decode"
+
+        return wrapper
+
+    for name, (owner, attr) in stages.items():
+        setattr(owner, attr, clocked(name, real[name]))
+    try:
+        yield times
+    finally:
+        for name, (owner, attr) in stages.items():
+            setattr(owner, attr, real[name])
+
+
 def pretrain_loader_rows(args, frames_dir):
     """The pretraining loader (recipes/*_videomae_pretrain.txt's clips: 16 frames t_stride 4, the
-    13-place multi-scale crop, tube masks) at --num_sample K: delivered views per CPU second of this
-    process (one thread: per core), and frames decoded per delivered view (decode.decode_frame
-    calls, counted)."""
+    13-place multi-scale crop, tube masks) at --num_sample K, for a CUDA model and a CPU model:
+    delivered views per CPU second of this process (one thread: per core), `data.collate` of each
+    round's items included, and frames decoded per delivered view (decode.decode_frame calls,
+    counted). The K's rounds alternate (the best counts), so load on a shared machine hits each
+    alike. Per view: ms of decoding, of the views' crops (train_view), of the masks, of collate,
+    and the rest of the item (stacking and reordering frames)."""
     train_list, _ = ensure_frames(frames_dir)
-    rows, calls, real = {}, [0], decode.decode_frame
-
-    def counted(blob):
-        calls[0] += 1
-        return real(blob)
-
-    decode.decode_frame = counted
-    try:
-        for finish, where in ((False, "coarse crop (CUDA model)"), (True, "finished (CPU model)")):
-            for K in args.num_sample:
-                spec = data.DataSpec(
-                    t_length=args.t_length,
-                    t_stride=4,
-                    crop_size=args.crop_size,
-                    new_size=256,
-                    train_crop="multiscale13",
-                    flip=False,
-                    reps=K,
-                    finish_crop=finish,
-                )
-                ds = data.VideoFrameDataset(train_list, spec, "train")
-                grid = (args.t_length // 2, args.crop_size // 16, args.crop_size // 16)
-                ds = pretrain.MaskedClips(ds, grid, 0.9)
-                calls[0], n = 0, len(ds.videos)
-                rate = rate_cpu(ds, n, args.iters, args.repeats)
-                per_view = calls[0] / (args.iters * args.repeats * K)
-                rows[f"pretrain loader, {where}, K={K}"] = {
-                    "views_s_core": rate * K,
-                    "frames_per_view": per_view,
-                }
-                print(
-                    f"{where} K={K}: {rate * K:.1f} views/s per core, {per_view:.2f} frames "
-                    "decoded per view",
-                    flush=True,
-                )
-    finally:
-        decode.decode_frame = real
+    stages = {
+        "decode": (decode, "decode_frame"),
+        "views": (data.VideoFrameDataset, "train_view"),
+        "mask": (pretrain, "draw_mask"),
+        "collate": (data, "collate"),
+    }
+    grid = (args.t_length // 2, args.crop_size // 16, args.crop_size // 16)
+    rows = {}
+    for where, finish in LOADER_PATHS:
+        sets = {}
+        for K in args.num_sample:
+            spec = data.DataSpec(
+                t_length=args.t_length,
+                t_stride=4,
+                crop_size=args.crop_size,
+                new_size=256,
+                train_crop="multiscale13",
+                flip=False,
+                reps=K,
+                finish_crop=finish,
+            )
+            ds = data.VideoFrameDataset(train_list, spec, "train")
+            sets[K] = pretrain.MaskedClips(ds, grid, 0.9)
+        best = {}
+        for r, K in itertools.product(range(args.repeats), args.num_sample):
+            ds = sets[K]
+            ds.set_epoch(r)
+            with stage_clock(stages) as times:
+                t0 = time.process_time()
+                data.collate([ds[i % len(ds.videos)] for i in range(args.iters)])
+                total = time.process_time() - t0
+            views = args.iters * K
+            if K not in best or total < best[K][0]:
+                best[K] = (total, times, views)
+        for K, (total, times, views) in best.items():
+            ms = {k: 1e3 * v / views for k, v in times.items() if k != "frames"}
+            ms["rest"] = 1e3 * total / views - sum(ms.values())
+            row = {"views_s_core": views / total, "frames_per_view": times["frames"] / views}
+            rows[f"pretrain loader, {where}, K={K}"] = {**row, "ms_per_view": ms}
+            split = ", ".join(f"{k} {v:.2f}" for k, v in ms.items())
+            print(
+                f"{where} K={K}: {row['views_s_core']:.1f} views/s per core, "
+                f"{row['frames_per_view']:.2f} frames decoded per view; ms per view: {split}",
+                flush=True,
+            )
+        if len(best) > 1:
+            K0, K1 = min(best), max(best)
+            r0, r1 = (rows[f"pretrain loader, {where}, K={k}"]["views_s_core"] for k in (K0, K1))
+            print(f"{where}: K={K1} / K={K0} = {r1 / r0:.2f}x views/s per core", flush=True)
     return rows
 
 
@@ -1663,6 +1835,13 @@ def add_video_features_gpu(sub):
         default=None,
         help=f"folder with original/ (your videos; default: "
         f"synthetic ones made in {DEFAULT_VIDEOS}); frames/, reencoded/ are made beside it",
+    )
+    v.add_argument(
+        "--synth",
+        default="web",
+        choices=sorted(SYNTH),
+        help="without --videos_dir: the synthetic originals (web: 640x360 h264, a keyframe every "
+        "250 frames; ucf101: 320x240 MPEG-4 AVI, a keyframe every 12)",
     )
     v.add_argument("--iters", default=24, type=int, help="timed clips per row and round")
     v.add_argument(

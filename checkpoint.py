@@ -10,6 +10,7 @@ A save is collective (it gathers every rank's RNG state): every rank calls it; r
 
 import argparse
 import codecs
+import contextlib
 import os
 import pickle
 import random
@@ -231,9 +232,28 @@ SAFE_GLOBALS = [(obj, name) for name, obj in NUMPY_GLOBALS.items()] + [
 ]
 
 
+@contextlib.contextmanager
+def mapped():
+    """Within: torch files are memory-mapped (their tensors read only where touched), for a check of
+    a file's layout and shapes before a run starts; a file torch cannot map is read whole."""
+    MMAP["on"] = True
+    try:
+        yield
+    finally:
+        MMAP["on"] = False
+
+
+MMAP = {"on": False}
+
+
 def read_torch(path, **kw):
     """torch.load(weights_only=True) with SAFE_GLOBALS allowed; Unsafe names the global it
     refused."""
+    if MMAP["on"] and not kw:
+        try:
+            return read_torch(path, mmap=True)
+        except RuntimeError:  # a legacy (not zip) or plain-pickle file: read it whole
+            pass
     if TRUST["on"]:
         return torch.load(path, map_location="cpu", weights_only=False, **kw)
     try:

@@ -13,7 +13,8 @@ the format by the file (LIST_FORMATS).
     # root: the list's folder
     ds = VideoFrameDataset("ucf101_train_split1_list.txt", DataSpec(), "train")
     clip, label, info = ds[0]            # uint8 (3, T, 224, 224); test mode: (V, 3, T, crop, crop)
-    x = crop_resize(normalize(clips.to("cuda")), info["box"].to("cuda"))   # a collated train batch
+    # a collated train batch; "size": multi-scale crops, whole frames shipped (`load_clip`)
+    x = crop_resize(normalize(clips.to("cuda")), info["box"], info.get("size"))
 
 prepare.py makes frame folders, lists and classes files. Frames are decoded in decode.py
 (TorchCodec, Pillow without it); with `encoded=True` the loader only reads files and gpudecode.py
@@ -860,24 +861,37 @@ def _scaled(mean, std, device, dtype):
     return [torch.tensor(v, dtype=dtype).view(3, 1, 1, 1).mul(255).to(device) for v in (mean, std)]
 
 
-def crop_resize(x, boxes):
+def crop_resize(x, boxes, size=None):
     """The device half of the training crop (see `train_crop`), one batched op: float (B, C, T, H,
     W) and boxes (B, 4) = (y0, x0, h, w) in fractions of H and W -> the boxes cut out and resized to
     H x W, bilinear (align_corners=False, border clamp: F.interpolate's sampling), the same for
     every frame. Identity boxes (clips the loader already finished) pass through untouched. No
     randomness: the boxes were drawn in the loader from (seed, epoch, index), so a resume repeats
-    them exactly."""
-    B = x.shape[0]
+    them exactly.
+    size (the loader's info["size"]: it shipped whole frames): boxes (B, 4) or (B, K, 4), a width
+    below 0 a mirrored box -> (B x K, C, T, size, size), each video's K views together, cut from
+    its frames (never copied K times)."""
+    if size is not None:
+        size = int(size.view(-1)[0]) if torch.is_tensor(size) else int(size)
+        boxes = boxes.view(x.shape[0], -1, 4)
+        views = [_sample_boxes(x, boxes[:, k], (size, size)) for k in range(boxes.shape[1])]
+        return torch.stack(views, 1).flatten(0, 1)
     # pass the loader's CPU boxes: no GPU sync
     if bool((boxes == boxes.new_tensor(IDENTITY_BOX)).all()):
         return x
-    boxes = boxes.to(device=x.device, dtype=x.dtype, non_blocking=True).view(B, 4)
+    return _sample_boxes(x, boxes.view(-1, 4), x.shape[-2:])
+
+
+def _sample_boxes(x, boxes, size):
+    """float (B, C, T, H, W), boxes (B, 4) in fractions -> (B, C, T, *size), bilinear."""
+    B, C, T = x.shape[:3]
+    boxes = boxes.to(device=x.device, dtype=x.dtype, non_blocking=True)
     y0, x0, h, w = boxes.unbind(1)
     # output (x, y, t) in [-1, 1] -> input
     theta = torch.zeros(B, 3, 4, device=x.device, dtype=x.dtype)
     theta[:, 0, 0], theta[:, 1, 1], theta[:, 2, 2] = w, h, 1  # time maps onto itself exactly
     theta[:, 0, 3], theta[:, 1, 3] = 2 * x0 + w - 1, 2 * y0 + h - 1  # box centre, in [-1, 1] units
-    grid = F.affine_grid(theta, list(x.shape), align_corners=False)  # (B, T, H, W, 3)
+    grid = F.affine_grid(theta, [B, C, T, *size], align_corners=False)  # (B, T, h, w, 3)
     return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
 
 
@@ -885,9 +899,29 @@ def collate(batch):
     """DataLoader collate_fn: (clip, label, info) items -> (clips, labels, info). Clips are (.., 3,
     T, H, W) views of the decoder's (.., T, H, W, 3) memory; stacking that memory as it is (no
     transposition) gives a channels_last_3d batch. info: default_collate (strings -> lists)."""
+    if len({c.shape for c, _, _ in batch}) > 1 and all("size" in i for _, _, i in batch):
+        batch = _pad_frames(batch)
     items = [(c.movedim(-4, -1), label, i) for c, label, i in batch]
     clips, labels, info = torch.utils.data.default_collate(items)
     return clips.movedim(-1, -4), labels, info  # (B, [V,] 3, T, H, W)
+
+
+def _pad_frames(batch):
+    """Whole frames of different sizes (`ship_frames`) -> each padded to the batch's largest by
+    repeating its last row and column (what the device's border clamp reads past an edge anyway),
+    its boxes rescaled to the padded frame."""
+    Hp, Wp = (max(c.shape[i] for c, _, _ in batch) for i in (-2, -1))
+    out = []
+    for c, label, info in batch:
+        H, W = c.shape[-2:]
+        f = c.movedim(-4, -1)  # (T, H, W, 3): the interleaved memory
+        p = f.new_empty(*f.shape[:-3], Hp, Wp, 3)
+        p[..., :H, :W, :] = f
+        p[..., H:, :W, :] = f[..., H - 1 :, :, :]
+        p[..., :, W:, :] = p[..., :, W - 1 : W, :]
+        scale = torch.tensor([H / Hp, W / Wp, H / Hp, W / Wp], dtype=info["box"].dtype)
+        out.append((p.movedim(-1, -4), label, {**info, "box": info["box"] * scale}))
+    return out
 
 
 # ---- the dataset ---------------------------------------------------------------------------------
@@ -1040,6 +1074,16 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         # (crop_resize would take ~20x the time)
         self.finish_crop = spec.finish_crop or spec.augment is not None
         self.reps = spec.reps if mode == "train" else 1  # reps: clips per video
+        # A multi-scale box is up to the whole short side: many need a shrink, which a crop_size
+        # window cannot hold, so the CPU did it (~35 ms a 16-frame clip, ~5x its decoding). For a
+        # device model the loader ships the decoded frames once and the device cuts every view's
+        # box out of them (crop_resize with a size). Not in gpudecode's replay (frames on the GPU).
+        self.ship_frames = (
+            mode == "train"
+            and not self.finish_crop
+            and not spec.encoded
+            and spec.train_crop != "jitter"
+        )
         # for the list's video files, if any
         self.video_decoder = decode.pick_video_decoder(spec.video_decoder)
         self.videos = read_list(
@@ -1185,6 +1229,10 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         else:
             more = self.spec.train_crop == "multiscale13"
             box = multiscale_box(H, W, self.spec.new_size, self.spec.crop_size, rng, more)
+        if self.ship_frames:  # the box in fractions of the frames; a flip mirrors it (width < 0)
+            y0, x0, h, w = box[0] / H, box[1] / W, box[2] / H, box[3] / W
+            flip = self.flip and rng.random() < 0.5
+            return None, ((y0, x0 + w, h, -w) if flip else (y0, x0, h, w)), None
         # finish_box follows train_box's rescaled pixel grid; a multi-scale box is off that grid
         finish = finish_box if self.spec.train_crop == "jitter" else resample_box
         crop, box = (
@@ -1204,8 +1252,10 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         """(video, numpy Generator) -> (clip, info). Train: clip uint8 (3, T, crop, crop) and
         info["box"], the float32 (4,) box that `crop_resize` still cuts out on the device (identity
         when the clip is final); with an augment.BatchAugment, info["augment"] too (the clip's drawn
-        augmentation, for augment.apply). Val: (3, T, crop, crop); test: (V, 3, T, crop, crop),
-        clip-major.
+        augmentation, for augment.apply). With reps K > 1: (K, 3, T, crop, crop) and (K, 4) boxes.
+        `ship_frames` (multi-scale crops for a device model): the decoded frames (3, T, H, W), once
+        for all K views, their boxes (K, 4) in fractions of them and info["size"], the crop size.
+        Val: (3, T, crop, crop); test: (V, 3, T, crop, crop), clip-major.
         Its frames come from `read(video, numbers)` (default: load_frames, decoding on this CPU).
         With encoded=True, an EncodedClip instead: see gpudecode.defer_clip."""
         if self.spec.encoded and read is None:
@@ -1224,6 +1274,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             # --augment_device batch: augment.apply augments the batch later
             if drawn[0] is not None:
                 info["augment"] = torch.stack(drawn) if self.reps > 1 else drawn[0]
+            if self.ship_frames:  # the decoded frames once, for every view (`crop_resize`)
+                views, info["size"] = [torch.stack(frames)], self.spec.crop_size
         else:
             views = [
                 resized_crop(frames, b, self.spec.crop_size)
@@ -1245,4 +1297,4 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         # (V, 3, T, c, c) as a VIEW of the decoder's interleaved memory: no de-interleaving copy
         # here (`collate` keeps it that way; .contiguous() if you need planar memory).
         x = x.flatten(0, 1).permute(0, 4, 1, 2, 3)
-        return (x if self.mode == "test" or self.reps > 1 else x[0]), info
+        return (x if self.mode == "test" or self.reps > 1 and not self.ship_frames else x[0]), info

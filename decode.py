@@ -201,8 +201,9 @@ def open_video(source, decoder="pyav", device="cpu"):
 def _pyav_open(source, avi):
     """PyAV. Opening demuxes the video packets (no decoding): frame k is the packet with the k-th
     smallest timestamp, leaving out those an mp4 edit list discards (a plain decode drops their
-    frames). A read decodes from the last keyframe at or before its first frame and takes frames by
-    timestamp, which names a frame exactly (never "the frame at about this time"). Without usable
+    frames). A read decodes from the last keyframe at or before each frame it needs, seeking there
+    only when that keyframe lies past the last frame decoded (else it decodes on), and takes frames
+    by timestamp, which names a frame exactly (never "the frame at about this time"). Without usable
     timestamps (AVI, missing or repeated ones), or if a frame is not where they say, it counts
     frames from the start of the file, opened afresh."""
     box = [_av_open(source)]
@@ -220,14 +221,24 @@ def _pyav_open(source, avi):
 
     def read(need):  # sorted distinct indices -> {index: RGB frame}
         got, wanted = {}, {pts[k]: k for k in need} if timed else {}
-        if timed:
-            start = max((t for t in keys if t <= pts[need[0]]), default=pts[0])
-            box[0].seek(start, backward=True, stream=box[0].streams.video[0])
-            for frame in box[0].decode(video=0):
+        last, frames = None, None  # the last decoded frame's timestamp; the decode under way
+        for k in need:
+            if not timed:
+                break
+            # Seek to frame k's keyframe when it lies past the last decoded frame: the frames
+            # between are skipped, not decoded (a 16x4 clip at a keyframe every 12 frames decodes
+            # 52 frames instead of 62); else decode on.
+            key = max((t for t in keys if t <= pts[k]), default=pts[0])
+            if last is None or key > last:
+                box[0].seek(key, backward=True, stream=box[0].streams.video[0])
+                frames = box[0].decode(video=0)
+            for frame in frames:
+                last = frame.pts if frame.pts is not None else last
                 if frame.pts in wanted:
                     got[wanted[frame.pts]] = rgb(frame)
-                if len(got) == len(need) or (frame.pts or 0) > pts[need[-1]]:
-                    break  # frames come out in timestamp order: one not out by now never will be
+                # frames come out in timestamp order: one not out by now never will be
+                if (frame.pts or 0) >= pts[k]:
+                    break
         if len(got) < len(need):
             box[0].close()
             box[0] = _av_open(source)

@@ -472,7 +472,8 @@ def add_weights_args(p):
         "--vjepa-key",
         dest="vjepa_key",
         choices=vjepa_zoo.ENCODER_KEYS,
-        help="which encoder of an official V-JEPA 2 .pt (default target_encoder, the probe evals')",
+        help="which encoder of an official V-JEPA .pt (default target_encoder, the probe evals'; "
+        "ema_encoder for the distilled 2.1 ViT-B / ViT-L)",
     )
     p.add_argument(
         "--inflate", default="mean", choices=["mean", "center"], help="2D kernels over time"
@@ -920,6 +921,8 @@ def check_mode(args):
         fail(vjepa.geometry_error(args.arch, args.t_length, args.crop_size))
     if models.slowfast_net.frames_error(args.arch, args.t_length):  # SlowFast's alpha
         fail(models.slowfast_net.frames_error(args.arch, args.t_length))
+    if models.mvit_net.geometry_error(args.arch, args.t_length, args.crop_size):
+        fail(models.mvit_net.geometry_error(args.arch, args.t_length, args.crop_size))
     # 2/shift of the channels move; 64: the fewest a block has
     if args.shift == 1 or args.shift > 64:
         fail(

@@ -36,6 +36,7 @@ import torch
 import torch.nn as nn
 import torchvision
 
+import mvit_net
 import slowfast_net
 import vit
 import vjepa
@@ -636,6 +637,13 @@ ARCHS = {
     "s3d": Arch(torchvision_video, _VIDEO),
     "mvit_v1_b": _MVIT_ARCH,
     "mvit_v2_s": _MVIT_ARCH,
+    # PySlowFast's MViTv2-B (mvit_net.py: torchvision's MViT given the blocks of
+    # MVITv2_B_32x3.yaml; its .pyth files renamed to torchvision's names). Nothing exempt from
+    # weight decay by name: the yaml decays the relative positions (ZERO_DECAY_POS_CLS False).
+    **{
+        a: Arch(mvit_net.build, _VIDEO, drop_path=True, layers=_MVIT, tokens=True)
+        for a in mvit_net.MVITS
+    },
     "swin3d_t": _SWIN_ARCH,
     "swin3d_s": _SWIN_ARCH,
     "swin3d_b": _SWIN_ARCH,

@@ -39,7 +39,9 @@ scripts: --freeze_bn, --fc_only).
 
 import builtins
 import contextlib
+import copy
 import dataclasses
+import io
 import math
 import os
 import random
@@ -445,6 +447,25 @@ def make_model(args):
     return model
 
 
+def check_weights(args):
+    """A ViT's --pretrained / --probe-weights refused before any list is read: the model is made on
+    the meta device from the files memory-mapped (nothing copied, no load line printed); make_model
+    loads them for real after the lists."""
+    pretrained = args.pretrained_model or args.pretrained
+    if args.arch not in models.VITS + models.VJEPAS or not (pretrained or args.probe_weights):
+        return
+    a = copy.copy(args)
+    # the lists' class count is not known yet: the dataset's, else the probe file's own
+    known = args.num_classes or flags.NUM_CLASSES.get(args.dataset)
+    try:
+        with checkpoint.mapped():
+            a.num_classes = known or vjepa_zoo.probe_classes(args.probe_weights) or 1
+            with torch.device("meta"), contextlib.redirect_stdout(io.StringIO()):
+                make_model(a)
+    except (ValueError, OSError) as e:
+        fail(str(e))
+
+
 def check_pretrained_head(args, model):
     """--evaluate --pretrained FILE (no --resume) scores the file's own classifier: it must have one
     of --num_classes outputs (the new head a fine-tuning run starts from would score chance)."""
@@ -680,17 +701,19 @@ def decode_on_device(batch, args, rt, net, progress, d, it):
 
 def to_model_input(clips, labels, info, rt):
     """uint8 batch from the loader -> normalised float on the device, the train crop finished there,
-    and the labels there. --ra-reps K: (B, K, 3, T, H, W) -> B x K clips, each video's K clips
-    together."""
-    K = clips.shape[1] if clips.dim() == 6 else 1
-    clips, labels = (clips.flatten(0, 1), labels.repeat_interleave(K)) if K > 1 else (clips, labels)
+    and the labels there. --ra-reps K: (B, K, 3, T, H, W) and (B, K, 4) boxes -> B x K clips, each
+    video's K clips together; whole frames (B, 3, T, H, W) with info["size"] (data.load_clip): each
+    video's K boxes cut from them."""
+    K = info["box"].shape[1] if "box" in info and info["box"].dim() == 3 else 1
+    clips = clips.flatten(0, 1) if clips.dim() == 6 else clips
+    labels = labels.repeat_interleave(K) if K > 1 else labels
     x = clips.to(rt.device, non_blocking=True)  # uint8: cheap
     if "augment" in info:  # --augment_device batch: the loader drew each clip's augmentation
         x = augment.apply(x, info["augment"].flatten(0, -3))  # (B x K, stages, 8)
     x = data.normalize(x.contiguous(memory_format=rt.memory_format), rt.mean, rt.std)
     # training: the scale jitter's resize, batched on the device (boxes: still on the host)
     if "box" in info:
-        x = data.crop_resize(x, info["box"].view(-1, 4))
+        x = data.crop_resize(x, info["box"], info.get("size"))
     return x.contiguous(memory_format=rt.memory_format), labels.to(rt.device, non_blocking=True)
 
 
@@ -946,6 +969,7 @@ def main(args):
     if args.pretrain:  # pretrain.py imports train.py, so train.py never imports it (see __main__)
         fail("--pretrain: pretrain.main(args) runs it (`python train.py` hands it over)")
     flags.check_args(args)
+    check_weights(args)  # a wrong weights file: refused before the lists are read
     rt = setup_runtime(args)
     rundir.prepare_run_dir(args, rt, flags.get_args_parser())
     d = build_data(args, rt)

@@ -42,6 +42,7 @@ import torch
 import torch.nn.functional as F
 
 import checkpoint
+import mvit_net
 import vit
 from model import strip_prefixes
 
@@ -296,6 +297,9 @@ def read(src):
 def layout_of(state, src, arch, convnets):
     """The LAYOUTS name of a state dict; a ConvNet's (convnets: {signature key: layout name}) or an
     unknown file: ValueError naming what it is."""
+    # PySlowFast's MViT has a patch_embed.proj too: named, with the arch that loads it
+    if mvit_net.SIGNATURE in state:
+        raise ValueError(mvit_net.refusal(state, arch, src))
     for name, (signature, _) in LAYOUTS.items():
         if signature in state:
             return name

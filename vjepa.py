@@ -21,6 +21,11 @@ bit:
 Positions come from the clip's own token grid (the official `handle_nonsquare_inputs=True`), so any
 clip length and any crop work: RoPE has no table to interpolate.
 
+V-JEPA 2.1 (app/vjepa_2_1) is the same network with three differences, each a VJEPASpec field:
+channel pairs that share their frequency (rope_pairs), rows and columns rescaled onto a 16-position
+grid (rope_grid: interpolate_rope), and a learned video-modality embedding (mod_embed); its final
+norm is its norms_block[-1] (vjepa_zoo.py renames it `norm`).
+
 Parameter names are the official ones (patch_embed.proj, blocks.i.{norm1, attn.qkv, attn.proj,
 norm2, mlp.fc1, mlp.fc2}, norm; head.pooler.{query_tokens, cross_attention_block.{norm1, xattn.q,
 xattn.kv, norm2, mlp}, blocks.i}, head.linear), so the official .pt files load as they are
@@ -33,6 +38,9 @@ References
   vit_large / vit_huge / vit_giant_xformers with use_rope=True), src/models/utils/modules.py
   (RoPEAttention, rotate_queries_or_keys, Block, CrossAttention, CrossAttentionBlock),
   src/models/attentive_pooler.py (AttentivePooler, AttentiveClassifier), src/utils/tensors.py.
+- Mur-Labadia et al. V-JEPA 2.1: Unlocking Dense Features in Video Self-Supervised Learning. 2026.
+  facebookresearch/vjepa2 (MIT): app/vjepa_2_1/models/vision_transformer.py, models/utils/modules.py
+  (RoPEAttention with interpolate_rope), src/hub/backbones.py (_make_vjepa2_1_model).
 - Su et al. RoFormer: Enhanced Transformer with Rotary Position Embedding. 2021.
 """
 
@@ -50,7 +58,8 @@ from vit import EPS, Mlp, PatchEmbed
 
 
 class VJEPASpec(NamedTuple):
-    """One encoder (vision_transformer.py's constructors, with use_rope=True)."""
+    """One encoder (vision_transformer.py's constructors, with use_rope=True). The last three
+    fields are V-JEPA 2.1's differences (app/vjepa_2_1/models), one field each."""
 
     width: int  # embed_dim
     depth: int
@@ -58,6 +67,18 @@ class VJEPASpec(NamedTuple):
     mlp_ratio: float
     patch: int = 16
     tubelet: int = 2
+    # the rotation's channel pairs share one frequency (2.1's repeat_interleave; V-JEPA 2 keeps
+    # its repeat)
+    rope_pairs: bool = False
+    # rows and columns rescaled onto this many positions (2.1's interpolate_rope: 256 px / 16)
+    rope_grid: int = 0
+    # a learned video-modality embedding added to every token (2.1's video_mod_embed)
+    mod_embed: bool = False
+
+
+# V-JEPA 2.1: src/hub/backbones.py _make_vjepa2_1_model (use_rope, interpolate_rope=True, the
+# default modality_embedding=True); each encoder's last LayerNorm is its norms_block[-1]
+V21 = dict(rope_pairs=True, rope_grid=16, mod_embed=True)
 
 
 VJEPA_SPECS = {
@@ -68,6 +89,16 @@ VJEPA_SPECS = {
     # vit_giant_xformers (the eval configs' model_name): 22 heads of 64, MLP 48/11 (6144 hidden);
     # vitg.pt (256 px) and vitg-384.pt (384 px) are the same network
     "vjepa2_vitg16": VJEPASpec(1408, 40, 22, 48 / 11),
+    # V-JEPA 2.1 (app/vjepa_2_1/models/vision_transformer.py; hub names and files in backbones.py).
+    # Tiny CPU arch for tests: vit_tiny, 12 blocks (the least the official code builds).
+    "vjepa2_1_vitt16": VJEPASpec(192, 12, 3, 4.0, **V21),
+    # vit_base, vit_large: vjepa2_1_vitb_dist_vitG_384.pt, vjepa2_1_vitl_dist_vitG_384.pt
+    "vjepa2_1_vitb16": VJEPASpec(768, 12, 12, 4.0, **V21),
+    "vjepa2_1_vitl16": VJEPASpec(1024, 24, 16, 4.0, **V21),
+    # vit_giant_xformers: vjepa2_1_vitg_384.pt
+    "vjepa2_1_vitg16": VJEPASpec(1408, 40, 22, 48 / 11, **V21),
+    # vit_gigantic_xformers: 26 heads of 64, MLP 64/13 (8192 hidden); vjepa2_1_vitG_384.pt
+    "vjepa2_1_vitG16": VJEPASpec(1664, 48, 26, 64 / 13, **V21),
 }
 # configs/eval/vitl/*.yaml and configs/eval/vitg-384/*.yaml: classifier num_heads 16,
 # num_probe_blocks 4
@@ -108,37 +139,50 @@ def rescale(blocks, start=1):
             blk.mlp.fc2.weight.div_(math.sqrt(2.0 * (i + start)))
 
 
-def token_positions(T, H, W, device):
-    """(3, T*H*W) long: each token's frame, row and column (tokens time-major, then rows,
-    columns)."""
+def token_positions(T, H, W, device, grid=0):
+    """(3, T*H*W): each token's frame, row and column (tokens time-major, then rows, columns).
+    V-JEPA 2's are integers (so its angles are computed in the queries' dtype); grid: V-JEPA 2.1's,
+    float32 as its `1.0 * ids`, rows and columns rescaled onto 0..grid-1 (interpolate_rope, in the
+    same order of operations)."""
     t, h, w = torch.meshgrid(*(torch.arange(n, device=device) for n in (T, H, W)), indexing="ij")
-    return torch.stack((t.flatten(), h.flatten(), w.flatten()))
+    pos = torch.stack((t.flatten(), h.flatten(), w.flatten()))
+    if grid:
+        pos = pos.to(torch.get_default_dtype())
+        pos[1] = pos[1] * (grid - 1) / (H - 1)
+        pos[2] = pos[2] * (grid - 1) / (W - 1)
+    return pos
 
 
-def rotate(x, pos):
-    """rotate_queries_or_keys: x (B, heads, N, D) by positions pos (N,), angles in x's dtype."""
+def rotate(x, pos, pairs=False):
+    """rotate_queries_or_keys: x (B, heads, N, D) by positions pos (N,). The angles are the
+    official einsum's: pos times omega (x's dtype) in their promoted dtype (integer positions: x's
+    dtype; 2.1's float32 ones under autocast: float32)."""
     D = x.shape[-1]
     omega = 1.0 / 10000 ** (torch.arange(D // 2, dtype=x.dtype, device=x.device) / (D / 2.0))
-    freq = pos.to(x.dtype)[:, None] * omega  # (N, D/2)
-    # channel c takes frequency c mod D/2 (the official repeat, kept for its weights)
-    sin, cos = freq.sin().repeat(1, 2), freq.cos().repeat(1, 2)  # (N, D)
+    freq = pos[:, None] * omega  # (N, D/2)
+    sin, cos = freq.sin(), freq.cos()
+    if pairs:  # V-JEPA 2.1: the pair (2i, 2i + 1) turns by frequency i
+        sin, cos = sin.repeat_interleave(2, -1), cos.repeat_interleave(2, -1)
+    else:  # V-JEPA 2: channel c by frequency c mod D/2 (the official repeat, kept for its weights)
+        sin, cos = sin.repeat(1, 2), cos.repeat(1, 2)  # (N, D)
     x1, x2 = x.unflatten(-1, (-1, 2)).unbind(-1)
     return x * cos + torch.stack((-x2, x1), dim=-1).flatten(-2) * sin
 
 
-def rope(x, pos, d):
+def rope(x, pos, d, pairs=False):
     """The first 3d channels of each head rotated by frame, row, column (d each); the rest as they
-    are."""
-    parts = [rotate(x[..., i * d : (i + 1) * d], pos[i]) for i in range(3)]
-    return torch.cat(parts + [x[..., 3 * d :]], dim=-1)
+    are. Under autocast the rotated channels come out float32 and the official SDPA casts them back
+    to x's dtype: so does this."""
+    parts = [rotate(x[..., i * d : (i + 1) * d], pos[i], pairs) for i in range(3)]
+    return torch.cat(parts + [x[..., 3 * d :]], dim=-1).to(x.dtype)
 
 
 class Attention(nn.Module):
     """modules.py Attention (pos None) / RoPEAttention (pos given): one qkv projection with bias."""
 
-    def __init__(self, dim, heads):
+    def __init__(self, dim, heads, rope_pairs=False):
         super().__init__()
-        self.heads = heads
+        self.heads, self.rope_pairs = heads, rope_pairs
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
         self.rope_dim = 2 * ((dim // heads // 3) // 2)
@@ -147,7 +191,8 @@ class Attention(nn.Module):
         B, N, C = x.shape
         q, k, v = self.qkv(x).unflatten(-1, (3, self.heads, -1)).permute(2, 0, 3, 1, 4)
         if pos is not None:
-            q, k = rope(q, pos, self.rope_dim), rope(k, pos, self.rope_dim)
+            d, pairs = self.rope_dim, self.rope_pairs
+            q, k = rope(q, pos, d, pairs), rope(k, pos, d, pairs)
         x = F.scaled_dot_product_attention(q, k, v)  # each (B, heads, N, C / heads)
         return self.proj(x.transpose(1, 2).reshape(B, N, C))
 
@@ -155,10 +200,10 @@ class Attention(nn.Module):
 class Block(nn.Module):
     """modules.py Block: pre-norm attention and MLP, stochastic depth on both branches."""
 
-    def __init__(self, dim, heads, mlp_ratio, drop_path=0.0, eps=EPS):
+    def __init__(self, dim, heads, mlp_ratio, drop_path=0.0, eps=EPS, rope_pairs=False):
         super().__init__()
         self.norm1 = nn.LayerNorm(dim, eps=eps)
-        self.attn = Attention(dim, heads)
+        self.attn = Attention(dim, heads, rope_pairs)
         self.drop_path = torchvision.ops.StochasticDepth(drop_path, "row")
         self.norm2 = nn.LayerNorm(dim, eps=eps)
         self.mlp = Mlp(dim, int(dim * mlp_ratio))
@@ -259,15 +304,21 @@ class VJEPAViT(nn.Module):
         D = spec.width
         self.embed_dim = D
         self.patch_embed = PatchEmbed(D, spec.patch, spec.tubelet)
+        # registered before the blocks: --layer-decay's layer 0, with the patch embedding
+        self.video_mod_embed = nn.Parameter(torch.zeros(1, 1, D)) if spec.mod_embed else None
         # torch.linspace in float32 as the official dpr, on the CPU even when built on the meta
         # device
         rates = torch.linspace(0, drop_path, spec.depth, device="cpu").tolist()
         self.blocks = nn.ModuleList(
-            Block(D, spec.heads, spec.mlp_ratio, rates[i]) for i in range(spec.depth)
+            Block(D, spec.heads, spec.mlp_ratio, rates[i], rope_pairs=spec.rope_pairs)
+            for i in range(spec.depth)
         )
+        # V-JEPA 2.1's norms_block[-1] (its other three norm deep-supervision outputs in training)
         self.norm = nn.LayerNorm(D, eps=EPS)
         self.apply(init_weights)
         rescale(self.blocks)
+        if self.video_mod_embed is not None:
+            nn.init.normal_(self.video_mod_embed, std=1e-6)
         self.head = AttentiveClassifier(D, num_classes, probe_heads(D), PROBE_BLOCKS, dropout)
         self.snippet = None  # frames per segment (--mode TSN); None: the clip is one segment
 
@@ -277,13 +328,22 @@ class VJEPAViT(nn.Module):
             raise ValueError(f"{self.arch}: expected a clip batch (B, 3, T, H, W), got {x.shape}")
         B, C, T, H, W = x.shape
         s = self.spec
-        if T % s.tubelet or H % s.patch or W % s.patch:
+        if (
+            T % s.tubelet
+            or H % s.patch
+            or W % s.patch
+            or min(H, W) < s.patch * (1 + bool(s.rope_grid))
+        ):
             raise ValueError(
-                f"{self.arch} takes clips of a multiple of {s.tubelet} frames and {s.patch} px, "
-                f"got {T}x{H}x{W}"
+                f"{self.arch} takes clips of a multiple of {s.tubelet} frames and {s.patch} px"
+                + (f", at least {2 * s.patch} px" if s.rope_grid else "")
+                + f", got {T}x{H}x{W}"
             )
-        pos = token_positions(T // s.tubelet, H // s.patch, W // s.patch, x.device)
+        pos = token_positions(T // s.tubelet, H // s.patch, W // s.patch, x.device, s.rope_grid)
         x = self.patch_embed(x)  # (B, N, D)
+        if self.video_mod_embed is not None:
+            # the official in-place add: in the wider dtype, stored in the tokens' (autocast: bf16)
+            x = (x + self.video_mod_embed).to(x.dtype)
         for blk in self.blocks:
             if self.grad_ckpt and blk.training and torch.is_grad_enabled():
                 x = torch.utils.checkpoint.checkpoint(blk, x, pos, use_reentrant=False)
@@ -315,6 +375,13 @@ def segment_tokens(tokens, x, snippet):
 
 def geometry_error(arch, t_length, crop_size):
     """Why clips of t_length x crop_size cannot enter `arch`, in one line; None if they can."""
+    s = VJEPA_SPECS[arch]
+    # one row of patches: the official interpolation divides by rows - 1 (NaN positions)
+    if s.rope_grid and crop_size < 2 * s.patch:
+        return (
+            f"--crop_size {crop_size}: {arch} rescales rows and columns of patches onto "
+            f"{s.rope_grid} positions; give at least {2 * s.patch}"
+        )
     return vit.geometry_error(arch, t_length, crop_size, VJEPA_SPECS)
 
 

@@ -78,21 +78,41 @@ def join(state, parts, joined):
     return state
 
 
+# V-JEPA 2.1's encoder names -> vjepa.py's (app/vjepa_2_1/models/vision_transformer.py): the
+# forward's last norm is norms_block[-1] (of 4, hierarchical_layers); the other three normalise the
+# deep-supervision outputs of training, and the image tokenizer (patch_embed_img, img_mod_embed)
+# embeds single images: dropped, reported.
+V21_RULES = (
+    (r"norms_block\.3\.(weight|bias)", r"norm.\1"),
+    (r"norms_block\.[0-2]\..+|patch_embed_img\..+|img_mod_embed", DROP),
+    (r".+", r"\g<0>"),
+)
+# The distilled 2.1 ViT-B and ViT-L are read from `ema_encoder` (src/hub/backbones.py
+# vjepa2_1_vit_base_384 / vjepa2_1_vit_large_384 checkpoint_key); every other file `target_encoder`
+# (configs/eval/*/*.yaml checkpoint_key).
+DEFAULT_KEY = {"vjepa2_1_vitb16": "ema_encoder", "vjepa2_1_vitl16": "ema_encoder"}
+
+
 def describe(state):
-    """'a V-JEPA encoder of width D, L blocks (--arch ...)' of a state dict in vjepa.py's names."""
+    """'a V-JEPA 2 encoder of width D, L blocks (--arch ...)' of a state dict in vjepa.py's names;
+    2.1 if it has the modality embedding."""
     w = state.get("patch_embed.proj.weight")
     if w is None:
         return "no encoder"
     depth = len({k.split(".")[1] for k in state if k.startswith("blocks.")})
-    fits = [a for a, s in vjepa.VJEPA_SPECS.items() if (s.width, s.depth) == (w.shape[0], depth)]
-    return f"an encoder {w.shape[0]} wide, {depth} blocks" + (
+    v21 = "video_mod_embed" in state
+    fits = [
+        a
+        for a, s in vjepa.VJEPA_SPECS.items()
+        if (s.width, s.depth, s.mod_embed) == (w.shape[0], depth, v21)
+    ]
+    return f"a V-JEPA {'2.1' if v21 else '2'} encoder {w.shape[0]} wide, {depth} blocks" + (
         f" (--arch {fits[0]})" if fits else ""
     )
 
 
 def read_official(outer, src, key):
     """The encoder's state dict of an official .pt (or a refusal naming the keys it has)."""
-    key = key or "target_encoder"
     have = [k for k in ENCODER_KEYS if isinstance(outer.get(k), dict)]
     if key not in have:
         raise ValueError(
@@ -101,6 +121,9 @@ def read_official(outer, src, key):
         )
     state = {re.sub(r"^(module\.|backbone\.)+", "", k): v for k, v in outer[key].items()}
     dropped = [k for k in ("pos_embed",) if state.pop(k, None) is not None]
+    if any(k.startswith("norms_block.") for k in state):
+        state, more, _ = vit_zoo.convert(state, V21_RULES)
+        return state, dropped + more, f"official 2.1 '{key}'"
     return state, dropped, f"official '{key}'"
 
 
@@ -124,7 +147,7 @@ def read_transformers(src):
     return state, dropped, config
 
 
-def read(src, key):
+def read(src, key="target_encoder"):
     """(state in vjepa.py's names, dropped names, layout phrase, transformers config or None)."""
     # a Hub id (facebook/vjepa2-vitl-fpc64-256): its folder in the Hub cache
     src = vit_zoo.resolve(src)
@@ -160,7 +183,7 @@ def follow_transformers(head, config):
 @torch.no_grad()
 def load(model, src, key=None):
     """Fill a vjepa.VJEPAViT from `src`; prints the report line, sets model.pretrained_info."""
-    state, dropped, layout, config = read(src, key)
+    state, dropped, layout, config = read(src, key or DEFAULT_KEY.get(model.arch, "target_encoder"))
     own = model.state_dict()
     has_head = any(k.startswith("head.") for k in state)
     bad = [
@@ -190,6 +213,22 @@ def load(model, src, key=None):
     return {"loaded": len(own) - len(new), "new": new, "dropped": dropped, "format": layout}
 
 
+def probe_shape(state):
+    """'width D, K classes, B blocks' of an AttentiveClassifier state dict."""
+    k, w = state.get("linear.weight", torch.zeros(0, 0)).shape
+    blocks = len({n.split(".")[2] for n in state if n.startswith("pooler.blocks.")}) + 1
+    return f"width {w}, {k} classes, {blocks} blocks"
+
+
+def probe_classes(src):
+    """The class count of an official probe file's first classifier (None if it holds none)."""
+    outer = checkpoint.load(src, "--probe-weights") if src else None
+    if isinstance(outer, dict) and isinstance(outer.get("classifiers"), list):
+        w = strip_prefixes(outer["classifiers"][0]).get("linear.weight")
+        return None if w is None else w.shape[0]
+    return None
+
+
 @torch.no_grad()
 def load_probe(head, src):
     """An official probe checkpoint (eval.py's `classifiers`, the first) onto a
@@ -208,11 +247,9 @@ def load_probe(head, src):
         if k not in state or state[k].shape != v.shape
     ] + [f"{k} extra" for k in state if k not in own]
     if wrong:
-        w, c = state.get("linear.weight", torch.zeros(0, 0)).shape
         raise ValueError(
-            f"--probe-weights {src}: a probe of width {c}, {w} classes, "
-            f"{len({k.split('.')[2] for k in state if k.startswith('pooler.blocks.')}) + 1} blocks "
-            f"does not fit this one ({vit_zoo._few(wrong)})"
+            f"--probe-weights {src}: a probe of {probe_shape(state)} does not fit this run's "
+            f"({probe_shape(own)}): {vit_zoo._few(wrong)}"
         )
     for k, v in state.items():
         own[k].copy_(v)

@@ -32,6 +32,7 @@ import torchvision
 
 import checkpoint
 import model as models
+import mvit_net
 import slowfast_zoo
 import vit_zoo
 import vjepa_zoo
@@ -180,6 +181,8 @@ ZOOS = (
     Zoo("pytorchvideo", "blocks.0.conv.conv_xy.weight", (), KINETICS_MEAN, KINETICS_STD),
     Zoo("mmaction2", "backbone.conv1_s.conv.weight", (), KINETICS_MEAN, KINETICS_STD),
     Zoo("mmaction2", "backbone.slow_path.conv1.conv.weight", (), IMAGENET_MEAN, IMAGENET_STD),
+    # PySlowFast's MViT (mvit_net.py renames it to torchvision's MViT names)
+    Zoo("pyslowfast", mvit_net.SIGNATURE, mvit_net.PYSLOWFAST_RULES, KINETICS_MEAN, KINETICS_STD),
 )
 TORCHVISION = Zoo("torchvision", None, SAME_NAMES, IMAGENET_MEAN, IMAGENET_STD)
 
@@ -209,6 +212,10 @@ KINETICS400_URLS = {
     # PySlowFast MODEL_ZOO.md (Caffe2): SlowFast R50 4x16, 75.6 top-1 (3 x 10 views).
     "slowfast_r50_4x16": "https://dl.fbaipublicfiles.com/pyslowfast/model_zoo/kinetics400/"
     "SLOWFAST_4x16_R50.pkl",
+    # PySlowFast projects/mvitv2/README.md (and MODEL_ZOO.md): MViTv2-B 32x3, 82.9 top-1 (1 x 5
+    # views)
+    "mvitv2_b": "https://dl.fbaipublicfiles.com/pyslowfast/model_zoo/mvitv2/pysf_video_models/"
+    "MViTv2_B_32x3_k400_f304025456.pyth",
 }
 
 
@@ -427,6 +434,7 @@ def build_model(spec, *args, pretrained=None, inflate="mean", vjepa_key=None, **
         models.torchvision_video,
         models.vit_video,
         models.vjepa_video,
+        mvit_net.build,
     )
     if video_only and pretrained in ("imagenet", "imagenet_v2"):
         raise ValueError(
@@ -449,9 +457,13 @@ def read_source(src, arch):
         raise ValueError(vit_zoo.convnet_refusal(src, arch))
     path = kinetics400_file(arch) if src == "kinetics400" else src
     state, zoo = read_checkpoint(path)
-    vit_file = vit_zoo.convnet_refusal(src, arch, state)
-    if vit_file:
-        raise ValueError(vit_file)
+    # A PySlowFast MViT (whose patch_embed.proj looks like VideoMAE's) fits its own arch only.
+    mvit = zoo.rules is mvit_net.PYSLOWFAST_RULES
+    refused = (
+        mvit_net.refusal(state, arch, src) if mvit else vit_zoo.convnet_refusal(src, arch, state)
+    )
+    if refused:
+        raise ValueError(refused)
     return state, zoo, f"kinetics400 ({path})" if src == "kinetics400" else src
 
 
@@ -481,7 +493,11 @@ def _rename(model, state, zoo, name):
                 "checkpoint "
                 f"({zoo.name} layout), not {arch}'s network: use --arch {' / '.join(archs)}"
             )
-        return convert_state_dict(state, zoo.rules)
+        state, unexpected = convert_state_dict(state, zoo.rules)
+        # PySlowFast's MViT class token is (1, 1, C), torchvision's (C,)
+        return (
+            mvit_net.fit(state) if zoo.rules is mvit_net.PYSLOWFAST_RULES else state
+        ), unexpected
     # Ours, bare or "state_dict" files of these archs have PySlowFast's names too.
     layout_name = "pyslowfast" if zoo.rules is SAME_NAMES else zoo.name
     layout_name = "pyslowfast-caffe2" if zoo.name == "blobs" else layout_name

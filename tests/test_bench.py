@@ -551,7 +551,7 @@ def test_vit_loader_rows_count_one_decode_for_k_views(tiny_data):
         + ["--iters", "2", "--repeats", "1", "--steps", "0"]
     )
     rows = out["loader"]
-    for where in ("coarse crop (CUDA model)", "finished (CPU model)"):
+    for where in ("frames + boxes (CUDA model)", "finished (CPU model)"):
         assert rows[f"pretrain loader, {where}, K=1"]["frames_per_view"] == 4
         assert rows[f"pretrain loader, {where}, K=2"]["frames_per_view"] == 2
         assert all(r["views_s_core"] > 0 for r in rows.values())

@@ -2,6 +2,8 @@
 (data.finish_box); the boxes are the device path's draws and the clips its float result within
 rounding."""
 
+import argparse
+
 import pytest
 import torch
 
@@ -62,8 +64,12 @@ def test_cpu_finish_uses_the_device_paths_boxes_and_pixels(
     for (c_dev, y_dev, i_dev), (c_cpu, y_cpu, i_cpu) in zip(dev, cpu):
         assert y_dev == y_cpu and i_cpu["box"].tolist() == list(data.IDENTITY_BOX)
         # in uint8 levels: mean 0, std 1/255 makes normalize's output the pixel value itself
+        # as the step: a window and its box, or (multi-scale) whole frames, the box and the size
+        assert ("size" in i_dev) == (train_crop != "jitter")
         ref = data.crop_resize(
-            data.normalize(c_dev[None], (0, 0, 0), (1 / 255,) * 3), i_dev["box"][None]
+            data.normalize(c_dev[None], (0, 0, 0), (1 / 255,) * 3),
+            i_dev["box"][None],
+            i_dev.get("size"),
         )
         got = data.normalize(c_cpu[None], (0, 0, 0), (1 / 255,) * 3)
         worst = max(worst, (ref - got).abs().max().item())
@@ -96,3 +102,38 @@ def test_cpu_finish_workers_0_and_2_identical(frames_list):
         )
     for (x0, y0, _), (x2, y2, _) in zip(*batches):
         assert x0.shape == (2, 3, 4, 48, 48) and torch.equal(x0, x2) and torch.equal(y0, y2)
+
+
+def test_whole_frames_of_two_sizes_make_one_batch(tmp_path):
+    """Multi-scale crops for a device model: the loader ships each video's decoded frames once and
+    its K boxes. Frames of two sizes in one batch are padded to the larger (last row and column
+    repeated: what the border clamp reads) with the boxes rescaled, so every view equals the one cut
+    from its own frames alone."""
+    lists = [
+        prepare.make_synth(tmp_path / name, classes=2, videos=2, frames=12, size=size)[0]
+        for name, size in (("a", (97, 71)), ("b", (56, 80)))
+    ]
+    kw = dict(t_length=4, t_stride=2, crop_size=48, new_size=64, train_crop="multiscale13", reps=2)
+    rt = argparse.Namespace(
+        device=torch.device("cpu"), memory_format=torch.contiguous_format, mean=data.MEAN
+    )
+    rt.std = data.STD
+    worst = 0.0
+    for epoch in range(4):
+        items = []
+        for list_file in lists:
+            ds = data.VideoFrameDataset(list_file, seed=1, **kw)
+            ds.set_epoch(epoch)
+            items += [ds[0], ds[1]]
+        assert items[0][0].shape[-2:] == (71, 97) and items[2][0].shape[-2:] == (80, 56)
+        # and boxes that enlarge the last pixels: their taps read past the edges, into the padding
+        for (clip, _, info), (H, W) in zip(items[::2], ((71, 97), (80, 56))):
+            edge = [[(H - 30) / H, (W - 30) / W, 30 / H, 30 / W], [0, 1, 1, -30 / W]]
+            items.append((clip, 1, {**info, "box": torch.tensor(edge)}))
+        x, y = train.to_model_input(*data.collate(items), rt)
+        assert x.shape == (12, 3, 4, 48, 48) and y.tolist() == [i[1] for i in items for _ in "kk"]
+        for i, item in enumerate(items):
+            alone, _ = train.to_model_input(*data.collate([item]), rt)
+            worst = max(worst, (x[2 * i : 2 * i + 2] - alone).abs().max().item())
+    # float rounding of the rescaled boxes only (normalised units; a level is ~0.017)
+    assert worst < 1e-3, worst

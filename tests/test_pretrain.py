@@ -135,12 +135,21 @@ def test_masks_come_from_the_sample_generator():
     assert all(not torch.equal(a, b) for b in others)
 
 
-@pytest.mark.parametrize("finish", [False, True])  # the coarse crop of a CUDA model / a CPU model's
+def step_views(clip, info):
+    """An item's K views as the step sees them: the loader's finished views, or (whole frames with
+    info["size"]: a device model's multi-scale crops) each box cut from them by crop_resize."""
+    if "size" not in info:
+        return clip if clip.dim() == 5 else clip[None]
+    return data.crop_resize(clip[None].double(), info["box"].view(1, -1, 4), info["size"])
+
+
+# the frames and boxes of a CUDA model / a CPU model's finished crops
+@pytest.mark.parametrize("finish", [False, True])
 def test_num_sample_views_are_separate_decodes_with_the_same_draws(tiny_data, monkeypatch, finish):
     """--num_sample K (VideoMAEv2's pretrain_datasets.py: the transform, crop and mask, called K
     times on one decode): view k of a sample equals the view made from a decode of its own with the
-    k-th draws of the sample's generators (box, then mask), and the K views cost one decode of each
-    frame."""
+    k-th draws of the sample's generators (box, flip, then mask), and the K views cost one decode of
+    each frame. A device model's item is the decoded frames, shipped once, and K boxes."""
     K, grid, ratio = 3, (2, 2, 2), 0.5
     spec = data.DataSpec(
         t_length=4, t_stride=2, new_size=36, crop_size=32, train_crop="multiscale13", seed=3
@@ -154,25 +163,34 @@ def test_num_sample_views_are_separate_decodes_with_the_same_draws(tiny_data, mo
     monkeypatch.setattr(decode, "decode_frame", lambda blob: decoded.append(1) or real(blob))
     many.set_epoch(1), one.set_epoch(1)
     ds = many.ds
+    assert ds.ship_frames != finish
     for index in range(4):
         decoded.clear()
         clip, _, info = many[index]
-        assert clip.shape == (K, 3, 4, 32, 32) and info["mask"].shape == (K, 8)
+        views = step_views(clip, info)
+        assert views.shape == (K, 3, 4, 32, 32) and info["mask"].shape == (K, 8)
         video, rng = ds.videos[index], np.random.default_rng([spec.seed, 1, index])
         numbers, inverse = np.unique(ds.choose_frames(video, rng), return_inverse=True)
         assert len(decoded) == len(numbers)  # one decode per frame for all K views
         masks = np.random.default_rng([spec.seed, 1, index, pretrain.MASK_STREAM])
         for k in range(K):  # the reference: a decode per view
-            crop, box, _ = ds.train_view(ds.load_frames(video, numbers), rng)
-            crop = crop[torch.from_numpy(inverse.reshape(-1))].permute(3, 0, 1, 2)
-            assert torch.equal(clip[k], crop)
+            frames = ds.load_frames(video, numbers)
+            crop, box, _ = ds.train_view(frames, rng)
+            if finish:
+                crop = crop[torch.from_numpy(inverse.reshape(-1))].permute(3, 0, 1, 2)
+            else:  # the step cuts this view's box out of this decode's frames
+                x = torch.stack(frames)[torch.from_numpy(inverse.reshape(-1))].permute(3, 0, 1, 2)
+                assert crop is None and torch.equal(clip, x)
+                crop = step_views(x, {"box": torch.tensor([box]), "size": 32})[0]
+            assert torch.equal(views[k], crop)
             assert info["box"][k].tolist() == list(torch.tensor(box).tolist())
             mask = pretrain.tube_mask(grid, ratio, masks.permutation(4))
             assert torch.equal(info["mask"][k], mask)
         assert len(decoded) == (K + 1) * len(numbers)
-        assert any(not torch.equal(clip[0], clip[k]) for k in range(1, K))  # each its own draws
+        assert any(not torch.equal(views[0], views[k]) for k in range(1, K))  # each its own draws
         single, _, first = one[index]  # --num_sample 1: the first view and mask
-        assert torch.equal(single, clip[0]) and torch.equal(first["mask"], info["mask"][0])
+        assert torch.equal(step_views(single, first)[0], views[0])
+        assert torch.equal(first["mask"], info["mask"][0])
 
 
 def test_num_sample_loss_takes_each_view_with_its_mask():

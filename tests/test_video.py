@@ -459,6 +459,10 @@ def test_bench_video_rows(made, tmp_path, capsys):
     )
     text = capsys.readouterr().out
     assert "(b) re-encoded, pyav" in text and "a 240k-line three-column list reads in" in text
+    # where a re-encoded train clip's time goes, per decoder
+    split = out["split"]["pyav"]
+    assert split["frames decoded"] >= 4 and all(split[k] > 0 for k in ("decode", "index", "open"))
+    assert "a re-encoded train clip, pyav, CPU ms per clip: open" in text
 
 
 # ---- preparation ---------------------------------------------------------------------------------
@@ -602,3 +606,44 @@ def test_check_reports_every_bad_video_in_one_line(mixed_list, capsys):
         ]
         assert [int(p.split(":")[1]) for p in problems] == [k for k in names if k > 4], problems
     assert f"85 frames listed, the video has {videos.FRAMES}" in problems[-1]
+
+
+def test_pyav_reads_skip_the_frames_between_keyframes(made, tmp_path, monkeypatch):
+    """PyAV on a re-encoded video (a keyframe every 12 frames, no B-frames): a 16 x 4 clip seeks to
+    a keyframe whenever one lies past the last frame decoded, so it decodes fewer frames than the
+    62 from its first keyframe on (52 at exactly 12 apart), and gets the frames a plain decode
+    gives."""
+    import prepare
+
+    src = linked(tmp_path / "src", [made["start_offset.mp4"][0]])
+    prepare.main(["reencode", str(src), str(tmp_path / "dst"), "--short-side", "64"])
+    path = str(tmp_path / "dst" / "start_offset.mp4")
+    seq = videos.sequential(path)
+    decoded, real_open = [0], decode._av_open
+
+    class Counted:  # the container, its decoded frames counted
+        def __init__(self, c):
+            self.c = c
+
+        def __getattr__(self, name):
+            return getattr(self.c, name)
+
+        def decode(self, *a, **k):
+            for frame in self.c.decode(*a, **k):
+                decoded[0] += 1
+                yield frame
+
+    monkeypatch.setattr(decode, "_av_open", lambda source: Counted(real_open(source)))
+    n, read = decode.open_video(path, "pyav")
+    need = list(range(1, 62, 4))
+    got = read(need)
+    assert [videos.frame_index(f) for f in got] == [videos.frame_index(seq[i]) for i in need]
+    assert all(torch.equal(f, torch.from_numpy(seq[i])) for f, i in zip(got, need))
+    with av.open(path) as c:
+        keys = [i for i, p in enumerate(c.demux(video=0)) if p.size and p.is_keyframe]
+    assert all(b - a <= 12 for a, b in zip(keys, keys[1:]))  # and scene cuts: more keyframes
+    last, want = -1, 0  # each frame from its keyframe, or on from the last decoded one
+    for k in need:
+        key = max(i for i in keys if i <= k)
+        want, last = want + k - max(key - 1, last), k
+    assert decoded[0] == want < 62  # 62: frames 0 .. 61, decoded on from the first keyframe

@@ -24,6 +24,14 @@ pytest.importorskip("einops")  # the official patch_embed.py imports it
 sys.path.insert(0, str(REPO / "tests" / "reference" / "vjepa2"))
 ovit = importlib.import_module("src.models.vision_transformer")
 opool = importlib.import_module("src.models.attentive_pooler")
+# V-JEPA 2.1 (app/vjepa_2_1): its patch_embed.py is not in the vendored copy (see its README); 2.1's
+# vision_transformer.py imports PatchEmbed3D from there, and V-JEPA 2's stands in for it
+sys.modules.setdefault(
+    "app.vjepa_2_1.models.utils.patch_embed",
+    importlib.import_module("src.models.utils.patch_embed"),
+)
+ovit21 = importlib.import_module("app.vjepa_2_1.models.vision_transformer")
+omod21 = importlib.import_module("app.vjepa_2_1.models.utils.modules")
 
 LN = functools.partial(nn.LayerNorm, eps=1e-6)  # the official constructors' norm_layer
 REL = 1e-6
@@ -209,7 +217,10 @@ def test_official_probe_checkpoint_onto_the_probe(tmp_path, capsys):
     with torch.no_grad():
         assert rel(m.head(x), theirs(x)) < REL
     assert "loaded" in capsys.readouterr().out
-    with pytest.raises(ValueError, match=r"width 192, 7 classes, 4 blocks does not fit") as e:
+    with pytest.raises(
+        ValueError,
+        match=r"width 192, 7 classes, 4 blocks does not fit this run's \(width 192, 5 classes",
+    ) as e:
         vjepa_zoo.load_probe(tiny(classes=5).head, str(tmp_path / "ssv2-vitl-16x2x3.pt"))
     assert "\n" not in str(e.value)
 
@@ -409,6 +420,48 @@ def test_bad_inputs_are_one_line_before_any_work(lists, tmp_path, capsys):
         one_line_error(capsys, needle, exc=e)
 
 
+def test_wrong_weights_are_refused_in_one_line_before_the_lists_are_read(lists, tmp_path, capsys):
+    """Lists that do not exist: a V-JEPA file for a VideoMAE arch and the reverse, a 2.0 file for a
+    2.1 arch, a probe of another width and one of another class count are each refused first, in one
+    line (exit 2, no traceback; the width as `python train.py` in a subprocess with a timeout). With
+    the right file the same command fails on the list; with real lists and the right files it trains
+    (the check reads the files memory-mapped and builds on the meta device)."""
+    import vit
+
+    from conftest import one_line_error, run_cli, run_main
+
+    src = save_tiny_official(tmp_path)
+    videomae = tmp_path / "videomae.pth"
+    torch.save({"model": vit.build("vit_t16", 4, t_length=4, crop_size=32).state_dict()}, videomae)
+    # (name, width, blocks, classes); ucf101 has 101 classes
+    for name, width, depth, k in (("128", 128, 4, 7), ("192", 192, 4, 7), ("ok", 192, 1, 101)):
+        clf = opool.AttentiveClassifier(embed_dim=width, num_heads=16, depth=depth, num_classes=k)
+        torch.save({"classifiers": [clf.state_dict()]}, tmp_path / f"probe{name}.pt")
+    missing = [str(tmp_path / "no_train.txt"), str(tmp_path / "no_val.txt")]
+    base = ["ucf101", *missing, *PROBE[:-6], "--output_root", str(tmp_path / "o")]
+    width = (
+        ["--probe-weights", str(tmp_path / "probe128.pt"), "--num_classes", "7"],
+        "a probe of width 128, 7 classes, 4 blocks does not fit this run's (width 192, 7",
+    )
+    r = run_cli([*base, *width[0]], timeout=120)
+    assert r.returncode == 2, r.stderr
+    one_line_error(r.stderr, width[1])
+    cases = [
+        (["--arch", "vit_t16", "--pretrained", src], "a V-JEPA 2 checkpoint"),
+        (["--pretrained", str(videomae)], "not a V-JEPA 2 checkpoint"),
+        (["--arch", "vjepa2_1_vitt16", "--pretrained", src], "(--arch vjepa2_vitt16)"),
+        (["--probe-weights", str(tmp_path / "probe192.pt")], "7 classes, 4 blocks does not fit"),
+        (["--pretrained", src], "no_train.txt"),  # the right file: the list's error
+    ]
+    for flags, needle in cases:
+        with pytest.raises(SystemExit) as e:
+            run_main([*base, *flags])
+        one_line_error(capsys, needle, exc=e)
+    good = ["ucf101", *lists, *PROBE, "--output_root", str(tmp_path / "ok")]
+    run_main([*good, "--pretrained", src, "--probe-weights", str(tmp_path / "probeok.pt")])
+    assert "probe " in capsys.readouterr().out  # loaded for real after the lists, its one line
+
+
 def test_features_are_the_mean_token_or_the_probes_query():
     import features
     import probe
@@ -475,3 +528,202 @@ def test_a_vjepa2_hub_id_loads_from_the_cache_offline(tmp_path, capsys, monkeypa
     for (k, a), b in zip(by_id.state_dict().items(), by_folder.state_dict().values()):
         if not k.startswith("head."):
             assert torch.equal(a, b), k
+
+
+# ---- V-JEPA 2.1 (app/vjepa_2_1): the same blocks with its differences ----------------------------
+
+
+def official21(arch, frames=16, size=384):
+    """2.1's VisionTransformer as src/hub/backbones.py builds it (use_rope, interpolate_rope, the
+    image tokenizer, modality embeddings) for `arch`'s width, depth and heads."""
+    s = vjepa.VJEPA_SPECS[arch]
+    return ovit21.VisionTransformer(
+        img_size=(size, size),
+        num_frames=frames,
+        patch_size=16,
+        tubelet_size=2,
+        embed_dim=s.width,
+        depth=s.depth,
+        num_heads=s.heads,
+        mlp_ratio=s.mlp_ratio,
+        qkv_bias=True,
+        norm_layer=LN,
+        use_sdpa=True,
+        uniform_power=False,
+        use_rope=True,
+        img_temporal_dim_size=1,
+        interpolate_rope=True,
+    )
+
+
+def pair21(arch, seed=0):
+    """(ours, official 2.1) with the official's random weights, through vjepa_zoo's 2.1 rules."""
+    import vit_zoo
+    import vjepa_zoo
+
+    theirs = randomise(official21(arch).double(), seed)
+    state, dropped, unexpected = vit_zoo.convert(theirs.state_dict(), vjepa_zoo.V21_RULES)
+    assert len(dropped) == 9 and not unexpected  # 3 deep-supervision norms, the image tokenizer
+    ours = vjepa.build(arch, 3).double().eval()
+    missing = ours.load_state_dict(state, strict=False)
+    assert not missing.unexpected_keys
+    assert all(k.startswith("head.") for k in missing.missing_keys)
+    return ours, theirs
+
+
+@pytest.mark.parametrize(
+    "arch, shape",
+    [
+        # vit_tiny whole (12 blocks: the least the official builds), H != W: rows onto 0..15
+        ("vjepa2_1_vitt16", (2, 3, 4, 48, 32)),
+        # built for 16 frames at 384 px, run at 32 and 64 frames (time is not rescaled)
+        ("vjepa2_1_vitt16", (1, 3, 32, 32, 48)),
+        ("vjepa2_1_vitt16", (1, 3, 64, 32, 32)),
+        # the published 384 px: 24 rows onto 0, 15/23, ..., 15
+        ("vjepa2_1_vitt16", (1, 3, 2, 384, 384)),
+    ],
+)
+def test_v21_encoder_tokens_equal_the_official(arch, shape):
+    ours, theirs = pair21(arch)
+    x = torch.randn(shape, dtype=torch.float64)
+    with torch.no_grad():
+        got, want = ours.tokens(x), theirs(x)
+    assert (
+        got.shape
+        == want.shape
+        == (shape[0], shape[2] // 2 * shape[3] // 16 * shape[4] // 16, ours.spec.width)
+    )
+    assert rel(got, want) < REL
+
+
+@pytest.mark.parametrize(
+    "arch", ["vjepa2_1_vitb16", "vjepa2_1_vitl16", "vjepa2_1_vitg16", "vjepa2_1_vitG16"]
+)
+def test_v21_blocks_of_the_published_widths_equal_the_official_block(arch):
+    """ViT-B, ViT-L, ViT-g (22 heads, MLP 48/11) and ViT-G (26 heads, MLP 64/13): the official 2.1
+    Block (modules.py, RoPE interpolated, channel pairs corrected) against ours, on 2 x 3 x 2
+    tokens (the official encoder builds no fewer than 12 blocks: the block alone is compared)."""
+    s = vjepa.VJEPA_SPECS[arch]
+    theirs = omod21.Block(
+        dim=s.width,
+        num_heads=s.heads,
+        mlp_ratio=s.mlp_ratio,
+        qkv_bias=True,
+        norm_layer=LN,
+        use_rope=True,
+        grid_size=24,
+        interpolate_rope=True,
+        patch_size=16,
+    )
+    theirs = randomise(theirs.double())
+    ours = vjepa.Block(s.width, s.heads, s.mlp_ratio, rope_pairs=s.rope_pairs).double().eval()
+    ours.load_state_dict(theirs.state_dict())
+    assert ours.mlp.fc1.out_features == theirs.mlp.fc1.out_features
+    x = torch.randn(2, 12, s.width, dtype=torch.float64)
+    pos = vjepa.token_positions(2, 3, 2, "cpu", s.rope_grid)
+    with torch.no_grad():
+        assert rel(ours(x, pos), theirs(x, T=2, H_patches=3, W_patches=2)[0]) < REL
+
+
+@pytest.mark.parametrize("arch", ["vjepa2_vitt16", "vjepa2_1_vitt16"])
+def test_under_bf16_autocast_the_encoders_equal_the_official_bit_for_bit(arch):
+    """V-JEPA 2's positions are integers (angles in bf16), 2.1's float32 (angles in float32,
+    rotated channels cast back by SDPA's autocast): each computed as its own code does."""
+    if arch.startswith("vjepa2_1"):
+        ours, theirs = pair21(arch)
+    else:
+        ours, theirs = pair(arch, 2)
+    ours, theirs = ours.float(), theirs.float()
+    x = torch.randn(1, 3, 4, 48, 32)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        got, want = ours.tokens(x), theirs(x)
+    assert got.dtype == want.dtype == torch.bfloat16 and torch.equal(got, want)
+
+
+def test_v21_rotation_pairs_share_a_frequency():
+    """2.1: the pair (2, 3) of a 20-channel axis turns by frequency 1 (repeat_interleave)."""
+    x = torch.zeros(1, 1, 1, 20, dtype=torch.float64)
+    x[..., 2] = 1.0
+    y = vjepa.rotate(x, torch.tensor([1]), pairs=True)
+    omega = 1.0 / 10000 ** (torch.arange(10, dtype=torch.float64) / 10)
+    assert torch.allclose(y[0, 0, 0, 2], torch.cos(omega[1]))
+    assert torch.allclose(y[0, 0, 0, 3], torch.sin(omega[1]))
+
+
+def test_v21_geometry_needs_two_patches_a_side():
+    """interpolate_rope divides by rows - 1: one row of patches is refused, not turned to NaN."""
+    assert "at least 32" in vjepa.geometry_error("vjepa2_1_vitt16", 16, 16)
+    assert vjepa.geometry_error("vjepa2_1_vitt16", 16, 32) is None
+    assert vjepa.geometry_error("vjepa2_vitt16", 16, 16) is None
+    with pytest.raises(ValueError, match="at least 32 px"):
+        vjepa.build("vjepa2_1_vitt16", 2, depth=1)(torch.zeros(1, 3, 2, 16, 32))
+
+
+def save_official21(path, width=192, seed=0):
+    """A 2.1 pretraining checkpoint (app/vjepa_2_1/train.py): encoder, target_encoder and
+    ema_encoder under `module.backbone.`, and a predictor; vit_tiny-shaped, float64."""
+    arch = {192: "vjepa2_1_vitt16"}[width]
+    encs = {k: randomise(official21(arch).double(), i) for i, k in enumerate(ENCODER_KEYS)}
+    ckpt = {
+        k: {"module.backbone." + n: v for n, v in m.state_dict().items()} for k, m in encs.items()
+    }
+    ckpt["predictor"] = {"module.predictor_embed.weight": torch.zeros(1)}
+    torch.save(ckpt, path)
+    return encs
+
+
+ENCODER_KEYS = ("encoder", "target_encoder", "ema_encoder")
+
+
+@pytest.mark.parametrize("key", [None, "ema_encoder"])
+def test_v21_official_pt_loads_with_one_report_line(tmp_path, capsys, key):
+    import vjepa_zoo
+
+    encs = save_official21(tmp_path / "vjepa2_1_vitt_384.pt")
+    m = vjepa.build("vjepa2_1_vitt16", 5).double().eval()
+    vjepa_zoo.load(m, str(tmp_path / "vjepa2_1_vitt_384.pt"), key)
+    line = capsys.readouterr().out
+    x = torch.randn(1, 3, 4, 32, 48, dtype=torch.float64)
+    with torch.no_grad():
+        assert rel(m.tokens(x), encs[key or "target_encoder"](x)) < REL
+    assert line.count("\n") == 1 and f"official 2.1 '{key or 'target_encoder'}'" in line
+    assert "dropped 9 (img_mod_embed, patch_embed_img.proj.weight" in line
+
+
+def test_v21_distilled_base_and_large_read_ema_encoder_by_default(tmp_path, capsys):
+    """backbones.py reads the distilled ViT-B / ViT-L from `ema_encoder`: so does --pretrained."""
+    import vjepa_zoo
+
+    m = vjepa.build("vjepa2_1_vitb16", 5, depth=1).eval()
+    sd = {n.replace("norm.", "norms_block.3."): v for n, v in m.state_dict().items()}
+    sd = {n: v for n, v in sd.items() if not n.startswith("head.")}
+    sd.update(
+        {f"norms_block.{j}.{p}": torch.ones(768) for j in range(3) for p in ("weight", "bias")}
+    )
+    # three encoders told apart by their weights
+    ckpt = {k: {n: v + i for n, v in sd.items()} for i, k in enumerate(ENCODER_KEYS)}
+    torch.save(ckpt, tmp_path / "vjepa2_1_vitb_dist_vitG_384.pt")
+    vjepa_zoo.load(m, str(tmp_path / "vjepa2_1_vitb_dist_vitG_384.pt"))
+    assert "official 2.1 'ema_encoder'" in capsys.readouterr().out
+    assert torch.equal(m.blocks[0].attn.qkv.weight, ckpt["ema_encoder"]["blocks.0.attn.qkv.weight"])
+
+
+def test_a_v21_file_for_a_v2_arch_and_the_reverse_are_refused_naming_the_arch(tmp_path):
+    import vjepa_zoo
+
+    save_official21(tmp_path / "v21.pt")
+    save_official(tmp_path / "v2.pt", depth=4)
+    cases = [
+        (
+            vjepa.build("vjepa2_vitt16", 5, depth=12),
+            "v21.pt",
+            "V-JEPA 2.1 encoder",
+            "vjepa2_1_vitt16",
+        ),
+        (vjepa.build("vjepa2_1_vitt16", 5, depth=4), "v2.pt", "V-JEPA 2 encoder", "vjepa2_vitt16"),
+    ]
+    for m, name, what, fits in cases:
+        with pytest.raises(ValueError) as e:
+            vjepa_zoo.load(m, str(tmp_path / name))
+        msg = str(e.value)
+        assert what in msg and f"(--arch {fits})" in msg and "\n" not in msg, msg
