@@ -173,7 +173,11 @@ def tiny_checkpoint(path, class_names=None, **override):
     torch.manual_seed(0)
     args = dict(CKPT_ARGS, **override)
     net = model.build_model(  # a ViT's position table is built for its clips
-        args["arch"], args["num_classes"], t_length=args["t_length"], crop_size=args["crop_size"]
+        args["arch"],
+        args["num_classes"],
+        t_length=args["t_length"],
+        crop_size=args["crop_size"],
+        slowfast_variant=args.get("slowfast_variant"),
     )
     torch.save(
         {

@@ -210,6 +210,14 @@ def add_model_args(p):
         help="TSM: shift 1/N of channels each way, 0: off "
         f"({', '.join(models.archs_with('shift'))})",
     )
+    p.add_argument(
+        "--slowfast-variant",
+        dest="slowfast_variant",
+        choices=list(models.slowfast_net.VARIANTS),
+        help="SlowFast archs: whose network (mmaction2*: every alpha-th frame to the slow "
+        "pathway; mmaction2: no BN / ReLU in the laterals); default PySlowFast's, or the "
+        "--pretrained file's",
+    )
 
 
 def add_clip_args(p):
@@ -921,6 +929,9 @@ def check_mode(args):
         fail(vjepa.geometry_error(args.arch, args.t_length, args.crop_size))
     if models.slowfast_net.frames_error(args.arch, args.t_length):  # SlowFast's alpha
         fail(models.slowfast_net.frames_error(args.arch, args.t_length))
+    if args.slowfast_variant and args.arch not in models.slowfast_net.SLOWFAST:
+        have = ", ".join(models.slowfast_net.SLOWFAST)
+        fail(f"--slowfast-variant needs a SlowFast arch ({have}), not {args.arch}")
     if models.mvit_net.geometry_error(args.arch, args.t_length, args.crop_size):
         fail(models.mvit_net.geometry_error(args.arch, args.t_length, args.crop_size))
     # 2/shift of the channels move; 64: the fewest a block has

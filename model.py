@@ -477,6 +477,9 @@ class ModelSpec:
     crop_size: int = 224  # input height = width (for archs that size position embeddings by it)
     # the ViTs: recompute each block in the backward (activation checkpointing)
     grad_ckpt: bool = False
+    # SlowFast: whose network, a key of slowfast_net.VARIANTS ("pyslowfast", "mmaction2", ...);
+    # None: PySlowFast's, or the --pretrained file's (zoo.build_model)
+    slowfast_variant: Optional[str] = None
 
 
 class Arch(NamedTuple):
@@ -731,6 +734,9 @@ def build_model(spec, *args, **fields):
     if spec.shift and not entry.shift:
         have = ", ".join(archs_with("shift"))
         raise ValueError(f"--shift needs a 2D ResNet arch ({have}), not {spec.arch}")
+    if spec.slowfast_variant and spec.arch not in slowfast_net.SLOWFAST:
+        have = ", ".join(slowfast_net.SLOWFAST)
+        raise ValueError(f"--slowfast-variant needs a SlowFast arch ({have}), not {spec.arch}")
     model = entry.build(spec)
     model.arch = spec.arch
     if spec.shift:

@@ -143,7 +143,8 @@ def evaluation_files(args, rt, flags):
     the checkpoint file, the values of `flags` (flags.flag_sets().scores: those that may change the
     scores) and the normalisation>: two protocols never overwrite each other. Rank 0 checks it can
     write them all BEFORE evaluating: a failure is one line at once, not after it."""
-    settings = {k: getattr(args, k, None) for k in flags}
+    # a flag left unset is not named: adding a flag does not rename earlier runs' evaluations
+    settings = {k: getattr(args, k) for k in flags if getattr(args, k, None) is not None}
     resume = os.path.realpath(args.resume) if args.resume else ""  # "": --evaluate --pretrained
     settings.update(resume=resume, mean=list(rt.mean), std=list(rt.std))
     text = json.dumps(settings, sort_keys=True, default=str)

@@ -6,6 +6,9 @@
 Parameter names are PySlowFast's own (s1.pathway0_stem.conv, s2.pathway1_res0.branch2.a_bn,
 s3_fuse.conv_f2s, head.projection, ...), so its .pyth files (`model_state`) load as they are and
 zoo.py renames the other layouts (Caffe2 blobs, pytorchvideo, mmaction2) to these names.
+mmaction2's SlowFast is another function of the same tensors less the laterals' BN: its variant
+(variant(arch, "mmaction2"), ModelSpec.slowfast_variant) is this module with conv-only laterals and
+every alpha-th frame for the slow pathway ("mmaction2_lateral_norm": with the laterals' BN).
 
 References
 - Feichtenhofer, Fan, Malik, He. SlowFast Networks for Video Recognition. ICCV 2019.
@@ -16,6 +19,8 @@ References
   stem_helper.py (ResNetBasicStem, X3DStem), head_helper.py (ResNetBasicHead, X3DHead),
   nonlocal_helper.py, operators.py (SE), models/utils.py (round_width), datasets/utils.py
   (pack_pathway_output), utils/weight_init_helper.py; configs/Kinetics/*.yaml for the values below.
+- open-mmlab/mmaction2 (commit 4d6c934): models/backbones/resnet3d_slowfast.py (ResNet3dSlowFast,
+  ResNet3dPathway), resnet3d.py, heads/slowfast_head.py; configs/recognition/slowfast/*.py.
 """
 
 import math
@@ -36,6 +41,14 @@ class SlowFastSpec(NamedTuple):
     beta_inv: int = 8  # SLOWFAST.BETA_INV: fast channels = slow channels / beta_inv
     fusion_ratio: int = 2  # SLOWFAST.FUSION_CONV_CHANNEL_RATIO: lateral channels = fast * ratio
     width: int = 64  # RESNET.WIDTH_PER_GROUP: the slow stem's channels
+    # blocks per stage of the fast pathway; None: `layers` (mmaction2's R101-R50 has another depth)
+    fast_layers: tuple = None
+    # The laterals: conv -> BN -> ReLU (PySlowFast's FuseFastToSlow) or the conv alone (mmaction2's
+    # ResNet3dPathway with lateral_norm False, its default and every config's but one, VARIANTS).
+    lateral_norm: bool = True
+    # The slow pathway's frames: "linspace" (PySlowFast's pack_pathway_output) or "stride", every
+    # alpha-th frame from the first (mmaction2's interpolate(x, scale 1 / resample_rate, nearest)).
+    slow_frames: str = "linspace"
 
 
 class X3DSpec(NamedTuple):
@@ -59,13 +72,39 @@ SLOWFAST = {
     "slowfast_r101_8x8": SlowFastSpec(R101, 4, 5, temporal_blocks=(3, 4, 23, 3)),
     "slowfast_r101_16x8": SlowFastSpec(R101, 4, 5),
     "slowfast_r101_16x8_nl": SlowFastSpec(R101, 4, 5, nonlocal_blocks=((), (), (6, 13, 20), ())),
+    # mmaction2's slowfast_r101-r50_32xb8-4x16x1: an R101 slow pathway beside an R50 fast one (no
+    # PySlowFast file; mmaction2's inflate (0, 0, 1, 1): every res4 block 3x1x1).
+    "slowfast_r101_r50_4x16": SlowFastSpec(R101, 8, 5, (3, 4, 23, 3), fast_layers=R50),
     # Not a zoo network: one block per stage, width 16, alpha 2 (4-frame clips), for CPU tests and
     # the demo.
     "slowfast_tiny": SlowFastSpec((1, 1, 1, 1), 2, 5, (1, 1, 1, 1), ((), (), (0,), ()), width=16),
 }
+# The networks mmaction2 builds (ResNet3dSlowFast at 4d6c934) for the same archs: conv-only laterals
+# and every alpha-th frame (its resample_rate equals speed_ratio in every config: the fast pathway
+# is the clip). Its configs match the archs' PySlowFast values (R50 4x16: speed_ratio 8,
+# fusion_kernel 5; R50 8x8: 4, 7) except slowfast_r101_8xb8-8x8x1, which inherits fusion_kernel 7
+# from the R50 8x8 config where PySlowFast's R101 8x8 has 5.
+# One published file, slowfast_r50_8xb8-8x8x1-steplr, sets lateral_norm True: BN and ReLU after the
+# lateral conv as PySlowFast's, with mmaction2's frames.
+VARIANTS = {
+    "pyslowfast": {},
+    "mmaction2": dict(lateral_norm=False, slow_frames="stride"),
+    "mmaction2_lateral_norm": dict(slow_frames="stride"),
+}
+MMACTION2_ARCHS = {"slowfast_r101_8x8": dict(fusion_kernel=7)}
 # configs/Kinetics/X3D_XS.yaml, X3D_S.yaml, X3D_M.yaml (WIDTH_FACTOR 2.0, DEPTH_FACTOR 2.2,
 # BOTTLENECK_FACTOR 2.25) and X3D_L.yaml (DEPTH_FACTOR 5.0); they differ in frames and crop.
 X3D = {"x3d_xs": X3DSpec(2.2), "x3d_s": X3DSpec(2.2), "x3d_m": X3DSpec(2.2), "x3d_l": X3DSpec(5.0)}
+
+
+def variant(arch, name=None):
+    """The SlowFastSpec of `arch` as `name` (a key of VARIANTS; None: "pyslowfast") builds it."""
+    name = name or "pyslowfast"
+    if name not in VARIANTS:
+        raise ValueError(f"--slowfast-variant {name}: choose one of {', '.join(VARIANTS)}")
+    spec = SLOWFAST[arch]._replace(**VARIANTS[name])
+    mmaction2 = name.startswith("mmaction2")
+    return spec._replace(**MMACTION2_ARCHS.get(arch, {})) if mmaction2 else spec
 
 
 def slow_indices(T, alpha):
@@ -243,19 +282,24 @@ class Stage(nn.Module):
 
 class Fuse(nn.Module):
     """The lateral connection: the fast features, conv'd (fusion_kernel x1x1, temporal stride alpha)
-    to ratio x their channels, concatenated to the slow ones
-    (video_model_builder.FuseFastToSlow)."""
+    to ratio x their channels, then BN and ReLU (video_model_builder.FuseFastToSlow; mmaction2's
+    lateral ConvModule has the conv alone: spec.lateral_norm False), concatenated to the slow
+    ones."""
 
     def __init__(self, c_fast, spec):
         super().__init__()
         c = c_fast * spec.fusion_ratio
         self.conv_f2s = conv(c_fast, c, (spec.fusion_kernel, 1, 1), (spec.alpha, 1, 1))
-        self.bn = nn.BatchNorm3d(c)
-        self.relu = nn.ReLU(inplace=True)
+        if spec.lateral_norm:
+            self.bn = nn.BatchNorm3d(c)
+            self.relu = nn.ReLU(inplace=True)
 
     def forward(self, xs):
         slow, fast = xs
-        return [torch.cat([slow, self.relu(self.bn(self.conv_f2s(fast)))], 1), fast]
+        lateral = self.conv_f2s(fast)
+        if hasattr(self, "bn"):
+            lateral = self.relu(self.bn(lateral))
+        return [torch.cat([slow, lateral], 1), fast]
 
 
 class ResNetHead(nn.Module):
@@ -316,8 +360,10 @@ def init_weights(model):
 
 
 class SlowFast(nn.Module):
-    """PySlowFast's SlowFast (video_model_builder.SlowFast, no detection head). forward takes ONE
-    clip of T frames (the fast pathway) and gives the slow pathway slow_indices(T, alpha) of it."""
+    """PySlowFast's SlowFast (video_model_builder.SlowFast, no detection head), or mmaction2's
+    (ResNet3dSlowFast + SlowFastHead) with spec = variant(arch, "mmaction2"). forward takes ONE clip
+    of T frames (the fast pathway) and gives the slow pathway slow_indices(T, alpha) of it (every
+    alpha-th frame in mmaction2's)."""
 
     def __init__(self, spec, num_classes, dropout=0.0):
         super().__init__()
@@ -331,10 +377,10 @@ class SlowFast(nn.Module):
         self.s1.pathway1_stem = ResNetStem(w // beta, kt[1][0])
         self.s1_fuse = Fuse(w // beta, spec)
         c_in = [w + w // beta * spec.fusion_ratio, w // beta]
-        for s, n in enumerate(spec.layers):
+        for s, depths in enumerate(zip(spec.layers, spec.fast_layers or spec.layers)):
             c_out, c_inner, stride = w * 4 * 2**s, w * 2**s, 1 if s == 0 else 2
             pathways = []
-            for p, div in enumerate((1, beta)):
+            for p, (div, n) in enumerate(zip((1, beta), depths)):
                 blocks = [
                     ResBlock(
                         c_in[p] if i == 0 else c_out // div,
@@ -351,14 +397,18 @@ class SlowFast(nn.Module):
                 self.add_module(f"s{s + 2}_fuse", Fuse(c_out // beta, spec))
             c_in = [c_out + c_out // beta * spec.fusion_ratio, c_out // beta]
         self.head = ResNetHead(w * 32 + w * 32 // beta, num_classes, dropout)
+        self.head.fast_channels = w * 32 // beta  # the last (C_slow + C_fast) features
         init_weights(self)
 
     def pathways(self, x):
         """(B, 3, T, H, W) -> [slow (B, 3, T / alpha, H, W), fast = x] (PackPathway)."""
         B, C, T, H, W = x.shape
-        if T % self.spec.alpha:
+        alpha = self.spec.alpha
+        if T % alpha:
             raise ValueError(frames_error(getattr(self, "arch", "slowfast_r50_8x8"), T))
-        return [x.index_select(2, slow_indices(T, self.spec.alpha).to(x.device)), x]
+        if self.spec.slow_frames == "stride":
+            return [x[:, :, ::alpha], x]
+        return [x.index_select(2, slow_indices(T, alpha).to(x.device)), x]
 
     def backbone(self, x):
         """The two pathways' last features [(B, 2048, T/alpha, H/32, W/32), (B, 256, T, ...)]."""
@@ -427,5 +477,8 @@ class X3DNet(nn.Module):
 def build(spec):
     """The network of a model.ModelSpec whose arch is a key of SLOWFAST or X3D."""
     if spec.arch in SLOWFAST:
-        return SlowFast(SLOWFAST[spec.arch], spec.num_classes, spec.dropout)
+        model = SlowFast(variant(spec.arch, spec.slowfast_variant), spec.num_classes, spec.dropout)
+        # what the checkpoint's args record (train.make_model): the network, not the flag's None
+        model.slowfast_variant = spec.slowfast_variant or "pyslowfast"
+        return model
     return X3DNet(X3D[spec.arch], spec.num_classes, spec.dropout)

@@ -14,6 +14,11 @@ Layouts followed (each rule table cites its files)
 - open-mmlab/mmaction2 .pth of X3D: models/backbones/x3d.py (conv1_s, conv1_t, layerN.i.conv1..3,
   se_module, downsample, conv5 as mmcv ConvModules .conv / .bn), models/heads/x3d_head.py (fc1,
   fc2).
+- open-mmlab/mmaction2 .pth of SlowFast (commit 4d6c934): models/backbones/resnet3d_slowfast.py
+  (ResNet3dSlowFast: slow_path / fast_path ResNet3dPathways, the laterals conv1_lateral and
+  layer1..3_lateral on the slow one), resnet3d.py (conv1, layerN.i.conv1..3, downsample as
+  ConvModules .conv / .bn), heads/slowfast_head.py (fc_cls over cat(fast, slow)). Its network is
+  one of slowfast_net's mmaction2 variants, which file_variant picks for its files.
 """
 
 import re
@@ -161,6 +166,48 @@ MMACTION2_X3D_RULES = (
     (r"cls_head\.fc1\.weight", lambda m: "head.lin_5.weight"),
     (r"cls_head\.fc2\.(\w+)", lambda m: f"head.projection.{m[1]}"),
 )
+_PATHWAY = {"slow": 0, "fast": 1}
+_MM_PATH = r"backbone\.(slow|fast)_path\."
+# resnet3d_slowfast.py: slow_path.conv1_lateral follows the stems (s1_fuse), layerN_lateral follows
+# res(N+1) (s(N+1)_fuse); the laterals are ConvModules, without norm (a .conv only) but where
+# lateral_norm is set.
+MMACTION2_SLOWFAST_RULES = (
+    (_MM_PATH + r"conv1\.conv\.(\w+)", lambda m: f"s1.pathway{_PATHWAY[m[1]]}_stem.conv.{m[2]}"),
+    (_MM_PATH + r"conv1\.bn\.(\w+)", lambda m: f"s1.pathway{_PATHWAY[m[1]]}_stem.bn.{m[2]}"),
+    (r"backbone\.slow_path\.conv1_lateral\.conv\.(\w+)", lambda m: f"s1_fuse.conv_f2s.{m[1]}"),
+    (
+        r"backbone\.slow_path\.layer(\d)_lateral\.conv\.(\w+)",
+        lambda m: f"s{int(m[1]) + 1}_fuse.conv_f2s.{m[2]}",
+    ),
+    # lateral_norm True (the 8x8x1-steplr config): a BN after each lateral conv
+    (r"backbone\.slow_path\.conv1_lateral\.bn\.(\w+)", lambda m: f"s1_fuse.bn.{m[1]}"),
+    (
+        r"backbone\.slow_path\.layer(\d)_lateral\.bn\.(\w+)",
+        lambda m: f"s{int(m[1]) + 1}_fuse.bn.{m[2]}",
+    ),
+    (
+        _MM_PATH + r"layer(\d)\.(\d+)\.(conv[123])\.conv\.(\w+)",
+        lambda m: (
+            f"s{int(m[2]) + 1}.pathway{_PATHWAY[m[1]]}_res{m[3]}.branch2.{_MM_CONV[m[4]]}.{m[5]}"
+        ),
+    ),
+    (
+        _MM_PATH + r"layer(\d)\.(\d+)\.(conv[123])\.bn\.(\w+)",
+        lambda m: (
+            f"s{int(m[2]) + 1}.pathway{_PATHWAY[m[1]]}_res{m[3]}.branch2.{_MM_CONV[m[4]]}_bn.{m[5]}"
+        ),
+    ),
+    (
+        _MM_PATH + r"layer(\d)\.(\d+)\.downsample\.conv\.(\w+)",
+        lambda m: f"s{int(m[2]) + 1}.pathway{_PATHWAY[m[1]]}_res{m[3]}.branch1.{m[4]}",
+    ),
+    (
+        _MM_PATH + r"layer(\d)\.(\d+)\.downsample\.bn\.(\w+)",
+        lambda m: f"s{int(m[2]) + 1}.pathway{_PATHWAY[m[1]]}_res{m[3]}.branch1_bn.{m[4]}",
+    ),
+    # SlowFastHead: fc_cls over cat(fast, slow); `fit` puts its columns in our order (slow first).
+    (r"cls_head\.fc_cls\.(\w+)", lambda m: f"head.projection.{m[1]}"),
+)
 SAME_NAMES = ((r"(.+)", lambda m: m[1]),)
 RULES = {  # (zoo layout name, family) -> rules
     ("pyslowfast", "slowfast"): SAME_NAMES,
@@ -169,6 +216,7 @@ RULES = {  # (zoo layout name, family) -> rules
     ("pytorchvideo", "slowfast"): PYTORCHVIDEO_SLOWFAST_RULES,
     ("pytorchvideo", "x3d"): PYTORCHVIDEO_X3D_RULES,
     ("mmaction2", "x3d"): MMACTION2_X3D_RULES,
+    ("mmaction2", "slowfast"): MMACTION2_SLOWFAST_RULES,
 }
 # A key only that family has, in any layout (ours = PySlowFast's, Caffe2, pytorchvideo, mmaction2).
 _FAMILY_KEYS = {
@@ -200,21 +248,14 @@ def rules(arch, zoo_name, names, src):
     if have is None:
         raise ValueError(
             f"--pretrained {src}: not a SlowFast / X3D checkpoint ({zoo_name} layout); "
-            f"--arch {arch} takes PySlowFast, "
-            f"pytorchvideo{' or Caffe2' if want == 'slowfast' else ''}"
-            f"{' or mmaction2' if want == 'x3d' else ''} {want} files"
+            f"--arch {arch} takes PySlowFast, pytorchvideo, mmaction2"
+            f"{' or Caffe2' if want == 'slowfast' else ''} {want} files"
         )
     if have != want:
         name = {"slowfast": "a SlowFast", "x3d": "an X3D"}[have]
         raise ValueError(
             f"--pretrained {src}: {name} checkpoint ({zoo_name} layout), not {arch}'s network: "
             f"use --arch {' / '.join(others)}"
-        )
-    if (zoo_name, have) == ("mmaction2", "slowfast"):
-        raise ValueError(
-            f"--pretrained {src}: mmaction2's SlowFast is another network (its laterals have no "
-            "BN and no ReLU, and it samples both pathways itself); the slowfast_* archs load "
-            "PySlowFast, its Caffe2 and pytorchvideo SlowFast files"
         )
     if (zoo_name, have) not in RULES:
         raise ValueError(
@@ -224,11 +265,39 @@ def rules(arch, zoo_name, names, src):
     return RULES[(zoo_name, have)]
 
 
+def file_variant(spec, state, zoo_name, src):
+    """The SlowFast variant (slowfast_net.VARIANTS) whose network a file of `zoo_name` layout holds:
+    mmaction2's for its files (with lateral_norm where its laterals have BN), for ours without the
+    laterals' BN mmaction2's, PySlowFast's otherwise (or mmaction2_lateral_norm if the flag says so:
+    the frames are not in the weights); the ModelSpec's own where the file is no SlowFast (refused
+    when loaded). ValueError (one line): a --slowfast-variant that is not the file's."""
+    if family(state) != "slowfast":
+        return spec.slowfast_variant
+    if zoo_name == "mmaction2":
+        normed = any(re.match(r"backbone\.slow_path\.\w+_lateral\.bn\.", k) for k in state)
+        fits = ["mmaction2_lateral_norm"] if normed else ["mmaction2"]
+    elif "s1_fuse.conv_f2s.weight" in state and "s1_fuse.bn.weight" not in state:
+        fits = ["mmaction2"]  # PySlowFast's names: ours, trained as mmaction2's network
+    else:
+        fits = ["pyslowfast", "mmaction2_lateral_norm"]
+    if spec.slowfast_variant in (None, *fits):
+        return spec.slowfast_variant or fits[0]
+    raise ValueError(
+        f"--pretrained {src}: {fits[0]}'s SlowFast network ({zoo_name} layout), not "
+        f"--slowfast-variant {spec.slowfast_variant}'s: leave the flag out (the file's network "
+        f"is built) or give --slowfast-variant {' / '.join(fits)}"
+    )
+
+
 def signature(state):
     """What the weights fix of a SlowFast / X3D network (our names): blocks per stage, the stem's
     width, the laterals' kernel, the non-local and the temporal blocks."""
     blocks = tuple(
         len({m[1] for k in state if (m := re.match(rf"s{s}\.pathway0_res(\d+)\.", k))})
+        for s in (2, 3, 4, 5)
+    )
+    fast_blocks = tuple(
+        len({m[1] for k in state if (m := re.match(rf"s{s}\.pathway1_res(\d+)\.", k))})
         for s in (2, 3, 4, 5)
     )
     nonlocal_ = tuple(
@@ -242,9 +311,10 @@ def signature(state):
     lateral = state.get("s1_fuse.conv_f2s.weight")
     stem = state.get("s1.pathway0_stem.conv_xy.weight", state.get("s1.pathway0_stem.conv.weight"))
     res4_kt = tuple(
-        state[f"s4.pathway1_res{i}.branch2.a.weight"].shape[2]
+        state[f"s4.pathway{p}_res{i}.branch2.a.weight"].shape[2]
+        for p in (0, 1)
         for i in range(blocks[2])
-        if f"s4.pathway1_res{i}.branch2.a.weight" in state
+        if f"s4.pathway{p}_res{i}.branch2.a.weight" in state
     )
     return (
         blocks,
@@ -252,6 +322,7 @@ def signature(state):
         None if lateral is None else lateral.shape[2],
         nonlocal_,
         res4_kt,
+        fast_blocks,
     )
 
 
@@ -276,14 +347,16 @@ def check(model, state, src):
                 f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})"
             )
         return
+    variant = getattr(model, "slowfast_variant", None)
     fits = [
         a
         for a in (slowfast_net.SLOWFAST if family_of(arch) == "slowfast" else slowfast_net.X3D)
-        if a != arch and _spec_signature(a) == got
+        if a != arch and _spec_signature(a, variant) == got
     ]
     what = f"blocks per stage {got[0]}, stem width {got[1]}"
     if family_of(arch) == "slowfast":
         what += f", lateral kernel {got[2]}, non-local after {got[3]}"
+        what += f", fast blocks {got[5]}" if got[5] != got[0] else ""
     hint = f": use --arch {' / '.join(fits)}" if fits else ": no arch here has that network"
     raise ValueError(
         f"--pretrained {src}: weights of another {family_of(arch)} network than {arch} "
@@ -294,19 +367,23 @@ def check(model, state, src):
 _SIGNATURES = {}
 
 
-def _spec_signature(arch):
-    """signature() of a fresh `arch` (built once, on the meta device: no memory, no init cost)."""
-    if arch not in _SIGNATURES:
+def _spec_signature(arch, variant=None):
+    """signature() of a fresh `arch` as `variant` builds it (built once, on the meta device: no
+    memory, no init cost)."""
+    if (arch, variant) not in _SIGNATURES:
         with torch.device("meta"):
-            spec = slowfast_net.SLOWFAST.get(arch) or slowfast_net.X3D[arch]
-            cls = slowfast_net.SlowFast if arch in slowfast_net.SLOWFAST else slowfast_net.X3DNet
-            _SIGNATURES[arch] = signature(cls(spec, 1).state_dict())
-    return _SIGNATURES[arch]
+            if arch in slowfast_net.SLOWFAST:
+                net = slowfast_net.SlowFast(slowfast_net.variant(arch, variant), 1)
+            else:
+                net = slowfast_net.X3DNet(slowfast_net.X3D[arch], 1)
+            _SIGNATURES[(arch, variant)] = signature(net.state_dict())
+    return _SIGNATURES[(arch, variant)]
 
 
 def fit(model, state, layout):
     """Tensors that another layout keeps in another form, made ours (same numbers):
     - mmaction2's X3D head fc1 is an nn.Linear where PySlowFast's lin_5 is a 1x1x1 conv: viewed.
+    - mmaction2's SlowFast classifier takes the fast pathway's features first: columns swapped.
     - pytorchvideo's X3D has no BN on a shortcut that keeps the channels (create_x3d_res_block:
       branch1_norm only when dim_in != dim_out; res2's first block strides 24 -> 24), PySlowFast's
       has one: an identity BN there (weight 1, bias 0, mean 0, var 1 - eps) computes its network."""
@@ -314,6 +391,13 @@ def fit(model, state, layout):
     w, dst = state.get("head.lin_5.weight"), ours.get("head.lin_5.weight")
     if w is not None and dst is not None and w.dim() == 2 and w.numel() == dst.numel():
         state["head.lin_5.weight"] = w.view(dst.shape)
+    w = state.get("head.projection.weight")
+    if layout == "mmaction2" and w is not None and isinstance(model, slowfast_net.SlowFast):
+        # SlowFastHead's fc_cls reads cat(fast, slow), ours cat(slow, fast): the same columns
+        # swapped. A file of another width keeps its shape (and is refused by its other tensors).
+        C, C_fast = model.head.projection.in_features, model.head.fast_channels
+        if w.shape[1] == C:
+            state["head.projection.weight"] = torch.cat([w[:, C_fast:], w[:, :C_fast]], 1)
     if layout != "pytorchvideo":
         return state
     for k in [k for k in state if k.endswith(".branch1.weight")]:

@@ -436,6 +436,8 @@ def make_model(args):
     model = zoo.build_model(
         model_spec(args), pretrained=pretrained, inflate=args.inflate, vjepa_key=args.vjepa_key
     )
+    # SlowFast: the network built (the --pretrained file's variant), which a checkpoint must rebuild
+    args.slowfast_variant = getattr(model, "slowfast_variant", args.slowfast_variant)
     model = probe.wrap(model, args) if args.probe else model
     if args.probe_weights:  # onto the probe, or a V-JEPA arch's own attentive head
         vjepa_zoo.load_probe(model.probes[0] if args.probe else model.head, args.probe_weights)

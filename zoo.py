@@ -23,6 +23,7 @@ Layouts followed (each rule table cites its files)
   TSM models/backbones/resnet.py, resnet_tsm.py, heads/tsn_head.py, tsm_head.py (cls_head.fc_cls).
 """
 
+import dataclasses
 import os
 import re
 from typing import NamedTuple, Optional
@@ -195,6 +196,7 @@ _PTV_FILES = {
     **{f"x3d_{s}": f"X3D_{s.upper()}" for s in ("xs", "s", "m", "l")},
 }
 _MMACTION2_I3D = "i3d_imagenet-pretrained-r50_8xb8-32x2x1-100e_kinetics400-rgb"
+_MMACTION2_SF = "slowfast_r101-r50_32xb8-4x16x1-256e_kinetics400-rgb"
 KINETICS400_URLS = {
     # pytorchvideo hub i3d_r50 / slow_r50 (pytorchvideo/models/hub/resnet.py): 73.27 / 74.58 top-1,
     # 8x8 clips
@@ -212,6 +214,10 @@ KINETICS400_URLS = {
     # PySlowFast MODEL_ZOO.md (Caffe2): SlowFast R50 4x16, 75.6 top-1 (3 x 10 views).
     "slowfast_r50_4x16": "https://dl.fbaipublicfiles.com/pyslowfast/model_zoo/kinetics400/"
     "SLOWFAST_4x16_R50.pkl",
+    # mmaction2 configs/recognition/slowfast/README.md: R101 slow + R50 fast 4x16, 77.03 top-1 (10
+    # clips x 3 crops); only mmaction2 publishes it (its network: zoo.build_model builds that)
+    "slowfast_r101_r50_4x16": "https://download.openmmlab.com/mmaction/v1.0/recognition/slowfast/"
+    f"{_MMACTION2_SF}/{_MMACTION2_SF}_20220901-a77ac3ee.pth",
     # PySlowFast projects/mvitv2/README.md (and MODEL_ZOO.md): MViTv2-B 32x3, 82.9 top-1 (1 x 5
     # views)
     "mvitv2_b": "https://dl.fbaipublicfiles.com/pyslowfast/model_zoo/mvitv2/pysf_video_models/"
@@ -441,9 +447,17 @@ def build_model(spec, *args, pretrained=None, inflate="mean", vjepa_key=None, **
             f"--pretrained {pretrained} is for the resnet*_3d archs; "
             f"{spec.arch} takes none or a 3D checkpoint file"
         )
+    source = pretrained
+    if pretrained not in (None, "", "none") and slowfast_zoo.family_of(spec.arch) == "slowfast":
+        # The file says whose SlowFast it is (PySlowFast's or mmaction2's network): read it once,
+        # build that variant, load it.
+        source = read_source(pretrained, spec.arch)
+        state, file_zoo, name = source
+        variant = slowfast_zoo.file_variant(spec, state, slowfast_layout(file_zoo), name)
+        spec = dataclasses.replace(spec, slowfast_variant=variant)
     model = models.build_model(spec)
     if pretrained not in (None, "", "none"):
-        load_pretrained(model, pretrained, inflate, vjepa_key)
+        load_pretrained(model, source, inflate, vjepa_key)
     return model
 
 
@@ -480,6 +494,14 @@ def pretrained_info(zoo, state, skipped):
     }
 
 
+def slowfast_layout(zoo):
+    """slowfast_zoo's name of a file's layout: ours, bare or "state_dict" files of the SlowFast /
+    X3D archs have PySlowFast's names too; Caffe2 blobs are PySlowFast's Caffe2 layout."""
+    if zoo.name == "blobs":
+        return "pyslowfast-caffe2"
+    return "pyslowfast" if zoo.rules is SAME_NAMES else zoo.name
+
+
 def _rename(model, state, zoo, name):
     """convert_state_dict by the layout's rules; SlowFast / X3D by slowfast_zoo's (their names are
     PySlowFast's), which also refuses, in one line, a file of the other family for any arch."""
@@ -498,9 +520,7 @@ def _rename(model, state, zoo, name):
         return (
             mvit_net.fit(state) if zoo.rules is mvit_net.PYSLOWFAST_RULES else state
         ), unexpected
-    # Ours, bare or "state_dict" files of these archs have PySlowFast's names too.
-    layout_name = "pyslowfast" if zoo.rules is SAME_NAMES else zoo.name
-    layout_name = "pyslowfast-caffe2" if zoo.name == "blobs" else layout_name
+    layout_name = slowfast_layout(zoo)
     rules = slowfast_zoo.rules(arch, layout_name, state, name)
     state, unexpected = convert_state_dict(state, rules)
     slowfast_zoo.check(model, slowfast_zoo.fit(model, state, layout_name), name)
@@ -518,7 +538,8 @@ def load_pretrained(model, src, inflate="mean", vjepa_key=None):
         return vjepa_zoo.load(model, src, vjepa_key)
     if arch in models.VITS:  # the VideoMAE layouts (vit_zoo.py)
         return vit_zoo.load(model, src, {z.signature: z.name for z in ZOOS})
-    state, zoo, name = read_source(src, arch)
+    # src: what read_source gives, already read (zoo.build_model, for a SlowFast arch), or its SRC
+    state, zoo, name = src if isinstance(src, tuple) else read_source(src, arch)
     _check_stem(model, zoo, name)
     if any(".conv1.conv.net." in k for k in state) and not getattr(model, "frames", None):
         raise ValueError(

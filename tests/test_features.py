@@ -357,6 +357,8 @@ EXPORTED = {
     "vjepa2_vitt16": dict(arch="vjepa2_vitt16"),  # V-JEPA 2's (3D RoPE, the attentive head)
     # PySlowFast's two families: SlowFast takes its slow pathway from the one clip; X3D's SiLU
     "slowfast_tiny": dict(arch="slowfast_tiny"),
+    # mmaction2's SlowFast: every alpha-th frame (a strided slice), laterals without BN
+    "slowfast_tiny_mmaction2": dict(arch="slowfast_tiny", slowfast_variant="mmaction2"),
     "x3d_xs": dict(arch="x3d_xs"),
 }
 
