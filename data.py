@@ -368,7 +368,7 @@ def check_image_tmpl(image_tmpl, start_index=1):
 
 # ---- sampling: pure functions of (sizes, mode, rng) ----------------------------------------------
 # where test clips go: see sample_indices
-PLACEMENTS = ("ours", "pyslowfast", "mmaction2", "videomae", "videomae-ssv2")
+PLACEMENTS = ("ours", "pyslowfast", "pyslowfast-offset", "mmaction2", "videomae", "videomae-ssv2")
 # where train clips go: a random start, or `_videomae_ssv2_train`
 TRAIN_PLACEMENTS = ("ours", "videomae-ssv2")
 
@@ -394,12 +394,13 @@ def sample_indices(
     Short videos: the stride shrinks to the largest s <= t_stride whose span fits; if even stride 1
     is too long, the clip is every frame followed by repeats of the last. Frame numbers never leave
     [start_index, start_index + num_frames - 1]. `placement` picks another zoo's val/test clips
-    instead: "pyslowfast" (`_pyslowfast_clips`), "mmaction2" (`_mmaction2_clips`), "videomae"
-    (Kinetics, `_videomae_clips`) or "videomae-ssv2" (segment-based, `_videomae_ssv2_clips`); their
-    short-video rules are theirs. Train clips are ours, or with placement "videomae-ssv2" VideoMAE's
-    segment-based SSv2 train clips (`_videomae_ssv2_train`). num_segments > 1 (TSN / TSM): one
-    snippet of t_length frames per segment, see `segment_indices`; then a clip is (num_segments *
-    t_length) frames, the snippets one after the other."""
+    instead: "pyslowfast" (`_pyslowfast_clips`), "pyslowfast-offset" (`_pyslowfast_offset_clips`),
+    "mmaction2" (`_mmaction2_clips`), "videomae" (Kinetics, `_videomae_clips`) or "videomae-ssv2"
+    (segment-based, `_videomae_ssv2_clips`); their short-video rules are theirs. Train clips are
+    ours, or with placement "videomae-ssv2" VideoMAE's segment-based SSv2 train clips
+    (`_videomae_ssv2_train`). num_segments > 1 (TSN / TSM): one snippet of t_length frames per
+    segment, see `segment_indices`; then a clip is (num_segments * t_length) frames, the snippets
+    one after the other."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if placement not in PLACEMENTS:
@@ -455,8 +456,8 @@ def segment_indices(num_frames, t_length, t_stride, mode, num_clips, rng, placem
       is the segment centres, int(tick / 2 + tick * k) with tick = room / N, summed in that order:
       TSN's test sampling (tsn-pytorch dataset.py, _get_test_indices) and mmaction2's 2D
       SampleFrames test, so their 25-snippet test is --num_segments 25 with one view.
-    - placement "mmaction2" / "pyslowfast": that zoo's num_clips * N test clips of t_length frames
-      (mmaction2's 2D test is SampleFrames(clip_len=1, frame_interval=1, num_clips=N,
+    - a zoo's placement ("mmaction2", "pyslowfast", ...): its num_clips * N test clips of t_length
+      frames (mmaction2's 2D test is SampleFrames(clip_len=1, frame_interval=1, num_clips=N,
       test_mode=True)), view j taking clips j, j + num_clips, ...: every view spans the video."""
     if mode != "train" and placement != "ours":
         clips = ZOO_CLIPS[placement](num_frames, t_length, t_stride, num_clips * num_segments)
@@ -494,10 +495,30 @@ def _pyslowfast_clips(num_frames, t_length, t_stride, num_clips):
     repeat frames."""
     span = t_length * t_stride
     delta = max(num_frames - span, 0)
-    clips = [
-        torch.linspace(delta * k / num_clips, delta * k / num_clips + span - 1, t_length)
-        for k in range(num_clips)
-    ]
+    starts = [delta * k / num_clips for k in range(num_clips)]
+    return _pyslowfast_frames(starts, span, t_length, num_frames)
+
+
+def _pyslowfast_offset_clips(num_frames, t_length, t_stride, num_clips):
+    """PySlowFast's test clips with DATA.USE_OFFSET_SAMPLING True (MVITv2_*.yaml; decoder.py
+    get_start_end_idx / get_multiple_start_end_idx, use_offset branch; fps = target fps): with delta
+    = max(N - t_length * t_stride, 0), clip k of num_clips > 1 starts at k * floor(delta /
+    (num_clips - 1)) -- the step is floored first, so the last clip may end up to num_clips - 2
+    frames before the video does -- and one clip at floor(delta / 2), the centre. Its frames are
+    then `_pyslowfast_clips`' linspace over t_length * t_stride frames, clamped and truncated."""
+    span = t_length * t_stride
+    delta = max(num_frames - span, 0)
+    if num_clips == 1:
+        starts = [delta // 2]
+    else:
+        starts = [k * (delta // (num_clips - 1)) for k in range(num_clips)]
+    return _pyslowfast_frames(starts, span, t_length, num_frames)
+
+
+def _pyslowfast_frames(starts, span, t_length, num_frames):
+    """decoder.py temporal_sampling: torch.linspace(start, start + span - 1, t_length) in float32,
+    clamped to the video and truncated."""
+    clips = [torch.linspace(s, s + span - 1, t_length) for s in starts]
     return torch.stack(clips).clamp(0, num_frames - 1).long().numpy()
 
 
@@ -579,6 +600,7 @@ def _videomae_ssv2_train(num_frames, t_length, rng):
 
 ZOO_CLIPS = {
     "pyslowfast": _pyslowfast_clips,
+    "pyslowfast-offset": _pyslowfast_offset_clips,
     "mmaction2": _mmaction2_clips,
     "videomae": _videomae_clips,
     "videomae-ssv2": _videomae_ssv2_clips,

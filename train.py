@@ -450,11 +450,15 @@ def make_model(args):
 
 
 def check_weights(args):
-    """A ViT's --pretrained / --probe-weights refused before any list is read: the model is made on
-    the meta device from the files memory-mapped (nothing copied, no load line printed); make_model
-    loads them for real after the lists."""
+    """--pretrained / --probe-weights refused before any list is read: the model is made on the meta
+    device from the files memory-mapped (nothing copied, no load line printed); make_model loads
+    them for real after the lists. Every arch's local file or folder; a ViT's Hub id too (its
+    download is needed anyway). The names "imagenet" / "kinetics400" of the other archs are not
+    fetched twice: they are checked when make_model loads them."""
     pretrained = args.pretrained_model or args.pretrained
-    if args.arch not in models.VITS + models.VJEPAS or not (pretrained or args.probe_weights):
+    vit = args.arch in models.VITS + models.VJEPAS
+    local = bool(pretrained) and os.path.exists(pretrained)
+    if not (local or (vit and (pretrained or args.probe_weights))):
         return
     a = copy.copy(args)
     # the lists' class count is not known yet: the dataset's, else the probe file's own

@@ -2,41 +2,56 @@
 
 The reference is the vendored PySlowFast (tests/reference/pyslowfast, Apache-2.0, see its README)
 built from get_cfg() + configs/Kinetics/MVITv2_B_32x3.yaml with only the clip (NUM_FRAMES, the crop)
-and NUM_CLASSES shrunk: all 24 blocks, every width, stride and kernel of the zoo's network. Float64,
-eval mode, random weights (float32 values, as the zoo's files hold) and random LayerNorms.
+and NUM_CLASSES shrunk. The logits are compared on that network made narrower (MVIT.EMBED_DIM 16,
+and mvit_net's spec given the same width): all 24 blocks, their stage boundaries, heads, strides and
+kernels are the zoo's, the widths a sixth (51M weights in float64 take half a minute to build and
+run). Float64, eval mode, random weights (float32 values, as the zoo's files hold) and random
+LayerNorms. The block derivation is also checked at the yaml's own width.
 """
 
 import contextlib
 import functools
 import re
+from concurrent.futures import ThreadPoolExecutor
 from unittest import mock
 
+import numpy as np
 import pytest
 import torch
 
 import features
 import model as models
 import mvit_net
+import slowfast_net
 import zoo
-from conftest import REPO, one_line_error, run_main
+from conftest import REPO, one_line_error, run_cli, run_main
 from test_slowfast import REF, get_cfg, refusal, save, video_model_builder, zeros_of
 
 YAML = "MVITv2_B_32x3.yaml"
 FRAMES, CROP = 4, 64  # 2 x 16 x 16 tokens; K / V pooled to 2 x 2 x 2 in the first stage
+# MVIT.EMBED_DIM of the parity tests (the yaml's 96): widths 16 to 128, heads 1 to 8 as the yaml's
+WIDTH = 16
+NARROW = mvit_net.MVITS["mvitv2_b"]._replace(embed_dim=WIDTH)
 
 
-def yaml_cfg(frames, crop, classes):
+def narrow():
+    """mvitv2_b built at WIDTH through the usual paths (zoo.build_model, load_pretrained)."""
+    return mock.patch.dict(mvit_net.MVITS, {"mvitv2_b": NARROW})
+
+
+def yaml_cfg(frames, crop, classes, embed_dim=None):
     """PySlowFast's config: its defaults, the zoo's yaml, then the test's clip and classes (its MViT
-    asserts TEST_CROP_SIZE == TRAIN_CROP_SIZE)."""
+    asserts TEST_CROP_SIZE == TRAIN_CROP_SIZE) and, given, another MVIT.EMBED_DIM."""
     cfg = get_cfg()
     cfg.merge_from_file(str(REF / "configs" / "Kinetics" / YAML))
     cfg.NUM_GPUS, cfg.MODEL.NUM_CLASSES = 0, classes
     cfg.DATA.NUM_FRAMES, cfg.DATA.TRAIN_CROP_SIZE, cfg.DATA.TEST_CROP_SIZE = frames, crop, crop
+    cfg.MVIT.EMBED_DIM = embed_dim or cfg.MVIT.EMBED_DIM
     return cfg
 
 
 def fast_trunc_normal_(t, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """torch's trunc_normal_ (inverse-CDF sampling) takes seconds for 51M weights on a CPU; with
+    """torch's trunc_normal_ (inverse-CDF sampling) takes seconds for millions of weights; with
     std 0.02 and the cut at +-2 (absolute) a clamped normal is the same distribution."""
     with torch.no_grad():
         return t.normal_(mean, std, generator=generator).clamp_(a, b)
@@ -44,7 +59,7 @@ def fast_trunc_normal_(t, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 @contextlib.contextmanager
 def float64_init():
-    """Modules built in float64 (no copy of 51M weights afterwards), with fast_trunc_normal_."""
+    """Modules built in float64 (no copy of the weights afterwards), with fast_trunc_normal_."""
     default = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
@@ -55,8 +70,17 @@ def float64_init():
 
 
 @functools.cache  # shared by the tests of this module, which only read it
-def reference():
+def yaml_reference():
+    """PySlowFast's MViT at the yaml's width, float32 (its shapes and blocks are read, not run)."""
     cfg = yaml_cfg(FRAMES, CROP, 5)
+    with mock.patch("torch.nn.init.trunc_normal_", fast_trunc_normal_):
+        return cfg, video_model_builder.MViT(cfg).eval()
+
+
+@functools.cache  # shared by the tests of this module, which only read it
+def reference():
+    """PySlowFast's MViT at WIDTH, float64, random weights and norms: the logits' reference."""
+    cfg = yaml_cfg(FRAMES, CROP, 5, embed_dim=WIDTH)
     torch.manual_seed(0)  # PySlowFast's init draws from the global generator
     with float64_init():
         ref = video_model_builder.MViT(cfg).eval()
@@ -82,7 +106,8 @@ def test_pyslowfast_pyth_gives_the_same_logits_float64_and_the_head_is_replaced(
     cfg, ref = reference()
     state = {k: v.float() for k, v in ref.state_dict().items()}
     path = save(tmp_path, {"model_state": state, "cfg": "..."}, "MViTv2_B.pyth")
-    with float64_init():  # the file's float32 values copied into a float64 model
+    # the file's float32 values copied into a float64 model
+    with float64_init(), narrow():
         net = zoo.build_model("mvitv2_b", 5, t_length=FRAMES, crop_size=CROP, pretrained=path)
     line = capsys.readouterr().out.strip().splitlines()[-1]
     n = len(ref.state_dict())
@@ -96,7 +121,7 @@ def test_pyslowfast_pyth_gives_the_same_logits_float64_and_the_head_is_replaced(
     assert ((got - want).norm() / want.norm()).item() < 1e-6
     # features.py's features: the classifier's input (the class token after the final norm)
     feats, logits = features.Extractor(net)(x)
-    assert feats.shape == (1, 768) and torch.equal(logits, got)
+    assert feats.shape == (1, WIDTH * 8) and torch.equal(logits, got)
     assert torch.allclose(net.head[1](feats), got, rtol=0, atol=1e-12)
     for ours, theirs in (
         ("blocks.23.attn.rel_pos_t", "blocks.23.attn.rel_pos_t"),
@@ -105,9 +130,9 @@ def test_pyslowfast_pyth_gives_the_same_logits_float64_and_the_head_is_replaced(
     ):
         assert torch.equal(net.state_dict()[ours].flatten(), ref.state_dict()[theirs].flatten())
     # Fine-tuning: another num_classes re-initialises the classifier only, and says so.
-    with torch.device("meta"):
+    with torch.device("meta"), narrow():
         net = models.build_model("mvitv2_b", 7, t_length=FRAMES, crop_size=CROP)
-    zoo.load_pretrained(net, path)
+        zoo.load_pretrained(net, path)
     line = capsys.readouterr().out.strip().splitlines()[-1]
     assert f"copied {n - 2}, skipped 2 (head.1.weight, head.1.bias: shape mismatch" in line
     assert "classifier re-initialised" in line
@@ -115,8 +140,9 @@ def test_pyslowfast_pyth_gives_the_same_logits_float64_and_the_head_is_replaced(
 
 def test_the_blocks_are_those_pyslowfast_derives_from_the_yaml():
     """mvit_net's spec against the yaml's values, and block_settings against what PySlowFast's
-    MViT.__init__ built from them (heads, widths, Q and K / V strides and kernels per block)."""
-    cfg, ref = reference()
+    MViT.__init__ built from them (heads, widths, Q and K / V strides and kernels per block), at the
+    yaml's width and at the parity tests' WIDTH."""
+    cfg, ref = yaml_reference()
     m, spec = cfg.MVIT, mvit_net.MVITS["mvitv2_b"]
     assert (spec.depth, spec.embed_dim, spec.num_heads) == (m.DEPTH, m.EMBED_DIM, m.NUM_HEADS)
     assert [[i, 2.0] for i in spec.stage_starts] == m.DIM_MUL == m.HEAD_MUL
@@ -142,21 +168,22 @@ def test_the_blocks_are_those_pyslowfast_derives_from_the_yaml():
         "conv",
         False,
     )
-    for i, (b, blk) in enumerate(zip(mvit_net.block_settings(spec), ref.blocks, strict=True)):
-        a = blk.attn
-        assert (b.num_heads, b.input_channels, b.output_channels) == (
-            a.num_heads,
-            blk.dim,
-            blk.dim_out,
-        ), i
-        assert list(b.stride_q) == list(a.pool_q.stride) and list(b.kernel_q) == list(
-            a.pool_q.kernel_size
-        ), i
-        assert list(b.stride_kv) == list(a.pool_k.stride) and list(b.kernel_kv) == list(
-            a.pool_k.kernel_size
-        ), i
+    for net, ours in ((ref, spec), (reference()[1], NARROW)):
+        for i, (b, blk) in enumerate(zip(mvit_net.block_settings(ours), net.blocks, strict=True)):
+            a = blk.attn
+            assert (b.num_heads, b.input_channels, b.output_channels) == (
+                a.num_heads,
+                blk.dim,
+                blk.dim_out,
+            ), i
+            assert list(b.stride_q) == list(a.pool_q.stride), i
+            assert list(b.kernel_q) == list(a.pool_q.kernel_size), i
+            assert list(b.stride_kv) == list(a.pool_k.stride), i
+            assert list(b.kernel_kv) == list(a.pool_k.kernel_size), i
     widths = [b.output_channels for b in mvit_net.block_settings(spec)]
     assert (widths[1], widths[2], widths[5], widths[21], widths[-1]) == (96, 192, 384, 768, 768)
+    heads = [b.num_heads for b in mvit_net.block_settings(NARROW)]
+    assert heads == [b.num_heads for b in mvit_net.block_settings(spec)]
 
 
 def test_sizes_are_the_published_ones():
@@ -169,7 +196,7 @@ def test_sizes_are_the_published_ones():
 
 
 def test_wrong_files_clips_and_modes_are_refused_in_one_line(tmp_path, capsys):
-    _, ref = reference()
+    _, ref = yaml_reference()
     mvit = {
         "model_state": {k: torch.zeros(()).expand(v.shape) for k, v in ref.state_dict().items()}
     }
@@ -262,6 +289,8 @@ def test_recipes_are_the_yaml():
         cfg.TEST.NUM_SPATIAL_CROPS,
     )
     assert f"--new_size {d.TEST_CROP_SIZE} --crop_size {d.TEST_CROP_SIZE}" in text
+    offset = {True: "pyslowfast-offset", False: "pyslowfast"}[d.USE_OFFSET_SAMPLING]
+    assert re.search(r"--test_sampling (\S+)", text)[1] == offset
     ucf = train.parse_args(["ucf101", "t.txt", "v.txt", "@recipes/ucf101_mvitv2_b.txt"])
     assert (ucf.arch, ucf.pretrained, ucf.t_length, ucf.t_stride, ucf.crop_size) == (
         "mvitv2_b",
@@ -271,3 +300,42 @@ def test_recipes_are_the_yaml():
         d.TRAIN_CROP_SIZE,
     )
     assert zoo.KINETICS400_URLS["mvitv2_b"].endswith("/MViTv2_B_32x3_k400_f304025456.pyth")
+
+
+def test_wrong_files_of_the_family_are_refused_before_the_lists_are_read(tmp_path, capsys):
+    """train.main's check_weights: a wrong --pretrained file of the PySlowFast family is refused in
+    one line (exit 2, no traceback) before the train list -- which does not exist here -- is read.
+    `python train.py` in subprocesses with a timeout (side by side) for a SlowFast file given to
+    X3D, an X3D of another width and an MViT given to SlowFast; in this process the reverse family
+    and a Caffe2 .pkl of another arch, and the right file, which gets as far as the list."""
+    narrow = slowfast_net.X3DNet(slowfast_net.X3DSpec(2.2, width_factor=1.0), 5)
+    i3d = {"blobs": {"conv1_w": np.zeros((64, 3, 5, 7, 7)), "pred_w": np.zeros((5, 2048))}}
+    files = {
+        "slowfast": save(tmp_path, {"model_state": zeros_of("slowfast_tiny")}, "sf.pyth"),
+        "x3d": save(tmp_path, {"model_state": zeros_of("x3d_xs")}, "x3d.pyth"),
+        "narrow": save(tmp_path, {"model_state": zeros_of("x3d_xs", narrow)}, "x3d_w1.pyth"),
+        "mvit": save(tmp_path, {"model_state": zeros_of("mvit", yaml_reference()[1])}, "m.pyth"),
+        "caffe2": save(tmp_path, i3d, "i3d.pkl"),
+    }
+    base = ["ucf101", str(tmp_path / "no_train.txt"), str(tmp_path / "no_val.txt")]
+    base += ["--t_length", "8", "--crop_size", "32", "--output_root", str(tmp_path / "o")]
+    cases = [
+        ("x3d_xs", "slowfast", "a SlowFast checkpoint (pyslowfast layout), not x3d_xs's network"),
+        ("x3d_xs", "narrow", "stem width 12; x3d_xs has"),
+        ("slowfast_tiny", "mvit", "an MViTv2 of 24 blocks, width 96 to 768"),
+    ]
+    argv = [[*base, "--arch", arch, "--pretrained", files[f]] for arch, f, _ in cases]
+    with ThreadPoolExecutor(len(argv)) as pool:
+        results = list(pool.map(lambda a: run_cli(a, timeout=120), argv))
+    for (arch, f, needle), r in zip(cases, results, strict=True):
+        assert r.returncode == 2, (arch, f, r.stderr)
+        assert "no_train.txt" not in one_line_error(r.stderr, needle)
+    for arch, f, needle in (
+        ("slowfast_tiny", "x3d", "an X3D checkpoint (pyslowfast layout)"),
+        ("slowfast_tiny", "caffe2", "not a SlowFast / X3D checkpoint (pyslowfast-caffe2"),
+        ("x3d_xs", "x3d", "no_train.txt"),  # the right file: the list's error
+    ):
+        with pytest.raises(SystemExit) as e:
+            run_main([*base, "--arch", arch, "--pretrained", files[f]])
+        err = one_line_error(capsys, needle, exc=e)
+        assert ("no_train.txt" in err) == (needle == "no_train.txt"), err

@@ -226,6 +226,24 @@ def pyslowfast_clips(N, T, s, n):
     return np.array(out)
 
 
+def pyslowfast_offset_clips(N, T, s, n):
+    """slowfast/datasets/decoder.py get_start_end_idx(video_size, clip_size, clip_idx,
+    num_clips_uniform, use_offset=True) then temporal_sampling; clip_size as its torchvision
+    decode computes it, max(1.0, sampling_rate * num_frames / target_fps * fps), fps = target
+    fps."""
+    out = []
+    for k in range(n):
+        clip_size = np.maximum(1.0, s * T / 30 * 30)
+        delta = max(N - clip_size, 0)
+        if n == 1:
+            start = math.floor(delta / 2)
+        else:
+            start = k * math.floor(delta / (n - 1))
+        index = torch.linspace(start, start + clip_size - 1, T)
+        out.append(torch.clamp(index, 0, N - 1).long().tolist())
+    return np.array(out)
+
+
 def mmaction2_clips(N, T, s, n):
     """mmaction/datasets/transforms/loading.py SampleFrames, test_mode, 3D, out_of_bound_opt
     'loop'."""
@@ -248,12 +266,20 @@ CASES = [
     (5, 8, 4, 2),
     (1, 4, 2, 3),
     (100, 16, 4, 4),
+    (101, 32, 3, 5),
+    (250, 32, 3, 1),
+    (90, 32, 3, 5),
 ]
 
 
 @pytest.mark.parametrize("N,T,s,n", CASES)
 def test_placement_matches_each_zoo(N, T, s, n):
-    for placement, ref in (("pyslowfast", pyslowfast_clips), ("mmaction2", mmaction2_clips)):
+    zoos = (
+        ("pyslowfast", pyslowfast_clips),
+        ("pyslowfast-offset", pyslowfast_offset_clips),
+        ("mmaction2", mmaction2_clips),
+    )
+    for placement, ref in zoos:
         got = data.sample_indices(N, T, s, "test", num_clips=n, placement=placement, start_index=1)
         assert got.shape == (n, T) and got.dtype == np.int64
         assert np.array_equal(got, ref(N, T, s, n) + 1), placement
@@ -287,6 +313,12 @@ def test_placement_spot_values():
     assert data.sample_indices(20, 8, 4, "test", placement="pyslowfast", **one_clip)[
         0
     ].tolist() == [0, 4, 8, 13, 17, 19, 19, 19]  # repeats the last frame
+    # MVITv2_B_32x3.yaml's 5 clips, USE_OFFSET_SAMPLING: delta = 101 - 96 = 5, step floor(5 / 4) = 1
+    off = data.sample_indices(101, 32, 3, "test", num_clips=5, placement="pyslowfast-offset")
+    assert off[:, 0].tolist() == [1, 2, 3, 4, 5] and off[-1][-1] == 100  # 1-based: ends 1 early
+    # one clip: the centre, floor(5 / 2)
+    one = data.sample_indices(101, 32, 3, "test", placement="pyslowfast-offset", **one_clip)
+    assert one[0][0] == 2 and one[0][-1] == 97
     ours = data.sample_indices(300, 8, 8, "test", num_clips=10, start_index=0)
     assert ours[0][0] == 0 and ours[-1][-1] == 299
     with pytest.raises(ValueError, match="placement"):
