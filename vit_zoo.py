@@ -454,6 +454,9 @@ def convnet_refusal(src, arch, state=None):
         state, layout, _, _ = to_our_names(state, src, arch, {})
     except ValueError:  # no ViT layout: the ConvNet loader says what the file is
         return None
+    # a Swin3d's patch_embed.proj looks like a ViT's too: a ViT file has its blocks
+    if not any(k.startswith("blocks.") for k in state):
+        return None
     what = "a transformers VideoMAE folder" if folder else f"a ViT file ({layout} layout)"
     return (
         f"--pretrained {src}: {what}, {describe(state)}; --arch {arch} is a ConvNet: "

@@ -223,6 +223,15 @@ def test_zoo_checkpoint_gives_the_zoo_logits(layout, net, arch, norm, nets, clip
     assert relerr(logits, ref) < 1e-6, relerr(logits, ref)
 
 
+def test_a_swin3d_file_loads_into_its_own_arch(tmp_path, capsys):
+    # its patch_embed.proj is named as a ViT's: it must not be refused as a ViT file
+    ref = build_model("swin3d_t", 5)
+    torch.save(ref.state_dict(), tmp_path / "swin.pth")
+    ours = build_model("swin3d_t", 5, pretrained=str(tmp_path / "swin.pth"))
+    assert "skipped 0" in capsys.readouterr().out
+    assert all(torch.equal(v, ours.state_dict()[k]) for k, v in ref.state_dict().items())
+
+
 def test_mmaction2_arch_is_not_resnet50_3d(nets, clip):
     # Same tensors, another network: the stem's temporal stride changes the logits.
     assert relerr(nets["mmaction_i3d"][1], nets["i3d"][1]) > 1e-2
