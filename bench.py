@@ -1226,16 +1226,7 @@ def clip_split(ds, iters, repeats):
     Reformatter = av.video.reformatter.VideoReformatter
     for r in range(repeats):
         times = collections.Counter()
-
-        def timed(name, fn):
-            def wrapper(*a, **k):
-                t0 = time.process_time()
-                try:
-                    return fn(*a, **k)
-                finally:
-                    times[name] += time.process_time() - t0
-
-            return wrapper
+        timed = functools.partial(clocked, times)
 
         class TimedReformatter:  # PyAV's (not subclassable)
             def __init__(self):
@@ -1576,6 +1567,21 @@ LOADER_PATHS = (
 )
 
 
+def clocked(times, name, fn, counts=None):
+    """fn, adding the CPU time (this process) of each call to times[name], 1 to times[counts]."""
+
+    def wrapper(*a, **k):
+        t0 = time.process_time()
+        try:
+            return fn(*a, **k)
+        finally:
+            times[name] += time.process_time() - t0
+            if counts:
+                times[counts] += 1
+
+    return wrapper
+
+
 @contextlib.contextmanager
 def stage_clock(stages):
     """Adds the CPU time (this process) of each wrapped function to times[name] while inside, and
@@ -1583,21 +1589,9 @@ def stage_clock(stages):
     attribute); nested stages are not subtracted from each other."""
     times = collections.Counter()
     real = {name: getattr(owner, attr) for name, (owner, attr) in stages.items()}
-
-    def clocked(name, fn):
-        @functools.wraps(fn)
-        def wrapper(*a, **k):
-            t0 = time.process_time()
-            try:
-                return fn(*a, **k)
-            finally:
-                times[name] += time.process_time() - t0
-                times["frames"] += name == "decode"
-
-        return wrapper
-
     for name, (owner, attr) in stages.items():
-        setattr(owner, attr, clocked(name, real[name]))
+        counts = "frames" if name == "decode" else None
+        setattr(owner, attr, clocked(times, name, real[name], counts))
     try:
         yield times
     finally:
