@@ -11,6 +11,7 @@ state dicts are saved under mmaction2's own module names, as its .pth files hold
 import functools
 import sys
 import types
+from unittest import mock
 
 import pytest
 import torch
@@ -123,14 +124,17 @@ def _standins():
     return mods
 
 
-sys.modules.update(_standins())
+# Only while importing: the stand-ins (modules, not packages) and the vendored `mmaction` must not
+# be what other test modules find under those names (pytest imports every module before any test).
 sys.path.insert(0, str(REF))
-from mmaction.models.backbones.resnet3d_slowfast import ResNet3dSlowFast  # noqa: E402
-from mmaction.models.backbones.x3d import X3D  # noqa: E402
-from mmaction.models.heads.slowfast_head import SlowFastHead  # noqa: E402
-from mmaction.models.heads.x3d_head import X3DHead  # noqa: E402
-
-sys.path.remove(str(REF))
+try:
+    with mock.patch.dict(sys.modules, _standins()):
+        from mmaction.models.backbones.resnet3d_slowfast import ResNet3dSlowFast
+        from mmaction.models.backbones.x3d import X3D
+        from mmaction.models.heads.slowfast_head import SlowFastHead
+        from mmaction.models.heads.x3d_head import X3DHead
+finally:
+    sys.path.remove(str(REF))
 
 
 class Recognizer(nn.Module):
