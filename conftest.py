@@ -325,3 +325,25 @@ def tiny_data(tmp_path_factory):
     odd = out / "val7.txt"
     odd.write_text("\n".join(lines) + "\n")
     return str(train_list), str(odd)
+
+
+def tiny_videomae_config(transformers, **kw):
+    """transformers' VideoMAEConfig: 2 blocks ViT-S wide, 4 x 32 x 32 clips, 5 classes."""
+    size = dict(image_size=32, num_frames=4, hidden_size=384, num_hidden_layers=2)
+    heads = dict(num_attention_heads=6, intermediate_size=1536, num_labels=5)
+    return transformers.VideoMAEConfig(**size, **heads, attn_implementation="sdpa", **kw)
+
+
+def randomise_zoo(m, seed=0):
+    """Every BN weight, bias and statistic and every bias of m random (nothing stays 0 or 1: the
+    zero-init BNs neither), drawn in m's dtype (float32: as the zoos' files hold them); conv and
+    linear weights keep their fan-in-scaled init, so that 100 blocks stay finite. m in eval mode."""
+    g = torch.Generator().manual_seed(seed)
+    for name, t in m.state_dict().items():
+        if t.is_floating_point() and t.dim() <= 1:
+            r = torch.rand(t.shape, generator=g, dtype=t.dtype)
+            if name.endswith("running_var"):
+                t.copy_(0.5 + r)
+            else:  # BN scales in [0.2, 0.6]: 100 residual blocks stay far from overflowing
+                t.copy_(0.2 + 0.4 * r if name.endswith("bn.weight") else (r - 0.5) * 0.4)
+    return m.eval()

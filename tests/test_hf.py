@@ -22,7 +22,15 @@ import export
 import predict
 import vit
 import zoo
-from conftest import ENV, REPO, acc_line, one_line_error, run_main, tiny_checkpoint
+from conftest import (
+    ENV,
+    REPO,
+    acc_line,
+    one_line_error,
+    run_main,
+    tiny_checkpoint,
+    tiny_videomae_config,
+)
 
 VIT = dict(arch="vit_t16", num_classes=4, t_length=4, crop_size=32, new_size=36, t_stride=2)
 FLAGS = ["--arch", "vit_t16", "--t_length", "4", "--t_stride", "2", "--new_size", "36"]
@@ -67,17 +75,7 @@ def test_transformers_folder_runs_with_its_layer_norm_eps(tmp_path, capsys):
     """A folder transformers saved (layer_norm_eps 1e-12, fc_norm 1e-5): its own forward,
     float64."""
     transformers = pytest.importorskip("transformers")
-    config = transformers.VideoMAEConfig(
-        image_size=32,
-        num_frames=4,
-        hidden_size=384,
-        num_hidden_layers=2,
-        num_attention_heads=6,
-        intermediate_size=1536,
-        layer_norm_eps=1e-12,
-        num_labels=5,
-        attn_implementation="sdpa",
-    )
+    config = tiny_videomae_config(transformers, layer_norm_eps=1e-12)
     torch.manual_seed(0)
     hf = transformers.VideoMAEForVideoClassification(config).double().eval()
     g = torch.Generator().manual_seed(0)

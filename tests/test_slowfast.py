@@ -19,7 +19,7 @@ import torch.nn as nn
 
 import model as models
 import slowfast_net
-from conftest import REPO, one_line_error, run_main
+from conftest import REPO, one_line_error, randomise_zoo, run_main
 
 pytest.importorskip("pytorchvideo")  # the vendored batchnorm_helper / operators import its layers
 REF = REPO / "tests" / "reference" / "pyslowfast"
@@ -67,28 +67,13 @@ def ref_cfg(yaml, frames, crop, classes=5):
     return cfg
 
 
-def randomise(m, seed=0):
-    """Every BN weight, bias and statistic and every bias random (nothing stays 0 or 1: the
-    zero-init BNs neither); conv and linear weights keep PySlowFast's random init (scaled to their
-    fan-in, so that 100 blocks stay finite)."""
-    g = torch.Generator().manual_seed(seed)
-    for name, t in m.state_dict().items():
-        if t.is_floating_point() and t.dim() <= 1:
-            r = torch.rand(t.shape, generator=g, dtype=t.dtype)
-            if name.endswith("running_var"):
-                t.copy_(0.5 + r)
-            else:  # BN scales in [0.2, 0.6]: 100 residual blocks stay far from overflowing
-                t.copy_(0.2 + 0.4 * r if name.endswith("bn.weight") else (r - 0.5) * 0.4)
-    return m.eval()
-
-
 @functools.cache  # shared by the tests of this module, which only read it
 def reference(yaml, frames, crop):
     cfg = ref_cfg(yaml, frames, crop)
     cls = video_model_builder.SlowFast if cfg.MODEL.ARCH == "slowfast" else video_model_builder.X3D
     # PySlowFast's own init draws from the global generator: seeded, every run tests the same net
     torch.manual_seed(0)
-    ref = randomise(cls(cfg).double())
+    ref = randomise_zoo(cls(cfg).double())
     # Float32 values, as the zoo's files hold: a file loaded into the float32 model is then exact,
     # and the float64 comparison measures the computation alone (100 random blocks amplify a
     # rounding of the weights far past 1e-6).
@@ -318,7 +303,7 @@ def ptv_models():
     x3d = create_x3d(model_num_class=5, input_clip_length=4, input_crop_size=64)
     for m in (sf, x3d):
         m.blocks[-1].activation = None
-        randomise(m.double())
+        randomise_zoo(m.double())
     return sf, x3d
 
 

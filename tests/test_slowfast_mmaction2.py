@@ -23,7 +23,7 @@ import flags
 import slowfast_zoo
 import train
 import zoo
-from conftest import REPO, one_line_error, run_main
+from conftest import REPO, one_line_error, randomise_zoo, run_main
 
 REF = REPO / "tests" / "reference" / "mmaction2"
 
@@ -182,31 +182,16 @@ CONFIGS = {
 }
 
 
-def randomise(m, seed=0):
-    """Every BN weight, bias and statistic and every bias random; conv and linear weights keep
-    their fan-in-scaled init (so that 100 blocks stay finite). Drawn in float32, as the zoo's files
-    hold them (the float32 model then loads them exactly), then the whole net in float64, eval."""
-    g = torch.Generator().manual_seed(seed)
-    for name, t in m.state_dict().items():
-        if t.is_floating_point() and t.dim() <= 1:
-            r = torch.rand(t.shape, generator=g, dtype=t.dtype)
-            if name.endswith("running_var"):
-                t.copy_(0.5 + r)
-            else:
-                t.copy_(0.2 + 0.4 * r if name.endswith("bn.weight") else (r - 0.5) * 0.4)
-    return m.double().eval()
-
-
 @functools.cache  # shared by the tests of this module, which only read it
 def reference(name):
     """mmaction2's network of a published config, random (seeded: every run tests the same)."""
     torch.manual_seed(0)
-    return randomise(mm_slowfast(**CONFIGS[name][1]))
+    return randomise_zoo(mm_slowfast(**CONFIGS[name][1])).double()
 
 
 def save(tmp_path, net, name):
     """A .pth as mmaction2 writes it: {"meta": ..., "state_dict": backbone.* / cls_head.*}, float32
-    (randomise's values are float32 ones)."""
+    (randomise_zoo's values are float32 ones)."""
     path = tmp_path / name
     state = {k: v.float() if v.is_floating_point() else v for k, v in net.state_dict().items()}
     torch.save({"meta": {"cfg": "..."}, "state_dict": state}, path)
@@ -275,7 +260,7 @@ def test_mmaction2_x3d_file_gives_mmaction2s_logits(tmp_path):
     torch.manual_seed(0)
     backbone = X3D(gamma_w=1, gamma_b=2.25, gamma_d=2.2)
     head = X3DHead(5, 432, spatial_type="avg", dropout_ratio=0.5, fc1_bias=False)
-    ref = randomise(Recognizer(backbone, head))
+    ref = randomise_zoo(Recognizer(backbone, head)).double()
     path = save(tmp_path, ref, "x3d_m_16x5x1_facebook-kinetics400-rgb.pth")
     x = clip(4, 64)
     assert rel_err(logits(zoo.build_model("x3d_m", 5, pretrained=path), x), logits(ref, x)) < 1e-6
@@ -288,7 +273,8 @@ def test_a_run_records_the_files_network_and_its_checkpoint_rebuilds_it(tmp_path
     import predict
 
     torch.manual_seed(0)
-    src = randomise(models.build_model("slowfast_tiny", 5, slowfast_variant="mmaction2").float())
+    src = models.build_model("slowfast_tiny", 5, slowfast_variant="mmaction2").float()
+    src = randomise_zoo(src).double()
     path = tmp_path / "tiny_mmaction2.pyth"
     torch.save({"model_state": src.state_dict()}, path)
     common = ["ucf101", "t.txt", "v.txt", "--arch", "slowfast_tiny", "--num_classes", "5"]

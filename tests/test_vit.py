@@ -26,7 +26,7 @@ import model
 import train
 import vit
 import zoo
-from conftest import REPO, logs, one_line_error, run_dir, run_main
+from conftest import REPO, logs, one_line_error, run_dir, run_main, tiny_videomae_config
 
 timm = pytest.importorskip("timm")  # the official files import it
 sys.path.insert(0, str(REPO / "tests" / "reference"))
@@ -119,17 +119,7 @@ def test_layer_scale_and_the_table(tmp_path):
 
 def test_transformers_folder_gives_its_logits(tmp_path, capsys):
     transformers = pytest.importorskip("transformers")
-    config = transformers.VideoMAEConfig(
-        image_size=32,
-        num_frames=4,
-        hidden_size=384,
-        num_hidden_layers=2,
-        num_attention_heads=6,
-        intermediate_size=1536,
-        layer_norm_eps=1e-6,
-        num_labels=5,
-        attn_implementation="sdpa",
-    )
+    config = tiny_videomae_config(transformers, layer_norm_eps=1e-6)
     # fc_norm runs at transformers' 1e-5 and the blocks at layer_norm_eps, here as in the folder
     # (tests/test_hf.py: the eps parity itself, at 1e-12)
     hf = randomise(transformers.VideoMAEForVideoClassification(config).double())
