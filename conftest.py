@@ -77,6 +77,27 @@ def pytest_addoption(parser):
     )
 
 
+# The test tiers. `python -m pytest -q` (the README's test command) runs the fast tier: every module
+# touched in a few minutes on 2 CPU cores. Tests marked `@pytest.mark.slow` (a module: `pytestmark =
+# pytest.mark.slow`) are the long ones: exactness under signals, DDP and torchrun, full-width parity
+# models, the walkthrough. RUN_SLOW=1 runs them too (`.ci/run` does), as transformers' RUN_SLOW.
+RUN_SLOW = os.environ.get("RUN_SLOW", "") not in ("", "0")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: the slow tier; runs only with RUN_SLOW=1")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselects the slow tier unless RUN_SLOW=1: the summary says how many were left out."""
+    if RUN_SLOW:
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
 @pytest.fixture(scope="session")
 def trainer_flags(request):
     """The --trainer-flags option split like a shell line: appended to every trainer command of
