@@ -501,9 +501,10 @@ def test_export_makes_a_missing_folder_and_names_a_missing_exporter_package(tmp_
         export.main(["--resume", ckpt, "--format", "pt2", str(tmp_path / "a_file" / "m.pt2")])
     err = one_line_error(capsys, "cannot make its folder", exc=e)
     assert "cannot export this model" not in err
-    # right after `pip install -r requirements.txt`: no onnxscript (made unimportable here)
+    # right after `pip install -r requirements.txt` neither exporter package is installed: both are
+    # made unimportable here, so the message is the same whether this machine has them or not
     code = (
-        "import runpy, sys; sys.modules['onnxscript'] = None; "
+        "import runpy, sys; sys.modules['onnx'] = sys.modules['onnxscript'] = None; "
         f"sys.argv = ['export.py', '--resume', {ckpt!r}, '--format', 'onnx', "
         f"{str(tmp_path / 'm.onnx')!r}]; "
         "runpy.run_path('export.py', run_name='__main__')"
@@ -512,5 +513,5 @@ def test_export_makes_a_missing_folder_and_names_a_missing_exporter_package(tmp_
         [sys.executable, "-c", code], capture_output=True, text=True, env=ENV, cwd=REPO, timeout=120
     )
     assert r.returncode == 2
-    err = one_line_error(r.stderr, "--format onnx", "pip install onnxscript")
+    err = one_line_error(r.stderr, "--format onnx", "pip install onnx onnxscript")
     assert "cannot export this model" not in err and not (tmp_path / "m.onnx").exists()
