@@ -17,6 +17,7 @@ import train
 from conftest import acc_line, run_main
 
 
+@pytest.mark.slow
 def test_demo_learns_motion_and_evaluate_reproduces_best(tmp_path, capsys):
     # Classes differ only in the direction of motion: a single frame carries no label information.
     out = str(tmp_path)

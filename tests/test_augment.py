@@ -97,6 +97,7 @@ def test_the_dataset_and_to_model_input_give_the_loaders_batch(lists):
         assert torch.equal(xa, xb) and torch.equal(ya, yb)
 
 
+@pytest.mark.slow
 def test_a_training_run_is_the_same_on_either_path(lists, tmp_path):
     # -j 2 on the batch path: the draws come from each sample's generator, whichever process runs it
     recipe = ["--auto-augment", "ra", "--color-jitter", "0.4", "--random-erase", "0.5"]

@@ -47,6 +47,7 @@ def torchrun(*argv):
     return subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=REPO, timeout=300)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers, schedule", [("0", []), ("2", ["-b", "2", "--iter_size", "2"])])
 def test_resume_is_exact(tiny_data, tmp_path, workers, schedule, trainer_flags):
     # 3 epochs in one run == 2 epochs, then --resume for the 3rd: same weights, bit for bit.
@@ -81,6 +82,7 @@ def test_resume_is_exact(tiny_data, tmp_path, workers, schedule, trainer_flags):
     assert torch.load(tmp_path / "b" / name / "checkpoint.pth", weights_only=False)["epoch"] == 3
 
 
+@pytest.mark.slow
 def test_ddp_trains_and_evaluates_exactly(tiny_data, tmp_path, trainer_flags):
     # torchrun with 2 CPU processes (gloo); 7 val videos split 4 + 3 must give the single-process
     # numbers.
@@ -133,6 +135,7 @@ def test_ddp_trains_and_evaluates_exactly(tiny_data, tmp_path, trainer_flags):
     assert (s1["labels"] == s2["labels"]).all() and abs(s1["scores"] - s2["scores"]).max() < 1e-5
 
 
+@pytest.mark.slow
 def test_sigterm_saves_and_resumes_exactly(tiny_data, tmp_path, trainer_flags):
     args = ["ucf101", *tiny_data, *TINY, "--epochs", "3", "--dro", "0.5"]
     name = flags.run_dir_name(train.parse_args([*args, *trainer_flags]))

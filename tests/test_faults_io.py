@@ -34,6 +34,7 @@ from conftest import (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", ["0", "2"])
 def test_a_frame_read_that_never_returns_ends_the_run_naming_the_file(lists, tmp_path, workers):
     folder, video = copy_lists(lists, tmp_path)
@@ -61,6 +62,7 @@ def test_a_frame_read_that_never_returns_ends_the_run_naming_the_file(lists, tmp
     assert "--read_timeout 3" in err and str(folder / video) in err and "img_" in err, err
 
 
+@pytest.mark.slow
 def test_a_video_file_read_that_never_returns_ends_the_run_naming_it(lists, tmp_path):
     """The same for a listed video file (a three-column line: nothing opens it before training)."""
     folder, _ = copy_lists(lists, tmp_path)
@@ -102,6 +104,7 @@ class FullDisk(io.FileIO):
         return super().write(b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("room", [0, 64, 5000, 400_000, 2_000_000])
 def test_disk_filling_at_any_point_of_a_save_is_one_line_and_resume_auto_works(
     lists, tmp_path, monkeypatch, capsys, room
@@ -213,6 +216,7 @@ def one_epoch(lists, tmp_path_factory):
     return args, folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["during:1", "before:1", "after:1", "before:2", "after:2"])
 def test_a_kill_at_any_write_of_a_save_leaves_model_best_holding_the_recorded_best(
     one_epoch, tmp_path, point, capsys
@@ -241,6 +245,7 @@ def test_a_kill_at_any_write_of_a_save_leaves_model_best_holding_the_recorded_be
     assert repaired == (point in ("after:1", "before:2")), point
 
 
+@pytest.mark.slow
 def test_a_best_score_without_its_weights_is_forgotten_in_one_line(
     one_epoch, tmp_path, monkeypatch, capsys
 ):

@@ -278,6 +278,7 @@ def torchrun(*argv, nproc=2, timeout=240):
     return subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=REPO, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_killed_run_restarted_on_two_processes_writes_every_video_once(inputs, tmp_path):
     out = tmp_path / "out"
     flags = [
@@ -364,6 +365,7 @@ EXPORTED = {
 
 
 # V-JEPA 2's arch: .pt2 only (each export takes about a minute on 2 CPU cores)
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name, fmt",
     [(n, f) for n in EXPORTED for f in ("onnx", "pt2") if (n, f) != ("vjepa2_vitt16", "onnx")],

@@ -302,6 +302,7 @@ def test_recipes_are_the_yaml():
     assert zoo.KINETICS400_URLS["mvitv2_b"].endswith("/MViTv2_B_32x3_k400_f304025456.pyth")
 
 
+@pytest.mark.slow
 def test_wrong_files_of_the_family_are_refused_before_the_lists_are_read(tmp_path, capsys):
     """train.main's check_weights: a wrong --pretrained file of the PySlowFast family is refused in
     one line (exit 2, no traceback) before the train list -- which does not exist here -- is read.

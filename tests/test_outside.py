@@ -245,6 +245,7 @@ def test_evaluate_of_a_zoo_checkpoint_says_to_use_pretrained(layout, ckpt, tmp_p
 
 
 # ---- features under DDP with a bad video ---------------------------------------------------------
+@pytest.mark.slow
 def test_ddp_features_finish_every_rank_and_report_a_bad_video_once(tmp_path):
     import prepare
 

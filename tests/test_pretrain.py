@@ -328,6 +328,7 @@ def test_a_new_vit_entry_pretrains_with_no_pretrain_edit(tiny_data, tmp_path, mo
     assert list(report.curve_panels([log])) == ["loss", "lr", "epoch_time"]
 
 
+@pytest.mark.slow
 def test_pretraining_under_amp(tiny_data, tmp_path, capsys):
     """--amp bf16 (CPU autocast here, as on a GPU): the pretraining step runs under autocast; the
     epoch's train and val losses are the float32 run's within 5 %, and the weights differ from it
@@ -497,6 +498,7 @@ def test_grad_ckpt_gives_the_same_gradients():
     assert all(torch.equal(a, b) for a, b in zip(*grads))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what", ["pretrain", "finetune"])
 def test_compiled_steps_never_recompile_nor_break_the_graph(what):
     """--compile (train.build_net: dynamic=False) of the pretraining model (encoder, the

@@ -400,6 +400,7 @@ def test_bad_recipe_flags_are_refused_in_one_line_before_anything_is_read(given,
     one_line_error(capsys, needle, exc=e)
 
 
+@pytest.mark.slow
 def test_everything_on_resumes_mid_epoch_exactly_ema_included(lists, tmp_path, monkeypatch):
     # The cheap twin of tests/test_exact.py --trainer-flags="<ALL>": a SIGTERM after the first
     # optimizer step, then --resume, equals the run never stopped: weights, EMA weights, optimizer
@@ -472,6 +473,7 @@ def test_evaluate_and_predict_use_the_ema_weights_when_asked(lists, tmp_path, ca
     one_line_error(capsys, "--use-ema", "no EMA weights", exc=e)
 
 
+@pytest.mark.slow
 def test_mvit_v2_s_with_its_recipe_trains_a_step_and_evaluates_on_cpu(tmp_path):
     # The Kinetics recipe as written (AdamW, drop path, mixing, RandAugment, 2 reps...) on one
     # 16-frame video: one optimizer step of 2 clips, then one validation, on CPU.
@@ -498,6 +500,7 @@ def test_mvit_v2_s_with_its_recipe_trains_a_step_and_evaluates_on_cpu(tmp_path):
     assert math.isfinite(log["train_loss"]) and log["val_top1"] == top1 and log["mixed"]
 
 
+@pytest.mark.slow
 def test_a_small_arch_with_every_option_on_learns_the_demo_motions(tmp_path):
     # The demo's synthetic clips (2 classes: a patch moving right or left), resnet10_3d from scratch
     # with AdamW, layer decay, warmup from a start lr, mixing, smoothing, RandAugment, jitter,

@@ -42,6 +42,7 @@ def stop_after_first_step(monkeypatch, steps):
     return original
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "before, after",
     [

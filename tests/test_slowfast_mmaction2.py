@@ -212,6 +212,7 @@ def rel_err(a, b):
     return ((a - b).norm() / b.norm()).item()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "config,frames,crop",
     [

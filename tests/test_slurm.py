@@ -115,6 +115,7 @@ def test_first_host_of_a_slurm_nodelist():
         assert launch.first_host(nodelist) == first
 
 
+@pytest.mark.slow
 def test_srun_variables_alone_train_like_torchrun(lists, tmp_path):
     # Two processes given only what srun sets; a torchrun run of the same flags beside them. Same
     # weights.
@@ -169,6 +170,7 @@ BATCH_SHELL = dict(
 )
 
 
+@pytest.mark.slow
 def test_launches_that_would_hang_are_one_line():
     # Each would otherwise wait forever in the rendezvous for ranks that never come.
     cases = [
@@ -201,6 +203,7 @@ def test_launch_environments_that_cannot_work_are_one_line(env, ddp, needles, mo
     one_line_error(str(e.value), *needles)
 
 
+@pytest.mark.slow
 def test_more_tasks_on_a_node_than_gpus_is_one_line(monkeypatch):
     import torch
     import launch
@@ -231,6 +234,7 @@ def test_more_tasks_on_a_node_than_gpus_is_one_line(monkeypatch):
         launch.ranks(True, "cuda")
 
 
+@pytest.mark.slow
 def test_torchrun_inside_a_slurm_job_wins_and_srun_derives_the_rendezvous(monkeypatch):
     import launch
 
@@ -254,6 +258,7 @@ exit 1
 """
 
 
+@pytest.mark.slow
 def test_sigusr1_saves_and_requeues_the_job_with_scontrol(lists, tmp_path):
     # Without Slurm: `scontrol` is a script that records its arguments; it accepts job 501, refuses
     # 502. Either way the run saves at the step boundary and exits 128 + SIGUSR1; a refusal is one
@@ -324,6 +329,7 @@ def cluster(tmp_path_factory):
         c.stop()
 
 
+@pytest.mark.slow
 def test_cluster_runs_a_two_task_step(cluster, tmp_path):
     script = tmp_path / "hello.sbatch"
     script.write_text(
@@ -428,6 +434,7 @@ def finish(cluster, job, out):
     return text, runs[0]
 
 
+@pytest.mark.slow
 def test_batch_job_survives_requeue_and_time_limit_signal_exactly(cluster, lists, tmp_path):
     """Three jobs at once (the partition shares CPUs): uninterrupted; requeued once its log shows a
     training step (scontrol requeue: SIGTERM, then the job reruns); sent SIGUSR1 (the time limit's

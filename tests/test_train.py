@@ -102,6 +102,7 @@ def test_start_epoch_starts_there_with_that_epochs_lr(lists, tmp_path):
 
 
 # ---- gradient accumulation -----------------------------------------------------------------------
+@pytest.mark.slow
 def test_iter_size_2_b_2_equals_b_4_and_resumes_exactly_mid_epoch(lists, tmp_path, monkeypatch):
     # BN frozen (eval mode): no batch statistics, so 2 x 2 accumulated == one batch of 4 up to float
     # rounding.
@@ -138,6 +139,7 @@ def test_iter_size_2_b_2_equals_b_4_and_resumes_exactly_mid_epoch(lists, tmp_pat
         assert torch.equal(wacc[k], resumed[k]), k
 
 
+@pytest.mark.slow
 def test_mid_epoch_resume_needs_the_same_global_batch(lists, tmp_path, monkeypatch, capsys):
     args = ["ucf101", *lists, *TINY, "--epochs", "2", "--output_root", str(tmp_path)]
     original = train.lr_at
@@ -545,6 +547,7 @@ def test_clip_grad_bounds_the_first_step(lists, tmp_path):
     assert 0 < change.norm() <= 0.001 * 1.0001
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "flags",
     [
@@ -653,6 +656,7 @@ def test_flags_reach_their_targets(lists, tmp_path):
 
 
 # ---- faults in workers and ranks: no hang, one line ----------------------------------------------
+@pytest.mark.slow
 def test_bad_val_frame_with_workers_ends_promptly_with_one_line(lists, tmp_path):
     root = Path(lists[0]).parent
     folder = tmp_path / "copy"
@@ -686,6 +690,7 @@ def test_bad_val_frame_with_workers_ends_promptly_with_one_line(lists, tmp_path)
     one_line_error(r.stderr, "evaluation stopped", "img_00004.jpg")
 
 
+@pytest.mark.slow
 def test_process_group_sigterm_with_workers_saves(lists, tmp_path):
     # SIGTERM to the whole process group (preemption, Ctrl-C): workers must not die before the main
     # process saves.
@@ -712,6 +717,7 @@ def test_process_group_sigterm_with_workers_saves(lists, tmp_path):
     assert torch.load(run_dir(tmp_path, args) / "checkpoint.pth", weights_only=False)["epoch"] >= 1
 
 
+@pytest.mark.slow
 def test_ddp_rank_failure_ends_every_rank(lists, tmp_path):
     # 2 ranks evaluate; the bad video is in rank 1's shard only. Both must end, non-zero, with the
     # message.
@@ -758,6 +764,7 @@ def test_ddp_rank_failure_ends_every_rank(lists, tmp_path):
 
 
 # ---- results people can read: names, per-class report, pictures; exact under DDP -----------------
+@pytest.mark.slow
 def test_ddp_validation_and_per_class_report_are_exact(lists, tmp_path):
     from PIL import Image
 
@@ -994,6 +1001,7 @@ def test_gpu_and_cpu_evaluate_one_checkpoint_alike(lists, tmp_path):
 
 
 # ---- user errors, kills and NaNs: one line, a loadable checkpoint (tiny_data: 12 train videos) ---
+@pytest.mark.slow
 def test_sigkill_leaves_a_loadable_checkpoint(tiny_data, tmp_path):
     args = ["ucf101", *tiny_data, *TINY, "--epochs", "50", "--output_root", str(tmp_path)]
     ckpt = tmp_path / flags.run_dir_name(train.parse_args(args)) / "checkpoint.pth"

@@ -295,6 +295,7 @@ def test_multiscale_crop_sizes_snap_as_group_multiscale_crop(H, W, crop):
 
 
 # ---- the trainer ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_original_tsn_and_2d_commands_train_evaluate_predict(lists, tmp_path, capsys):
     tsn = [
         "ucf101",
@@ -353,6 +354,7 @@ def test_original_tsn_and_2d_commands_train_evaluate_predict(lists, tmp_path, ca
     assert run_dir(tmp_path, two_d).name == "ucf101_resnet18_2D_length1_stride4_dropout0.0"
 
 
+@pytest.mark.slow
 def test_tsm_resume_is_exact(lists, tmp_path):
     argv = [
         "ucf101",

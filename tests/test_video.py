@@ -362,6 +362,7 @@ VIDEO_TINY = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decoder", DECODERS)
 def test_train_and_evaluate_from_video_files(made, bad, tmp_path, decoder, capsys):
     """train.py on a list of video files (two- and three-column lines, a frame folder, a bad video),

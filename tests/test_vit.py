@@ -307,6 +307,7 @@ def test_features_are_the_pooled_normed_tokens():
         features.Extractor(m, layer="blocks.0")
 
 
+@pytest.mark.slow
 def test_the_vit_recipe_trains_a_step_and_evaluates_on_cpu(tmp_path):
     """recipes/kinetics_videomae_b.txt as written (AdamW, layer decay, drop path, mixing,
     RandAugment, erasing, 2 reps), at ViT-S on one 4-frame video of 32 px: one optimizer step, then
@@ -430,6 +431,7 @@ def test_videomae_ssv2_sampling_in_the_loader_and_its_flags(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_the_demo_vit_recipe_trains_and_evaluates(lists, tmp_path):
     """recipes/demo_vit.txt (the VideoMAE recipe for vit_t16 on the demo videos) parses to the
     recipe and runs an epoch; what it learns in its 40 epochs is measured in docs/vit.md."""

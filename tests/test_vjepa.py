@@ -420,6 +420,7 @@ def test_bad_inputs_are_one_line_before_any_work(lists, tmp_path, capsys):
         one_line_error(capsys, needle, exc=e)
 
 
+@pytest.mark.slow
 def test_wrong_weights_are_refused_in_one_line_before_the_lists_are_read(lists, tmp_path, capsys):
     """Lists that do not exist: a V-JEPA file for a VideoMAE arch and the reverse, a 2.0 file for a
     2.1 arch, a probe of another width and one of another class count are each refused first, in one
@@ -596,6 +597,7 @@ def test_v21_encoder_tokens_equal_the_official(arch, shape):
     assert rel(got, want) < REL
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "arch", ["vjepa2_1_vitb16", "vjepa2_1_vitl16", "vjepa2_1_vitg16", "vjepa2_1_vitG16"]
 )

@@ -18,6 +18,8 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ENV, REPO, TINY
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -81,6 +83,7 @@ def run(argv, cwd):
     return r.stdout
 
 
+@pytest.mark.slow
 def test_the_readme_walkthrough_runs_from_the_download_to_evaluate(tmp_path):
     commands = readme_walkthrough()
     downloads = [c for c in commands if c[0] in UNPACKED_BY_DOWNLOAD]
