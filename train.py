@@ -191,15 +191,16 @@ def data_spec(args, mode):
         unlabelled=getattr(args, "pretrain", False),
     )
     if mode == "train":
-        derived["augment"] = clip_augment(args)  # in the loader, or augment.BatchAugment's draws
+        # in the loader, or augment.BatchAugment's draws
+        derived["augment"] = clip_augmentation(args)
     fields = {f.name for f in dataclasses.fields(data.DataSpec)} - set(derived)
     return data.DataSpec(**{k: v for k, v in vars(args).items() if k in fields}, **derived)
 
 
-def clip_augment(args):
-    """The train clips' augmentation: data.clip_augment's transforms, run in the loader, or with
+def clip_augmentation(args):
+    """The train clips' augmentation: data.clip_transforms's transforms, run in the loader, or with
     --augment_device batch only drawn there (augment.BatchAugment) and applied in to_model_input."""
-    transforms = data.clip_augment(
+    transforms = data.clip_transforms(
         args.auto_augment == "ra",
         args.ra_num_ops,
         args.ra_magnitude,
@@ -400,10 +401,11 @@ def collate_fn(args):
 @dataclass
 class Net:
     """The model and what updates it. `bare` is the model itself: what a checkpoint saves, the EMA
-    averages and gradient clipping reads; `train` is what the step calls: `bare` wrapped in DDP or
-    DataParallel and maybe compiled; `ddp` is the DDP wrapper, whose no_sync accumulation needs."""
+    averages and gradient clipping reads; `train_model` is what the step calls: `bare` wrapped in
+    DDP or DataParallel and maybe compiled; `eval_model` what evaluation calls; `ddp` is the DDP
+    wrapper, whose no_sync accumulation needs. (Not `train` / `eval`: nn.Module's methods.)"""
 
-    train: nn.Module
+    train_model: nn.Module
     bare: nn.Module
     ddp: nn.Module = None
     optimizer: torch.optim.Optimizer = None
@@ -411,12 +413,12 @@ class Net:
     ema: swa_utils.AveragedModel = None  # --model-ema: ema.module is the averaged model
 
     @property
-    def eval(self):
+    def eval_model(self):
         """What evaluation calls: DataParallel (the batch split over the GPUs; never compiled), else
         the bare model. Trap: under DDP, the bare module: DDP's forward broadcasts buffers (a
         collective), which hangs when ranks hold shards of different lengths."""
-        if isinstance(self.train, nn.DataParallel):
-            return self.train
+        if isinstance(self.train_model, nn.DataParallel):
+            return self.train_model
         return self.bare
 
     def grad_sync(self, last):
@@ -531,22 +533,23 @@ def build_net(args, rt, model=None):
     # Batches arrive in channels_last_3d memory (data.collate); convs use it where --channels-last
     # asks.
     model.to(rt.device, memory_format=rt.memory_format)
-    net = Net(train=model, bare=model)
+    net = Net(train_model=model, bare=model)
     if args.ddp:
         # gradients as views of the all-reduce buckets: no copy in, no second gradient copy
-        net.ddp = net.train = nn.parallel.DistributedDataParallel(
+        net.ddp = net.train_model = nn.parallel.DistributedDataParallel(
             model,
             device_ids=[rt.local_rank] if rt.device.type == "cuda" else None,
             gradient_as_bucket_view=True,
         )
     elif args.device == "cuda" and torch.cuda.device_count() > 1:
         # --device cuda:N means that one GPU; DataParallel splits the batch over every visible GPU
-        net.train = nn.DataParallel(model)
+        net.train_model = nn.DataParallel(model)
     # Training only (the shapes never change: drop_last), never DataParallel (flags.check_args); DDP
     # itself is compiled, the documented way (its DDPOptimizer splits the graph at buckets:
     # all-reduce overlaps the backward). Evaluation stays eager: eval mode, views x batch and the
     # last partial batch would each recompile, for a pass that runs once every -ef epochs.
-    net.train = torch.compile(net.train, dynamic=False) if args.compile else net.train
+    if args.compile:
+        net.train_model = torch.compile(net.train_model, dynamic=False)
     # The optimizer is built after wrapping: SyncBN conversion makes new parameters.
     net.optimizer = make_optimizer(model, args, fused=rt.device.type == "cuda")
     # --model-ema: torchvision references' EMA (AveragedModel + get_ema_multi_avg_fn), buffers
@@ -589,7 +592,7 @@ def make_optimizer(model, args, fused):
 
 
 def set_train_mode(net, args):
-    net.train.train()
+    net.train_model.train()
     # the original's finetune_bn_frozen.py: BN uses (and keeps) the pretrained statistics
     if args.freeze_bn:
         for m in net.bare.modules():
@@ -778,7 +781,7 @@ def train_one_epoch(args, rt, d, net, objective, progress):
             probe.schedule(net.optimizer, args, step, d.steps_per_epoch, lr)
         with net.grad_sync(last):
             with rt.autocast:
-                out = objective.forward(net.train, x, info)
+                out = objective.forward(net.train_model, x, info)
                 loss = objective.loss(out, targets, x, info)
             # mean over the step's iter_size x b clips
             net.scaler.scale(loss / args.iter_size).backward()
@@ -905,7 +908,7 @@ def evaluate_checkpoint(args, rt, net, d):
     parse."""
     tag = rundir.evaluation_files(args, rt, flags.flag_sets().scores)
     try:
-        res = evaluate(net.eval, d, args, rt)
+        res = evaluate(net.eval_model, d, args, rt)
     except decode.BadVideo as e:
         fail(f"evaluation stopped: {e}")
     report_evaluation(args, rt, d, res, args.test_clips, args.test_crops, tag)
@@ -929,7 +932,7 @@ def validate_and_log(args, rt, net, d, progress, meter):
     progress.epoch, progress.iter = epoch + 1, 0
     if (epoch + 1) % args.eval_freq == 0 or epoch + 1 == args.epochs:
         try:
-            res = evaluate(net.eval, d, args, rt)
+            res = evaluate(net.eval_model, d, args, rt)
             ema = evaluate(net.ema.module, d, args, rt) if net.ema else None
         except decode.BadVideo as e:  # the training state is saved first: nothing is lost
             checkpoint.save(args, rt, net, progress, d)
