@@ -210,7 +210,7 @@ def tiny_checkpoint(path, class_names=None, **override):
             "optimizer": {},
             "scaler": {},
             "rng": [],
-            "best_acc1": 0.0,
+            "best_score": 0.0,
             "best_epoch": 0,
         },
         path,

@@ -737,6 +737,22 @@ def apply_transforms(crop, augment, rng):
     return video.as_subclass(torch.Tensor).permute(0, 2, 3, 1)
 
 
+def augment_view(crop, spec, rng):
+    """The one place of a train view's augmentation, after its crop and flip: uint8 (N, c, c, 3)
+    frames -> (frames, the augment.BatchAugment draws or None). Every path runs it: the loader
+    (VideoFrameDataset.load_clip), the device decode (--decode_device cuda: gpudecode.decode_batch
+    replays load_clip on the decoded frames, `crop` then on the GPU) and --augment_device batch
+    (here, in the loader; spec.augment's transforms are only drawn here, and augment.apply runs them
+    on the batch). A new augmentation goes first, before the transforms (so it comes before them on
+    both --augment_device paths), draws from `rng` alone in a fixed order, and turns
+    DataSpec.augments on (the loader then finishes the crop: the frames are the final pixels)."""
+    if hasattr(spec.augment, "draw"):  # augment.BatchAugment: only its draws, here
+        return crop, spec.augment.draw(rng, crop)
+    if spec.augment:
+        crop = apply_transforms(crop, spec.augment, rng)
+    return crop, None
+
+
 def train_crop(frames, box, size):
     """List of N uint8 (H, W, 3) frames and a `train_box` -> (uint8 (N, size, size, 3), window box).
 
@@ -990,6 +1006,11 @@ class DataSpec:
     def flips(self):
         return self.flip and self.dataset not in NO_FLIP
 
+    @property
+    def augments(self):
+        """A train view is augmented (`augment_view`): the loader finishes its crop."""
+        return self.augment is not None
+
     def check(self, mode):
         """ValueError naming what is wrong with this spec for `mode`."""
         if mode not in MODES:
@@ -1092,9 +1113,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         spec.check(mode)
         self.list_file, self.spec, self.mode, self.epoch = str(list_file), spec, mode, 0
         self.flip = spec.flips
-        # a CPU model, or `augment` (clip_transforms: the final pixels): finish_box here, uint8
-        # (crop_resize would take ~20x the time)
-        self.finish_crop = spec.finish_crop or spec.augment is not None
+        # a CPU model, or an augmented view (augment_view: the final pixels): finish_box here,
+        # uint8 (crop_resize would take ~20x the time)
+        self.finish_crop = spec.finish_crop or spec.augments
         self.reps = spec.reps if mode == "train" else 1  # reps: clips per video
         # A multi-scale box is up to the whole short side: many need a shrink, which a crop_size
         # window cannot hold, so the CPU did it (~35 ms a 16-frame clip, ~5x its decoding). For a
@@ -1264,11 +1285,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         )
         if self.flip and rng.random() < 0.5:  # mirror W, and the box
             crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])
-        if hasattr(self.spec.augment, "draw"):  # augment.BatchAugment: only its draws, here
-            return crop, box, self.spec.augment.draw(rng, crop)
-        if self.spec.augment:
-            crop = apply_transforms(crop, self.spec.augment, rng)
-        return crop, box, None
+        crop, drawn = augment_view(crop, self.spec, rng)
+        return crop, box, drawn
 
     def load_clip(self, video, rng, read=None):
         """(video, numpy Generator) -> (clip, info). Train: clip uint8 (3, T, crop, crop) and

@@ -483,8 +483,9 @@ def main(args):
     objective = reconstruction(rt.mean, rt.std, net.bare.spec, args.raw_target)
     progress = checkpoint.Progress()
     args.world_size = rt.world_size
-    ckpt = checkpoint.resume(args, rt, net, progress, flags.flag_sets())
-    rundir.resumed(args, rt, ckpt)
+    sets = flags.flag_sets()
+    ckpt = checkpoint.resume(args, rt, net, progress, sets)
+    rundir.resumed(args, rt, ckpt, sets)
     if args.evaluate:  # the checkpoint's val reconstruction loss (DDP: shards summed, exact)
         loss = validate(net, d, args, rt, objective)
         print(f" * val reconstruction loss {loss:.6f}")
