@@ -753,6 +753,21 @@ def augment_view(crop, spec, rng):
     return crop, None
 
 
+def check_augments(spec):
+    """ValueError where `augment_view` changes a view, or draws, while spec.augments is off: the
+    loader would not finish the crop, so the augmentation would see a window to be resized on the
+    device (or, shipping whole frames, no view at all). Run once per train dataset, on a blank
+    view."""
+    crop, rng = torch.zeros(2, 4, 4, 3, dtype=torch.uint8), np.random.default_rng(0)
+    state = rng.bit_generator.state
+    out, drawn = augment_view(crop.clone(), spec, rng)
+    if drawn is not None or rng.bit_generator.state != state or not torch.equal(out, crop):
+        raise ValueError(
+            "data.augment_view augments these train views while DataSpec.augments is off: turn "
+            "it on with the augmentation (the loader then finishes the crop)"
+        )
+
+
 def train_crop(frames, box, size):
     """List of N uint8 (H, W, 3) frames and a `train_box` -> (uint8 (N, size, size, 3), window box).
 
@@ -1116,6 +1131,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         # a CPU model, or an augmented view (augment_view: the final pixels): finish_box here,
         # uint8 (crop_resize would take ~20x the time)
         self.finish_crop = spec.finish_crop or spec.augments
+        if mode == "train" and not spec.augments:
+            check_augments(spec)
         self.reps = spec.reps if mode == "train" else 1  # reps: clips per video
         # A multi-scale box is up to the whole short side: many need a shrink, which a crop_size
         # window cannot hold, so the CPU did it (~35 ms a 16-frame clip, ~5x its decoding). For a

@@ -73,8 +73,9 @@ def test_a_view_augmentation_runs_on_the_loader_the_device_decode_and_the_batch_
         return original(255 - crop if rng.random() < 2 else crop, spec, rng)
 
     kw = dict(t_length=4, t_stride=2, new_size=36, crop_size=32)
-    plain = data.VideoFrameDataset(lists[0], **kw)[1][0]
+    plain = data.VideoFrameDataset(lists[0], finish_crop=True, **kw)[1][0]
     monkeypatch.setattr(data, "augment_view", marked)
+    monkeypatch.setattr(data.DataSpec, "augments", property(lambda spec: True))
     clip = data.VideoFrameDataset(lists[0], **kw)[1][0]
     assert torch.equal(clip, 255 - plain)  # the loader
     encoded = data.VideoFrameDataset(lists[0], encoded=True, **kw)
@@ -184,3 +185,21 @@ def test_mean_class_accuracy_is_the_per_class_reports():
     per_class = [float((pred[labels == c] == c).double().mean()) * 100 for c in range(4)]
     assert res["mean_class_acc"] == pytest.approx(np.mean(per_class))
     assert set(checkpoint.VAL_METRICS) <= set(res)  # every name --best-metric takes
+
+
+def test_an_augmentation_without_dataspec_augments_is_refused(lists, monkeypatch):
+    """A view augmentation that leaves DataSpec.augments off would run on a window the device still
+    resizes, or (multi-scale crops for a device model) on no view at all: refused when the train
+    dataset is made, in a message naming the switch."""
+    original = data.augment_view
+
+    def jitter(crop, spec, rng):
+        return original(crop.flip(0) if rng.random() < 0.5 else crop, spec, rng)
+
+    monkeypatch.setattr(data, "augment_view", jitter)
+    kw = dict(t_length=4, t_stride=2, new_size=36, crop_size=32)
+    with pytest.raises(ValueError, match="DataSpec.augments is off"):
+        data.VideoFrameDataset(lists[0], **kw)
+    data.VideoFrameDataset(lists[0], mode="val", **kw)  # val views are never augmented
+    monkeypatch.setattr(data.DataSpec, "augments", property(lambda spec: True))
+    data.VideoFrameDataset(lists[0], **kw)
