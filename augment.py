@@ -1,21 +1,21 @@
 """Clip augmentation after the transfer (--augment_device batch): the loader draws, the batch is
 augmented.
 
-data.clip_augment's torchvision transforms (colour jitter, RandAugment, random erasing) cost the
+data.clip_transforms's torchvision transforms (colour jitter, RandAugment, random erasing) cost the
 loader about half its clip rate when they run there (`bench.py data`, rows (f)). Their draws depend
 on nothing but the clip's generator and size, so the loader can make them alone and ship each clip's
 parameters, a small float64 record, beside its uint8 pixels; `apply` then augments the whole batch
 on the trainer's device, one torchvision kernel call per stage for all clips that drew the same
 operation:
 
-    aug = BatchAugment(data.clip_augment(True, 2, 9, 0.4, 0.25))   # VideoFrameDataset(augment=aug)
-    params = aug.draw(rng, crop)            # in load_clip, where data.augment_clip would run
+    aug = BatchAugment(data.clip_transforms(True, 2, 9, 0.4, 0.25))  # DataSpec(augment=aug)
+    params = aug.draw(rng, crop)  # in load_clip, where data.apply_transforms would run
     # uint8 (B, 3, T, H, W) and (B, S, 8) -> augmented, uint8
     clips = apply(clips, params)
 
-`draw` seeds torch exactly as data.augment_clip does (one integer from the sample's generator, the
-same torch calls in the same order as the transforms' own), so a clip gets the same operations and
-the same magnitudes on either path, and `apply` runs the kernels the transforms run
+`draw` seeds torch exactly as data.apply_transforms does (one integer from the sample's generator,
+the same torch calls in the same order as the transforms' own), so a clip gets the same operations
+and the same magnitudes on either path, and `apply` runs the kernels the transforms run
 (torchvision.transforms.v2 .functional, on the same memory layout): on the CPU the clips are the
 loader path's bit for bit (tests/test_augment.py, every operation); on CUDA, the float kernels may
 round a level differently.
@@ -42,12 +42,12 @@ RA_OPS = tuple(v2.RandAugment._AUGMENTATION_SPACE)
 JITTER = ("brightness", "contrast", "saturation")  # ColorJitter's fn_idx 0, 1, 2 (hue is never on)
 OPS = RA_OPS + JITTER + ("erase",)
 WIDTH = 8  # a stage: operation, then up to 7 values (erasing: i, j, h, w, fill R, G, B)
-# applies one drawn operation: nearest interpolation, fill 0 (clip_augment's; BatchAugment checks)
+# applies one drawn operation: nearest interpolation, fill 0 (clip_transforms'; BatchAugment checks)
 _RA = v2.RandAugment()
 
 
 class BatchAugment:
-    """data.clip_augment's Compose, split: `draw` in the loader, `apply` (module level) on the
+    """data.clip_transforms's Compose, split: `draw` in the loader, `apply` (module level) on the
     batch."""
 
     def __init__(self, compose):
@@ -63,9 +63,10 @@ class BatchAugment:
 
     def draw(self, rng, crop):
         """The sample's generator and its uint8 (T, H, W, 3) crop -> float64 (S, WIDTH) parameters:
-        what data.augment_clip(crop, compose, rng) would draw, from the same generator state (it
-        takes one integer from `rng`, as augment_clip does). The crop is only measured."""
-        seed = int(rng.integers(2**63))  # data.augment_clip's draw, first: the same torch stream
+        what data.apply_transforms(crop, compose, rng) would draw, from the same generator state (it
+        takes one integer from `rng`, as apply_transforms does). The crop is only measured."""
+        # data.apply_transforms's draw, first: the same torch stream
+        seed = int(rng.integers(2**63))
         video = tv_tensors.Video(crop.permute(0, 3, 1, 2))
         H, W = video.shape[-2:]
         stages = []
@@ -140,7 +141,7 @@ def apply(clips, params):
     """uint8 clips (B, 3, T, H, W) on any device, float64 params (B, S, WIDTH) from `draw` -> the
     clips augmented, uint8 (B, 3, T, H, W) in channels_last_3d memory (collate's). Stage by stage,
     the clips that drew the same operation and values go through one kernel call together. Each clip
-    is worked on as (T, 3, H, W) over (T, H, W, 3) memory, the layout data.augment_clip hands
+    is worked on as (T, 3, H, W) over (T, H, W, 3) memory, the layout data.apply_transforms hands
     torchvision (where a kernel's order of summation follows the layout -- a convolution, a mean --
     it stays the same)."""
     x = clips.permute(0, 2, 3, 4, 1).contiguous()  # (B, T, H, W, 3)

@@ -283,8 +283,8 @@ def data_methods(ds, K, mode, args):
             methods[name] = TrainerInput(copy.copy(ds), finish)
         for name, aug in (
             (FINISHED, None),
-            (AUGMENTED, data.clip_augment(True, random_erase=0.25)),
-            (AUG_BATCH, augment.BatchAugment(data.clip_augment(True, random_erase=0.25))),
+            (AUGMENTED, data.clip_transforms(True, random_erase=0.25)),
+            (AUG_BATCH, augment.BatchAugment(data.clip_transforms(True, random_erase=0.25))),
         ):
             methods[name] = Collated(copy.copy(ds), data.collate)
             d = methods[name].ds
@@ -489,7 +489,7 @@ def make_step(args, device, amp=None, channels_last=False, compile=False, grad_c
     """A fresh model and its training step on a uint8 clip batch: forward, backward, SGD, as in
     train.py."""
     torch.manual_seed(args.seed)
-    model = models.build_model(
+    model = models.build_network(
         args.arch,
         args.num_classes,
         t_length=args.t_length,
@@ -578,7 +578,7 @@ def peak_mem_gib(device):
 
 
 def segments(args):
-    """model.build_model's mode flags from bench's (TSN / 2D / TSM rows)."""
+    """model.build_network's mode flags from bench's (TSN / 2D / TSM rows)."""
     return dict(
         mode=getattr(args, "mode", "3D"),
         num_segments=getattr(args, "num_segments", 1),
@@ -594,7 +594,7 @@ def count(arch, num_classes, t_length, crop_size, **seg):
     """Parameters and forward GMACs of one clip, on the meta device: shapes only, instant at any
     size."""
     with torch.device("meta"):
-        m = models.build_model(arch, num_classes, t_length=t_length, crop_size=crop_size, **seg)
+        m = models.build_network(arch, num_classes, t_length=t_length, crop_size=crop_size, **seg)
         with FlopCounterMode(display=False) as fc:
             m(torch.empty(1, 3, t_length * seg.get("num_segments", 1), crop_size, crop_size))
     return sum(p.numel() for p in m.parameters()), fc.get_total_flops() / 2 / 1e9  # a MAC = 2 flops
@@ -700,7 +700,7 @@ def compare_pyslowfast_modules(args):
     torch.manual_seed(args.seed)
     out = {}
     for name, (arch, T, crop, ref) in pyslowfast_modules(args.num_classes).items():
-        ours = models.build_model(arch, args.num_classes, t_length=T, crop_size=crop)
+        ours = models.build_network(arch, args.num_classes, t_length=T, crop_size=crop)
         x, y = torch.randn(1, 3, T, crop, crop), torch.randint(0, args.num_classes, (1,))
         # PySlowFast's input: the pathways its loader packs (datasets/utils.py pack_pathway_output).
         packed = ours.pathways(x) if hasattr(ours, "pathways") else [x]
@@ -832,7 +832,7 @@ def compare_vit_implementations(args):
     of vit_s16 beside transformers' and the official implementation of the same network."""
     torch.manual_seed(args.seed)
     x, y = torch.randn(1, 3, 16, 224, 224), torch.randint(0, args.num_classes, (1,))
-    ours = models.build_model("vit_s16", args.num_classes, t_length=16)
+    ours = models.build_network("vit_s16", args.num_classes, t_length=16)
     rows = {"vit_s16 (this project)": (ours, ours), **reference_vits(args.num_classes)}
     out = {}
     for name, (module, forward) in rows.items():
@@ -909,7 +909,7 @@ def bench_model(args):
 def train_augment(where):
     """bench.py train --augment: (f)'s recipe (RandAugment n2 m9 + erasing 0.25) in the loader, or
     drawn there and applied in the step (--augment_device batch), or none."""
-    recipe = data.clip_augment(True, random_erase=0.25)
+    recipe = data.clip_transforms(True, random_erase=0.25)
     return {"off": None, "loader": recipe, "batch": augment.BatchAugment(recipe)}[where]
 
 

@@ -30,6 +30,31 @@ from errors import disk_errors, fail
 TEMP_FILES = ("checkpoint.pth.tmp", "model_best.tmp")
 
 
+# --best-metric NAME[:max|min]: the validation numbers that may pick model_best.pth (each logged as
+# val_NAME; with --use-ema, the EMA's val_NAME_ema), and the way each is better unless it says
+# (mmaction2's save_best rule "greater" / "less", timm's --eval-metric and its decreasing loss).
+VAL_METRICS = {"top1": "max", "top5": "max", "loss": "min", "mean_class_acc": "max"}
+
+
+def parse_metric(text):
+    """--best-metric's value -> (name, "max" | "min"); a "val_" prefix is optional. ValueError
+    naming the valid names."""
+    name, _, way = str(text).partition(":")
+    name = name.removeprefix("val_")
+    if name not in VAL_METRICS or way not in ("", "max", "min"):
+        raise ValueError(
+            f"unknown metric {text!r}: give NAME or NAME:max / NAME:min, NAME one of "
+            f"{', '.join(VAL_METRICS)} (as logged: val_NAME)"
+        )
+    return name, way or VAL_METRICS[name]
+
+
+def beats(metric, score, best):
+    """Whether `score` is a new best of --best-metric `metric` over `best` (None: no best yet)."""
+    way = parse_metric(metric)[1]
+    return best is None or (score > best if way == "max" else score < best)
+
+
 @dataclass
 class Progress:
     """Where training stands; saved in every checkpoint."""
@@ -37,7 +62,8 @@ class Progress:
     epoch: int = 0  # the epoch to continue with
     # batches of it already trained (a multiple of iter_size); saved as optimizer steps
     iter: int = 0
-    best_acc1: float = 0.0
+    # model_best.pth's --best-metric value and epoch (None, -1: no validation yet)
+    best_score: float = None
     best_epoch: int = -1
     # videos ("<list>:<line>") replaced in training so far
     bad_seen: set = field(default_factory=set)
@@ -82,7 +108,7 @@ def save(args, rt, net, progress, d, best=False):
             "iter": progress.iter,
             "step": progress.iter
             // args.iter_size,  # the position a resume uses (load_training_state)
-            "best_acc1": progress.best_acc1,
+            "best_score": progress.best_score,
             "best_epoch": progress.best_epoch,
             "bad_seen": sorted(progress.bad_seen),
             "class_names": d.class_names,
@@ -126,27 +152,34 @@ def check_best(args, rt, progress, ckpt):
     best = os.path.join(rt.run_dir, "model_best.pth")
     try:  # mmap: reads the small fields, not the weights
         held = read_torch(best, mmap=True)
-        held = (held.get("best_epoch"), held.get("best_acc1"))
+        held = (held.get("best_epoch"), saved_best(held))
     except Exception:  # missing, truncated, not ours: it holds no best
         held = None
-    if held == (progress.best_epoch, progress.best_acc1):
+    if held == (progress.best_epoch, progress.best_score):
         return
+    said = f"best {args.best_metric} {progress.best_score:.3f}"
     # it is the best epoch's
     if ckpt.get("epoch") == progress.best_epoch + 1 and ckpt.get("iter", 0) == 0:
         if rt.rank == 0:
             copy_best(args.resume, rt.run_dir)
             print(
-                f"{best} did not hold epoch {progress.best_epoch} (best Acc@1 "
-                f"{progress.best_acc1:.3f}): "
-                f"copied it from {args.resume}"
+                f"{best} did not hold epoch {progress.best_epoch} ({said}): copied it from "
+                f"{args.resume}"
             )
         return
     print(
-        f"{best} does not hold epoch {progress.best_epoch} (best Acc@1 {progress.best_acc1:.3f}): "
-        "that "
-        "score is forgotten; the next validation sets the best"
+        f"{best} does not hold epoch {progress.best_epoch} ({said}): that score is forgotten; "
+        "the next validation sets the best"
     )
-    progress.best_acc1, progress.best_epoch = 0.0, -1
+    progress.best_score, progress.best_epoch = None, -1
+
+
+def saved_best(ckpt):
+    """A checkpoint's best score: "best_score", or an older file's "best_acc1" (top-1, the only
+    metric then); None where it names no best epoch."""
+    if ckpt.get("best_epoch", -1) < 0:
+        return None
+    return ckpt.get("best_score", ckpt.get("best_acc1"))
 
 
 def load(path, flag="--resume"):
@@ -366,6 +399,28 @@ def check_resume_flags(args, path, saved, mid_epoch, flags):
             )
 
 
+# None given: the run keeps the checkpoint's value (`resume` restores the normalisation)
+KEPT_WHEN_NONE = ("mean", "std")
+
+
+def changed_flags(args, ckpt, flags):
+    """What a training resume changes of the recipe (flags.recipe: the groups that let it), as
+    "--flag was -> now", in the flags' order; [] for an evaluation or a fresh run."""
+    saved = ckpt.get("args") if ckpt and isinstance(ckpt.get("args"), dict) else {}
+    changes = []
+    for key in flags.recipe if not args.evaluate else ():
+        was, now = saved.get(key), getattr(args, key, None)
+        if key not in saved or (now is None and key in KEPT_WHEN_NONE):
+            continue
+        # a list given on the command line, a tuple saved: the same values
+        if isinstance(was, (list, tuple)) and isinstance(now, (list, tuple)):
+            was, now = list(was), list(now)
+        if was != now:
+            show = [" ".join(map(str, v)) if isinstance(v, list) else str(v) for v in (was, now)]
+            changes.append(f"{flags.names[key]} {show[0]} -> {show[1]}")
+    return changes
+
+
 def resume(args, rt, net, progress, flags):
     """--resume: the weights and, to continue training, the optimizer, GradScaler, Progress and this
     rank's RNG state; `flags`: flags.flag_sets(), what a run keeps. Returns the checkpoint, or None
@@ -422,7 +477,7 @@ def load_training_state(args, rt, net, progress, ckpt, saved):
     # done.
     steps = ckpt.get("step", ckpt.get("iter", 0) // saved.get("iter_size", 1))
     progress.epoch, progress.iter = ckpt["epoch"], steps * args.iter_size
-    progress.best_acc1, progress.best_epoch = ckpt["best_acc1"], ckpt.get("best_epoch", -1)
+    progress.best_score, progress.best_epoch = saved_best(ckpt), ckpt.get("best_epoch", -1)
     progress.bad_seen = set(ckpt.get("bad_seen", []))
     if len(ckpt.get("rng", [])) == rt.world_size:
         set_rng_state(ckpt["rng"][rt.rank])

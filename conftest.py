@@ -193,7 +193,7 @@ def tiny_checkpoint(path, class_names=None, **override):
     arch."""
     torch.manual_seed(0)
     args = dict(CKPT_ARGS, **override)
-    net = model.build_model(  # a ViT's position table is built for its clips
+    net = model.build_network(  # a ViT's position table is built for its clips
         args["arch"],
         args["num_classes"],
         t_length=args["t_length"],
@@ -210,7 +210,7 @@ def tiny_checkpoint(path, class_names=None, **override):
             "optimizer": {},
             "scaler": {},
             "rng": [],
-            "best_acc1": 0.0,
+            "best_score": 0.0,
             "best_epoch": 0,
         },
         path,

@@ -90,14 +90,14 @@ def read_text_lines(path):
 
 # A list line is a path, which may hold spaces, then integer columns: how many tells the line's
 # form.
-LIST_FORMS = {1: "<video> <label>", 2: "<frame_dir or video> <num_frames> <label>"}
+LINE_FORMS = {1: "<video> <label>", 2: "<frame_dir or video> <num_frames> <label>"}
 
 
 def _columns(fields, ints):
-    """What is wrong with a line of `fields` whose last `ints` are integers (none of LIST_FORMS)."""
-    expected = " or ".join(f"'{form}'" for form in LIST_FORMS.values())
+    """What is wrong with a line of `fields` whose last `ints` are integers (none of LINE_FORMS)."""
+    expected = " or ".join(f"'{form}'" for form in LINE_FORMS.values())
     # read as the path, an extra column would surface later as a missing folder
-    if ints > max(LIST_FORMS):
+    if ints > max(LINE_FORMS):
         return f"{ints + 1} columns, expected {expected} (a path may not end in ' <integer>')"
     return "num_frames and label must be integers" if len(fields) > 2 else f"expected {expected}"
 
@@ -137,7 +137,7 @@ def read_list(
             if num_frames is None and os.path.isdir(path):
                 raise ValueError(
                     "a frame folder without its frame count: frame folders take "
-                    f"'{LIST_FORMS[2]}' (`prepare.py lists` counts the frames)"
+                    f"'{LINE_FORMS[2]}' (`prepare.py lists` counts the frames)"
                 )
             if label < 0 or (num_classes is not None and label >= num_classes):
                 raise ValueError(f"label {label} outside [0, {num_classes or 'num_classes'})")
@@ -156,7 +156,7 @@ def read_list(
 # A '<frame_dir> N' line: the frame count without a label (pretraining's lists), or a label without
 # the count.
 UNLABELLED = (
-    f"a frame folder and one number: training reads '{LIST_FORMS[2]}' (`prepare.py lists` writes "
+    f"a frame folder and one number: training reads '{LINE_FORMS[2]}' (`prepare.py lists` writes "
     "them); unlabelled '<frame_dir> <num_frames>' lists are for `train.py pretrain`"
 )
 
@@ -174,7 +174,7 @@ def _text_rows(list_file, labels=None):
         fields, ints = line.split(), 0
         while ints < len(fields) - 1 and re.fullmatch(r"[+-]?\d+", fields[-1 - ints]):
             ints += 1
-        if ints not in LIST_FORMS:
+        if ints not in LINE_FORMS:
             yield n, line, ValueError(_columns(fields, ints))
             continue
         path, *numbers = line.rsplit(maxsplit=ints)
@@ -706,7 +706,7 @@ def multiscale_box(height, width, new_size, crop_size, rng, more_places=False):
 IDENTITY_BOX = (0.0, 0.0, 1.0, 1.0)
 
 
-def clip_augment(rand_augment=False, num_ops=2, magnitude=9, color_jitter=0.0, random_erase=0.0):
+def clip_transforms(rand_augment=False, num_ops=2, magnitude=9, color_jitter=0.0, random_erase=0.0):
     """The train clips' augmentation after crop and flip (PySlowFast's AUG for MViT; torchvision's
     transforms, which take (T, C, H, W) videos): colour jitter (brightness, contrast, saturation),
     RandAugment, random erasing with probability `random_erase`, in this order; None when all are
@@ -724,7 +724,7 @@ def clip_augment(rand_augment=False, num_ops=2, magnitude=9, color_jitter=0.0, r
     return v2.Compose(ops) if ops else None
 
 
-def augment_clip(crop, augment, rng):
+def apply_transforms(crop, augment, rng):
     """uint8 (N, H, W, 3) frames -> the same, `augment` applied once to the whole clip: one draw for
     every frame. torchvision's transforms draw from torch's global generator: seeded here from the
     sample's `rng`, inside fork_rng (the caller's stream is left as it was), so (seed, epoch, index)
@@ -735,6 +735,37 @@ def augment_clip(crop, augment, rng):
         # (T, C, H, W): torchvision's layout
         video = augment(tv_tensors.Video(crop.permute(0, 3, 1, 2)))
     return video.as_subclass(torch.Tensor).permute(0, 2, 3, 1)
+
+
+def augment_view(crop, spec, rng):
+    """The one place of a train view's augmentation, after its crop and flip: uint8 (N, c, c, 3)
+    frames -> (frames, the augment.BatchAugment draws or None). Every path runs it: the loader
+    (VideoFrameDataset.load_clip), the device decode (--decode_device cuda: gpudecode.decode_batch
+    replays load_clip on the decoded frames, `crop` then on the GPU) and --augment_device batch
+    (here, in the loader; spec.augment's transforms are only drawn here, and augment.apply runs them
+    on the batch). A new augmentation goes first, before the transforms (so it comes before them on
+    both --augment_device paths), draws from `rng` alone in a fixed order, and turns
+    DataSpec.augments on (the loader then finishes the crop: the frames are the final pixels)."""
+    if hasattr(spec.augment, "draw"):  # augment.BatchAugment: only its draws, here
+        return crop, spec.augment.draw(rng, crop)
+    if spec.augment:
+        crop = apply_transforms(crop, spec.augment, rng)
+    return crop, None
+
+
+def check_augments(spec):
+    """ValueError where `augment_view` changes a view, or draws, while spec.augments is off: the
+    loader would not finish the crop, so the augmentation would see a window to be resized on the
+    device (or, shipping whole frames, no view at all). Run once per train dataset, on a blank
+    view."""
+    crop, rng = torch.zeros(2, 4, 4, 3, dtype=torch.uint8), np.random.default_rng(0)
+    state = rng.bit_generator.state
+    out, drawn = augment_view(crop.clone(), spec, rng)
+    if drawn is not None or rng.bit_generator.state != state or not torch.equal(out, crop):
+        raise ValueError(
+            "data.augment_view augments these train views while DataSpec.augments is off: turn "
+            "it on with the augmentation (the loader then finishes the crop)"
+        )
 
 
 def train_crop(frames, box, size):
@@ -969,7 +1000,7 @@ class DataSpec:
     crop_size: int = 224
     train_crop: str = "jitter"  # TRAIN_CROPS: train_box or multiscale_box
     flip: bool = True  # train flips (and --test_crops 10's mirrors); never for NO_FLIP datasets
-    augment: object = None  # clip_augment's transform for train clips, or None
+    augment: object = None  # clip_transforms' transform for train clips, or None
     reps: int = 1  # train: clips per video (repeated augmentation)
     num_clips: int = 1  # test: clips per video
     num_crops: int = 1  # test: crops per clip (1, 3, 10)
@@ -989,6 +1020,11 @@ class DataSpec:
     @property
     def flips(self):
         return self.flip and self.dataset not in NO_FLIP
+
+    @property
+    def augments(self):
+        """A train view is augmented (`augment_view`): the loader finishes its crop."""
+        return self.augment is not None
 
     def check(self, mode):
         """ValueError naming what is wrong with this spec for `mode`."""
@@ -1092,9 +1128,11 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         spec.check(mode)
         self.list_file, self.spec, self.mode, self.epoch = str(list_file), spec, mode, 0
         self.flip = spec.flips
-        # a CPU model, or `augment` (clip_augment: the final pixels): finish_box here, uint8
-        # (crop_resize would take ~20x the time)
-        self.finish_crop = spec.finish_crop or spec.augment is not None
+        # a CPU model, or an augmented view (augment_view: the final pixels): finish_box here,
+        # uint8 (crop_resize would take ~20x the time)
+        self.finish_crop = spec.finish_crop or spec.augments
+        if mode == "train" and not spec.augments:
+            check_augments(spec)
         self.reps = spec.reps if mode == "train" else 1  # reps: clips per video
         # A multi-scale box is up to the whole short side: many need a shrink, which a crop_size
         # window cannot hold, so the CPU did it (~35 ms a 16-frame clip, ~5x its decoding). For a
@@ -1264,11 +1302,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         )
         if self.flip and rng.random() < 0.5:  # mirror W, and the box
             crop, box = crop.flip(-2), (box[0], 1 - box[1] - box[3], box[2], box[3])
-        if hasattr(self.spec.augment, "draw"):  # augment.BatchAugment: only its draws, here
-            return crop, box, self.spec.augment.draw(rng, crop)
-        if self.spec.augment:
-            crop = augment_clip(crop, self.spec.augment, rng)
-        return crop, box, None
+        crop, drawn = augment_view(crop, self.spec, rng)
+        return crop, box, drawn
 
     def load_clip(self, video, rng, read=None):
         """(video, numpy Generator) -> (clip, info). Train: clip uint8 (3, T, crop, crop) and

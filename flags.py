@@ -75,6 +75,16 @@ positive, natural = number(int, 1), number(int, 0)
 nonnegative, fraction, probability = number(float, 0), number(float, 0, 1), number(float, 0, top=1)
 
 
+def best_metric(text):
+    """--best-metric's type: the canonical NAME[:way] (checkpoint.parse_metric), the way only where
+    it is not the metric's own: a resume compares values, not spellings."""
+    try:
+        name, way = checkpoint.parse_metric(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return name if way == checkpoint.VAL_METRICS[name] else f"{name}:{way}"
+
+
 def default_workers():
     """4 loader workers, or fewer on a machine with fewer CPUs (more would only contend, and torch's
     DataLoader warns): the CPUs this process may run on (a Slurm job's or taskset's share)."""
@@ -519,7 +529,7 @@ def add_trust_arg(p):
 def add_probe_args(p):
     """--probe: the backbone frozen, a grid of probes trained on its tokens (probe.py)."""
     p.add_argument(
-        "--probe", choices=probe.KINDS, help="freeze the backbone, train probes on its tokens"
+        "--probe", choices=list(probe.KINDS), help="freeze the backbone, train probes on its tokens"
     )
     p.add_argument(
         "--probe-lrs", dest="probe_lrs", nargs="+", type=float, default=[1e-3], help="grid: lrs"
@@ -531,6 +541,19 @@ def add_probe_args(p):
         "--probe-blocks", dest="probe_blocks", default=4, type=positive, help="attentive"
     )
     p.add_argument("--probe-heads", dest="probe_heads", default=16, type=positive, help="attentive")
+
+
+def add_selection_args(p):
+    """Which validation number picks model_best.pth."""
+    p.add_argument(
+        "--best-metric",
+        dest="best_metric",
+        default="top1",
+        type=best_metric,
+        help=f"the validation number that picks model_best.pth: {', '.join(checkpoint.VAL_METRICS)}"
+        " (logged as val_NAME; --use-ema: the EMA's), NAME:max or NAME:min says which way is "
+        "better (default: max; loss: min)",
+    )
 
 
 def add_eval_args(p):
@@ -704,6 +727,12 @@ FLAG_GROUPS = (
         kept="always",
     ),
     FlagGroup(
+        "model selection",
+        "which validation picks model_best.pth; a resumed training run keeps it",
+        add_selection_args,
+        scores=False,
+    ),
+    FlagGroup(
         "evaluation", "this process: --evaluate's views", add_eval_args, process=True, kept="no"
     ),
     FlagGroup(
@@ -737,6 +766,9 @@ class FlagSets:
     scores: tuple  # name --evaluate's files (rundir.evaluation_files)
     kept: tuple  # a resumed run keeps them (checkpoint.check_resume_flags)
     kept_training: tuple  # a resumed training run keeps them
+    # the recipe's groups that let a resume change a flag (kept="no", not this process's own): a
+    # resume that changes one says so in one line, also in events.log (checkpoint.changed_flags)
+    recipe: tuple
     names: dict  # dest -> its flag as typed (t_length -> --t_length, layer_decay -> --layer-decay)
 
 
@@ -753,6 +785,7 @@ def flag_sets(parser=None):
         flags(lambda g: g.scores),
         flags(lambda g: g.kept == "always"),
         flags(lambda g: g.kept != "no"),
+        flags(lambda g: g.kept == "no" and not g.process),
         {
             a.dest: next((o for o in a.option_strings if o.startswith("--")), a.dest)
             for a in parser.actions

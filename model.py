@@ -1,7 +1,7 @@
 """The I3D ResNet-3D family, torchvision's video models, and exact ImageNet -> 3D inflation.
 
     # zoo.build_model: with weights
-    model = build_model("resnet50_3d", num_classes=400, dropout=0.5)
+    model = build_network("resnet50_3d", num_classes=400, dropout=0.5)
     logits = model(x)  # x: float (B, 3, T, H, W), normalised; logits: (B, num_classes)
 
 resnet50_3d is the I3D-R50 of the Non-local / PySlowFast / mmaction2 (i3d_r50) model zoos:
@@ -198,7 +198,7 @@ class ResNet3D(nn.Module):
     """A ResNet-3D of layout `spec` (an ArchSpec). Module names follow torchvision's ResNet;
     pool2/dropout hold no weights."""
 
-    arch = "resnet3d"  # build_model names it after its --arch
+    arch = "resnet3d"  # build_network names it after its --arch
 
     def __init__(self, spec, num_classes, dropout=0.0, zero_init_residual=False):
         super().__init__()
@@ -464,7 +464,7 @@ def set_drop_path(model, top):
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What build_model builds; train.model_spec fills it from the flags of the same names."""
+    """What build_network builds; train.model_spec fills it from the flags of the same names."""
 
     arch: str
     num_classes: int
@@ -484,7 +484,7 @@ class ModelSpec:
 
 class Arch(NamedTuple):
     """One entry of ARCHS: how to build an arch and what it supports. flags.check_args, -h and
-    build_model read these fields; nothing else lists archs."""
+    build_network read these fields; nothing else lists archs."""
 
     build: Callable  # ModelSpec -> nn.Module with a spec.num_classes head, randomly initialised
     modes: tuple  # the --mode values it runs in; the first is its own (ModelSpec.mode None)
@@ -498,7 +498,7 @@ class Arch(NamedTuple):
     # Parts of parameter names that take --norm-weight-decay as the 1-D parameters do (no decay by
     # default): position tables and class / mask tokens (train.param_groups)
     no_decay: tuple = ()
-    # --dro: a dropout before its classifier (train.check_args refuses --dro where False)
+    # --dro: a dropout before its classifier (flags.check_args refuses --dro where False)
     dropout: bool = True
 
 
@@ -714,7 +714,7 @@ def as_spec(spec, *args, **fields):
     return spec if isinstance(spec, ModelSpec) else ModelSpec(spec, *args, **fields)
 
 
-def build_model(spec, *args, **fields):
+def build_network(spec, *args, **fields):
     """The arch of a ModelSpec (or its fields, as_spec) with a `num_classes` head, randomly
     initialised (zoo.build_model adds weights: it sets `pretrained_info`, None here, to the
     normalisation they expect). mode "TSN" / "2D": the arch segment by segment (Consensus), snippets

@@ -350,14 +350,14 @@ def picture(pixels, visible, rec, tubelet=2):
 @torch.no_grad()
 def validate(net, d, args, rt, objective):
     """The reconstruction loss over the val videos (this rank's shard, summed over ranks: exact)."""
-    net.eval.eval()
+    net.eval_model.eval()
     total, n = 0.0, 0
     for clips, labels, info in d.val_loader:
         x = data.normalize(
             clips.to(rt.device).contiguous(memory_format=rt.memory_format), rt.mean, rt.std
         )
         with rt.autocast:
-            out = objective.forward(net.eval, x, info)
+            out = objective.forward(net.eval_model, x, info)
             loss = objective.loss(out, labels, x, info)
         total, n = total + loss.item() * len(clips), n + len(clips)
     total, n = rt.all_sum([total, n])
@@ -374,7 +374,7 @@ def draw(net, d, args, rt, epoch):
     clips, _, info = train.collate_fn(args)([d.val_masked[i] for i in range(k)])
     x = data.normalize(clips.to(rt.device), rt.mean, rt.std)
     mask = info["mask"].to(rt.device)
-    net.eval.eval()
+    net.eval_model.eval()
     with rt.autocast:
         out = net.eval(x, mask)
     pixels = pixels_of(x.float(), rt.mean, rt.std)
@@ -432,7 +432,7 @@ def check_args(args):
     flags.check_args(args)
 
 
-def build_model(args):
+def make_model(args):
     return PretrainViT(
         args.arch,
         args.t_length,
@@ -478,13 +478,14 @@ def main(args):
     rt = train.setup_runtime(args)
     rundir.prepare_run_dir(args, rt, train.get_args_parser())
     d = train.build_data(args, rt)
-    net = train.build_net(args, rt, build_model(args))
+    net = train.build_net(args, rt, make_model(args))
     mask_data(args, rt, d, net.bare.grid)
     objective = reconstruction(rt.mean, rt.std, net.bare.spec, args.raw_target)
     progress = checkpoint.Progress()
     args.world_size = rt.world_size
-    ckpt = checkpoint.resume(args, rt, net, progress, flags.flag_sets())
-    rundir.resumed(args, rt, ckpt)
+    sets = flags.flag_sets()
+    ckpt = checkpoint.resume(args, rt, net, progress, sets)
+    rundir.resumed(args, rt, ckpt, sets)
     if args.evaluate:  # the checkpoint's val reconstruction loss (DDP: shards summed, exact)
         loss = validate(net, d, args, rt, objective)
         print(f" * val reconstruction loss {loss:.6f}")

@@ -29,8 +29,6 @@ import torch.nn as nn
 
 import vjepa
 
-KINDS = ("attentive", "linear")
-
 
 class LinearProbe(nn.Module):
     """A linear classifier on the mean of the tokens."""
@@ -46,13 +44,24 @@ class LinearProbe(nn.Module):
         return self.linear(self.pooled(x))
 
 
+# --probe KIND: its builder (token width D, classes K, --probe-heads, --probe-blocks) -> a module of
+# tokens (B, N, D) -> logits (B, K) with `pooled` (B, N, D) -> (B, D) (features.py reads it). The
+# flag's choices are this table's names: a kind is added here, nowhere else.
+KINDS = {
+    "attentive": lambda dim, num_classes, heads, blocks: vjepa.AttentiveClassifier(
+        dim, num_classes, heads, blocks
+    ),
+    "linear": lambda dim, num_classes, heads, blocks: LinearProbe(dim, num_classes),
+}
+
+
 def make_probe(kind, dim, num_classes, heads, blocks, seed):
-    """One probe, its init drawn from `seed` alone (the global RNG is left as it was)."""
+    """One probe of KINDS, its init drawn from `seed` alone (the global RNG is left as it was)."""
+    if kind not in KINDS:
+        raise ValueError(f"--probe {kind}: unknown; choose one of: {', '.join(KINDS)}")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        if kind == "attentive":
-            return vjepa.AttentiveClassifier(dim, num_classes, heads, blocks)
-        return LinearProbe(dim, num_classes)
+        return KINDS[kind](dim, num_classes, heads, blocks)
 
 
 def grid(args):

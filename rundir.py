@@ -267,9 +267,10 @@ def requeue_slurm_job():
     return f"requeued Slurm job {job}"
 
 
-def resumed(args, rt, ckpt):
-    """After checkpoint.resume: where the run continues from, printed and (training) in
-    events.log."""
+def resumed(args, rt, ckpt, flags):
+    """After checkpoint.resume: where the run continues from, and the recipe's flags it changes
+    (checkpoint.changed_flags; `flags`: flags.flag_sets()), printed and (training) in events.log,
+    one line each."""
     if ckpt is None:
         return
     text = (
@@ -280,8 +281,11 @@ def resumed(args, rt, ckpt):
         text += f" (Slurm job {job}, restart {restart})"
     if args.evaluate:  # an evaluation leaves the run's events alone
         print(text)
-    else:
-        event(rt, text)
+        return
+    event(rt, text)
+    changes = checkpoint.changed_flags(args, ckpt, flags)
+    if changes:
+        event(rt, f"this resume changes the recipe: {', '.join(changes)}")
 
 
 def event(rt, text):

@@ -191,15 +191,16 @@ def data_spec(args, mode):
         unlabelled=getattr(args, "pretrain", False),
     )
     if mode == "train":
-        derived["augment"] = clip_augment(args)  # in the loader, or augment.BatchAugment's draws
+        # in the loader, or augment.BatchAugment's draws
+        derived["augment"] = clip_augmentation(args)
     fields = {f.name for f in dataclasses.fields(data.DataSpec)} - set(derived)
     return data.DataSpec(**{k: v for k, v in vars(args).items() if k in fields}, **derived)
 
 
-def clip_augment(args):
-    """The train clips' augmentation: data.clip_augment's transforms, run in the loader, or with
+def clip_augmentation(args):
+    """The train clips' augmentation: data.clip_transforms's transforms, run in the loader, or with
     --augment_device batch only drawn there (augment.BatchAugment) and applied in to_model_input."""
-    transforms = data.clip_augment(
+    transforms = data.clip_transforms(
         args.auto_augment == "ra",
         args.ra_num_ops,
         args.ra_magnitude,
@@ -400,10 +401,11 @@ def collate_fn(args):
 @dataclass
 class Net:
     """The model and what updates it. `bare` is the model itself: what a checkpoint saves, the EMA
-    averages and gradient clipping reads; `train` is what the step calls: `bare` wrapped in DDP or
-    DataParallel and maybe compiled; `ddp` is the DDP wrapper, whose no_sync accumulation needs."""
+    averages and gradient clipping reads; `train_model` is what the step calls: `bare` wrapped in
+    DDP or DataParallel and maybe compiled; `eval_model` what evaluation calls; `ddp` is the DDP
+    wrapper, whose no_sync accumulation needs. (Not `train` / `eval`: nn.Module's methods.)"""
 
-    train: nn.Module
+    train_model: nn.Module
     bare: nn.Module
     ddp: nn.Module = None
     optimizer: torch.optim.Optimizer = None
@@ -411,12 +413,12 @@ class Net:
     ema: swa_utils.AveragedModel = None  # --model-ema: ema.module is the averaged model
 
     @property
-    def eval(self):
+    def eval_model(self):
         """What evaluation calls: DataParallel (the batch split over the GPUs; never compiled), else
         the bare model. Trap: under DDP, the bare module: DDP's forward broadcasts buffers (a
         collective), which hangs when ranks hold shards of different lengths."""
-        if isinstance(self.train, nn.DataParallel):
-            return self.train
+        if isinstance(self.train_model, nn.DataParallel):
+            return self.train_model
         return self.bare
 
     def grad_sync(self, last):
@@ -531,22 +533,23 @@ def build_net(args, rt, model=None):
     # Batches arrive in channels_last_3d memory (data.collate); convs use it where --channels-last
     # asks.
     model.to(rt.device, memory_format=rt.memory_format)
-    net = Net(train=model, bare=model)
+    net = Net(train_model=model, bare=model)
     if args.ddp:
         # gradients as views of the all-reduce buckets: no copy in, no second gradient copy
-        net.ddp = net.train = nn.parallel.DistributedDataParallel(
+        net.ddp = net.train_model = nn.parallel.DistributedDataParallel(
             model,
             device_ids=[rt.local_rank] if rt.device.type == "cuda" else None,
             gradient_as_bucket_view=True,
         )
     elif args.device == "cuda" and torch.cuda.device_count() > 1:
         # --device cuda:N means that one GPU; DataParallel splits the batch over every visible GPU
-        net.train = nn.DataParallel(model)
+        net.train_model = nn.DataParallel(model)
     # Training only (the shapes never change: drop_last), never DataParallel (flags.check_args); DDP
     # itself is compiled, the documented way (its DDPOptimizer splits the graph at buckets:
     # all-reduce overlaps the backward). Evaluation stays eager: eval mode, views x batch and the
     # last partial batch would each recompile, for a pass that runs once every -ef epochs.
-    net.train = torch.compile(net.train, dynamic=False) if args.compile else net.train
+    if args.compile:
+        net.train_model = torch.compile(net.train_model, dynamic=False)
     # The optimizer is built after wrapping: SyncBN conversion makes new parameters.
     net.optimizer = make_optimizer(model, args, fused=rt.device.type == "cuda")
     # --model-ema: torchvision references' EMA (AveragedModel + get_ema_multi_avg_fn), buffers
@@ -589,7 +592,7 @@ def make_optimizer(model, args, fused):
 
 
 def set_train_mode(net, args):
-    net.train.train()
+    net.train_model.train()
     # the original's finetune_bn_frozen.py: BN uses (and keeps) the pretrained statistics
     if args.freeze_bn:
         for m in net.bare.modules():
@@ -734,18 +737,21 @@ class Objective:
     classifies: bool = True  # the output is class scores: the meter counts their top-1
 
 
+def classification_loss(args):
+    """The one place of the classification loss: (logits (B, K), targets) -> the batch's mean loss,
+    the targets labels (B,) or, with --mixup-alpha / --cutmix-alpha, soft targets (B, K). Every
+    branch of the step scores its logits here: the model's, and each probe's of a --probe grid. The
+    cross-entropy, with --label-smoothing."""
+    return nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
+
+
 def classification(args):
-    """The logits, and their cross-entropy against the labels or the mixed soft targets
-    (--mixup-alpha / --cutmix-alpha), with --label-smoothing."""
-    cross_entropy = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
-    if args.probe:  # every probe's logits (B, N, K): the sum of their losses (probe.py)
-        return Objective(
-            forward=lambda model, x, info: model(x),
-            loss=lambda logits, targets, x, info: probe.grid_loss(cross_entropy, logits, targets),
-        )
+    """The logits, and classification_loss of them. --probe: every probe's logits (B, N, K), each
+    probe's loss classification_loss's, summed (probe.grid_loss; (B, K) logits: the loss itself)."""
+    criterion = classification_loss(args)
     return Objective(
         forward=lambda model, x, info: model(x),
-        loss=lambda logits, targets, x, info: cross_entropy(logits, targets),
+        loss=lambda logits, targets, x, info: probe.grid_loss(criterion, logits, targets),
     )
 
 
@@ -778,7 +784,7 @@ def train_one_epoch(args, rt, d, net, objective, progress):
             probe.schedule(net.optimizer, args, step, d.steps_per_epoch, lr)
         with net.grad_sync(last):
             with rt.autocast:
-                out = objective.forward(net.train, x, info)
+                out = objective.forward(net.train_model, x, info)
                 loss = objective.loss(out, targets, x, info)
             # mean over the step's iter_size x b clips
             net.scaler.scale(loss / args.iter_size).backward()
@@ -854,22 +860,27 @@ def evaluate(model, d, args, rt):
     all_labels = torch.zeros(len(d.val_ds), dtype=torch.long)
     for idx, s, y, _ in shards:
         all_scores[idx], all_labels[idx] = s, y
-    # a grid of probes: each one's top-1; the best (first of ties) reports
+    # a grid of probes: each one's metrics; the best by --best-metric (first of ties) reports
     if all_scores.dim() == 3:
         each = [scores_metrics(all_scores[:, i], all_labels) for i in range(all_scores.shape[1])]
-        best = max(range(len(each)), key=lambda i: (each[i]["top1"], -i))
+        name, way = checkpoint.parse_metric(args.best_metric)
+        sign = 1 if way == "max" else -1
+        best = max(range(len(each)), key=lambda i: (sign * each[i][name], -i))
         return {**each[best], "probe_top1": [e["top1"] for e in each], "best_probe": best}
     return scores_metrics(all_scores, all_labels)
 
 
 def scores_metrics(all_scores, all_labels):
-    """(videos, K) averaged probabilities and labels -> top1, top5, loss, scores, labels."""
+    """(videos, K) averaged probabilities and labels -> top1, top5, loss, mean_class_acc (the
+    per-class report's, report.class_metrics), scores, labels: checkpoint.VAL_METRICS' numbers."""
     topk = all_scores.topk(min(5, all_scores.shape[1]), dim=1).indices
     p_true = all_scores.gather(1, all_labels[:, None]).clamp_min(1e-12)
+    per_class = report.class_metrics(all_scores, all_labels) if len(all_labels) else {}
     return {
         "top1": (topk[:, 0] == all_labels).float().mean().item() * 100,
         "top5": (topk == all_labels[:, None]).any(1).float().mean().item() * 100,
         "loss": -p_true.log().mean().item(),
+        "mean_class_acc": per_class.get("mean_class_acc", 0.0),
         "scores": all_scores,
         "labels": all_labels,
     }
@@ -905,7 +916,7 @@ def evaluate_checkpoint(args, rt, net, d):
     parse."""
     tag = rundir.evaluation_files(args, rt, flags.flag_sets().scores)
     try:
-        res = evaluate(net.eval, d, args, rt)
+        res = evaluate(net.eval_model, d, args, rt)
     except decode.BadVideo as e:
         fail(f"evaluation stopped: {e}")
     report_evaluation(args, rt, d, res, args.test_clips, args.test_crops, tag)
@@ -918,7 +929,7 @@ def validate_and_log(args, rt, net, d, progress, meter):
     """End of an epoch: validate (every -ef epochs), save checkpoint.pth (and model_best.pth), log a
     line."""
     epoch = progress.epoch
-    log = {**epoch_log(rt, net, meter, epoch), "val_top1": None, "val_top5": None, "val_loss": None}
+    log = {**epoch_log(rt, net, meter, epoch), **{f"val_{k}": None for k in checkpoint.VAL_METRICS}}
     # train_top1 is against the dominant label of mixed targets
     if args.mixup_alpha or args.cutmix_alpha:
         log["mixed"] = True
@@ -929,29 +940,35 @@ def validate_and_log(args, rt, net, d, progress, meter):
     progress.epoch, progress.iter = epoch + 1, 0
     if (epoch + 1) % args.eval_freq == 0 or epoch + 1 == args.epochs:
         try:
-            res = evaluate(net.eval, d, args, rt)
+            res = evaluate(net.eval_model, d, args, rt)
             ema = evaluate(net.ema.module, d, args, rt) if net.ema else None
         except decode.BadVideo as e:  # the training state is saved first: nothing is lost
             checkpoint.save(args, rt, net, progress, d)
             fail(f"validation stopped (checkpoint.pth saved): {e}")
-        log.update(val_top1=res["top1"], val_top5=res["top5"], val_loss=res["loss"])
+        log.update({f"val_{k}": res[k] for k in checkpoint.VAL_METRICS})
         progress.last_val = res
         print(f"epoch {epoch} * Acc@1 {res['top1']:.3f} Acc@5 {res['top5']:.3f}")
         if "probe_top1" in res:  # --probe grid: every probe's top-1; the best one's weights predict
             log.update(probe_top1=res["probe_top1"], best_probe=res["best_probe"])
             print(probe.grid_line(args, epoch, res))
         if ema:
-            log.update(val_top1_ema=ema["top1"], val_top5_ema=ema["top5"], val_loss_ema=ema["loss"])
+            log.update({f"val_{k}_ema": ema[k] for k in checkpoint.VAL_METRICS})
             print(f"epoch {epoch} * EMA Acc@1 {ema['top1']:.3f} Acc@5 {ema['top5']:.3f}")
-    # --use-ema: the EMA picks the best
-    score = log.get("val_top1_ema" if args.use_ema else "val_top1")
-    is_best = score is not None and score > progress.best_acc1
+    score = log.get(best_key(args))
+    is_best = score is not None and checkpoint.beats(args.best_metric, score, progress.best_score)
     if is_best:
-        progress.best_acc1, progress.best_epoch = score, epoch
+        progress.best_score, progress.best_epoch = score, epoch
     # the probe that won is the one model_best.pth predicts with
     if is_best and args.probe:
         net.bare.best.fill_(log.get("best_probe", 0))
     return save_and_log(args, rt, net, progress, d, meter, log, best=is_best)
+
+
+def best_key(args):
+    """The logged number that picks model_best.pth: val_NAME of --best-metric NAME; with --use-ema,
+    the EMA's (val_NAME_ema)."""
+    name, _ = checkpoint.parse_metric(args.best_metric)
+    return f"val_{name}_ema" if args.use_ema else f"val_{name}"
 
 
 def epoch_log(rt, net, meter, epoch):
@@ -986,8 +1003,9 @@ def main(args):
     progress = checkpoint.Progress()
     # saved with the args: a mid-epoch resume needs the same global batch
     args.world_size = rt.world_size
-    ckpt = checkpoint.resume(args, rt, net, progress, flags.flag_sets())
-    rundir.resumed(args, rt, ckpt)
+    sets = flags.flag_sets()
+    ckpt = checkpoint.resume(args, rt, net, progress, sets)
+    rundir.resumed(args, rt, ckpt, sets)
     # no classes file: the checkpoint's
     d.class_names = d.class_names or (ckpt or {}).get("class_names")
     if args.evaluate:
@@ -1012,8 +1030,8 @@ def main(args):
             rundir.exit_if_signalled(rt, progress)  # a signal during validation: already saved
 
     best = (
-        f"best Acc@1 {progress.best_acc1:.3f} at epoch {progress.best_epoch}, saved to "
-        f"{os.path.join(rt.run_dir, 'model_best.pth')}"
+        f"best {best_key(args)} {progress.best_score:.3f} at epoch {progress.best_epoch} "
+        f"(--best-metric {args.best_metric}), saved to {os.path.join(rt.run_dir, 'model_best.pth')}"
         if progress.best_epoch >= 0
         else "no best epoch"
     )
@@ -1022,7 +1040,7 @@ def main(args):
         report_evaluation(args, rt, d, progress.last_val, 1, 1)
     if rt.world_size > 1:
         dist.destroy_process_group()
-    return progress.best_acc1
+    return progress.best_score
 
 
 def run_command(main, args):

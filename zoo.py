@@ -1,6 +1,6 @@
 """Pretrained weights for model.py's networks, read from the model zoos' own files.
 
-    # model.build_model + load_pretrained
+    # model.build_network + load_pretrained
     net = zoo.build_model("resnet50_3d", 400, pretrained="kinetics400")
     net.pretrained_info  # {"format": "pytorchvideo", "mean": (0.45, ...), "std": (0.225, ...)}
 
@@ -428,7 +428,7 @@ def imagenet_twin(arch):
 
 @torch.no_grad()
 def build_model(spec, *args, pretrained=None, inflate="mean", vjepa_key=None, **fields):
-    """model.build_model of a ModelSpec (or its fields: model.as_spec), then `pretrained`: None |
+    """model.build_network of a ModelSpec (or its fields: model.as_spec), then `pretrained`: None |
     "imagenet" | "imagenet_v2" | "kinetics400" | a 2D torchvision ResNet state dict | a 3D
     checkpoint (ours, "state_dict", bare, pytorchvideo, PySlowFast .pyth / Caffe2 .pkl, mmaction2).
     `pretrained_info`: None without weights, else {format, mean, std}."""
@@ -444,7 +444,7 @@ def build_model(spec, *args, pretrained=None, inflate="mean", vjepa_key=None, **
     )
     if video_only and pretrained in ("imagenet", "imagenet_v2"):
         raise ValueError(
-            f"--pretrained {pretrained} is for the resnet*_3d archs; "
+            f"--pretrained {pretrained} is for the resnet*_3d archs (inflated) and the 2D ones; "
             f"{spec.arch} takes none or a 3D checkpoint file"
         )
     source = pretrained
@@ -455,7 +455,7 @@ def build_model(spec, *args, pretrained=None, inflate="mean", vjepa_key=None, **
         state, file_zoo, name = source
         variant = slowfast_zoo.file_variant(spec, state, slowfast_layout(file_zoo), name)
         spec = dataclasses.replace(spec, slowfast_variant=variant)
-    model = models.build_model(spec)
+    model = models.build_network(spec)
     if pretrained not in (None, "", "none"):
         load_pretrained(model, source, inflate, vjepa_key)
     return model

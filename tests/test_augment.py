@@ -1,7 +1,7 @@
 """augment.py (--augment_device batch): the loader's draws + the batched apply give the clips that
-data.augment_clip gives in the loader, bit for bit on the CPU, for every operation RandAugment can
-draw, colour jitter and random erasing; the dataset, to_model_input and a whole training run agree
-too.
+data.apply_transforms gives in the loader, bit for bit on the CPU, for every operation RandAugment
+can draw, colour jitter and random erasing; the dataset, to_model_input and a whole training run
+agree too.
 """
 
 import collections
@@ -34,14 +34,15 @@ def crops(n, T, H, W):
 @pytest.mark.parametrize("shape", [(4, 32, 40), (3, 17, 23)])  # sizes no vector width divides, too
 @pytest.mark.parametrize("magnitude", [9, 30])
 def test_batch_path_equals_the_loaders_clips_for_every_operation(shape, magnitude):
-    compose = data.clip_augment(**{**ALL, "magnitude": magnitude})
+    compose = data.clip_transforms(**{**ALL, "magnitude": magnitude})
     deferred = augment.BatchAugment(compose)
     clips, ref, params, seen = crops(48, *shape), [], [], collections.Counter()
     for k, clip in enumerate(clips):
-        ref.append(data.augment_clip(clip, compose, np.random.default_rng([0, 1, k])))
+        ref.append(data.apply_transforms(clip, compose, np.random.default_rng([0, 1, k])))
         rng = np.random.default_rng([0, 1, k])
         params.append(deferred.draw(rng, clip))
-        # draw takes what augment_clip takes from the generator: the next draw (a rep's box) agrees
+        # draw takes what apply_transforms takes from the generator: the next draw (a rep's box)
+        # agrees
         assert rng.random() == _after(k)
         seen.update(augment.OPS[int(op)] for op in params[-1][:, 0])
     assert set(seen) == set(augment.OPS)  # every RandAugment operation, the jitter's three, erasing
@@ -56,7 +57,7 @@ def test_batch_path_equals_the_loaders_clips_for_every_operation(shape, magnitud
 
 
 def _after(k):
-    """The generator's next draw after augment_clip's one integer."""
+    """The generator's next draw after apply_transforms's one integer."""
     rng = np.random.default_rng([0, 1, k])
     rng.integers(2**63)
     return rng.random()
@@ -66,7 +67,8 @@ def test_the_same_operation_runs_once_for_the_clips_that_drew_it(monkeypatch):
     calls = []
     run = augment._run
     monkeypatch.setattr(augment, "_run", lambda op, x, v: calls.append(len(x)) or run(op, x, v))
-    compose = data.clip_augment(rand_augment=True, num_ops=1)  # one stage: <= 28 (op, sign) groups
+    # one stage: <= 28 (op, sign) groups
+    compose = data.clip_transforms(rand_augment=True, num_ops=1)
     deferred = augment.BatchAugment(compose)
     clips = crops(64, 2, 12, 12)
     params = torch.stack([deferred.draw(np.random.default_rng(k), c) for k, c in enumerate(clips)])
@@ -76,7 +78,7 @@ def test_the_same_operation_runs_once_for_the_clips_that_drew_it(monkeypatch):
 
 def test_the_dataset_and_to_model_input_give_the_loaders_batch(lists):
     kw = dict(t_length=4, t_stride=2, new_size=36, crop_size=32, reps=2)
-    compose = data.clip_augment(**ALL)
+    compose = data.clip_transforms(**ALL)
     loader = data.VideoFrameDataset(lists[0], augment=compose, **kw)
     batch = data.VideoFrameDataset(lists[0], augment=augment.BatchAugment(compose), **kw)
     rt = SimpleNamespace(
@@ -123,7 +125,7 @@ def test_cuda_batch_augmentation_is_the_cpu_path_within_rounding():
     # On CUDA the same kernels run in float on another device: a level where a product or a mean
     # rounds the other way, a neighbour pixel where a rotated coordinate falls the other side of a
     # half.
-    compose = data.clip_augment(**ALL)
+    compose = data.clip_transforms(**ALL)
     deferred = augment.BatchAugment(compose)
     clips = crops(48, 8, 112, 112)
     params = torch.stack(
@@ -140,8 +142,8 @@ def test_cuda_batch_augmentation_is_the_cpu_path_within_rounding():
 @pytest.mark.parametrize(
     "transform",
     [
-        v2.RandAugment(interpolation=v2.InterpolationMode.BILINEAR),  # apply runs clip_augment's
-        v2.ColorJitter(hue=0.1),  # hue: not among data.clip_augment's
+        v2.RandAugment(interpolation=v2.InterpolationMode.BILINEAR),  # apply runs clip_transforms'
+        v2.ColorJitter(hue=0.1),  # hue: not among data.clip_transforms's
         v2.RandomHorizontalFlip(),
     ],
 )

@@ -310,7 +310,7 @@ def bench_macs_by_hooks(arch, num_classes, t_length, crop_size):
         seen["fc"] += 1
 
     with torch.device("meta"):  # shapes only
-        m = models.build_model(arch, num_classes)
+        m = models.build_network(arch, num_classes)
         for mod in m.modules():
             if isinstance(mod, nn.Conv3d):
                 mod.register_forward_hook(conv_hook)
@@ -348,7 +348,7 @@ def test_bench_model_params_and_gmacs_cli(tmp_path):
     )
     assert rc == 0, err
     res = json.loads(path.read_text())
-    params = sum(p.numel() for p in models.build_model("resnet18_3d", 400).parameters())
+    params = sum(p.numel() for p in models.build_network("resnet18_3d", 400).parameters())
     assert res["params"] == params
     gmacs = bench_macs_by_hooks("resnet18_3d", 400, 8, 112)
     assert res["gmacs_per_clip"] == pytest.approx(gmacs, rel=0.01)
@@ -410,7 +410,7 @@ def test_bench_model_rows_tiny(tmp_path, capsys):
         speedup = r["clips_s"] / res["rows"]["fp32"]["clips_s"]
         assert float(cells[3].rstrip("x")) == pytest.approx(speedup, abs=0.006)
     assert res["params"] == sum(
-        p.numel() for p in models.build_model("resnet10_3d", 400).parameters()
+        p.numel() for p in models.build_network("resnet10_3d", 400).parameters()
     )
     assert "batch 2 on cpu, 1 warmup + 2 timed steps" in out
 

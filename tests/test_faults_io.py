@@ -237,7 +237,7 @@ def test_a_kill_at_any_write_of_a_save_leaves_model_best_holding_the_recorded_be
     best = torch.load(folder / "model_best.pth", weights_only=False)
     # a one-epoch run: checkpoint.pth is epoch 0's
     assert (ckpt["epoch"], ckpt["best_epoch"]) == (1, 0)
-    assert (best["best_epoch"], best["best_acc1"]) == (0, ckpt["best_acc1"])
+    assert (best["best_epoch"], best["best_score"]) == (0, ckpt["best_score"])
     assert_same_weights(best["model"], ckpt["model"])  # epoch 0's weights, not merely its score
     assert not [f.name for f in folder.iterdir() if "tmp" in f.name]
     repaired = "copied it from" in capsys.readouterr().out

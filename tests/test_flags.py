@@ -114,7 +114,7 @@ def test_efficientnet_b0_as_a_tsn_backbone_is_one_registry_entry(lists, tmp_path
     assert "efficientnet_b0" in train.get_args_parser().format_help()  # -h lists it
     common = ["ucf101", *lists, *TINY, "--output_root", str(tmp_path), "--arch", "efficientnet_b0"]
     common += ["--mode", "TSN", "--num_segments", "2", "--t_length", "1", "--num_classes", "4"]
-    init = models.build_model("efficientnet_b0", 4, mode="TSN", num_segments=2)
+    init = models.build_network("efficientnet_b0", 4, mode="TSN", num_segments=2)
     assert isinstance(init, models.Consensus) and isinstance(init, torch.nn.Module)
     run_main([*common, "--epochs", "1"])
     trained = torch.load(run_dir(tmp_path, common) / "checkpoint.pth", weights_only=False)["model"]

@@ -131,7 +131,7 @@ def test_pyslowfast_pyth_gives_the_same_logits_float64_and_the_head_is_replaced(
         assert torch.equal(net.state_dict()[ours].flatten(), ref.state_dict()[theirs].flatten())
     # Fine-tuning: another num_classes re-initialises the classifier only, and says so.
     with torch.device("meta"), narrow():
-        net = models.build_model("mvitv2_b", 7, t_length=FRAMES, crop_size=CROP)
+        net = models.build_network("mvitv2_b", 7, t_length=FRAMES, crop_size=CROP)
         zoo.load_pretrained(net, path)
     line = capsys.readouterr().out.strip().splitlines()[-1]
     assert f"copied {n - 2}, skipped 2 (head.1.weight, head.1.bias: shape mismatch" in line
@@ -203,7 +203,7 @@ def test_wrong_files_clips_and_modes_are_refused_in_one_line(tmp_path, capsys):
     v1 = {"model_state": {k: v for k, v in mvit["model_state"].items() if "rel_pos" not in k}}
     tiny = dict(t_length=FRAMES, crop_size=CROP)
     with torch.device("meta"):
-        net = models.build_model("mvitv2_b", 5, **tiny)
+        net = models.build_network("mvitv2_b", 5, **tiny)
     for arch, obj, needle in (
         ("mvitv2_b", {"model_state": zeros_of("slowfast_r50_8x8")}, "use --arch slowfast_r50"),
         ("mvitv2_b", {"model_state": zeros_of("x3d_xs")}, "an X3D checkpoint"),
@@ -223,7 +223,7 @@ def test_wrong_files_clips_and_modes_are_refused_in_one_line(tmp_path, capsys):
         assert needle in message, (arch, message)
     # a VideoMAE ViT (vit_zoo.py's loader), whose patch_embed looks alike
     with torch.device("meta"):
-        vit = models.build_model("vit_t16", 5, t_length=16)
+        vit = models.build_network("vit_t16", 5, t_length=16)
     with pytest.raises(ValueError, match="not vit_t16's network: use --arch mvitv2_b"):
         zoo.load_pretrained(vit, save(tmp_path, mvit, "w.pyth"))
     for flags, needles in (

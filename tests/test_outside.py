@@ -204,8 +204,16 @@ ELSEWHERE = {"--dro"}  # tests/test_flags.py::test_dropout_on_an_arch_without_on
 
 
 def test_every_rule_of_the_table_is_tested():
+    """flags.ACTS_WITH's rules and NOTHING's cases, one for one (docs/forking.md, "A flag", names
+    this table): a new rule needs its case here, a flag refused and what makes it act."""
     rules = {flag for flag, _, _ in flags.ACTS_WITH}
-    assert rules == {given[0] for given, _ in NOTHING} | ELSEWHERE
+    cases = {given[0] for given, _ in NOTHING} | ELSEWHERE
+    untested, stale = sorted(rules - cases), sorted(cases - rules)
+    assert not untested, (
+        f"flags.ACTS_WITH rules without a case in tests/test_outside.py NOTHING: {untested}; add "
+        "([the flag refused, ...], [what makes it act, ...]) for each"
+    )
+    assert not stale, f"NOTHING cases of flags no rule of flags.ACTS_WITH names: {stale}"
 
 
 def test_flags_at_their_defaults_and_a_runs_own_args_file_pass(lists, tmp_path):

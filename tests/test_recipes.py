@@ -145,22 +145,22 @@ AUGMENTS = {
 
 @pytest.mark.parametrize("name", AUGMENTS)
 def test_clip_augmentation_is_one_draw_per_clip_from_the_samples_generator(name):
-    augment = data.clip_augment(**AUGMENTS[name])
+    augment = data.clip_transforms(**AUGMENTS[name])
     frame = torch.from_numpy(np.random.default_rng(0).integers(0, 256, (24, 28, 3), dtype=np.uint8))
     clip = frame.expand(5, -1, -1, -1).contiguous()  # (N, H, W, 3): identical frames
     outs = {}
     for epoch in (0, 1):
         for index in range(4):
-            out = data.augment_clip(clip, augment, np.random.default_rng([0, epoch, index]))
+            out = data.apply_transforms(clip, augment, np.random.default_rng([0, epoch, index]))
             assert out.shape == clip.shape and out.dtype == torch.uint8
             assert (out == out[:1]).all(), "frames of one clip got different draws"
-            again = data.augment_clip(clip, augment, np.random.default_rng([0, epoch, index]))
+            again = data.apply_transforms(clip, augment, np.random.default_rng([0, epoch, index]))
             assert torch.equal(out, again)
             outs[epoch, index] = out
     assert any(not torch.equal(outs[0, i], clip) for i in range(4))  # it augments
     assert any(not torch.equal(outs[0, i], outs[1, i]) for i in range(4))  # epochs draw anew
     state = torch.get_rng_state()
-    data.augment_clip(clip, augment, np.random.default_rng(1))
+    data.apply_transforms(clip, augment, np.random.default_rng(1))
     assert torch.equal(torch.get_rng_state(), state)  # torch's global stream (dropout's) untouched
 
 
@@ -176,7 +176,7 @@ def still_video(tmp_path, n=8):
 
 
 def test_the_dataset_augments_every_rep_of_a_clip_alike_over_its_frames(tmp_path):
-    augment = data.clip_augment(**AUGMENTS["all"])
+    augment = data.clip_transforms(**AUGMENTS["all"])
     ds = data.VideoFrameDataset(
         still_video(tmp_path),
         t_length=4,
@@ -258,7 +258,7 @@ def test_mvit_groups_take_layer_decay_and_no_decay_on_1d_parameters():
             "0.75",
         ]
     )
-    m = models.build_model("mvit_v2_s", 10)
+    m = models.build_network("mvit_v2_s", 10)
     groups = train.param_groups(m, a)
     where = {id(p): g for g in groups for p in g["params"]}
     L = 16
@@ -294,7 +294,7 @@ def test_the_tokens_an_arch_entry_names_take_no_weight_decay(monkeypatch):
     entry = models.Arch(lambda spec: TokenNet(spec.num_classes), ("3D",), no_decay=("cls_token",))
     monkeypatch.setitem(models.ARCHS, "token_net", entry)
     a = train.parse_args(["ucf101", "t", "v", "--arch", "token_net", "--wd", "0.05"])
-    m = models.build_model("token_net", 10)
+    m = models.build_network("token_net", 10)
     where = {id(p): g["weight_decay"] for g in train.param_groups(m, a) for p in g["params"]}
     decay = {name: where[id(p)] for name, p in m.named_parameters()}
     assert decay == {"cls_token": 0.0, "pos_table": 0.05, "fc.weight": 0.05, "fc.bias": 0.0}
@@ -353,12 +353,12 @@ def test_adamw_decays_only_weights_and_the_step_scales_each_layers_lr(lists, tmp
 
 
 def test_drop_path_sets_torchvisions_stochastic_depth():
-    m = models.build_model("swin3d_t", 5, drop_path=0.3)
+    m = models.build_network("swin3d_t", 5, drop_path=0.3)
     ps = [mod.p for mod in m.modules() if type(mod).__name__ == "StochasticDepth"]
     assert ps[0] == 0 and abs(max(ps) - 0.3) < 1e-12 and ps == sorted(ps)
     assert max(
         mod.p
-        for mod in models.build_model("mvit_v2_s", 5).modules()
+        for mod in models.build_network("mvit_v2_s", 5).modules()
         if type(mod).__name__ == "StochasticDepth"
     ) == pytest.approx(0.2)  # the builder's default
 

@@ -347,7 +347,7 @@ def test_predict_errors_one_line_exit_2(media, tmp_path, capsys):
     assert "nope.avi" in nope and "bad.mp4" in undecodable and "cannot decode" in undecodable
     assert r.stdout.startswith(media["folder"]) and any(n in r.stdout for n in NAMES)
     torch.save(
-        {"model": models.build_model("resnet10_3d", 4).state_dict()}, tmp_path / "noargs.pth"
+        {"model": models.build_network("resnet10_3d", 4).state_dict()}, tmp_path / "noargs.pth"
     )
     r = run_predict("--resume", str(tmp_path / "noargs.pth"), media["folder"])
     assert r.returncode == 2 and r.stdout == ""

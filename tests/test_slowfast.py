@@ -100,7 +100,7 @@ PARITY = [
 def test_logits_match_pyslowfast_float64(arch, yaml, frames, crop):
     cfg, ref = reference(yaml, frames, crop)
     with torch.device("meta"):  # no init: every tensor comes from the reference
-        net = models.build_model(arch, 5)
+        net = models.build_network(arch, 5)
     # Same names, same shapes: PySlowFast's state dict loads strictly, as its .pyth files do.
     assert list(net.state_dict()) == list(ref.state_dict())
     net.load_state_dict(ref.state_dict(), assign=True)
@@ -145,7 +145,7 @@ def test_slow_pathway_frames_are_pack_pathway_indices(alpha):
 def test_x3d_expansion_rules():
     """X3D-M's published size (X3D paper Table 3: 3.8M parameters at 400 classes) and the channel /
     depth rules of video_model_builder.X3D."""
-    net = models.build_model("x3d_m", 400)
+    net = models.build_network("x3d_m", 400)
     n = sum(p.numel() for p in net.parameters())
     assert abs(n / 1e6 - 3.8) < 0.05, n
     assert [len(getattr(net, f"s{s}").blocks[0]) for s in (2, 3, 4, 5)] == [3, 5, 11, 7]
@@ -155,7 +155,7 @@ def test_x3d_expansion_rules():
     assert hasattr(net.s3.pathway0_res2.branch2, "se") and not hasattr(
         net.s3.pathway0_res1.branch2, "se"
     )
-    assert math.ceil(5.0 * 5) == len(models.build_model("x3d_l", 400).s4.blocks[0])
+    assert math.ceil(5.0 * 5) == len(models.build_network("x3d_l", 400).s4.blocks[0])
 
 
 # ---- checkpoints: every layout, made here from the reference's state dict ------------------------
@@ -323,7 +323,7 @@ def test_pytorchvideo_builders_and_hub_files_give_the_same_logits(tmp_path):
 def zeros_of(arch, net=None):
     """A state dict of `arch`'s names and shapes (built on the meta device: no init, no memory)."""
     with torch.device("meta"):
-        net = net or models.build_model(arch, 5)
+        net = net or models.build_network(arch, 5)
     # One zero expanded to each shape: torch.save writes a 1-element storage, the file stays tiny.
     return {k: torch.zeros((), dtype=v.dtype).expand(v.shape) for k, v in net.state_dict().items()}
 
@@ -332,7 +332,7 @@ def refusal(tmp_path, arch, obj, name="w.pyth"):
     """zoo.load_pretrained's ValueError for `obj` saved as `name` into a (meta) `arch`: every
     refusal comes before a tensor is copied."""
     with torch.device("meta"):
-        net = models.build_model(arch, 5)
+        net = models.build_network(arch, 5)
     with pytest.raises(ValueError) as e:
         zoo.load_pretrained(net, save(tmp_path, obj, name))
     assert "\n" not in str(e.value)
@@ -404,7 +404,7 @@ def test_a_clip_length_alpha_does_not_divide_and_tsn_are_refused_before_any_work
             run_main(["ucf101", "no_train.txt", "no_val.txt", "--arch", arch, "--mode", mode])
         one_line_error(capsys, f"--arch {arch} runs on 3D clips only", f"not --mode {mode}", exc=e)
     with pytest.raises(ValueError, match="multiple of 4"):
-        models.build_model("slowfast_r50_8x8", 5)(torch.zeros(1, 3, 6, 32, 32))
+        models.build_network("slowfast_r50_8x8", 5)(torch.zeros(1, 3, 6, 32, 32))
 
 
 @pytest.mark.parametrize("arch", ["slowfast_tiny", "x3d_xs"])

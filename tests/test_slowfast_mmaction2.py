@@ -247,7 +247,7 @@ def test_every_published_config_has_the_archs_tensors(config):
     variant = "mmaction2_lateral_norm" if kw.get("lateral_norm") else "mmaction2"
     with torch.device("meta"):
         state = mm_slowfast(**kw).state_dict()
-        net = models.build_model(arch, 5, slowfast_variant=variant)
+        net = models.build_network(arch, 5, slowfast_variant=variant)
     renamed, unexpected = zoo.convert_state_dict(state, slowfast_zoo.MMACTION2_SLOWFAST_RULES)
     assert unexpected == []
     ours = net.state_dict()
@@ -274,7 +274,7 @@ def test_a_run_records_the_files_network_and_its_checkpoint_rebuilds_it(tmp_path
     import predict
 
     torch.manual_seed(0)
-    src = models.build_model("slowfast_tiny", 5, slowfast_variant="mmaction2").float()
+    src = models.build_network("slowfast_tiny", 5, slowfast_variant="mmaction2").float()
     src = randomise_zoo(src).double()
     path = tmp_path / "tiny_mmaction2.pyth"
     torch.save({"model_state": src.state_dict()}, path)
@@ -332,7 +332,7 @@ def test_a_variant_that_is_not_the_files_is_refused_in_one_line(tmp_path):
             zoo.build_model("slowfast_r50_8x8", 5, pretrained=path, slowfast_variant=variant)
         assert needle in str(e.value) and "\n" not in str(e.value), str(e.value)
     with pytest.raises(ValueError, match="--slowfast-variant needs a SlowFast arch"):
-        models.build_model("x3d_xs", 5, slowfast_variant="mmaction2")
+        models.build_network("x3d_xs", 5, slowfast_variant="mmaction2")
 
 
 def test_the_flag_on_another_arch_is_refused_before_any_work(capsys):
@@ -368,5 +368,5 @@ def test_sizes_are_mmaction2s_published_ones():
         ("slowfast_r101_r50_4x16", 62.4),
     ):
         with torch.device("meta"):
-            net = models.build_model(arch, 400, slowfast_variant="mmaction2")
+            net = models.build_network(arch, 400, slowfast_variant="mmaction2")
         assert round(sum(p.numel() for p in net.parameters()) / 1e6, 1) == published, arch

@@ -535,7 +535,7 @@ def test_clip_grad_bounds_the_first_step(lists, tmp_path):
     ]
     run_main([*args, "--output_root", str(tmp_path)])
     torch.manual_seed(0)
-    init = train.models.build_model("resnet10_3d", 101).state_dict()
+    init = train.models.build_network("resnet10_3d", 101).state_dict()
     after = weights(run_dir(tmp_path, args) / "checkpoint.pth")
     change = torch.cat(
         [

@@ -70,7 +70,7 @@ def rel_err(a, b):
 @pytest.mark.parametrize("arch, mode", [("resnet18", "TSN"), ("mobilenet_v2", "2D")])
 def test_segment_logits_are_torchvision_per_frame_averaged(arch, mode):
     torch.manual_seed(0)
-    net = randomise_bn(models.build_model(arch, 7, mode=mode, num_segments=3)).double()
+    net = randomise_bn(models.build_network(arch, 7, mode=mode, num_segments=3)).double()
     ref = randomise_bn(torchvision.models.get_model(arch, num_classes=7)).double()
     ref.load_state_dict(net.state_dict())  # the same names: torchvision's
     x = torch.randn(2, 3, 3, 32, 32, dtype=torch.float64)  # (B, C, N, H, W)
@@ -80,9 +80,9 @@ def test_segment_logits_are_torchvision_per_frame_averaged(arch, mode):
 
 def test_tsn_with_a_3d_arch_averages_its_clips():
     net = randomise_bn(
-        models.build_model("resnet10_3d", 5, mode="TSN", t_length=4, num_segments=2)
+        models.build_network("resnet10_3d", 5, mode="TSN", t_length=4, num_segments=2)
     ).double()
-    ref = randomise_bn(models.build_model("resnet10_3d", 5)).double()
+    ref = randomise_bn(models.build_network("resnet10_3d", 5)).double()
     ref.load_state_dict(net.state_dict())
     x = torch.randn(2, 3, 8, 32, 32, dtype=torch.float64)
     assert rel_err(net(x), (ref(x[:, :, :4]) + ref(x[:, :, 4:])) / 2) < 1e-6
@@ -103,7 +103,7 @@ def shift_by_hand(x, segments, fold_div):
 @pytest.mark.parametrize("arch", ["resnet18", "resnet50"])
 def test_tsm_equals_torchvision_with_a_hooked_shift(arch):
     torch.manual_seed(0)
-    net = randomise_bn(models.build_model(arch, 6, mode="TSN", num_segments=4, shift=8)).double()
+    net = randomise_bn(models.build_network(arch, 6, mode="TSN", num_segments=4, shift=8)).double()
     ref = randomise_bn(torchvision.models.get_model(arch, num_classes=6)).double()
     ref.load_state_dict(net.state_dict())
     assert sum(p.numel() for p in net.parameters()) == sum(p.numel() for p in ref.parameters())
@@ -120,7 +120,7 @@ def test_tsm_equals_torchvision_with_a_hooked_shift(arch):
     frames = x.transpose(1, 2).reshape(8, 3, 32, 32)
     want = ref(frames).view(2, 4, -1).mean(1)
     assert rel_err(net(x), want) < 1e-6
-    no_shift = models.build_model(arch, 6, mode="TSN", num_segments=4).double().eval()
+    no_shift = models.build_network(arch, 6, mode="TSN", num_segments=4).double().eval()
     no_shift.load_state_dict(net.state_dict())
     assert rel_err(no_shift(x), want) > 1e-3  # the shift changes the network
 
@@ -149,7 +149,7 @@ def to_mmaction2(state, shift):
 @pytest.mark.parametrize("shift", [0, 8])
 def test_mmaction2_tsn_tsm_checkpoints_give_the_saved_models_logits(shift, tmp_path, capsys):
     flags = dict(mode="TSN", num_segments=3, shift=shift)
-    src = randomise_bn(models.build_model("resnet50", 400, **flags))
+    src = randomise_bn(models.build_network("resnet50", 400, **flags))
     path = tmp_path / "mm.pth"
     torch.save(
         {

@@ -245,7 +245,8 @@ def test_a_wrong_file_is_refused_in_one_line(tmp_path, case, needles):
         hub = pytest.importorskip("pytorchvideo.models.hub.resnet")
         torch.save(hub.i3d_r50(pretrained=False).state_dict(), tmp_path / "f.pth")
     elif case == "ours_convnet":
-        torch.save({"model": model.build_model("resnet10_3d", 4).state_dict()}, tmp_path / "f.pth")
+        net = model.build_network("resnet10_3d", 4)
+        torch.save({"model": net.state_dict()}, tmp_path / "f.pth")
     elif case == "vit_b":
         torch.save({"model": official("vit_b16").state_dict()}, tmp_path / "f.pth")
     else:
