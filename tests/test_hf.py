@@ -315,11 +315,11 @@ def test_a_broken_transformers_folder_is_one_line(broken_runs, case):
 
 
 def test_hub_id_syntax():
-    import vit_zoo
+    import weights
 
-    assert vit_zoo.is_hub_id("MCG-NJU/videomae-base-finetuned-kinetics")
-    assert not vit_zoo.is_hub_id("runs/model_best.pth") and not vit_zoo.is_hub_id("kinetics400")
-    assert not vit_zoo.is_hub_id(str(REPO))
+    assert weights.is_hub_id("MCG-NJU/videomae-base-finetuned-kinetics")
+    assert not weights.is_hub_id("runs/model_best.pth") and not weights.is_hub_id("kinetics400")
+    assert not weights.is_hub_id(str(REPO))
 
 
 def test_evaluate_a_convnet_zoo_file_as_it_is(tmp_path, lists, capsys):
