@@ -185,9 +185,10 @@ def to_transformers(model):
     return out
 
 
-def describe(state):
+def describe(state, arch=None):
     """'a ViT D wide, L blocks, P px patches (--arch ...)' of a state dict in our names (for
-    refusals): the arch of that width, depth and patch, if one is."""
+    refusals): the arch of that width and patch, other than `arch` (the one it does not fit), and
+    the blocks missing between the first and the last."""
     w = state.get("patch_embed.proj.weight")
     if w is None:
         return "a file without a patch embedding"
@@ -197,7 +198,7 @@ def describe(state):
     fits = [
         a
         for a, s in vit.VIT_SPECS.items()
-        if (s.width, s.depth, s.patch) == (w.shape[0], depth, w.shape[-1])
+        if (s.width, s.patch) == (w.shape[0], w.shape[-1]) and a != arch
     ]
     return f"a ViT {w.shape[0]} wide, {held}, {w.shape[-1]} px patches" + (
         f" (--arch {fits[0]})" if fits and blocks == depth else ""
@@ -326,8 +327,8 @@ def load(model, source, layout):
     absent = [f"{k} missing" for k in missing if k not in new]
     if [k for k in bad if not k.startswith("head.")] or len(new) != len(missing) or extra:
         raise ValueError(
-            f"--pretrained {src}: {describe(state)} ({layout} layout) does not fit --arch "
-            f"{model.arch} ({model.spec.width} wide, {model.spec.depth} blocks, "
+            f"--pretrained {src}: {describe(state, model.arch)} ({layout} layout) does not fit "
+            f"--arch {model.arch} ({model.spec.width} wide, {model.spec.depth} blocks, "
             f"{model.spec.patch} px patches): {few(bad + absent + [k + ' extra' for k in extra])}"
         )
     loaded = 0

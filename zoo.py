@@ -429,7 +429,7 @@ def build_model(spec, *args, pretrained=None, inflate="mean", vjepa_key=None, **
     source = None
     if pretrained not in (None, "", "none"):
         source = read_source(pretrained, spec.arch)
-    if source and slowfast_zoo.family_of(spec.arch) == "slowfast":
+    if source and spec.arch in models.slowfast_net.SLOWFAST:
         # The file says whose SlowFast it is (PySlowFast's or mmaction2's network): build that
         # variant, then load it.
         found = match(source)
@@ -481,7 +481,12 @@ def match(source, own=frozenset()):
 
 def family_of(arch):
     """The FAMILIES key of an arch."""
-    return next((f for f, fam in FAMILIES.items() if fam.fits(arch)), "resnet")
+    return _other_family(arch) or "resnet"
+
+
+def _other_family(arch):
+    """The family of an arch that is no ResNet-3D / 2D net, else None."""
+    return next((f for f, fam in FAMILIES.items() if f != "resnet" and fam.fits(arch)), None)
 
 
 def load_pretrained(model, src, inflate="mean", vjepa_key=None):
@@ -507,11 +512,19 @@ def load_pretrained(model, src, inflate="mean", vjepa_key=None):
 
 
 def _load_vit(model, source, found, **_):
-    return vit_zoo.load(model, source, "ours" if found.name == "ours" else found.name)
+    return vit_zoo.load(model, source, "videomae" if found.name == "bare" else found.name)
 
 
 def _load_vjepa(model, source, found, vjepa_key=None, **_):
-    return vjepa_zoo.load(model, source, found.name, vjepa_key)
+    return vjepa_zoo.load(model, source, "ours" if found.name == "bare" else found.name, vjepa_key)
+
+
+def _refuse_vit(source, found, arch):
+    return vit_zoo.refusal(source, "videomae" if found.name == "bare" else found.name, arch)
+
+
+def _refuse_vjepa(source, found, arch):
+    return vjepa_zoo.refusal(source, "ours" if found.name == "bare" else found.name, arch)
 
 
 def _refuse_probe(source, found, arch):
@@ -576,24 +589,26 @@ def _vit_rules(lay):
 
 
 FAMILIES = {
-    "vjepa": Family(lambda a: a in models.VJEPAS, _load_vjepa, vjepa_zoo.refusal),
+    "vjepa": Family(lambda a: a in models.VJEPAS, _load_vjepa, _refuse_vjepa),
     "probe": Family(lambda a: False, None, _refuse_probe),
-    "videomae": Family(lambda a: a in models.VITS, _load_vit, vit_zoo.refusal, _vit_rules),
+    "videomae": Family(lambda a: a in models.VITS, _load_vit, _refuse_vit, _vit_rules),
     "mvit": Family(
         lambda a: a in mvit_net.MVITS, lambda *a, **k: load_convnet(*a, **k), _refuse_mvit
     ),
     "slowfast": Family(
-        lambda a: slowfast_zoo.family_of(a) == "slowfast",
+        lambda a: a in models.slowfast_net.SLOWFAST,
         lambda *a, **k: load_convnet(*a, **k),
         _refuse_slowfast,
     ),
     "x3d": Family(
-        lambda a: slowfast_zoo.family_of(a) == "x3d",
+        lambda a: a in models.slowfast_net.X3D,
         lambda *a, **k: load_convnet(*a, **k),
         _refuse_slowfast,
     ),
     # every other arch: the ResNet-3Ds, the 2D / TSN / TSM nets, torchvision's video models
-    "resnet": Family(lambda a: True, lambda *a, **k: load_convnet(*a, **k), _refuse_convnet),
+    "resnet": Family(
+        lambda a: _other_family(a) is None, lambda *a, **k: load_convnet(*a, **k), _refuse_convnet
+    ),
 }
 
 
@@ -659,7 +674,7 @@ def _rename(model, state, zoo, name):
         if error:
             raise ValueError(error)
         return state, unexpected
-    if slowfast_zoo.family_of(arch) is None:
+    if family_of(arch) not in ("slowfast", "x3d"):
         return convert_state_dict(state, zoo.rules)
     layout_name = slowfast_layout(zoo)
     rules = slowfast_zoo.rules(arch, layout_name, state, name)

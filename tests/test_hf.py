@@ -201,7 +201,7 @@ def test_a_hub_id_loads_from_the_cache_offline(tmp_path, lists):
     assert runs["tiny-org/tiny-vit"].returncode == 0, err
     assert "pretrained tiny-org/tiny-vit (transformers): loaded" in out
     acc_line(out)
-    one_line_error(missing, "tiny-org/not-cached", "huggingface-cli download tiny-org/not-cached")
+    one_line_error(missing, "tiny-org/not-cached", "hf download tiny-org/not-cached")
     assert runs["tiny-org/not-cached"].returncode == 2 and str(cache) in missing
 
 
