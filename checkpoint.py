@@ -16,6 +16,7 @@ import pickle
 import random
 import re
 import shutil
+import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -212,11 +213,9 @@ def load(path, flag="--resume"):
         except Exception as e:
             errors.append(e)
     else:
-        # torch's own complaint, first line only
-        e = errors[1] if path.endswith(".pkl") else errors[0]
-        why = (str(e).splitlines() or [""])[0]
+        torch_error = errors[1] if path.endswith(".pkl") else errors[0]
         raise ValueError(
-            f"{flag} {path}: cannot read it as a torch checkpoint ({type(e).__name__}: {why}) "
+            f"{flag} {path}: cannot read it as a torch checkpoint ({unreadable(torch_error)}) "
             "nor as a Caffe2 pickle"
         ) from None
     if not isinstance(ckpt, dict):
@@ -224,10 +223,30 @@ def load(path, flag="--resume"):
     return ckpt
 
 
+def unreadable(e):
+    """Why a file could not be read, in this project's words: torch's weights_only refusal goes on
+    to advise weights_only=False (running the pickle's code), which --trust-checkpoint is."""
+    text = str(e)
+    if "weights_only" in text or "Weights only load failed" in text:
+        return f"{type(e).__name__}: neither a torch zip file nor a pickle of checkpoint data"
+    return f"{type(e).__name__}: {(text.splitlines() or [''])[0]}"
+
+
 # --trust-checkpoint (train.py, predict, features, export set it): read files as
 # torch.load(weights_only= False) and pickle.load do, running whatever code they name -- only for
 # files you trust.
-TRUST = {"on": False}
+TRUST = {"on": False, "warned": set()}
+
+
+def warn_trusted(path):
+    """--trust-checkpoint: one line on stderr naming the file whose pickle may run code, once per
+    file (what users of torch.load(weights_only=False) expect to be told)."""
+    if path not in TRUST["warned"]:
+        TRUST["warned"].add(path)
+        print(
+            f"warning: --trust-checkpoint: reading {path} with full pickle: any code it names runs",
+            file=sys.stderr,
+        )
 
 
 class Unsafe(Exception):
@@ -288,6 +307,7 @@ def read_torch(path, **kw):
         except RuntimeError:  # a legacy (not zip) or plain-pickle file: read it whole
             pass
     if TRUST["on"]:
+        warn_trusted(path)
         return torch.load(path, map_location="cpu", weights_only=False, **kw)
     try:
         with torch.serialization.safe_globals(SAFE_GLOBALS), warnings.catch_warnings():
@@ -319,6 +339,7 @@ class ArraysOnly(pickle.Unpickler):
 def read_caffe2(path):
     with open(path, "rb") as f:
         if TRUST["on"]:
+            warn_trusted(path)
             return pickle.load(f, encoding="latin1")
         return ArraysOnly(f, encoding="latin1").load()
 

@@ -967,6 +967,11 @@ def check_mode(args):
         fail(f"--slowfast-variant needs a SlowFast arch ({have}), not {args.arch}")
     if models.mvit_net.geometry_error(args.arch, args.t_length, args.crop_size):
         fail(models.mvit_net.geometry_error(args.arch, args.t_length, args.crop_size))
+    if args.vjepa_key and args.arch not in models.VJEPAS:
+        fail(
+            f"--vjepa-key {args.vjepa_key} picks an encoder of an official V-JEPA 2 .pt; --arch "
+            f"{args.arch} is no V-JEPA 2 encoder: leave the flag out"
+        )
     # 2/shift of the channels move; 64: the fewest a block has
     if args.shift == 1 or args.shift > 64:
         fail(

@@ -161,30 +161,66 @@ PYSLOWFAST_RULES = (
     (r"norm\.(\w+)", lambda m: f"norm.{m[1]}"),
     (r"head\.projection\.(\w+)", lambda m: f"head.1.{m[1]}"),
 )
-# A key only PySlowFast's MViT files have (block 0 pools K in MViTv1 and v2 alike); zoo.ZOOS.
+# mmaction2's MViT (mmaction/models/backbones/mvit.py at 4d6c934: MViT, MultiScaleBlock,
+# MultiScaleAttention, MLP; models/utils/embed.py PatchEmbed3D `projection`; heads/mvit_head.py
+# MViTHead fc_cls; Recognizer3D's backbone. / cls_head. prefixes). Its blocks keep PySlowFast's
+# names; the patch embedding is `projection`, the final norm `norm3` (the norm of out_scales' last
+# stage, the one the head reads).
+MMACTION2_RULES = (
+    (r"backbone\.patch_embed\.projection\.(\w+)", lambda m: f"conv_proj.{m[1]}"),
+    (r"backbone\.cls_token", lambda m: "pos_encoding.class_token"),
+    *((rf"backbone\.{pattern}", name) for pattern, name in PYSLOWFAST_RULES[2:10]),
+    (r"backbone\.norm3\.(\w+)", lambda m: f"norm.{m[1]}"),
+    (r"cls_head\.fc_cls\.(\w+)", lambda m: f"head.1.{m[1]}"),
+)
+# A key only the MViT files have (block 0 pools K in MViTv1 and v2 alike): zoo.LAYOUTS.
 SIGNATURE = "blocks.0.attn.pool_k.weight"
 
 
 def widths(state):
-    """A PySlowFast MViT state dict's attention width per block, in block order."""
+    """An MViT state dict's attention width per block, in block order (PySlowFast's, mmaction2's
+    or torchvision's names)."""
     found = {}
     for k, v in state.items():
-        m = re.fullmatch(r"blocks\.(\d+)\.attn\.proj\.weight", k)
+        m = re.fullmatch(r"(?:backbone\.)?blocks\.(\d+)\.attn\.(?:proj|project\.0)\.weight", k)
         if m:
             found[int(m[1])] = v.shape[0]
     return [found[i] for i in sorted(found)]
 
 
+def clip_error(model, state, src):
+    """The clip a file's relative position tables were trained on, where it is not the model's:
+    torchvision's block 0 tables span 2 * tokens - 1 positions over T and H (patch stride 2 over
+    time, 4 over space). One line naming --t_length / --crop_size, or None."""
+    got_t, got_h = state.get("blocks.0.attn.rel_pos_t"), state.get("blocks.0.attn.rel_pos_h")
+    if got_t is None or got_h is None or getattr(model, "clip", None) is None:
+        return None
+    spec = MVITS[model.arch]
+    t = (got_t.shape[0] + 1) // 2 * spec.patch_stride[0]
+    # block 0's H table: 2 * max(tokens / q stride, tokens / kv stride) - 1; q is not pooled there
+    crop = (got_h.shape[0] + 1) // 2 * spec.patch_stride[1]
+    T, H, _ = model.clip
+    fix = [f"--t_length {t}"] if t != T else []
+    fix += [f"--crop_size {crop}"] if crop != H else []
+    if not fix:
+        return None
+    return (
+        f"--pretrained {src}: its relative position tables were trained on {t}x{crop}x{crop} "
+        f"clips (blocks.0.attn.rel_pos_t {tuple(got_t.shape)}), this model is built for "
+        f"{T}x{H}x{H}: give {' '.join(fix)}"
+    )
+
+
 def describe(state):
-    """What a PySlowFast MViT state dict holds, for messages: blocks, widths, relative positions."""
+    """What an MViT state dict holds, for messages: blocks, widths, relative positions."""
     w = widths(state) or ["?"]
     v = "v2" if any(k.endswith("rel_pos_h") for k in state) else "v1 (absolute positions)"
     return f"an MViT{v} of {len(widths(state))} blocks, width {w[0]} to {w[-1]}"
 
 
 def arch_for(state):
-    """The arch whose network a PySlowFast MViT state dict holds (blocks, widths, relative
-    positions), or None."""
+    """The arch whose network an MViT state dict holds (blocks, widths, relative positions), or
+    None."""
     rel = any(k.endswith("rel_pos_h") for k in state)
     for arch, spec in MVITS.items():
         if rel and widths(state) == [b.output_channels for b in block_settings(spec)]:
@@ -192,16 +228,14 @@ def arch_for(state):
     return None
 
 
-def refusal(state, arch, src):
-    """The one line refusing a PySlowFast MViT file for `arch` (not its network), or None."""
+def refusal(state, arch, src, layout="pyslowfast"):
+    """The one line refusing an MViT file for `arch` (not its network), or None."""
     fits = arch_for(state)
     if arch in MVITS and fits == arch:
         return None
     hint = f"use --arch {fits}" if fits else f"no arch here has that network ({', '.join(MVITS)}"
     hint += "" if fits else ": MViTv2-B, 24 blocks, width 96 to 768)"
-    return (
-        f"--pretrained {src}: {describe(state)} (pyslowfast layout), not {arch}'s network: {hint}"
-    )
+    return f"--pretrained {src}: {describe(state)} ({layout} layout), not {arch}'s network: {hint}"
 
 
 def fit(state):

@@ -34,36 +34,30 @@ VideoMAEv2's run_class_finetuning.py does: bicubic over H, W per time step (alig
 then linear over T.
 """
 
-import json
 import os
 import re
 
 import torch
 import torch.nn.functional as F
 
-import checkpoint
-import mvit_net
 import vit
-from model import strip_prefixes
+import vjepa
+import weights
+from weights import DROP, convert, few
 
 # run_class_finetuning.py --imagenet_default_mean_and_std (default True): timm's ImageNet mean /
 # std.
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-DROP = None  # a rule's target: the tensor is dropped (reported)
-
-
-def _same(m):
-    return m[1]
 
 
 # (regex over a whole source name, our name from the match, or DROP); the first rule that matches
 # wins.
-VIDEOMAE_RULES = ((r"(.+)", _same),)  # modeling_finetune.py's names are vit.py's
+VIDEOMAE_RULES = ((r"(.+)", r"\1"),)  # modeling_finetune.py's names are vit.py's
 PRETRAIN_RULES = (
     # modeling_pretrain.py: PretrainVisionTransformer.encoder (PretrainVisionTransformerEncoder: its
     # patch_embed, blocks and final `norm`), .decoder, .encoder_to_decoder, .mask_token.
     (r"encoder\.norm\.\w+", DROP),
-    (r"encoder\.(.+)", _same),
+    (r"encoder\.(.+)", r"\1"),
     (r"decoder\..+|encoder_to_decoder\..+|mask_token", DROP),
 )
 _HF = r"encoder\.layer\.(\d+)\."  # VideoMAEEncoder.layer[i] (VideoMAELayer)
@@ -109,226 +103,55 @@ MMACTION2_RULES = (
     (r"backbone\.patch_embed\.projection\.(\w+)", r"patch_embed.proj.\1"),
     (r"backbone\.blocks\.(\d+)\.mlp\.layers\.0\.0\.(\w+)", r"blocks.\1.mlp.fc1.\2"),
     (r"backbone\.blocks\.(\d+)\.mlp\.layers\.1\.(\w+)", r"blocks.\1.mlp.fc2.\2"),
-    (r"backbone\.(blocks\.\d+\.(?:norm[12]\.\w+|attn\.\w+(?:\.\w+)?|gamma_[12]))", _same),
-    (r"backbone\.(pos_embed|fc_norm\.\w+)", _same),
+    (r"backbone\.(blocks\.\d+\.(?:norm[12]\.\w+|attn\.\w+(?:\.\w+)?|gamma_[12]))", r"\1"),
+    (r"backbone\.(pos_embed|fc_norm\.\w+)", r"\1"),
     (r"cls_head\.fc_cls\.(\w+)", r"head.\1"),
 )
-# layout: (signature key, rules)
+# layout -> rules (zoo.LAYOUTS says how each is recognised)
 LAYOUTS = {
-    "videomae": ("patch_embed.proj.weight", VIDEOMAE_RULES),
-    "videomae-pretrain": ("encoder.patch_embed.proj.weight", PRETRAIN_RULES),
-    "mmaction2": ("backbone.patch_embed.projection.weight", MMACTION2_RULES),
-    "transformers": ("embeddings.patch_embeddings.projection.weight", TRANSFORMERS_RULES),
+    "videomae": VIDEOMAE_RULES,
+    "videomae-pretrain": PRETRAIN_RULES,
+    "mmaction2": MMACTION2_RULES,
+    "transformers": TRANSFORMERS_RULES,
+    "ours": VIDEOMAE_RULES,
 }
 
 
-LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"  # what a clone without git-lfs holds
-
-
-def read_json(path, flag, name):
-    """A transformers folder's JSON file -> dict; a broken one is a ValueError naming flag and
-    file."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            obj = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{flag} {name}: {path} is not valid JSON ({e})") from None
-    if not isinstance(obj, dict):
-        raise ValueError(f"{flag} {name}: {path} holds a JSON {type(obj).__name__}, not an object")
-    return obj
-
-
-def check_not_lfs_pointer(path, flag, name):
-    """A weights file that is a git-lfs pointer (a Hub repository cloned without git-lfs): say
-    so."""
-    with open(path, "rb") as f:
-        head = f.read(len(LFS_POINTER))
-    if head == LFS_POINTER:
-        raise ValueError(
-            f"{flag} {name}: {path} is a git-lfs pointer ({os.path.getsize(path)} bytes), not the "
-            "weights: fetch the real file with `git lfs pull` in that clone (git-lfs installed), "
-            "or "
-            "`huggingface-cli download ORG/NAME --local-dir FOLDER`"
-        )
-
-
-def read_folder(path, flag="--pretrained"):
-    """A transformers folder -> (state dict, config dict); a missing, broken or git-lfs pointer file
-    is a ValueError of one line naming it."""
-    config_file = os.path.join(path, "config.json")
-    if not os.path.isfile(config_file):
-        raise ValueError(f"{flag} {path}: a folder without config.json (not a transformers one)")
-    config = read_json(config_file, flag, path)
-    st, bin_ = os.path.join(path, "model.safetensors"), os.path.join(path, "pytorch_model.bin")
-    if os.path.isfile(st):
-        import safetensors.torch
-
-        check_not_lfs_pointer(st, flag, path)
-        try:
-            return safetensors.torch.load_file(st), config
-        except Exception as e:  # SafetensorError (truncated, bad header), OSError
-            why = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise ValueError(
-                f"{flag} {path}: {st} is not a whole safetensors file, truncated or damaged "
-                f"({type(e).__name__}: {why}); download it again"
-            ) from None
-    if os.path.isfile(bin_):
-        check_not_lfs_pointer(bin_, flag, path)
-        try:
-            return checkpoint.load(bin_, flag), config
-        except ValueError as e:
-            raise ValueError(f"{e}; download it again") from None
-    raise ValueError(f"{flag} {path}: no model.safetensors nor pytorch_model.bin in it")
-
-
-HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # org/name on the Hugging Face Hub
-WEIGHT_FILES = (".pth", ".pt", ".pyth", ".pkl", ".bin", ".safetensors", ".tar")  # a file, not an id
-HUB_FILES = ["config.json", "preprocessor_config.json", "model.safetensors", "pytorch_model.bin"]
-
-
-def is_hub_id(src):
-    return (
-        isinstance(src, str)
-        and not os.path.exists(src)
-        and bool(HUB_ID.fullmatch(src))
-        and not src.endswith(WEIGHT_FILES)
-    )
-
-
-def hub_folder(repo_id, flag="--pretrained"):
-    """A Hugging Face Hub model id -> its folder in the Hub cache, downloaded if missing; offline
-    (HF_HUB_OFFLINE=1, no network) a cached copy. huggingface_hub is imported here only."""
-    try:
-        import huggingface_hub
-    except ImportError:
-        raise ValueError(
-            f"{flag} {repo_id}: not a local path; reading it from the Hugging Face Hub needs "
-            "huggingface_hub (pip install huggingface_hub)"
-        ) from None
-    try:
-        # the safetensors weights if the repository has them, else pytorch_model.bin: never both
-        folder = huggingface_hub.snapshot_download(repo_id, allow_patterns=HUB_FILES[:3])
-        if not os.path.isfile(os.path.join(folder, HUB_FILES[2])):
-            folder = huggingface_hub.snapshot_download(repo_id, allow_patterns=HUB_FILES)
-        return folder
-    except Exception as e:  # offline and not cached, no such repo, gated, network errors
-        from huggingface_hub import constants
-
-        why = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise ValueError(
-            f"{flag} {repo_id}: no such local file or folder, and the Hugging Face Hub model could "
-            "not be read "
-            f"({type(e).__name__}: {why}); download it where the Hub cache is "
-            f"({constants.HF_HUB_CACHE}) with `huggingface-cli download {repo_id}` while online, "
-            "or "
-            "give the path of a folder holding its config.json and model.safetensors"
-        ) from None
-
-
-def resolve(src):
-    """A local file or folder as it is; a Hub id (org/name, not a local path): its cached folder."""
-    return hub_folder(src) if is_hub_id(src) else src
-
-
-def folder_source(path, config):
-    """A transformers folder's (layer-norm eps, mean, std): the config's layer_norm_eps for the
-    blocks, 1e-5 for fc_norm (modeling_videomae.py); preprocessor_config.json's image_mean /
-    image_std."""
-    eps = config.get("layer_norm_eps", 1e-12)
-    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not 0 < eps < 1:
-        raise ValueError(f"--pretrained {path}: config.json's layer_norm_eps {eps!r} is not an eps")
-    mean, std = MEAN, STD
-    pre = os.path.join(path, "preprocessor_config.json")
-    if os.path.isfile(pre):
-        pre = read_json(pre, "--pretrained", path)
-        mean, std = tuple(pre.get("image_mean") or mean), tuple(pre.get("image_std") or std)
-    return (float(eps), vit.TRANSFORMERS_FC_EPS), mean, std
-
-
-def read(src):
-    """(state dict in the file's names without wrapper prefixes, the file's outer dict, the source's
-    {norm_eps, mean, std})."""
-    if os.path.isdir(src):
-        state, config = read_folder(src)
-        if config.get("model_type") == "vjepa2":
-            raise ValueError(
-                f"--pretrained {src}: a transformers V-JEPA 2 folder: it loads into a vjepa2_* "
-                "arch, "
-                "not a VideoMAE ViT"
-            )
-        if config.get("use_mean_pooling") is False and any(
-            k.startswith("classifier.") for k in state
-        ):
-            raise ValueError(
-                f"--pretrained {src}: a transformers VideoMAE classifier without mean pooling "
-                "(use_mean_pooling false): vit.py's head reads the mean of the tokens"
-            )
-        eps, mean, std = folder_source(src, config)
-        return strip_prefixes(state), {}, {"norm_eps": eps, "mean": mean, "std": std}
-    outer = checkpoint.load(src, "--pretrained")
-    if isinstance(outer, dict) and any(
-        isinstance(outer.get(k), dict) for k in ("target_encoder", "encoder", "ema_encoder")
-    ):
-        raise ValueError(
-            f"--pretrained {src}: a V-JEPA 2 checkpoint (RoPE encoders): it loads into a vjepa2_* "
-            "arch, not a VideoMAE ViT"
-        )
-    obj = outer
-    for key in ("model", "module", "state_dict", "model_state"):  # run_class_finetuning --model_key
-        if isinstance(obj, dict) and isinstance(obj.get(key), dict):
-            obj = obj[key]
-            break
-    if not isinstance(obj, dict) or not obj or not all(torch.is_tensor(v) for v in obj.values()):
-        raise ValueError(
-            f"--pretrained {src}: not a state dict (nor one under 'model' / 'module' / "
-            "'state_dict')"
-        )
-    source = {"norm_eps": vit.OFFICIAL_EPS, "mean": MEAN, "std": STD}
-    args = outer.get("args")
-    if isinstance(args, dict) and "model" in outer:  # ours: as it was trained
-        source = {
+def settings(source):
+    """The weights' source's (LayerNorm eps, mean, std): a transformers folder's config.json
+    layer_norm_eps for the blocks, 1e-5 for fc_norm (modeling_videomae.py) and
+    preprocessor_config.json's image_mean / image_std; ours as it was trained; the official
+    files' otherwise."""
+    if source.config is not None:
+        return folder_settings(source)
+    args = source.outer.get("args")
+    if source.ours:  # as it was trained
+        return {
             "norm_eps": tuple(args.get("norm_eps") or vit.OFFICIAL_EPS),
             "mean": tuple(args.get("mean") or MEAN),
             "std": tuple(args.get("std") or STD),
         }
-    return strip_prefixes(obj), outer, source
+    return {"norm_eps": vit.OFFICIAL_EPS, "mean": MEAN, "std": STD}
 
 
-def layout_of(state, src, arch, convnets):
-    """The LAYOUTS name of a state dict; a ConvNet's (convnets: {signature key: layout name}) or an
-    unknown file: ValueError naming what it is."""
-    # PySlowFast's MViT has a patch_embed.proj too: named, with the arch that loads it
-    if mvit_net.SIGNATURE in state:
-        raise ValueError(mvit_net.refusal(state, arch, src))
-    for name, (signature, _) in LAYOUTS.items():
-        if signature in state:
-            return name
-    other = [name for key, name in convnets.items() if key in state]
-    if not other and any(k.startswith(("conv1.", "layer1.", "features.")) for k in state):
-        other = ["torchvision / ours"]
-    what = f"a {other[0]} ConvNet checkpoint" if other else "no VideoMAE ViT layout"
-    raise ValueError(
-        f"--pretrained {src}: {what} (no ViT patch embedding: "
-        f"{', '.join(k for k, _ in LAYOUTS.values())}); "
-        f"--arch {arch} takes a VideoMAE / VideoMAEv2 checkpoint"
-    )
-
-
-def convert(state, rules):
-    """Rename by the first matching rule: (ours, dropped names, names no rule matched)."""
-    out, dropped, unexpected = {}, [], []
-    for k, v in state.items():
-        for pattern, name in rules:
-            m = re.fullmatch(pattern, k)
-            if m and name is DROP:
-                dropped.append(k)
-            elif m:
-                out[m.expand(name) if isinstance(name, str) else name(m)] = v
-            if m:
-                break
-        else:
-            unexpected.append(k)
-    return out, dropped, unexpected
+def folder_settings(source):
+    config, name = source.config, source.name
+    if config.get("use_mean_pooling") is False and any(
+        k.startswith("classifier.") for k in source.state
+    ):
+        raise ValueError(
+            f"--pretrained {name}: a transformers VideoMAE classifier without mean pooling "
+            "(use_mean_pooling false): vit.py's head reads the mean of the tokens"
+        )
+    eps = config.get("layer_norm_eps", 1e-12)
+    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not 0 < eps < 1:
+        raise ValueError(f"--pretrained {name}: config.json's layer_norm_eps {eps!r} is not an eps")
+    mean, std = MEAN, STD
+    pre = os.path.join(source.folder, "preprocessor_config.json")
+    if os.path.isfile(pre):
+        pre = weights.read_json(pre, "--pretrained", name)
+        mean, std = tuple(pre.get("image_mean") or mean), tuple(pre.get("image_std") or std)
+    return {"norm_eps": (float(eps), vit.TRANSFORMERS_FC_EPS), "mean": mean, "std": std}
 
 
 def join_qkv(state):
@@ -362,15 +185,23 @@ def to_transformers(model):
     return out
 
 
-def describe(state):
-    """'ViT of width D, L blocks, P px patches' of a state dict in our names (for refusals)."""
+def describe(state, arch=None):
+    """'a ViT D wide, L blocks, P px patches (--arch ...)' of a state dict in our names (for
+    refusals): the arch of that width and patch, other than `arch` (the one it does not fit), and
+    the blocks missing between the first and the last."""
     w = state.get("patch_embed.proj.weight")
-    depth = len({k.split(".")[1] for k in state if k.startswith("blocks.")})
     if w is None:
         return "a file without a patch embedding"
-    fits = [a for a, s in vit.VIT_SPECS.items() if (s.width, s.patch) == (w.shape[0], w.shape[-1])]
-    return f"a ViT {w.shape[0]} wide, {depth} blocks, {w.shape[-1]} px patches" + (
-        f" (--arch {fits[0]})" if fits else ""
+    depth = 1 + max((int(k.split(".")[1]) for k in state if k.startswith("blocks.")), default=-1)
+    blocks = len({k.split(".")[1] for k in state if k.startswith("blocks.")})
+    held = f"{depth} blocks" if blocks == depth else f"{depth} blocks ({depth - blocks} missing)"
+    fits = [
+        a
+        for a, s in vit.VIT_SPECS.items()
+        if (s.width, s.patch) == (w.shape[0], w.shape[-1]) and a != arch
+    ]
+    return f"a ViT {w.shape[0]} wide, {held}, {w.shape[-1]} px patches" + (
+        f" (--arch {fits[0]})" if fits and blocks == depth else ""
     )
 
 
@@ -429,54 +260,58 @@ def position_table(model, state, src):
     )
 
 
-def _few(names, n=3):
-    return ", ".join(names[:n]) + (f", ... ({len(names)})" if len(names) > n else "")
-
-
-def to_our_names(state, src, arch, convnets):
-    """A file's state dict -> (ours, layout, dropped, unexpected) after its layout's rules."""
+def to_our_names(source, layout):
+    """A source's tensors in a LAYOUTS layout -> (ours, dropped, unexpected)."""
     # transformers: VideoMAEForVideoClassification / ForPreTraining hold VideoMAEModel as
     # `videomae.`
-    state = {re.sub(r"^videomae\.", "", k): v for k, v in state.items()}
-    layout = layout_of(state, src, arch, convnets)
-    state, dropped, unexpected = convert(state, LAYOUTS[layout][1])
-    return join_qkv(state), layout, dropped, unexpected
+    state = {re.sub(r"^videomae\.", "", k): v for k, v in source.state.items()}
+    state, dropped, unexpected = convert(state, LAYOUTS[layout])
+    return join_qkv(state), dropped, unexpected
 
 
-def convnet_refusal(src, arch, state=None):
-    """--pretrained SRC given to a ConvNet --arch: the one line naming the ViT arch the file fits
-    (SRC a transformers folder or a Hub id; or `state`, a file's tensors, in a VideoMAE layout),
-    else None."""
-    folder = state is None
-    if folder:
-        state, _, _ = read(resolve(src))
-    try:
-        state, layout, _, _ = to_our_names(state, src, arch, {})
-    except ValueError:  # no ViT layout: the ConvNet loader says what the file is
-        return None
-    # a Swin3d's patch_embed.proj looks like a ViT's too: a ViT file has its blocks
-    if not any(k.startswith("blocks.") for k in state):
-        return None
-    what = "a transformers VideoMAE folder" if folder else f"a ViT file ({layout} layout)"
+def refusal(source, layout, arch):
+    """The one line refusing a VideoMAE file (`layout`) for `arch`, a network of another family,
+    naming the ViT arch it fits."""
+    state, _, _ = to_our_names(source, layout)
+    what = (
+        "a transformers VideoMAE folder"
+        if source.config is not None
+        else f"a ViT file ({layout} layout)"
+    )
+    if arch in vjepa.VJEPA_SPECS:
+        return (
+            f"--pretrained {source.name}: {what}, {describe(state)}: a VideoMAE ViT, not a "
+            f"V-JEPA 2 encoder; give --arch {closest_arch(state)}"
+        )
     return (
-        f"--pretrained {src}: {what}, {describe(state)}; --arch {arch} is a ConvNet: "
-        "give the ViT arch"
+        f"--pretrained {source.name}: {what}, {describe(state)}; --arch {arch} is a ConvNet: "
+        f"give the ViT arch (--arch {closest_arch(state)})"
     )
 
 
+def closest_arch(state):
+    """The VideoMAE arch of the file's width and patch (of its depth where one is)."""
+    w = state.get("patch_embed.proj.weight")
+    if w is None:
+        return "vit_*"
+    depth = 1 + max((int(k.split(".")[1]) for k in state if k.startswith("blocks.")), default=-1)
+    same = [a for a, s in vit.VIT_SPECS.items() if (s.width, s.patch) == (w.shape[0], w.shape[-1])]
+    deep = [a for a in same if vit.VIT_SPECS[a].depth == depth]
+    return (deep or same or ["vit_*"])[0]
+
+
 @torch.no_grad()
-def load(model, src, convnets=None):
-    """Fill a vit.VideoViT from `src` (a file, a transformers folder or a Hub id) of any LAYOUTS
-    layout, or one of this trainer's checkpoints. Prints the report line; sets model.pretrained_info
+def load(model, source, layout):
+    """Fill a vit.VideoViT from `source` (weights.Source) of the LAYOUTS layout `layout` (ours:
+    train.py's checkpoints, vit.py's names). Prints the report line; sets model.pretrained_info
     (with `head`: the file's classifier was loaded) and the LayerNorm eps of the weights' source."""
-    state, outer, source = read(resolve(src))
-    state, layout, dropped, unexpected = to_our_names(state, src, model.arch, convnets or {})
-    ours = isinstance(outer.get("args"), dict) and "model" in outer
+    src = source.name
+    settings_ = settings(source)
+    state, dropped, unexpected = to_our_names(source, "videomae" if source.ours else layout)
     if unexpected:
         raise ValueError(
             f"--pretrained {src}: {len(unexpected)} tensors of the {layout} layout that vit.py "
-            "has no "
-            f"place for ({_few(unexpected)}): another network?"
+            f"has no place for ({few(unexpected)}): another network?"
         )
     pos = position_table(model, state, src)
     own = model.state_dict()
@@ -492,9 +327,9 @@ def load(model, src, convnets=None):
     absent = [f"{k} missing" for k in missing if k not in new]
     if [k for k in bad if not k.startswith("head.")] or len(new) != len(missing) or extra:
         raise ValueError(
-            f"--pretrained {src}: {describe(state)} ({layout} layout) does not fit --arch "
-            f"{model.arch} ({model.spec.width} wide, {model.spec.depth} blocks, "
-            f"{model.spec.patch} px patches): {_few(bad + absent + [k + ' extra' for k in extra])}"
+            f"--pretrained {src}: {describe(state, model.arch)} ({layout} layout) does not fit "
+            f"--arch {model.arch} ({model.spec.width} wide, {model.spec.depth} blocks, "
+            f"{model.spec.patch} px patches): {few(bad + absent + [k + ' extra' for k in extra])}"
         )
     loaded = 0
     for k, v in state.items():
@@ -506,19 +341,19 @@ def load(model, src, convnets=None):
         )
         own[k].copy_(v)
         loaded += 1
-    model.set_norm_eps(source["norm_eps"])
+    model.set_norm_eps(settings_["norm_eps"])
     head = state.get("head.weight")
-    line = f"pretrained {src} ({'ours' if ours else layout}): loaded {loaded}, new {len(new)}"
-    line += f" ({_few(new)})" if new else ""
+    line = f"pretrained {src} ({layout}): loaded {loaded}, new {len(new)}"
+    line += f" ({few(new)})" if new else ""
     groups = sorted({re.sub(r"\.\d+\..*|\.(weight|bias)$", ".*", k) for k in dropped})
-    line += f", dropped {len(dropped)}" + (f" ({_few(groups, 6)})" if dropped else "")
+    line += f", dropped {len(dropped)}" + (f" ({few(groups, 6)})" if dropped else "")
     blocks_eps, fc_eps = model.norm_eps
     print(f"{line}; position: {pos}; LayerNorm eps {blocks_eps:g} (blocks), {fc_eps:g} (fc_norm)")
     # the file's classifier: its number of classes (None: it has none), loaded or not
     model.pretrained_info = {
-        "format": "ours" if ours else layout,
-        "mean": tuple(source["mean"]),
-        "std": tuple(source["std"]),
+        "format": layout,
+        "mean": tuple(settings_["mean"]),
+        "std": tuple(settings_["std"]),
         "head_classes": None if head is None else head.shape[0],
         "head_loaded": not any(k.startswith("head.") for k in new),
     }

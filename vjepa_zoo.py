@@ -30,19 +30,17 @@ Every load prints one line; anything missing, of another shape, or left over ref
 line naming what it holds and the arch that would take it.
 """
 
-import os
 import re
 
 import torch
 
 import checkpoint
-import vit_zoo
 import vjepa
 from model import strip_prefixes
+from weights import DROP, convert, few
 
 # The official eval's normalisation (eval.py DEFAULT_NORMALIZATION: ImageNet's mean / std).
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-DROP = vit_zoo.DROP
 ENCODER_KEYS = ("target_encoder", "encoder", "ema_encoder")
 
 # modeling_vjepa2.py's names -> vjepa.py's (the first rule that matches wins; DROP: dropped,
@@ -122,70 +120,99 @@ def read_official(outer, src, key):
     state = {re.sub(r"^(module\.|backbone\.)+", "", k): v for k, v in outer[key].items()}
     dropped = [k for k in ("pos_embed",) if state.pop(k, None) is not None]
     if any(k.startswith("norms_block.") for k in state):
-        state, more, _ = vit_zoo.convert(state, V21_RULES)
+        state, more, _ = convert(state, V21_RULES)
         return state, dropped + more, f"official 2.1 '{key}'"
     return state, dropped, f"official '{key}'"
 
 
-def read_transformers(src):
-    """A transformers VJEPA2 folder -> (state in vjepa.py's names, dropped, config)."""
-    state, config = vit_zoo.read_folder(src)
-    if config.get("model_type") != "vjepa2":
-        raise ValueError(
-            f"--pretrained {src}: a transformers {config.get('model_type')!r} folder, not a "
-            "vjepa2 one"
-        )
-    state, dropped, unexpected = vit_zoo.convert(state, TRANSFORMERS_RULES)
+def read_transformers(source):
+    """A transformers VJEPA2 folder's tensors -> (state in vjepa.py's names, dropped)."""
+    state, dropped, unexpected = convert(source.state, TRANSFORMERS_RULES)
     if unexpected:
         raise ValueError(
-            f"--pretrained {src}: {len(unexpected)} tensors vjepa.py has no place for "
-            f"({vit_zoo._few(unexpected)})"
+            f"--pretrained {source.name}: {len(unexpected)} tensors vjepa.py has no place for "
+            f"({few(unexpected)})"
         )
     state = join(state, ("query", "key", "value"), "qkv")  # the encoder's blocks
     state = join(state, ("q_proj", "k_proj", "v_proj"), "qkv")  # the pooler's self-attention
     state = join(state, ("k", "v"), "kv")  # the pooler's cross-attention
-    return state, dropped, config
+    return state, dropped
 
 
-def read(src, key="target_encoder"):
-    """(state in vjepa.py's names, dropped names, layout phrase, transformers config or None)."""
-    # a Hub id (facebook/vjepa2-vitl-fpc64-256): its folder in the Hub cache
-    src = vit_zoo.resolve(src)
-    if os.path.isdir(src):
-        state, dropped, config = read_transformers(src)
-        return state, dropped, "transformers", config
-    outer = checkpoint.load(src, "--pretrained")
-    if isinstance(outer, dict) and any(isinstance(outer.get(k), dict) for k in ENCODER_KEYS):
-        return (*read_official(outer, src, key), None)
-    if isinstance(outer, dict) and "classifiers" in outer:
+def read(source, layout, key):
+    """(state in vjepa.py's names, dropped names, layout phrase) of a weights.Source in `layout`
+    (official, transformers, ours); `key`: --vjepa-key, which only an official file has a choice
+    of."""
+    if key and layout != "official":
+        what = "a transformers folder" if layout == "transformers" else "a train.py checkpoint"
         raise ValueError(
-            f"--pretrained {src}: an official V-JEPA 2 probe checkpoint (classifiers), not an "
-            "encoder: give it with --probe-weights"
+            f"--vjepa-key {key}: --pretrained {source.name} is {what}, which holds one encoder "
+            "(--vjepa-key picks one of an official V-JEPA 2 .pt): leave the flag out"
         )
-    if isinstance(outer, dict) and isinstance(outer.get("model"), dict) and "args" in outer:
-        return strip_prefixes(outer["model"]), [], "ours", None
-    raise ValueError(
-        f"--pretrained {src}: not a V-JEPA 2 checkpoint (no {' / '.join(ENCODER_KEYS)}, no "
-        "transformers vjepa2 folder); the VideoMAE ViTs (vit_*) take VideoMAE files"
+    if layout == "transformers":
+        return (*read_transformers(source), "transformers")
+    if layout == "official":
+        return read_official(source.outer, source.name, key)
+    return source.state, [], "ours"
+
+
+def refusal(source, layout, arch):
+    """The one line refusing a V-JEPA 2 file (`layout`) for `arch`, a network of another family,
+    naming the V-JEPA arch it fits."""
+    try:
+        state, _, _ = read(source, layout, None if layout != "official" else _first_key(source))
+        what = describe(state)
+    except ValueError:
+        what = "a V-JEPA 2 checkpoint"
+    fits = re.search(r"--arch (\S+)\)", what)
+    return (
+        f"--pretrained {source.name}: {what} ({layout} layout): a V-JEPA 2 encoder (RoPE), not "
+        f"{arch}'s network; give --arch {fits[1] if fits else 'vjepa2_*'}"
     )
 
 
-def follow_transformers(head, config):
-    """The probe computes as transformers' pooler: its eps and its (encoder's) number of heads."""
+def _first_key(source):
+    return next(k for k in ENCODER_KEYS if isinstance(source.outer.get(k), dict))
+
+
+def follow_transformers(model, state, config, name):
+    """The probe computes as transformers' pooler: its depth (config.json's num_pooler_layers
+    self-attention layers, then the cross-attention), its eps and its (encoder's) number of
+    heads."""
+    layers = config.get("num_pooler_layers")
+    held = len({k.split(".")[3] for k in state if k.startswith("head.pooler.blocks.")})
+    if layers is not None and layers != held:
+        raise ValueError(
+            f"--pretrained {name}: config.json's num_pooler_layers is {layers}, its weights hold "
+            f"{held} pooler self-attention layers: a damaged folder"
+        )
+    head = model.head
+    if held != len(head.pooler.blocks):  # the folder's depth, not the official 4
+        D, classes = head.linear.in_features, head.linear.out_features
+        head = model.head = vjepa.AttentiveClassifier(D, classes, depth=held + 1)
     for m in head.modules():
         if isinstance(m, torch.nn.LayerNorm):
             m.eps = config.get("layer_norm_eps", 1e-6)
         if hasattr(m, "heads"):
             m.heads = config["num_attention_heads"]
-    return f"probe as transformers: {config['num_attention_heads']} heads, LayerNorm eps 1e-6"
+    return (
+        f"probe as transformers: {config['num_attention_heads']} heads, {held} pooler layers "
+        "(num_pooler_layers), LayerNorm eps 1e-6"
+    )
 
 
 @torch.no_grad()
-def load(model, src, key=None):
-    """Fill a vjepa.VJEPAViT from `src`; prints the report line, sets model.pretrained_info."""
-    state, dropped, layout, config = read(src, key or DEFAULT_KEY.get(model.arch, "target_encoder"))
-    own = model.state_dict()
+def load(model, source, layout, key=None):
+    """Fill a vjepa.VJEPAViT from a weights.Source of `layout` (official, transformers, ours);
+    prints the report line, sets model.pretrained_info."""
+    src = source.name
+    key = key or (DEFAULT_KEY.get(model.arch, "target_encoder") if layout == "official" else None)
+    state, dropped, layout = read(source, layout, key)
     has_head = any(k.startswith("head.") for k in state)
+    line = ""
+    if source.config is not None and has_head:
+        line = "; " + follow_transformers(model, state, source.config, src)
+    own = model.state_dict()
     bad = [
         f"{k} {tuple(v.shape)} here, {tuple(state[k].shape)} in the file"
         for k, v in own.items()
@@ -197,27 +224,30 @@ def load(model, src, key=None):
         wrong = bad + [k + " missing" for k in missing] + [k + " extra" for k in extra]
         raise ValueError(
             f"--pretrained {src}: {describe(state)} ({layout}) does not fit --arch {model.arch} "
-            f"({model.spec.width} wide, {model.spec.depth} blocks): {vit_zoo._few(wrong)}"
+            f"({model.spec.width} wide, {model.spec.depth} blocks): {few(wrong)}"
         )
     new = [k for k in own if k not in state or own[k].shape != state[k].shape]
     for k, v in state.items():
         if k not in new:
             own[k].copy_(v)
-    line = f"pretrained {src} ({layout}): loaded {len(own) - len(new)}, new {len(new)}"
-    line += f" ({vit_zoo._few(new)})" if new else ""
-    line += f", dropped {len(dropped)}" + (f" ({vit_zoo._few(dropped)})" if dropped else "")
-    if config is not None and has_head:
-        line += "; " + follow_transformers(model.head, config)
-    print(line)
+    head = f"pretrained {src} ({layout}): loaded {len(own) - len(new)}, new {len(new)}"
+    head += f" ({few(new)})" if new else ""
+    head += f", dropped {len(dropped)}" + (f" ({few(dropped)})" if dropped else "")
+    print(head + line)
     model.pretrained_info = {"format": layout.split()[0], "mean": MEAN, "std": STD}
     return {"loaded": len(own) - len(new), "new": new, "dropped": dropped, "format": layout}
+
+
+def probe_blocks(state):
+    """An AttentiveClassifier state dict's depth as --probe-blocks counts it: its self-attention
+    blocks and the cross-attention one."""
+    return len({n.split(".")[2] for n in state if n.startswith("pooler.blocks.")}) + 1
 
 
 def probe_shape(state):
     """'width D, K classes, B blocks' of an AttentiveClassifier state dict."""
     k, w = state.get("linear.weight", torch.zeros(0, 0)).shape
-    blocks = len({n.split(".")[2] for n in state if n.startswith("pooler.blocks.")}) + 1
-    return f"width {w}, {k} classes, {blocks} blocks"
+    return f"width {w}, {k} classes, {probe_blocks(state)} blocks"
 
 
 def probe_classes(src):
@@ -247,9 +277,11 @@ def load_probe(head, src):
         if k not in state or state[k].shape != v.shape
     ] + [f"{k} extra" for k in state if k not in own]
     if wrong:
+        blocks = probe_blocks(state)
+        fix = f"; give --probe-blocks {blocks}" if blocks != probe_blocks(own) else ""
         raise ValueError(
             f"--probe-weights {src}: a probe of {probe_shape(state)} does not fit this run's "
-            f"({probe_shape(own)}): {vit_zoo._few(wrong)}"
+            f"({probe_shape(own)}){fix}: {few(wrong)}"
         )
     for k, v in state.items():
         own[k].copy_(v)

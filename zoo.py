@@ -26,18 +26,18 @@ Layouts followed (each rule table cites its files)
 import dataclasses
 import os
 import re
-from typing import NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional
 
 import torch
 import torchvision
 
-import checkpoint
 import model as models
 import mvit_net
 import slowfast_zoo
 import vit_zoo
 import vjepa_zoo
-from model import HEAD, copy_weights, strip_prefixes
+import weights
+from model import HEAD, copy_weights
 
 
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -145,47 +145,111 @@ MMACTION2_RULES = (
 SAME_NAMES = ((r"(.+)", lambda m: m[1]),)  # ours, torchvision, plain state dicts
 
 
-class Zoo(NamedTuple):
-    """A checkpoint layout: how to recognise it, rename it, and the input normalisation its weights
-    expect."""
+class Layout(NamedTuple):
+    """One layout of a weights file: how it is recognised, which family of archs it fits, and how
+    its names become ours."""
 
-    name: str
-    signature: Optional[str]  # a key only this layout has
-    rules: tuple
-    mean: Optional[tuple]
-    std: Optional[tuple]
-    # temporal stride of conv1 and the first max-pool; None: unknown
+    name: str  # as the load line and the messages say it
+    family: str  # a FAMILIES key; "" = the arch's own (a state dict in its names)
+    recognise: Callable  # weights.Source, the arch's own names -> bool
+    rules: tuple = ()  # rename rules (the family module's, where it has several)
+    mean: Optional[tuple] = None  # the input normalisation the weights expect (None: unknown)
+    std: Optional[tuple] = None
+    # temporal stride of conv1 and the first max-pool (ResNet-3D); None: unknown
     stem_stride_t: Optional[int] = None
 
 
-ZOOS = (
-    Zoo("pytorchvideo", "blocks.0.conv.weight", PYTORCHVIDEO_RULES, KINETICS_MEAN, KINETICS_STD, 1),
-    Zoo(
-        "pyslowfast",
-        "s1.pathway0_stem.conv.weight",
-        PYSLOWFAST_RULES,
-        KINETICS_MEAN,
-        KINETICS_STD,
-        1,
+def has(*keys):
+    """A file holding every one of `keys` (its names, prefixes of DDP / compile stripped)."""
+    return lambda source, own: all(k in source.state for k in keys)
+
+
+def holds(*keys):
+    """A file whose top-level dict holds one of `keys` (V-JEPA 2's encoders, its probes)."""
+    return lambda source, own: any(k in source.outer for k in keys)
+
+
+def folder_of(model_type):
+    """A transformers folder (or its weights file beside config.json) of that model_type."""
+    return lambda source, own: (source.config or {}).get("model_type") == model_type
+
+
+def named(pattern):
+    """A file with a name matching `pattern` (a regex over a whole name)."""
+    return lambda source, own: any(re.fullmatch(pattern, k) for k in source.state)
+
+
+def _ours(source, own):
+    return source.ours
+
+
+def _torchvision_2d(source, own):
+    conv1 = source.state.get("conv1.weight")
+    return conv1 is not None and conv1.dim() == 4
+
+
+def _own_names(source, own):
+    """A state dict in the arch's own names: most of its names are the arch's."""
+    return 2 * len(own & source.state.keys()) > len(source.state)
+
+
+def _convnet_names(source, own):
+    return any(k.startswith(("conv1.", "layer1.", "features.")) for k in source.state)
+
+
+KIN, IMN = (KINETICS_MEAN, KINETICS_STD), (IMAGENET_MEAN, IMAGENET_STD)
+VIDEOMAE_BLOCKS = r"(?:backbone\.)?blocks\.\d+\..+"
+# Every layout of every family, in the order they are tried: the first that recognises a file
+# converts it. A layout fits the archs of its family (FAMILIES); a file given to another arch is
+# refused by its family, naming the arch it fits. A new family adds rows here and its FAMILIES
+# entry; no other reader changes.
+LAYOUTS = (
+    # train.py's own checkpoints ("model" + "args"): the family of the arch they were trained as
+    Layout("ours", "", _ours),
+    # facebookresearch/vjepa2: pretraining .pt (encoders), eval probes, transformers VJEPA2
+    Layout("official", "vjepa", holds(*vjepa_zoo.ENCODER_KEYS)),
+    Layout("official-probe", "probe", holds("classifiers")),
+    Layout("transformers", "vjepa", folder_of("vjepa2")),
+    # MViT: mmaction2's (its ViT's patch embedding name, PySlowFast's block names), PySlowFast's
+    Layout(
+        "mmaction2", "mvit", has("backbone." + mvit_net.SIGNATURE), mvit_net.MMACTION2_RULES, *KIN
     ),
-    Zoo("pyslowfast-caffe2", "conv1_w", CAFFE2_RULES, KINETICS_MEAN, KINETICS_STD, 1),
-    Zoo("mmaction2", "backbone.conv1.conv.weight", MMACTION2_RULES, IMAGENET_MEAN, IMAGENET_STD),
-    # The same layouts' SlowFast and X3D (slowfast_zoo.py renames them): their stems have other
-    # names. mmaction2's X3D files are PySlowFast's converted: Kinetics normalisation.
-    Zoo(
-        "pytorchvideo",
-        "blocks.0.multipathway_blocks.0.conv.weight",
-        (),
-        KINETICS_MEAN,
-        KINETICS_STD,
+    Layout("pyslowfast", "mvit", has(mvit_net.SIGNATURE), mvit_net.PYSLOWFAST_RULES, *KIN),
+    # VideoMAE / VideoMAEv2 ViTs (vit_zoo.py)
+    Layout("transformers", "videomae", named(r"(videomae\.)?embeddings\.patch_embeddings\..+")),
+    Layout("mmaction2", "videomae", has("backbone.patch_embed.projection.weight")),
+    Layout("videomae-pretrain", "videomae", has("encoder.patch_embed.proj.weight")),
+    # vit.py's names (the official fine-tuned files); a Swin3d's patch_embed has no blocks.N
+    Layout(
+        "videomae",
+        "videomae",
+        lambda s, own: (
+            has("patch_embed.proj.weight")(s, own)
+            and named(VIDEOMAE_BLOCKS)(s, own)
+            and "blocks.0.attn.qkv.bias" not in s.state
+        ),
     ),
-    Zoo("pytorchvideo", "blocks.0.conv.conv_xy.weight", (), KINETICS_MEAN, KINETICS_STD),
-    Zoo("mmaction2", "backbone.conv1_s.conv.weight", (), KINETICS_MEAN, KINETICS_STD),
-    Zoo("mmaction2", "backbone.slow_path.conv1.conv.weight", (), IMAGENET_MEAN, IMAGENET_STD),
-    # PySlowFast's MViT (mvit_net.py renames it to torchvision's MViT names)
-    Zoo("pyslowfast", mvit_net.SIGNATURE, mvit_net.PYSLOWFAST_RULES, KINETICS_MEAN, KINETICS_STD),
+    # SlowFast / X3D (slowfast_zoo.py renames them to PySlowFast's names)
+    Layout("pytorchvideo", "slowfast", has("blocks.0.multipathway_blocks.0.conv.weight"), (), *KIN),
+    Layout("pytorchvideo", "x3d", has("blocks.0.conv.conv_xy.weight"), (), *KIN),
+    # mmaction2's X3D files are PySlowFast's converted: Kinetics normalisation
+    Layout("mmaction2", "x3d", has("backbone.conv1_s.conv.weight"), (), *KIN),
+    Layout("mmaction2", "slowfast", has("backbone.slow_path.conv1.conv.weight"), (), *IMN),
+    Layout("pyslowfast-caffe2", "slowfast", has("t_conv1_w"), (), *KIN),
+    Layout("pyslowfast-caffe2", "x3d", has("conv1_xy_w"), (), *KIN),
+    Layout("pyslowfast", "slowfast", has("s1.pathway1_stem.conv.weight"), (), *KIN),
+    Layout("pyslowfast", "x3d", has("s1.pathway0_stem.conv_xy.weight"), (), *KIN),
+    # ResNet-3D / I3D / Slow-only / TSN / TSM (this module's rules)
+    Layout("pytorchvideo", "resnet", has("blocks.0.conv.weight"), PYTORCHVIDEO_RULES, *KIN, 1),
+    Layout("pyslowfast", "resnet", has("s1.pathway0_stem.conv.weight"), PYSLOWFAST_RULES, *KIN, 1),
+    Layout("pyslowfast-caffe2", "resnet", has("conv1_w"), CAFFE2_RULES, *KIN, 1),
+    Layout("mmaction2", "resnet", has("backbone.conv1.conv.weight"), MMACTION2_RULES, *IMN),
+    # torchvision's 2D ResNets (ImageNet; inflated into a ResNet-3D on loading)
+    Layout("torchvision", "resnet", _torchvision_2d, SAME_NAMES, *IMN),
+    # any arch's own names, bare or under a wrapper key ("state_dict", ...)
+    Layout("bare", "", _own_names, SAME_NAMES),
+    Layout("torchvision / ours", "resnet", _convnet_names, SAME_NAMES),
 )
-TORCHVISION = Zoo("torchvision", None, SAME_NAMES, IMAGENET_MEAN, IMAGENET_STD)
 
 # --pretrained kinetics400: the published Kinetics-400 weights of each arch (top-1 as published).
 _PTV = "https://dl.fbaipublicfiles.com/pytorchvideo/model_zoo/kinetics"
@@ -247,17 +311,6 @@ def kinetics400_file(arch):
     return path
 
 
-def _caffe2_blobs(blobs):
-    """numpy blobs -> tensors, without the solver's blobs (momentum, lr, model_iter), which
-    PySlowFast also skips (slowfast/utils/checkpoint.py)."""
-    out = {}
-    for k, v in blobs.items():
-        if k.endswith("_momentum") or k in ("lr", "model_iter") or not hasattr(v, "dtype"):
-            continue
-        out[k] = torch.as_tensor(v.copy())  # copy: the pickle's arrays may be read-only
-    return out
-
-
 def _pytorchvideo_stages(state):
     """blocks.N.res_blocks -> stageS.res_blocks, S = 1, 2, ... in the order of N."""
     found = sorted({int(m[1]) for k in state if (m := re.match(r"blocks\.(\d+)\.res_blocks\.", k))})
@@ -284,83 +337,10 @@ def _mmaction2_stem_stride(obj):
     return conv if conv == pool else None
 
 
-def _unwrap(obj):
-    """A loaded checkpoint -> (its weights, the key they were under or "blobs" / "bare", the outer
-    dict)."""
-    if isinstance(obj, dict) and isinstance(obj.get("blobs"), dict):
-        return _caffe2_blobs(obj["blobs"]), "blobs", {}
-    for key in ("model_state", "model", "state_dict"):
-        if isinstance(obj, dict) and isinstance(obj.get(key), dict):
-            return obj[key], key, obj
-    return obj, "bare", {}
-
-
-def zoo_layout(obj):
-    """The name of the model zoo (ZOOS: pytorchvideo, pyslowfast, mmaction2, ...) whose layout a
-    loaded checkpoint has, or None (ours, torchvision's, anything else)."""
-    state, kind, outer = _unwrap(obj)
-    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
-        return None
-    if kind == "model" and isinstance(outer.get("args"), dict):
-        return None  # train.py's own, whatever its names (SlowFast / X3D keep PySlowFast's)
-    names = strip_prefixes(state)
-    return next((zoo.name for zoo in ZOOS if zoo.signature in names), None)
-
-
-def read_checkpoint(src):
-    """(state dict in the file's own names, its Zoo) for a checkpoint file of any layout above,
-    ours ("model", with "args"), a "state_dict" / "model_state" wrapper, or a bare state dict."""
-    if not os.path.isfile(src):
-        raise ValueError(
-            f"--pretrained {src!r}: no such file (and not imagenet / imagenet_v2 / kinetics400)"
-        )
-    obj, kind, outer = _unwrap(checkpoint.load(src, "--pretrained"))
-    if (
-        not isinstance(obj, dict)
-        or not obj
-        or not all(isinstance(v, torch.Tensor) for v in obj.values())
-    ):
-        raise ValueError(
-            f"--pretrained {src}: not a state dict (nor a dict with 'model' / 'state_dict' / "
-            "'model_state', nor a Caffe2 pickle with 'blobs')"
-        )
-    state = strip_prefixes(obj)
-    for zoo in ZOOS:
-        if zoo.signature in state:
-            if zoo.name == "pytorchvideo":
-                state = _pytorchvideo_stages(state)
-            if zoo.name == "mmaction2":
-                zoo = zoo._replace(stem_stride_t=_mmaction2_stem_stride(outer))
-            return state, zoo
-    conv1 = state.get("conv1.weight")
-    if conv1 is not None and conv1.dim() == 4:  # a 2D torchvision ResNet: inflated on loading
-        return state, TORCHVISION
-    if kind == "model":  # ours: the normalisation it was trained with is in its args
-        args = outer.get("args") if isinstance(outer.get("args"), dict) else {}
-        spec = layout(args.get("arch"))
-        return state, Zoo(
-            "ours",
-            None,
-            SAME_NAMES,
-            tuple(args.get("mean") or IMAGENET_MEAN),
-            tuple(args.get("std") or IMAGENET_STD),
-            spec.stem_stride_t if spec else None,
-        )
-    return state, Zoo(kind, None, SAME_NAMES, None, None)
-
-
 def convert_state_dict(state, rules):
     """Rename by the first matching rule: (our state dict, names no rule matched). Names only: the
     shapes are checked tensor by tensor when model.copy_weights copies them."""
-    out, unexpected = {}, []
-    for k, v in state.items():
-        for pattern, name in rules:
-            m = re.fullmatch(pattern, k)
-            if m:
-                out[name(m)] = v
-                break
-        else:
-            unexpected.append(k)
+    out, _, unexpected = weights.convert(state, rules)
     return out, unexpected
 
 
@@ -429,9 +409,8 @@ def imagenet_twin(arch):
 @torch.no_grad()
 def build_model(spec, *args, pretrained=None, inflate="mean", vjepa_key=None, **fields):
     """model.build_network of a ModelSpec (or its fields: model.as_spec), then `pretrained`: None |
-    "imagenet" | "imagenet_v2" | "kinetics400" | a 2D torchvision ResNet state dict | a 3D
-    checkpoint (ours, "state_dict", bare, pytorchvideo, PySlowFast .pyth / Caffe2 .pkl, mmaction2).
-    `pretrained_info`: None without weights, else {format, mean, std}."""
+    "imagenet" | "imagenet_v2" | "kinetics400" | a file, folder or Hub id of any LAYOUTS layout.
+    `pretrained_info`: None without weights, else {format, mean, std, ...}."""
     spec = models.as_spec(spec, *args, **fields)
     if inflate not in ("mean", "center"):
         raise ValueError(f"inflate must be 'mean' or 'center', got {inflate!r}")
@@ -447,38 +426,202 @@ def build_model(spec, *args, pretrained=None, inflate="mean", vjepa_key=None, **
             f"--pretrained {pretrained} is for the resnet*_3d archs (inflated) and the 2D ones; "
             f"{spec.arch} takes none or a 3D checkpoint file"
         )
-    source = pretrained
-    if pretrained not in (None, "", "none") and slowfast_zoo.family_of(spec.arch) == "slowfast":
-        # The file says whose SlowFast it is (PySlowFast's or mmaction2's network): read it once,
-        # build that variant, load it.
+    source = None
+    if pretrained not in (None, "", "none"):
         source = read_source(pretrained, spec.arch)
-        state, file_zoo, name = source
-        variant = slowfast_zoo.file_variant(spec, state, slowfast_layout(file_zoo), name)
+    if source and spec.arch in models.slowfast_net.SLOWFAST:
+        # The file says whose SlowFast it is (PySlowFast's or mmaction2's network): build that
+        # variant, then load it.
+        found = match(source)
+        variant = slowfast_zoo.file_variant(spec, source.state, slowfast_layout(found), source.name)
         spec = dataclasses.replace(spec, slowfast_variant=variant)
     model = models.build_network(spec)
-    if pretrained not in (None, "", "none"):
+    if source:
         load_pretrained(model, source, inflate, vjepa_key)
     return model
 
 
 def read_source(src, arch):
-    """--pretrained SRC for a ConvNet: (state dict, Zoo, name for messages). A ViT's file, folder or
-    Hub id is refused in one line naming the ViT arch it fits."""
+    """--pretrained SRC -> weights.Source, read once: "imagenet" / "imagenet_v2" (torchvision's
+    2D weights), "kinetics400" (the arch's published file), a file, a folder or a Hub id."""
     if src in ("imagenet", "imagenet_v2"):
         state, name = imagenet_state_dict(arch, src)
-        return state, TORCHVISION, name
-    if os.path.isdir(src) or vit_zoo.is_hub_id(src):  # a transformers folder: a ViT's
-        raise ValueError(vit_zoo.convnet_refusal(src, arch))
-    path = kinetics400_file(arch) if src == "kinetics400" else src
-    state, zoo = read_checkpoint(path)
-    # A PySlowFast MViT (whose patch_embed.proj looks like VideoMAE's) fits its own arch only.
-    mvit = zoo.rules is mvit_net.PYSLOWFAST_RULES
-    refused = (
-        mvit_net.refusal(state, arch, src) if mvit else vit_zoo.convnet_refusal(src, arch, state)
+        return weights.Source(name, {}, state, "imagenet")
+    if src == "kinetics400":
+        path = kinetics400_file(arch)
+        return weights.read(path)._replace(name=f"kinetics400 ({path})")
+    if not (os.path.exists(src) or weights.is_hub_id(src)):
+        raise ValueError(
+            f"--pretrained {src!r}: no such file (and not imagenet / imagenet_v2 / kinetics400)"
+        )
+    return weights.read(src)
+
+
+def match(source, own=frozenset()):
+    """The first LAYOUTS entry that recognises the source (`own`: the arch's own names, for a
+    state dict in them); none: a ValueError naming the layouts whose rules rename most of its
+    names."""
+    found = next((lay for lay in LAYOUTS if lay.recognise(source, own)), None)
+    if found is not None:
+        return found
+    names = list(source.state) or list(source.outer)
+    score = {}
+    for lay in LAYOUTS:
+        rules = FAMILIES[lay.family].rules(lay) if lay.family else ()
+        n = sum(1 for k in names if any(re.fullmatch(p, k) for p, _ in rules if p != "(.+)"))
+        score.setdefault((lay.name, lay.family), n)
+    best = sorted(score.items(), key=lambda kv: -kv[1])[:2]
+    near = "; ".join(f"{n} of {len(names)} names are {lay} {fam}'s" for (lay, fam), n in best if n)
+    raise ValueError(
+        f"--pretrained {source.name}: no known layout ({len(names)} tensors, e.g. "
+        f"{weights.few(names)}); {near or 'no layout renames any of them'}. docs/zoo.md lists "
+        "the layouts"
     )
-    if refused:
-        raise ValueError(refused)
-    return state, zoo, f"kinetics400 ({path})" if src == "kinetics400" else src
+
+
+def family_of(arch):
+    """The FAMILIES key of an arch."""
+    return _other_family(arch) or "resnet"
+
+
+def _other_family(arch):
+    """The family of an arch that is no ResNet-3D / 2D net, else None."""
+    return next((f for f, fam in FAMILIES.items() if f != "resnet" and fam.fits(arch)), None)
+
+
+def load_pretrained(model, src, inflate="mean", vjepa_key=None):
+    """Fill `model` from `src` (a weights.Source, or what read_source takes): its layout is the
+    first LAYOUTS entry that recognises it; a layout of another family than the arch's is refused
+    in one line naming the arch it fits. Prints one summary line, sets model.pretrained_info
+    (the normalisation the weights expect, the file's classifier)."""
+    arch = getattr(model, "arch", "the model")
+    source = src if isinstance(src, weights.Source) else read_source(src, arch)
+    found = match(source, set(model.state_dict()))
+    family = found.family or family_of(arch)
+    if found.name == "ours":  # the family of the arch it was trained as
+        family = family_of(source.outer["args"].get("arch")) if family_of(arch) else family
+    if vjepa_key and family != "vjepa":
+        raise ValueError(
+            f"--vjepa-key {vjepa_key}: it picks an encoder of an official V-JEPA 2 .pt; "
+            f"--pretrained {source.name} ({found.name} layout) for --arch {arch} has none: "
+            "leave the flag out"
+        )
+    if not FAMILIES[family].fits(arch):
+        raise ValueError(FAMILIES[family].refuse(source, found, arch))
+    return FAMILIES[family].load(model, source, found, inflate=inflate, vjepa_key=vjepa_key)
+
+
+def _load_vit(model, source, found, **_):
+    return vit_zoo.load(model, source, "videomae" if found.name == "bare" else found.name)
+
+
+def _load_vjepa(model, source, found, vjepa_key=None, **_):
+    return vjepa_zoo.load(model, source, "ours" if found.name == "bare" else found.name, vjepa_key)
+
+
+def _refuse_vit(source, found, arch):
+    return vit_zoo.refusal(source, "videomae" if found.name == "bare" else found.name, arch)
+
+
+def _refuse_vjepa(source, found, arch):
+    return vjepa_zoo.refusal(source, "ours" if found.name == "bare" else found.name, arch)
+
+
+def _refuse_probe(source, found, arch):
+    return (
+        f"--pretrained {source.name}: an official V-JEPA 2 probe checkpoint (classifiers), not an "
+        "encoder: give it with --probe-weights"
+    )
+
+
+def _refuse_slowfast(source, found, arch):
+    other = found.family
+    archs = models.slowfast_net.SLOWFAST if other == "slowfast" else models.slowfast_net.X3D
+    return (
+        f"--pretrained {source.name}: {'a SlowFast' if other == 'slowfast' else 'an X3D'} "
+        f"checkpoint ({found.name} layout), not {arch}'s network: use --arch {' / '.join(archs)}"
+    )
+
+
+def _refuse_mvit(source, found, arch):
+    state, _, _ = weights.convert(source.state, _mvit_rules(found))
+    return mvit_net.refusal(state, arch, source.name, found.name)
+
+
+def _mvit_rules(found):
+    return found.rules if found.name not in ("ours", "bare") else SAME_NAMES
+
+
+def _refuse_convnet(source, found, arch):
+    """A ResNet-3D / 2D file for an arch of another family."""
+    name = source.name
+    what = f"a {found.name} ConvNet checkpoint"
+    fam = family_of(arch)
+    if fam in ("slowfast", "x3d"):
+        want = fam
+        return (
+            f"--pretrained {name}: not a SlowFast / X3D checkpoint ({found.name} layout); "
+            f"--arch {arch} takes PySlowFast, pytorchvideo, mmaction2"
+            f"{' or Caffe2' if want == 'slowfast' else ''} {want} files"
+        )
+    if fam == "videomae":
+        return (
+            f"--pretrained {name}: {what} (no ViT patch embedding); --arch {arch} takes a "
+            "VideoMAE / VideoMAEv2 checkpoint"
+        )
+    return (
+        f"--pretrained {name}: {what}, not {arch}'s network; it loads into a ResNet-3D / 2D "
+        "--arch (resnet*_3d, resnet*)"
+    )
+
+
+class Family(NamedTuple):
+    """The archs a layout's weights fit and the module that loads them."""
+
+    fits: Callable  # arch -> bool
+    load: Callable  # (model, weights.Source, Layout, inflate=, vjepa_key=) -> report dict
+    refuse: Callable  # (weights.Source, Layout, arch of another family) -> the one-line refusal
+    rules: Callable = lambda lay: lay.rules  # the layout's rename rules (for "closest" hints)
+
+
+def _vit_rules(lay):
+    return vit_zoo.LAYOUTS.get(lay.name, ())
+
+
+FAMILIES = {
+    "vjepa": Family(lambda a: a in models.VJEPAS, _load_vjepa, _refuse_vjepa),
+    "probe": Family(lambda a: False, None, _refuse_probe),
+    "videomae": Family(lambda a: a in models.VITS, _load_vit, _refuse_vit, _vit_rules),
+    "mvit": Family(
+        lambda a: a in mvit_net.MVITS, lambda *a, **k: load_convnet(*a, **k), _refuse_mvit
+    ),
+    "slowfast": Family(
+        lambda a: a in models.slowfast_net.SLOWFAST,
+        lambda *a, **k: load_convnet(*a, **k),
+        _refuse_slowfast,
+    ),
+    "x3d": Family(
+        lambda a: a in models.slowfast_net.X3D,
+        lambda *a, **k: load_convnet(*a, **k),
+        _refuse_slowfast,
+    ),
+    # every other arch: the ResNet-3Ds, the 2D / TSN / TSM nets, torchvision's video models
+    "resnet": Family(
+        lambda a: _other_family(a) is None, lambda *a, **k: load_convnet(*a, **k), _refuse_convnet
+    ),
+}
+
+
+def zoo_layout(obj):
+    """The name of the model zoo (pytorchvideo, pyslowfast, mmaction2, ...) whose layout a loaded
+    checkpoint dict has, or None (ours, torchvision's, a bare state dict, anything else)."""
+    if not isinstance(obj, dict):
+        return None
+    source = weights.from_dict(obj, "")
+    found = next((lay for lay in LAYOUTS if lay.recognise(source, set())), None)
+    if found is None or found.name in ("ours", "torchvision", "bare", "torchvision / ours"):
+        return None
+    return found.name
 
 
 def pretrained_info(zoo, state, skipped):
@@ -496,30 +639,43 @@ def pretrained_info(zoo, state, skipped):
 
 def slowfast_layout(zoo):
     """slowfast_zoo's name of a file's layout: ours, bare or "state_dict" files of the SlowFast /
-    X3D archs have PySlowFast's names too; Caffe2 blobs are PySlowFast's Caffe2 layout."""
-    if zoo.name == "blobs":
-        return "pyslowfast-caffe2"
-    return "pyslowfast" if zoo.rules is SAME_NAMES else zoo.name
+    X3D archs have PySlowFast's names too."""
+    return "pyslowfast" if zoo.name in ("ours", "bare") else zoo.name
+
+
+def convnet_layout(source, found, arch):
+    """The Layout a ConvNet loader works with: ours with its args' normalisation and stem stride,
+    a bare file named by its wrapper, an mmaction2 file with the stem stride its config tells."""
+    if found.name == "ours":
+        args = source.outer["args"]
+        spec = layout(args.get("arch"))
+        return found._replace(
+            rules=SAME_NAMES,
+            mean=tuple(args.get("mean") or IMAGENET_MEAN),
+            std=tuple(args.get("std") or IMAGENET_STD),
+            stem_stride_t=spec.stem_stride_t if spec else None,
+        )
+    if found.name == "bare":
+        return found._replace(name=source.wrapper)
+    if found.name == "mmaction2" and found.family == "resnet":
+        return found._replace(stem_stride_t=_mmaction2_stem_stride(source.outer))
+    return found
 
 
 def _rename(model, state, zoo, name):
     """convert_state_dict by the layout's rules; SlowFast / X3D by slowfast_zoo's (their names are
-    PySlowFast's), which also refuses, in one line, a file of the other family for any arch."""
+    PySlowFast's); MViT by mvit_net's (and its clip checked against the file's tables)."""
     arch = getattr(model, "arch", None)
-    if slowfast_zoo.family_of(arch) is None:
-        other = slowfast_zoo.family(state)
-        if other:
-            archs = models.slowfast_net.SLOWFAST if other == "slowfast" else models.slowfast_net.X3D
-            raise ValueError(
-                f"--pretrained {name}: {'a SlowFast' if other == 'slowfast' else 'an X3D'} "
-                "checkpoint "
-                f"({zoo.name} layout), not {arch}'s network: use --arch {' / '.join(archs)}"
-            )
-        state, unexpected = convert_state_dict(state, zoo.rules)
-        # PySlowFast's MViT class token is (1, 1, C), torchvision's (C,)
-        return (
-            mvit_net.fit(state) if zoo.rules is mvit_net.PYSLOWFAST_RULES else state
-        ), unexpected
+    if arch in mvit_net.MVITS:
+        state, unexpected = convert_state_dict(state, _mvit_rules(zoo))
+        # PySlowFast's and mmaction2's class token is (1, 1, C), torchvision's (C,)
+        state = mvit_net.fit(state)
+        error = mvit_net.clip_error(model, state, name)
+        if error:
+            raise ValueError(error)
+        return state, unexpected
+    if family_of(arch) not in ("slowfast", "x3d"):
+        return convert_state_dict(state, zoo.rules)
     layout_name = slowfast_layout(zoo)
     rules = slowfast_zoo.rules(arch, layout_name, state, name)
     state, unexpected = convert_state_dict(state, rules)
@@ -527,19 +683,16 @@ def _rename(model, state, zoo, name):
     return state, unexpected
 
 
-def load_pretrained(model, src, inflate="mean", vjepa_key=None):
-    """Fill `model` from ImageNet ("imagenet"/"imagenet_v2"), Kinetics-400 ("kinetics400"), or a
-    file: a 2D torchvision ResNet, ours, or a pytorchvideo / PySlowFast (PyTorch or Caffe2) /
-    mmaction2 checkpoint. Strict: every tensor but the classifier must fit. Prints one summary line,
-    sets model.pretrained_info = {"format", "mean", "std"} (the normalisation the weights
-    expect)."""
+def load_convnet(model, source, found, inflate="mean", **_):
+    """A ConvNet (ResNet-3D, 2D / TSN / TSM, SlowFast, X3D, MViT) from a source of one of its
+    layouts. Strict: every tensor but the classifier must fit."""
     arch = getattr(model, "arch", "the model")
-    if arch in models.VJEPAS:  # the V-JEPA 2 layouts (vjepa_zoo.py)
-        return vjepa_zoo.load(model, src, vjepa_key)
-    if arch in models.VITS:  # the VideoMAE layouts (vit_zoo.py)
-        return vit_zoo.load(model, src, {z.signature: z.name for z in ZOOS})
-    # src: what read_source gives, already read (zoo.build_model, for a SlowFast arch), or its SRC
-    state, zoo, name = src if isinstance(src, tuple) else read_source(src, arch)
+    zoo, name = convnet_layout(source, found, arch), source.name
+    state = source.state
+    if zoo.name == "pytorchvideo":
+        state = _pytorchvideo_stages(state)
+    if source.wrapper == "imagenet":
+        zoo = zoo._replace(name=name)
     _check_stem(model, zoo, name)
     if any(".conv1.conv.net." in k for k in state) and not getattr(model, "frames", None):
         raise ValueError(
@@ -547,6 +700,12 @@ def load_pretrained(model, src, inflate="mean", vjepa_key=None):
             f"this model has no shift: add --shift 8"
         )
     state, unexpected = _rename(model, state, zoo, name)
+    return copy_and_report(model, state, unexpected, zoo, name, inflate)
+
+
+def copy_and_report(model, state, unexpected, zoo, name, inflate):
+    """copy_weights, the strict checks, the load line and model.pretrained_info."""
+    arch = getattr(model, "arch", "the model")
     # 2D or 3D source: by conv1's kernel, (O, I, h, w) vs (O, I, t, h, w).
     is_2d = getattr(state.get("conv1.weight"), "ndim", 0) == 4
     dims = "2D" if is_2d else "3D"

@@ -201,7 +201,7 @@ def test_a_hub_id_loads_from_the_cache_offline(tmp_path, lists):
     assert runs["tiny-org/tiny-vit"].returncode == 0, err
     assert "pretrained tiny-org/tiny-vit (transformers): loaded" in out
     acc_line(out)
-    one_line_error(missing, "tiny-org/not-cached", "huggingface-cli download tiny-org/not-cached")
+    one_line_error(missing, "tiny-org/not-cached", "hf download tiny-org/not-cached")
     assert runs["tiny-org/not-cached"].returncode == 2 and str(cache) in missing
 
 
@@ -315,11 +315,11 @@ def test_a_broken_transformers_folder_is_one_line(broken_runs, case):
 
 
 def test_hub_id_syntax():
-    import vit_zoo
+    import weights
 
-    assert vit_zoo.is_hub_id("MCG-NJU/videomae-base-finetuned-kinetics")
-    assert not vit_zoo.is_hub_id("runs/model_best.pth") and not vit_zoo.is_hub_id("kinetics400")
-    assert not vit_zoo.is_hub_id(str(REPO))
+    assert weights.is_hub_id("MCG-NJU/videomae-base-finetuned-kinetics")
+    assert not weights.is_hub_id("runs/model_best.pth") and not weights.is_hub_id("kinetics400")
+    assert not weights.is_hub_id(str(REPO))
 
 
 def test_evaluate_a_convnet_zoo_file_as_it_is(tmp_path, lists, capsys):

@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 
 import vjepa
+import zoo
 from conftest import REPO
 
 pytest.importorskip("timm")  # the official modules.py imports it
@@ -193,7 +194,7 @@ def test_official_pt_loads_the_encoder_the_probe_evals_read(tmp_path, capsys, ke
 
     encs = save_official(tmp_path / "vitl.pt", prefix)
     m = tiny()
-    vjepa_zoo.load(m, str(tmp_path / "vitl.pt"), key)
+    zoo.load_pretrained(m, str(tmp_path / "vitl.pt"), vjepa_key=key)
     line = capsys.readouterr().out
     want = encs[key or "target_encoder"]  # the eval configs' checkpoint_key
     x = torch.randn(1, 3, 4, 32, 32, dtype=torch.float64)
@@ -252,7 +253,7 @@ def test_transformers_folders_give_their_own_outputs(tmp_path, capsys, classify)
 
     hf = hf_pair(tmp_path, classify)
     m = tiny()
-    vjepa_zoo.load(m, str(tmp_path / "hf"))
+    zoo.load_pretrained(m, str(tmp_path / "hf"))
     line = capsys.readouterr().out
     x = torch.randn(2, 3, 4, 32, 32, dtype=torch.float64)
     with torch.no_grad():
@@ -280,7 +281,7 @@ def test_wrong_files_are_refused_in_one_line(tmp_path):
     ]
     for m, src, needle, key in cases:
         with pytest.raises(ValueError) as e:
-            vjepa_zoo.load(m, src, key)
+            zoo.load_pretrained(m, src, vjepa_key=key)
         assert needle in str(e.value) and "\n" not in str(e.value), str(e.value)
 
 
@@ -523,8 +524,8 @@ def test_a_vjepa2_hub_id_loads_from_the_cache_offline(tmp_path, capsys, monkeypa
     monkeypatch.setattr(hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setattr(hub.constants, "HF_HUB_OFFLINE", True)
     by_id, by_folder = tiny(), tiny()
-    vjepa_zoo.load(by_id, "tiny-org/tiny-vjepa2")
-    vjepa_zoo.load(by_folder, str(tmp_path / "hf"))
+    zoo.load_pretrained(by_id, "tiny-org/tiny-vjepa2")
+    zoo.load_pretrained(by_folder, str(tmp_path / "hf"))
     assert "transformers" in capsys.readouterr().out
     for (k, a), b in zip(by_id.state_dict().items(), by_folder.state_dict().values()):
         if not k.startswith("head."):
@@ -683,7 +684,7 @@ def test_v21_official_pt_loads_with_one_report_line(tmp_path, capsys, key):
 
     encs = save_official21(tmp_path / "vjepa2_1_vitt_384.pt")
     m = vjepa.build("vjepa2_1_vitt16", 5).double().eval()
-    vjepa_zoo.load(m, str(tmp_path / "vjepa2_1_vitt_384.pt"), key)
+    zoo.load_pretrained(m, str(tmp_path / "vjepa2_1_vitt_384.pt"), vjepa_key=key)
     line = capsys.readouterr().out
     x = torch.randn(1, 3, 4, 32, 48, dtype=torch.float64)
     with torch.no_grad():
@@ -705,7 +706,7 @@ def test_v21_distilled_base_and_large_read_ema_encoder_by_default(tmp_path, caps
     # three encoders told apart by their weights
     ckpt = {k: {n: v + i for n, v in sd.items()} for i, k in enumerate(ENCODER_KEYS)}
     torch.save(ckpt, tmp_path / "vjepa2_1_vitb_dist_vitG_384.pt")
-    vjepa_zoo.load(m, str(tmp_path / "vjepa2_1_vitb_dist_vitG_384.pt"))
+    zoo.load_pretrained(m, str(tmp_path / "vjepa2_1_vitb_dist_vitG_384.pt"))
     assert "official 2.1 'ema_encoder'" in capsys.readouterr().out
     assert torch.equal(m.blocks[0].attn.qkv.weight, ckpt["ema_encoder"]["blocks.0.attn.qkv.weight"])
 
@@ -726,6 +727,6 @@ def test_a_v21_file_for_a_v2_arch_and_the_reverse_are_refused_naming_the_arch(tm
     ]
     for m, name, what, fits in cases:
         with pytest.raises(ValueError) as e:
-            vjepa_zoo.load(m, str(tmp_path / name))
+            zoo.load_pretrained(m, str(tmp_path / name))
         msg = str(e.value)
         assert what in msg and f"(--arch {fits})" in msg and "\n" not in msg, msg
