@@ -428,8 +428,10 @@ def changed_flags(args, ckpt, flags):
     """What a training resume changes of the recipe (flags.recipe: the groups that let it), as
     "--flag was -> now", in the flags' order; [] for an evaluation or a fresh run."""
     saved = ckpt.get("args") if ckpt and isinstance(ckpt.get("args"), dict) else {}
+    if args.evaluate:
+        return []
     changes = []
-    for key in flags.recipe if not args.evaluate else ():
+    for key in flags.recipe:
         was, now = saved.get(key), getattr(args, key, None)
         if key not in saved or (now is None and key in KEPT_WHEN_NONE):
             continue

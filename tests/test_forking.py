@@ -71,7 +71,8 @@ EXERCISES = {
         import pytest, flags, prepare, train, checkpoint
         synth = dict(classes=4, videos=40, frames=4, size=(32, 32))
         train_list, val_list = prepare.make_synth("synth", **synth)
-        args = train.parse_args(["ucf101", train_list, val_list, "--label-noise", "0.5"])
+        argv = ["ucf101", train_list, val_list, "--label-noise", "0.5", "--device", "cpu"]
+        args = train.parse_args([*argv, "--t_length", "4", "--new_size", "32", "--crop_size", "32"])
         ds = train.make_dataset(args, train_list, "train")
         labels = lambda: [ds[i][1] for i in range(len(ds))]
         clean = [v.label for v in ds.videos]
@@ -90,7 +91,8 @@ EXERCISES = {
         import data, train
         with open("train.csv", "w") as f:
             f.write("path,label_name\\nv0.avi,swim\\nv1.avi,run\\nv2.avi,jump\\nv3.avi,run\\n")
-        args = train.parse_args(["mine", "train.csv", "train.csv", "--device", "cpu"])
+        argv = ["mine", "train.csv", "train.csv", "--device", "cpu", "--t_length", "4"]
+        args = train.parse_args(argv)
         ds = train.make_dataset(args, "train.csv", "val")
         assert [v.label for v in ds.videos] == [2, 1, 0, 1]
         assert [v.line for v in ds.videos] == [2, 3, 4, 5]
@@ -189,7 +191,7 @@ EXERCISES = {
                 train_list, temporal_jitter=0.5, augment=how, **kw)[1]]), rt)[0]
              for how in (compose, augment.BatchAugment(compose))]
         assert torch.equal(x[0], x[1])
-        args = train.parse_args(["ucf101", "a", "b", "--temporal-jitter", "0.5"])
+        args = train.parse_args(["ucf101", "a", "b", "--temporal-jitter", "0.5", "--device", "cpu"])
         assert train.data_spec(args, "train").temporal_jitter == 0.5
     """,
 }

@@ -16,7 +16,7 @@ import flags
 import gpudecode
 import probe
 import train
-from conftest import TINY, logs, one_line_error, run_dir, run_main
+from conftest import TINY, cuda, logs, one_line_error, run_dir, run_main
 
 
 # ---- the loss: one place, every branch of the step -----------------------------------------------
@@ -99,6 +99,21 @@ def test_a_view_augmentation_runs_on_the_loader_the_device_decode_and_the_batch_
     unmarked = data.VideoFrameDataset(lists[0], augment=compose, **kw)
     assert torch.equal(inputs[0], inputs[1])
     assert not torch.equal(inputs[0], train.to_model_input(*data.collate([unmarked[1]]), rt)[0])
+
+
+@cuda
+def test_a_view_augmentation_runs_in_the_cuda_decode(lists, monkeypatch):
+    """--decode_device cuda: nvJPEG decodes, then load_clip's replay runs data.augment_view on the
+    GPU's frames: the mark is there (nvJPEG's pixels are a few levels from the CPU decoder's)."""
+    original = data.augment_view
+    monkeypatch.setattr(data, "augment_view", lambda c, s, r: original(255 - c, s, r))
+    monkeypatch.setattr(data.DataSpec, "augments", property(lambda spec: True))
+    kw = dict(t_length=4, t_stride=2, new_size=36, crop_size=32)
+    clip = data.VideoFrameDataset(lists[0], **kw)[1][0].float()
+    encoded = data.VideoFrameDataset(lists[0], encoded=True, **kw)
+    out = gpudecode.decode_batch(gpudecode.collate_encoded([encoded[1]]), "cuda", encoded)
+    got = out[0][0].float().cpu()
+    assert out[0].is_cuda and (got - clip).abs().mean() < 8 < (got - (255 - clip)).abs().mean()
 
 
 # ---- a resume that changes the recipe says so ----------------------------------------------------
