@@ -162,10 +162,14 @@ def load_shards(folder, model, optimizer):
     )
 
 
-def sharded_bytes(model, world_size):
-    """Bytes of parameters per rank for `model` (built on the meta device) sharded as shard() does,
-    over `world_size` ranks: the largest rank's (rank 0's) local shard of each parameter, read from
-    the DTensors fully_shard makes, under a fake process group (no communication, no memory)."""
+def per_rank_bytes(model, world_size, opt="adamw"):
+    """Bytes of parameters, gradients and optimizer state on the largest rank (rank 0: FSDP2 cuts
+    each parameter's dim 0 in world_size chunks, the first ones the largest) of `model`, built on
+    the meta device, sharded as shard() shards it over `world_size` ranks under a fake process
+    group (no communication, no memory). Measured, not estimated: the parameters are fully_shard's
+    local shards, the gradients a shard-shaped tensor per trained parameter (what its reduce-scatter
+    leaves), the optimizer state what one step of `opt` makes for those shards. world_size 1: the
+    whole model, as every DDP rank holds it."""
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
     if dist.is_initialized():
@@ -176,9 +180,23 @@ def sharded_bytes(model, world_size):
         for _, module in units(model):
             fully_shard(module, mesh=mesh)
         fully_shard(model, mesh=mesh)
-        params = [p for p in model.parameters()]
-        return sum(p.to_local().numel() * p.element_size() for p in params), sum(
-            p.to_local().numel() * p.element_size() for p in params if p.requires_grad
-        )
+        trained = [p for p in model.parameters() if p.requires_grad]
+        for p in trained:
+            p.grad = torch.zeros_like(p)
+        make = torch.optim.AdamW if opt == "adamw" else torch.optim.SGD
+        optimizer = make(trained, lr=0.1, **({} if opt == "adamw" else {"momentum": 0.9}))
+        optimizer.step()
+        states = [v for state in optimizer.state.values() for v in state.values()]
+        return {
+            "params": local_bytes(model.parameters()),
+            "grads": local_bytes(p.grad for p in trained),
+            "optimizer": local_bytes(v for v in states if isinstance(v, torch.Tensor)),
+        }
     finally:
         dist.destroy_process_group()
+
+
+def local_bytes(tensors):
+    """Bytes this rank holds of `tensors` (a DTensor: its local shard)."""
+    local = [t.to_local() if hasattr(t, "to_local") else t for t in tensors]
+    return sum(t.numel() * t.element_size() for t in local)
