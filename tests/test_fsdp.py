@@ -77,10 +77,21 @@ def max_difference(a, b):
         (
             ["--arch", "vit_t16", "--num_classes", "4", "--epochs", "1"],
             ["--opt", "adamw", "--wd", "0.05", "--layer-decay", "0.75", "--clip-grad", "1"]
-            + ["--iter_size", "2", "--lr", "0.001"],
+            + ["--iter_size", "2", "--lr", "0.001", "--grad-ckpt"],
+        ),
+        (["--pretrain", "--arch", "vit_t16", "--opt", "adamw", "--epochs", "1"], ["--lr", "1e-3"]),
+        (
+            ["--arch", "vit_t16", "--num_classes", "4", "--epochs", "1", "--opt", "adamw"],
+            ["--probe", "attentive", "--probe-blocks", "1", "--probe-heads", "4"]
+            + ["--probe-lrs", "1e-3", "3e-4", "--lr_policy", "cosine"],
         ),
     ],
-    ids=["resnet10_3d-sgd", "vit_t16-adamw-layer_decay-clip_grad-iter_size"],
+    ids=[
+        "resnet10_3d-sgd",
+        "vit_t16-adamw-layer_decay-clip_grad-iter_size-grad_ckpt",
+        "vit_t16-pretrain",
+        "vit_t16-probe",
+    ],
 )
 def test_fsdp_trains_as_ddp(lists, tmp_path, arch, recipe):
     # The same clips and steps: the only difference is how gradients are summed (DDP's all-reduce
