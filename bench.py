@@ -1945,6 +1945,15 @@ def add_model_train_flags(m, t):
         q.add_argument("--warmup", default=3, type=int, help="untimed steps first")
 
 
+def add_memory(sub):
+    mem = sub.add_parser("memory", help="bytes per rank: parameters, gradients, optimizer state")
+    mem.add_argument("--archs", nargs="+", default=MEMORY_ARCHS, help="model.ARCHS names")
+    mem.add_argument("--ranks", nargs="+", type=int, default=[1, 2, 4, 8], help="process counts")
+    mem.add_argument("--opt", default="adamw", choices=["adamw", "sgd"], help="optimizer state")
+    mem.add_argument("--num_classes", default=400, type=int, help="classifier outputs")
+    mem.add_argument("--json", default=None, help="also write the numbers to this file")
+
+
 def add_vit(sub):
     w = sub.add_parser(
         "vit", help="pretraining loader at --num_sample K; ViT steps eager vs compiled"
@@ -1979,12 +1988,7 @@ def get_args_parser():
     t = sub.add_parser("train", help="training clips/s: real loader vs in-memory batches")
     v = add_video_features_gpu(sub)
     add_vit(sub)
-    mem = sub.add_parser("memory", help="bytes per rank: parameters, gradients, optimizer state")
-    mem.add_argument("--archs", nargs="+", default=MEMORY_ARCHS, help="model.ARCHS names")
-    mem.add_argument("--ranks", nargs="+", type=int, default=[1, 2, 4, 8], help="process counts")
-    mem.add_argument("--opt", default="adamw", choices=["adamw", "sgd"], help="optimizer state")
-    mem.add_argument("--num_classes", default=400, type=int, help="classifier outputs")
-    mem.add_argument("--json", default=None, help="also write the numbers to this file")
+    add_memory(sub)
     for q in (d, m, t, v):
         q.add_argument("--t_length", default=16, type=int, help="frames per clip")
         q.add_argument("--crop_size", default=224, type=int, help="square crop in px")

@@ -43,8 +43,18 @@ def torchrun(script, *argv, nproc=2, env=None, timeout=300):
 
 
 def train(lists, out, *extra, nproc=2, timeout=300):
-    r = torchrun(REPO / "train.py", "ucf101", *lists, *VIT, "--fsdp", *extra, "--output_root",
-                 str(out), nproc=nproc, timeout=timeout)  # fmt: skip
+    r = torchrun(
+        REPO / "train.py",
+        "ucf101",
+        *lists,
+        *VIT,
+        "--fsdp",
+        *extra,
+        "--output_root",
+        str(out),
+        nproc=nproc,
+        timeout=timeout,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return r
 
@@ -160,7 +170,7 @@ def test_sigterm_mid_epoch_saves_shards_and_resumes_exactly(lists, tmp_path, ref
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-            )  # fmt: skip
+            )
         )
     try:
         for line in procs[0].stdout:  # rank 0 prints
@@ -209,8 +219,22 @@ def test_an_fsdp_checkpoint_serves_evaluate_predict_features_export(lists, tmp_p
     # checkpoint.pth / model_best.pth are ordinary files holding the whole model: the readers need
     # nothing of the shards. --evaluate on one process scores what the sharded run validated.
     best = str(first_epoch / "model_best.pth")
-    r = run_cli(["ucf101", *lists, "--evaluate", "--resume", best, "--output_root",
-                 str(tmp_path), "-j", "0", "--device", "cpu"], timeout=240)  # fmt: skip
+    r = run_cli(
+        [
+            "ucf101",
+            *lists,
+            "--evaluate",
+            "--resume",
+            best,
+            "--output_root",
+            str(tmp_path),
+            "-j",
+            "0",
+            "--device",
+            "cpu",
+        ],
+        timeout=240,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     top1 = float(r.stdout.split(" * Acc@1 ")[1].split()[0])
     assert top1 == pytest.approx(logs(first_epoch)[0]["val_top1"], abs=1e-6)
@@ -218,8 +242,24 @@ def test_an_fsdp_checkpoint_serves_evaluate_predict_features_export(lists, tmp_p
     r = run_cli(["predict", "--resume", best, video, "--json", "--device", "cpu"])
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads(r.stdout)["arch"] == "vit_t16" and len(json.loads(r.stdout)["results"]) == 1
-    r = run_cli(["features", lists[1], "--resume", best, "--out", str(tmp_path / "f"), "-j", "0",
-                 "--window", "4", "--stride", "4", "--device", "cpu"])  # fmt: skip
+    r = run_cli(
+        [
+            "features",
+            lists[1],
+            "--resume",
+            best,
+            "--out",
+            str(tmp_path / "f"),
+            "-j",
+            "0",
+            "--window",
+            "4",
+            "--stride",
+            "4",
+            "--device",
+            "cpu",
+        ]
+    )
     assert r.returncode == 0 and list((tmp_path / "f").glob("*.npy")), r.stderr[-2000:]
     r = run_cli(["export", "--resume", best, "--format", "pt2", str(tmp_path / "m.pt2")])
     assert r.returncode == 0 and (tmp_path / "m.pt2").is_file(), r.stderr[-2000:]
@@ -275,12 +315,32 @@ def test_a_resume_across_fsdp_and_not_is_one_line(lists, tmp_path, capsys):
         ("p", ["--fsdp"], ("was trained without --fsdp", "--pretrained")),
     ):
         with pytest.raises(SystemExit) as e:
-            run_main([*args, "--epochs", "2", "--output_root", str(tmp_path / root), "--resume",
-                      "auto", *flag])  # fmt: skip
+            run_main(
+                [
+                    *args,
+                    "--epochs",
+                    "2",
+                    "--output_root",
+                    str(tmp_path / root),
+                    "--resume",
+                    "auto",
+                    *flag,
+                ]
+            )
         one_line_error(capsys, *needles, exc=e)
     (folder,) = (tmp_path / "f").glob("*/checkpoint.shards-*")
     shutil.rmtree(folder)
     with pytest.raises(SystemExit) as e:
-        run_main([*args, "--epochs", "2", "--output_root", str(tmp_path / "f"), "--resume",
-                  "auto", "--fsdp"])  # fmt: skip
+        run_main(
+            [
+                *args,
+                "--epochs",
+                "2",
+                "--output_root",
+                str(tmp_path / "f"),
+                "--resume",
+                "auto",
+                "--fsdp",
+            ]
+        )
     one_line_error(capsys, str(folder), "is missing", exc=e)
