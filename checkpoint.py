@@ -4,7 +4,9 @@ errors, also for the zoos' files) and resumed (the flags a run cannot change che
 restored), and how model_best.pth follows it. The rest of the run folder, and the signals that
 trigger a save, are rundir.py.
 
-A save is collective (it gathers every rank's RNG state): every rank calls it; rank 0 writes.
+A save is collective (it gathers every rank's RNG state): every rank calls it; rank 0 writes. Under
+--fsdp every rank also writes its shards of the model and optimizer state (fsdp.save_shards) and
+checkpoint.pth names their folder; the model in it is gathered whole (fsdp.py's docstring).
 `rt`, `net`, `d` are train.py's Runtime, Net and Data records: this module only reads their fields.
 """
 

@@ -5,6 +5,8 @@ recognition.
     # a recipe; later flags override it
     python train.py ucf101 train.txt val.txt @recipes/ucf101_i3d.txt
     torchrun --nproc_per_node=8 train.py ucf101 train.txt val.txt @recipes/ucf101_i3d.txt --ddp -b 8
+    # parameters, gradients and optimizer state sharded over the processes (FSDP2, fsdp.py)
+    torchrun --nproc_per_node=8 train.py k400 train.csv val.csv --arch vit_g14 --fsdp --amp bf16
     python train.py ucf101 train.txt val.txt --evaluate --resume ckpt.pth --test_clips 10 \
         --test_crops 3
     # continue a run (SIGTERM saves it, exits 143)

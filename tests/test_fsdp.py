@@ -201,7 +201,7 @@ def test_sigkill_inside_a_sharded_save_keeps_the_last_checkpoint(lists, tmp_path
     env = dict(ENV, KILL_AT_SAVE="2", KILL_RANK="1")
     argv = ["ucf101", *lists, *VIT, "--fsdp", "--output_root", str(tmp_path)]
     r = torchrun(REPO / "tests" / "fsdp_kill_in_save.py", *argv, env=env)
-    assert r.returncode != 0 and "Signals.SIGKILL" in r.stderr, r.stderr[-3000:]
+    assert r.returncode != 0 and "SIGKILL" in r.stderr, r.stderr[-3000:]
     run = tmp_path / NAME
     assert (run / "checkpoint.shards.tmp").is_dir()  # the killed save's, never named
     assert not (run / "checkpoint.shards.tmp" / ".metadata").exists()
