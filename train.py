@@ -125,8 +125,9 @@ def setup_runtime(args):
     """One process, or with --ddp one per GPU, started by torchrun or by srun (launch.py reads
     which)."""
     cuda = args.device.startswith("cuda")
-    # --fsdp: launched as --ddp, or one plain process (fsdp.init_single_process)
-    launched = "RANK" in os.environ or "SLURM_STEP_ID" in os.environ
+    # --fsdp: launched as --ddp (in a Slurm job: by srun, its refusals included), or outside any
+    # launcher one plain process (fsdp.init_single_process)
+    launched = "RANK" in os.environ or "SLURM_JOB_ID" in os.environ
     distributed = args.ddp or (args.fsdp and launched)
     try:
         rank, world_size, local_rank = launch.ranks(distributed, args.device)
