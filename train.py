@@ -130,7 +130,8 @@ def setup_runtime(args):
     launched = "RANK" in os.environ or "SLURM_JOB_ID" in os.environ
     distributed = args.ddp or (args.fsdp and launched)
     try:
-        rank, world_size, local_rank = launch.ranks(distributed, args.device)
+        flag = "--fsdp" if args.fsdp else "--ddp"
+        rank, world_size, local_rank = launch.ranks(distributed, args.device, flag)
     except ValueError as e:
         fail(str(e))
     if args.fsdp and not distributed:

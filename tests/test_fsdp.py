@@ -24,6 +24,7 @@ import bench
 import flags
 import fsdp
 import model as models
+import train
 from conftest import ENV, REPO, TINY, assert_same_weights, logs, one_line_error, run_cli, run_main
 from conftest import weights
 
@@ -42,7 +43,7 @@ def torchrun(script, *argv, nproc=2, env=None, timeout=300):
     )
 
 
-def train(lists, out, *extra, nproc=2, timeout=300):
+def fsdp_run(lists, out, *extra, nproc=2, timeout=300):
     r = torchrun(
         REPO / "train.py",
         "ucf101",
@@ -63,7 +64,7 @@ def train(lists, out, *extra, nproc=2, timeout=300):
 def reference(lists, tmp_path_factory):
     """The uninterrupted 2-process --fsdp run (2 epochs): its run folder."""
     out = tmp_path_factory.mktemp("reference")
-    train(lists, out)
+    fsdp_run(lists, out)
     return out / NAME
 
 
@@ -71,7 +72,7 @@ def reference(lists, tmp_path_factory):
 def first_epoch(lists, tmp_path_factory):
     """The same run stopped after its first epoch (--epochs 1): its run folder."""
     out = tmp_path_factory.mktemp("first")
-    train(lists, out, "--epochs", "1")
+    fsdp_run(lists, out, "--epochs", "1")
     return out / NAME
 
 
@@ -135,7 +136,7 @@ def test_resume_at_an_epoch_boundary(lists, tmp_path, reference, first_epoch, np
     # another order, so equal to float rounding. The shards are resharded by DCP on load.
     shutil.copytree(first_epoch, tmp_path / NAME)
     extra = ["--resume", "auto"] + (["-b", "2"] if nproc == 1 else [])
-    r = train(lists, tmp_path, *extra, nproc=nproc)
+    r = fsdp_run(lists, tmp_path, *extra, nproc=nproc)
     assert "resumed from" in r.stdout and "at epoch 1 iteration 0" in r.stdout
     a, b = weights(reference / "checkpoint.pth"), weights(tmp_path / NAME / "checkpoint.pth")
     if nproc == 2:
@@ -186,7 +187,7 @@ def test_sigterm_mid_epoch_saves_shards_and_resumes_exactly(lists, tmp_path, ref
     ckpt = torch.load(tmp_path / NAME / "checkpoint.pth", weights_only=False)
     assert ckpt["epoch"] == 1 and 1 <= ckpt["iter"] < 4 and ckpt["optimizer"] is None
     assert (tmp_path / NAME / ckpt["shards"] / ".metadata").is_file()
-    r = train(lists, tmp_path, "--resume", "auto")
+    r = fsdp_run(lists, tmp_path, "--resume", "auto")
     assert f"at epoch 1 iteration {ckpt['iter']}" in r.stdout
     assert_same_weights(
         weights(reference / "checkpoint.pth"), weights(tmp_path / NAME / "checkpoint.pth")
@@ -208,7 +209,7 @@ def test_sigkill_inside_a_sharded_save_keeps_the_last_checkpoint(lists, tmp_path
     ckpt = torch.load(run / "checkpoint.pth", weights_only=False)
     assert (ckpt["epoch"], ckpt["iter"]) == (1, 0)
     assert [p.name for p in run.glob("checkpoint.shards-*")] == [ckpt["shards"]]
-    r = train(lists, tmp_path, "--resume", "auto")
+    r = fsdp_run(lists, tmp_path, "--resume", "auto")
     assert "at epoch 1 iteration 0" in r.stdout
     assert not (run / "checkpoint.shards.tmp").exists()
     assert_same_weights(weights(reference / "checkpoint.pth"), weights(run / "checkpoint.pth"))
@@ -344,3 +345,15 @@ def test_a_resume_across_fsdp_and_not_is_one_line(lists, tmp_path, capsys):
             ]
         )
     one_line_error(capsys, str(folder), "is missing", exc=e)
+
+
+def test_fsdp_in_a_slurm_batch_shell_is_refused_as_ddp_is(monkeypatch, capsys):
+    # the job's shell has SLURM_JOB_ID but no step: srun must start the processes
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_STEP_ID"):
+        monkeypatch.delenv(k, raising=False)
+    for k, v in dict(SLURM_JOB_ID="7", SLURM_PROCID="0", SLURM_NTASKS="2").items():
+        monkeypatch.setenv(k, v)
+    args = flags.parse_args(["ucf101", "a.txt", "b.txt", *TINY, "--fsdp"])
+    with pytest.raises(SystemExit) as e:
+        train.setup_runtime(args)
+    one_line_error(capsys, "--fsdp needs one process per GPU", "batch shell", exc=e)
