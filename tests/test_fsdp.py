@@ -86,7 +86,7 @@ def max_difference(a, b):
     [
         (["--arch", "resnet10_3d"], ["--epochs", "2"]),  # BatchNorm, SGD with momentum
         (
-            ["--arch", "vit_t16", "--num_classes", "4", "--epochs", "1"],
+            ["--arch", "vit_t16", "--num_classes", "4", "--epochs", "2"],
             ["--opt", "adamw", "--wd", "0.05", "--layer-decay", "0.75", "--clip-grad", "1"]
             + ["--iter_size", "2", "--lr", "0.001", "--grad-ckpt"],
         ),
