@@ -107,7 +107,8 @@ def max_difference(a, b):
 def test_fsdp_trains_as_ddp(lists, tmp_path, arch, recipe):
     # The same clips and steps: the only difference is how gradients are summed (DDP's all-reduce
     # of whole buckets vs FSDP's reduce-scatter of each unit, per micro-batch) and how the gradient
-    # norm is summed (over shards): float rounding, 1e-6 of weights of size ~0.1.
+    # norm is summed (over shards): float rounding. AdamW divides each step by the root of its
+    # second moment, which enlarges a rounding difference of a small gradient: 1e-5 (weights ~0.1).
     common = ["ucf101", *lists, *TINY, "-b", "2", *arch, *recipe]
     folders = {}
     for mode in ("--fsdp", "--ddp"):
@@ -119,7 +120,7 @@ def test_fsdp_trains_as_ddp(lists, tmp_path, arch, recipe):
     diff = max_difference(a, b)
     losses = [[e["train_loss"] for e in logs(folders[m])] for m in ("--fsdp", "--ddp")]
     print(f"largest |fsdp - ddp| weight difference {diff:.3g}; train losses {losses}")
-    assert diff <= 1e-6
+    assert diff <= 1e-5
     assert losses[0] == pytest.approx(losses[1], rel=1e-6, abs=0)
     # the sharded state sits beside the ordinary file; the file has the whole model
     shards = [p.name for p in folders["--fsdp"].iterdir() if p.name.startswith("checkpoint.shards")]
