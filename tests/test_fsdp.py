@@ -358,3 +358,24 @@ def test_fsdp_in_a_slurm_batch_shell_is_refused_as_ddp_is(monkeypatch, capsys):
     with pytest.raises(SystemExit) as e:
         train.setup_runtime(args)
     one_line_error(capsys, "--fsdp needs one process per GPU", "batch shell", exc=e)
+
+
+def test_amp_bf16_computes_in_bf16_and_keeps_fp32_shards_and_gradients():
+    # FSDP2's MixedPrecisionPolicy: a block's all-gathered parameters are bf16 in its forward; the
+    # shards (the master weights) and their gradients stay fp32
+    fsdp.init_single_process()
+    try:
+        torch.manual_seed(0)
+        net = models.build_model("vit_t16", 4, t_length=4, crop_size=32)
+        args = flags.parse_args(["ucf101", "a", "b", "--amp", "bf16", "--device", "cpu"])
+        rt = train.Runtime(0, 1, 0, torch.device("cpu"), "", None, torch.contiguous_format)
+        fsdp.shard(net, args, rt)
+        seen = []
+        net.blocks[0].register_forward_pre_hook(lambda m, x: seen.append(m.attn.qkv.weight.dtype))
+        net(torch.randn(2, 3, 4, 32, 32)).float().sum().backward()
+        assert seen == [torch.bfloat16]
+        assert {p.dtype for p in net.parameters()} == {torch.float32}
+        assert {p.grad.dtype for p in net.parameters() if p.grad is not None} == {torch.float32}
+        assert type(net.blocks[0].attn.qkv.weight).__name__ == "DTensor"
+    finally:
+        torch.distributed.destroy_process_group()
