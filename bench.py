@@ -25,6 +25,8 @@ one.
     python bench.py gpu
     # pretraining loader at --num_sample 1 2 4; ViT-S/B steps eager vs compiled
     python bench.py vit
+    # bytes per rank of parameters, gradients and optimizer state: DDP vs --fsdp at 1 2 4 8 ranks
+    python bench.py memory [--archs vit_g14 vjepa2_1_vitG16] [--ranks 1 2 4 8]
 Every command takes --json OUT to write its numbers as well.
 
 data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in [256, 320], random
@@ -71,6 +73,13 @@ video: clips/s per core (CPU time of this process, one thread: less swayed by ot
   decoder, (c) the original videos; the disk each takes, the CPU time of each preparation, and list
   start-up times. Originals: DIR/original (default: 8 synthetic 10 s videos, made once). --sweep
   also times other re-encodings: how prepare.REENCODE was chosen (docs/video.md).
+
+memory: per rank, the bytes of parameters, gradients and optimizer state (AdamW: two moments; SGD:
+  momentum) of each arch under DDP (every rank holds the whole model) and under --fsdp at each rank
+  count, measured on the meta device: the model sharded by fsdp.shard's rule under a fake process
+  group, each rank-0 shard's size read from the DTensors (fsdp.per_rank_bytes). Not counted:
+  activations, and under --fsdp the one or two blocks all-gathered at a time (the "unit" column:
+  the largest, in bf16 with --amp bf16).
 
 References: PyTorch Performance Tuning Guide and torch.utils.benchmark (warmup, synchronize, best-of
 timing); BannyStone/Video_Classification_PyTorch lib/transforms.py (the naive pipeline).
@@ -1819,6 +1828,37 @@ def bench_vit(args):
     return out
 
 
+MEMORY_ARCHS = ("vit_l16", "vit_h16", "vit_g14", "vjepa2_vitg16", "vjepa2_1_vitG16")
+
+
+def bench_memory(args):
+    """`bench.py memory`: DDP's and --fsdp's bytes per rank (fsdp.per_rank_bytes) -> rows."""
+    import fsdp
+
+    def build():
+        with torch.device("meta"):
+            return models.build_model(arch, args.num_classes, t_length=16, crop_size=224)
+
+    rows, gib = [], 2**30
+    print("arch | params | ranks | per rank GiB: params + grads + optimizer = total | vs DDP")
+    for arch in args.archs:
+        whole = fsdp.per_rank_bytes(build(), 1, args.opt)
+        unit = max((fsdp.local_bytes(m.parameters()) for _, m in fsdp.units(build())), default=0)
+        ddp = sum(whole.values())
+        for ranks in args.ranks:
+            got = whole if ranks == 1 else fsdp.per_rank_bytes(build(), ranks, args.opt)
+            row = dict(arch=arch, ranks=ranks, ddp=whole, fsdp=got, unit_fp32=unit)
+            rows.append(row)
+            total = sum(got.values())
+            print(
+                f"{arch} | {whole['params'] / 4e9:.2f} B | {ranks} | "
+                + " + ".join(f"{got[k] / gib:.2f}" for k in ("params", "grads", "optimizer"))
+                + f" = {total / gib:.2f} | DDP {ddp / gib:.2f} ({ddp / total:.1f}x); "
+                f"largest unit {unit / gib:.2f} fp32, {unit / 2 / gib:.2f} bf16"
+            )
+    return rows
+
+
 def add_video_features_gpu(sub):
     """The video, features and gpu subcommands and their own flags; returns video's parser."""
     v = sub.add_parser(
@@ -1905,6 +1945,15 @@ def add_model_train_flags(m, t):
         q.add_argument("--warmup", default=3, type=int, help="untimed steps first")
 
 
+def add_memory(sub):
+    mem = sub.add_parser("memory", help="bytes per rank: parameters, gradients, optimizer state")
+    mem.add_argument("--archs", nargs="+", default=MEMORY_ARCHS, help="model.ARCHS names")
+    mem.add_argument("--ranks", nargs="+", type=int, default=[1, 2, 4, 8], help="process counts")
+    mem.add_argument("--opt", default="adamw", choices=["adamw", "sgd"], help="optimizer state")
+    mem.add_argument("--num_classes", default=400, type=int, help="classifier outputs")
+    mem.add_argument("--json", default=None, help="also write the numbers to this file")
+
+
 def add_vit(sub):
     w = sub.add_parser(
         "vit", help="pretraining loader at --num_sample K; ViT steps eager vs compiled"
@@ -1939,6 +1988,7 @@ def get_args_parser():
     t = sub.add_parser("train", help="training clips/s: real loader vs in-memory batches")
     v = add_video_features_gpu(sub)
     add_vit(sub)
+    add_memory(sub)
     for q in (d, m, t, v):
         q.add_argument("--t_length", default=16, type=int, help="frames per clip")
         q.add_argument("--crop_size", default=224, type=int, help="square crop in px")
@@ -2043,6 +2093,7 @@ def main(argv=None):
             "gpu": bench_gpu,
             "features": bench_features,
             "vit": bench_vit,
+            "memory": bench_memory,
         }
         out = commands[args.cmd](args)
     except (ValueError, FileNotFoundError, decode.BadVideo) as e:

@@ -4,7 +4,9 @@ errors, also for the zoos' files) and resumed (the flags a run cannot change che
 restored), and how model_best.pth follows it. The rest of the run folder, and the signals that
 trigger a save, are rundir.py.
 
-A save is collective (it gathers every rank's RNG state): every rank calls it; rank 0 writes.
+A save is collective (it gathers every rank's RNG state): every rank calls it; rank 0 writes. Under
+--fsdp every rank also writes its shards of the model and optimizer state (fsdp.save_shards) and
+checkpoint.pth names their folder; the model in it is gathered whole (fsdp.py's docstring).
 `rt`, `net`, `d` are train.py's Runtime, Net and Data records: this module only reads their fields.
 """
 
@@ -24,6 +26,7 @@ import numpy as np
 import torch
 
 import data
+import fsdp
 import model as models
 from errors import disk_errors, fail
 
@@ -97,13 +100,18 @@ def save(args, rt, net, progress, d, best=False):
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         }
     )
+    # --fsdp: the model and optimizer state as DCP shards (every rank writes its own), and the whole
+    # model gathered to rank 0 for checkpoint.pth (fsdp.py); both collectives
+    shards = fsdp.save_shards(rt, net.bare, net.optimizer) if args.fsdp else None
+    weights = fsdp.full_model_state(net.bare) if args.fsdp else net.bare.state_dict()
     if rt.rank != 0:
         return
     path = os.path.join(rt.run_dir, "checkpoint.pth")
     atomic_save(
         {
-            "model": net.bare.state_dict(),
-            "optimizer": net.optimizer.state_dict(),
+            "model": weights,
+            "optimizer": None if shards else net.optimizer.state_dict(),
+            "shards": shards,  # --fsdp: the folder beside it holding the model and optimizer shards
             "scaler": net.scaler.state_dict(),
             "epoch": progress.epoch,
             "iter": progress.iter,
@@ -128,6 +136,8 @@ def save(args, rt, net, progress, d, best=False):
         },
         path,
     )
+    if shards:  # checkpoint.pth names the new folder: the previous one can go
+        fsdp.remove_old_shards(rt.run_dir, shards)
     if best:
         copy_best(path, rt.run_dir)
 
@@ -356,9 +366,7 @@ def load_weights(model, ckpt, path, args, ema=False):
         raise ValueError(
             f"--resume {path}: no weights in it (no 'model', no 'state_dict', not a state dict)"
         )
-    saved = ckpt.get("args") if isinstance(ckpt.get("args"), dict) else {}
-    if saved.get("norm_eps") and hasattr(model, "set_norm_eps"):  # a ViT runs with its source's eps
-        model.set_norm_eps(saved["norm_eps"])
+    set_norm_eps(model, ckpt.get("args") if isinstance(ckpt.get("args"), dict) else {})
     try:
         model.load_state_dict(models.strip_prefixes(weights))
     except RuntimeError as e:  # its first line only names the class; the second names the tensor
@@ -367,6 +375,32 @@ def load_weights(model, ckpt, path, args, ema=False):
             f"--resume {path}: its weights do not load into --arch {args.arch} with "
             f"{args.num_classes} classes ({lines[1] if len(lines) > 1 else lines[0]})"
         ) from None
+
+
+def set_norm_eps(model, saved):
+    """A ViT runs with its weights' source's LayerNorm eps, saved in the checkpoint's args."""
+    if saved.get("norm_eps") and hasattr(model, "set_norm_eps"):
+        model.set_norm_eps(saved["norm_eps"])
+
+
+def check_sharded(args, ckpt):
+    """--resume to continue training: a checkpoint written with --fsdp (its optimizer state in
+    shards) needs --fsdp, and --fsdp needs one (its shards complete); ValueError: one line."""
+    if args.evaluate:
+        return
+    if ckpt.get("shards") and not args.fsdp:
+        raise ValueError(
+            f"--resume {args.resume} was trained with --fsdp: its optimizer state is in shards "
+            f"({ckpt['shards']}); resume with --fsdp (on any number of processes), or start from "
+            f"its weights with --pretrained {args.resume}"
+        )
+    if args.fsdp and not ckpt.get("shards"):
+        raise ValueError(
+            f"--resume {args.resume} was trained without --fsdp: resume it without --fsdp, or "
+            f"start from its weights with --pretrained {args.resume}"
+        )
+    if args.fsdp:
+        fsdp.shards_folder(args.resume, ckpt)
 
 
 def auto_checkpoint(run_dir):
@@ -455,8 +489,11 @@ def resume(args, rt, net, progress, flags):
     if not args.resume:
         progress.epoch = args.start_epoch
         return None
+    sharded = args.fsdp and not args.evaluate  # the model and optimizer come from the shards
     try:
-        ckpt = load(args.resume)
+        # --fsdp: every rank reads the file; memory-mapped, its whole model is never copied
+        with mapped() if sharded else contextlib.nullcontext():
+            ckpt = load(args.resume)
         if not args.evaluate and "optimizer" not in ckpt:
             fail(
                 f"--resume {args.resume}: weights only, not a train.py checkpoint; start from "
@@ -465,7 +502,11 @@ def resume(args, rt, net, progress, flags):
             )
         saved = ckpt.get("args") if isinstance(ckpt.get("args"), dict) else {}
         check_resume_flags(args, args.resume, saved, ckpt.get("iter", 0) > 0, flags)
-        load_weights(net.bare, ckpt, args.resume, args, ema=args.evaluate and args.use_ema)
+        check_sharded(args, ckpt)
+        if sharded:
+            set_norm_eps(net.bare, saved)
+        else:
+            load_weights(net.bare, ckpt, args.resume, args, ema=args.evaluate and args.use_ema)
     except ValueError as e:
         fail(str(e))
     rt.mean = tuple(args.mean or saved.get("mean") or data.MEAN)  # the run keeps its normalisation
@@ -485,7 +526,10 @@ def load_training_state(args, rt, net, progress, ckpt, saved):
         {k: g[k] for k in ("weight_decay", "momentum", "lr_scale") if k in g}
         for g in net.optimizer.param_groups
     ]
-    net.optimizer.load_state_dict(ckpt["optimizer"])
+    if ckpt.get("shards"):
+        fsdp.load_shards(fsdp.shards_folder(args.resume, ckpt), net.bare, net.optimizer)
+    else:
+        net.optimizer.load_state_dict(ckpt["optimizer"])
     for g, h in zip(net.optimizer.param_groups, hyper):
         g.update(h)
     # none saved: starts from the weights

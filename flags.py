@@ -600,6 +600,12 @@ def add_device_args(p):
         help="cuda | cpu (default: cuda if a GPU is visible; cpu: on the CPU on purpose)",
     )
     p.add_argument("--ddp", action="store_true", help="DDP under torchrun (else DataParallel)")
+    p.add_argument(
+        "--fsdp",
+        action="store_true",
+        help="FSDP2: parameters, gradients and optimizer state sharded over the processes "
+        "(launched as --ddp; one plain process works too); sharded checkpoints (fsdp.py)",
+    )
     p.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"], help="mixed precision")
     p.add_argument(
         "--sync-bn", dest="sync_bn", action="store_true", help="BN statistics over DDP processes"
@@ -882,9 +888,25 @@ def check_args(args):
     if any(s <= 0 for s in args.std or [1]):
         fail(f"--std {args.std}: must be > 0")
     check_recipe_args(args)
+    check_fsdp(args)
     if probe.check(args, models.VITS + models.VJEPAS, models.VJEPAS):
         fail(probe.check(args, models.VITS + models.VJEPAS, models.VJEPAS))
     args.freeze_bn = args.freeze_bn or args.fc_only
+
+
+def check_fsdp(args):
+    """--fsdp with the flags it cannot serve (yet), each refused in one line."""
+    if not args.fsdp:
+        return
+    refused = (
+        ("--model-ema", args.model_ema, "the EMA would be a whole, unsharded copy on every rank"),
+        ("--amp fp16", args.amp == "fp16", "use --amp bf16 (FSDP2's mixed-precision policy)"),
+        ("--compile", args.compile, "torch.compile of the sharded model is not wired here"),
+        ("--sync-bn", args.sync_bn, "SyncBatchNorm is converted for DDP only"),
+    )
+    for flag, given, why in refused:
+        if given:
+            fail(f"{flag} with --fsdp: not supported ({why}); drop one of them")
 
 
 def check_device(args):
@@ -902,6 +924,7 @@ def check_device(args):
         (f"--device {args.device}", (args.device or "").startswith("cuda")),
         (f"CUDA_VISIBLE_DEVICES={visible}", args.device is None and names_gpu),
         ("--ddp", args.device is None and args.ddp),
+        ("--fsdp", args.device is None and args.fsdp),
         (f"--amp {args.amp}", args.device is None and args.amp != "off"),
         ("--decode_device cuda", args.device is None and args.decode_device == "cuda"),
     )

@@ -39,7 +39,7 @@ def tasks_on_this_node(names, env):
     return counts[node] if node < len(counts) else 0
 
 
-def ranks(ddp, device):
+def ranks(ddp, device, flag="--ddp"):
     """(rank, world size, local rank). torchrun's variables win (torchrun started by srun, one task
     per node, keeps working); else srun's, with the rendezvous on the first node of the step (where
     task 0 runs with block or cyclic distribution) and port 20000 + job id % 10000, unless
@@ -61,7 +61,7 @@ def ranks(ddp, device):
     if not all(v.isdigit() for v in got) or int(got[0]) >= int(got[1]):
         shell = " (no SLURM_STEP_ID: this is the job's batch shell, not an srun task)"
         raise ValueError(
-            "--ddp needs one process per GPU, started by torchrun or srun: "
+            f"{flag} needs one process per GPU, started by torchrun or srun: "
             + ", ".join(f"{k}={v or 'unset'}" for k, v in zip(names, got))
             + (shell if "SLURM_JOB_ID" in env and not step else "")
         )

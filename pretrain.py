@@ -55,6 +55,7 @@ import checkpoint
 import data
 import decode
 import flags
+import fsdp
 import rundir
 import train
 import vit
@@ -376,7 +377,7 @@ def draw(net, d, args, rt, epoch):
     mask = info["mask"].to(rt.device)
     net.eval_model.eval()
     with rt.autocast:
-        out = net.eval(x, mask)
+        out = net.eval_model(x, mask)
     pixels = pixels_of(x.float(), rt.mean, rt.std)
     spec = net.bare.spec
     visible, rec = reconstruct(pixels, mask, out, spec.patch, spec.tubelet, args.raw_target)
@@ -396,8 +397,9 @@ def validate_and_log(args, rt, net, d, progress, meter, objective):
     progress.epoch, progress.iter = epoch + 1, 0
     if (epoch + 1) % args.eval_freq == 0 or epoch + 1 == args.epochs:
         try:
-            log["val_loss"] = validate(net, d, args, rt, objective)
-            path = draw(net, d, args, rt, epoch)
+            with fsdp.gathered(net.bare):  # --fsdp: the whole parameters while it scores and draws
+                log["val_loss"] = validate(net, d, args, rt, objective)
+                path = draw(net, d, args, rt, epoch)
         except decode.BadVideo as e:
             checkpoint.save(args, rt, net, progress, d)
             fail(f"validation stopped (checkpoint.pth saved): {e}")

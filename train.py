@@ -5,6 +5,8 @@ recognition.
     # a recipe; later flags override it
     python train.py ucf101 train.txt val.txt @recipes/ucf101_i3d.txt
     torchrun --nproc_per_node=8 train.py ucf101 train.txt val.txt @recipes/ucf101_i3d.txt --ddp -b 8
+    # parameters, gradients and optimizer state sharded over the processes (FSDP2, fsdp.py)
+    torchrun --nproc_per_node=8 train.py k400 train.csv val.csv --arch vit_g14 --fsdp --amp bf16
     python train.py ucf101 train.txt val.txt --evaluate --resume ckpt.pth --test_clips 10 \
         --test_crops 3
     # continue a run (SIGTERM saves it, exits 143)
@@ -66,6 +68,7 @@ import checkpoint
 import data
 import decode
 import flags
+import fsdp  # --fsdp: sharding and sharded checkpoints
 import gpudecode
 import launch
 import model as models
@@ -122,11 +125,18 @@ def setup_runtime(args):
     """One process, or with --ddp one per GPU, started by torchrun or by srun (launch.py reads
     which)."""
     cuda = args.device.startswith("cuda")
+    # --fsdp: launched as --ddp (in a Slurm job: by srun, its refusals included), or outside any
+    # launcher one plain process (fsdp.init_single_process)
+    launched = "RANK" in os.environ or "SLURM_JOB_ID" in os.environ
+    distributed = args.ddp or (args.fsdp and launched)
     try:
-        rank, world_size, local_rank = launch.ranks(args.ddp, args.device)
+        flag = "--fsdp" if args.fsdp else "--ddp"
+        rank, world_size, local_rank = launch.ranks(distributed, args.device, flag)
     except ValueError as e:
         fail(str(e))
-    if args.ddp:
+    if args.fsdp and not distributed:
+        fsdp.init_single_process()
+    if distributed:
         if cuda:
             torch.cuda.set_device(local_rank)  # one GPU per process, before NCCL touches any device
         dist.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=world_size)
@@ -134,8 +144,8 @@ def setup_runtime(args):
         if rank != 0:
             builtins.print = lambda *a, **k: None
         where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
-        print(f"DDP: {world_size} processes, rendezvous {where}")
-    device = torch.device(f"cuda:{local_rank}" if cuda and args.ddp else args.device)
+        print(f"{'FSDP' if args.fsdp else 'DDP'}: {world_size} processes, rendezvous {where}")
+    device = torch.device(f"cuda:{local_rank}" if cuda and distributed else args.device)
     amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.amp)
     torch.manual_seed(args.seed)  # same init on every rank; DDP broadcasts rank 0's anyway
     # cuDNN trap: benchmark mode times every 3D conv algorithm once per input shape. A win for
@@ -534,14 +544,18 @@ def build_net(args, rt, model=None):
     # asks.
     model.to(rt.device, memory_format=rt.memory_format)
     net = Net(train_model=model, bare=model)
-    if args.ddp:
+    # --fsdp: sharded in place (train_model and bare are the one sharded module); --evaluate needs no
+    # optimizer state, so it scores the whole model, its videos split over the processes as --ddp's
+    if args.fsdp and not args.evaluate:
+        fsdp.shard(model, args, rt)
+    elif args.ddp:
         # gradients as views of the all-reduce buckets: no copy in, no second gradient copy
         net.ddp = net.train_model = nn.parallel.DistributedDataParallel(
             model,
             device_ids=[rt.local_rank] if rt.device.type == "cuda" else None,
             gradient_as_bucket_view=True,
         )
-    elif args.device == "cuda" and torch.cuda.device_count() > 1:
+    elif args.device == "cuda" and torch.cuda.device_count() > 1 and not args.fsdp:
         # --device cuda:N means that one GPU; DataParallel splits the batch over every visible GPU
         net.train_model = nn.DataParallel(model)
     # Training only (the shapes never change: drop_last), never DataParallel (flags.check_args); DDP
@@ -940,7 +954,8 @@ def validate_and_log(args, rt, net, d, progress, meter):
     progress.epoch, progress.iter = epoch + 1, 0
     if (epoch + 1) % args.eval_freq == 0 or epoch + 1 == args.epochs:
         try:
-            res = evaluate(net.eval_model, d, args, rt)
+            with fsdp.gathered(net.bare):  # --fsdp: the whole parameters while it scores
+                res = evaluate(net.eval_model, d, args, rt)
             ema = evaluate(net.ema.module, d, args, rt) if net.ema else None
         except decode.BadVideo as e:  # the training state is saved first: nothing is lost
             checkpoint.save(args, rt, net, progress, d)
@@ -1010,7 +1025,7 @@ def main(args):
     d.class_names = d.class_names or (ckpt or {}).get("class_names")
     if args.evaluate:
         res = evaluate_checkpoint(args, rt, net, d)
-        if rt.world_size > 1:
+        if dist.is_initialized():
             dist.destroy_process_group()
         return res["top1"], res["top5"]
 
@@ -1038,7 +1053,7 @@ def main(args):
     print(f"done in {time.time() - t_run:.0f}s: {best}; the last epoch's validation by class:")
     if progress.last_val is not None:
         report_evaluation(args, rt, d, progress.last_val, 1, 1)
-    if rt.world_size > 1:
+    if dist.is_initialized():
         dist.destroy_process_group()
     return progress.best_score
 
