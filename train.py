@@ -544,8 +544,9 @@ def build_net(args, rt, model=None):
     # asks.
     model.to(rt.device, memory_format=rt.memory_format)
     net = Net(train_model=model, bare=model)
-    # --fsdp: sharded in place (train_model and bare are the one sharded module); --evaluate needs no
-    # optimizer state, so it scores the whole model, its videos split over the processes as --ddp's
+    # --fsdp: sharded in place (train_model and bare are the one sharded module); --evaluate needs
+    # no optimizer state, so it scores the whole model, its videos split over the processes as
+    # --ddp's
     if args.fsdp and not args.evaluate:
         fsdp.shard(model, args, rt)
     elif args.ddp:
