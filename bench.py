@@ -1837,7 +1837,7 @@ def bench_memory(args):
 
     def build():
         with torch.device("meta"):
-            return models.build_model(arch, args.num_classes, t_length=16, crop_size=224)
+            return models.build_network(arch, args.num_classes, t_length=16, crop_size=224)
 
     rows, gib = [], 2**30
     print("arch | params | ranks | per rank GiB: params + grads + optimizer = total | vs DDP")

@@ -287,8 +287,8 @@ def test_fsdp_refuses_what_it_cannot_serve_in_one_line(lists, capsys, given, nam
 
 def test_each_block_and_stage_is_a_unit_of_its_own():
     with torch.device("meta"):
-        vit = models.build_model("vit_t16", 4, t_length=4, crop_size=32)
-        resnet = models.build_model("resnet10_3d", 4)
+        vit = models.build_network("vit_t16", 4, t_length=4, crop_size=32)
+        resnet = models.build_network("resnet10_3d", 4)
     assert [n for n, _ in fsdp.units(vit)] == [f"blocks.{i}" for i in range(len(vit.blocks))]
     assert sorted(n for n, _ in fsdp.units(resnet)) == ["layer1", "layer2", "layer3", "layer4"]
 
@@ -366,7 +366,7 @@ def test_amp_bf16_computes_in_bf16_and_keeps_fp32_shards_and_gradients():
     fsdp.init_single_process()
     try:
         torch.manual_seed(0)
-        net = models.build_model("vit_t16", 4, t_length=4, crop_size=32)
+        net = models.build_network("vit_t16", 4, t_length=4, crop_size=32)
         args = flags.parse_args(["ucf101", "a", "b", "--amp", "bf16", "--device", "cpu"])
         rt = train.Runtime(0, 1, 0, torch.device("cpu"), "", None, torch.contiguous_format)
         fsdp.shard(net, args, rt)
