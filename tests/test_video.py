@@ -462,7 +462,19 @@ def test_bench_video_rows(made, tmp_path, capsys):
     # where a re-encoded train clip's time goes, per decoder
     split = out["split"]["pyav"]
     assert split["frames decoded"] >= 4 and all(split[k] > 0 for k in ("decode", "index", "open"))
-    assert "a re-encoded train clip, pyav, CPU ms per clip: open" in text
+    assert "a train clip re-encoded, pyav, CPU ms per clip: read" in text
+    # the loader's stages around the decoder, for videos and for their JPEG frames
+    for name in ("pyav", "JPEG frames"):
+        assert all(out["split"][name][k] > 0 for k in ("read", "crop / resize", "collate"))
+    assert out["split"]["JPEG frames"]["decode"] > 0
+    # re-encoded over JPEG frames, side by side: one ratio per round, their median and range
+    for mode in ("train", "val"):
+        p = out["paired"][mode]
+        assert len(p["rounds"]) == 5 and p["min"] <= p["median"] <= p["max"]
+        assert p["median"] == pytest.approx(np.median(p["rounds"]))
+        line = f"re-encoded ({DECODERS[-1]}) / JPEG frames, {mode} clips, per core, side by side: "
+        assert f"{line}median {p['median']:.3f}x, range {p['min']:.3f}-{p['max']:.3f}" in text
+    assert out["source"] == "yours" and "originals: yours" in text
 
 
 # ---- preparation ---------------------------------------------------------------------------------
