@@ -1099,7 +1099,6 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         reference recipe, by default)."""
         spec = dataclasses.replace(spec, **fields)
         spec.check(mode)
-        decode.keep_heap()  # a clip's buffers reused, not page-faulted in afresh
         self.list_file, self.spec, self.mode, self.epoch = str(list_file), spec, mode, 0
         self.flip = spec.flips
         # a CPU model, or `augment` (clip_augment: the final pixels): finish_box here, uint8

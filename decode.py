@@ -8,8 +8,6 @@ References
 - docs/video.md: exact frames from video files, AVI's timestamps, the decoders.
 """
 
-import ctypes
-import functools
 import io
 import os
 import re
@@ -71,27 +69,6 @@ warnings.filterwarnings(
 
 
 # ---- decoding: files -> uint8 frames -------------------------------------------------------------
-# glibc's mallopt parameters (malloc.h): M_TRIM_THRESHOLD, M_MMAP_THRESHOLD
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-
-
-@functools.lru_cache(maxsize=1)
-def keep_heap(mmap_below=16 << 20, keep=64 << 20):
-    """Let glibc's malloc serve buffers under `mmap_below` bytes (a decoded frame, a clip) from its
-    heap and keep up to `keep` bytes of freed heap, once per process (DataLoader workers inherit
-    it). Trap: by default a clip's frames and copies (~10 MB) are freed together at its end, the
-    heap's top is handed back to the kernel, and the next clip page-faults its buffers in afresh:
-    ~0.5-1 ms a 16-frame clip, 5-10% of its decoding (docs/performance.md). Not glibc: no-op,
-    False."""
-    try:
-        libc = ctypes.CDLL(None)
-        return bool(
-            libc.mallopt(_M_MMAP_THRESHOLD, mmap_below) and libc.mallopt(_M_TRIM_THRESHOLD, keep)
-        )
-    except (OSError, AttributeError):  # no mallopt: musl, macOS, Windows
-        return False
-
-
 def read_encoded(path, count=-1):
     """A file's bytes (the first `count`; -1: all) as a 1-D uint8 tensor, what decoders take;
     OSError."""
