@@ -409,6 +409,9 @@ def bench_data(args):
             res = summarize(one, many, files)
             res["paired"] = loader_vs_decode(ds, K, args.iters, args.rounds)
             res["split"] = clip_split(ds, args.iters, args.repeats)
+            if mode == "train":  # --jpeg_draft where it acts: frames twice --new_size
+                out["draft"] = draft_rows(train_list, args, min(res["frame_size"]), args.rounds)
+                print_draft(out["draft"])
             res["device_part_cpu_clips_s"] = rate_device_part(ds, K, mode)
             if AUG_BATCH in methods:
                 res["augment_apply_cpu_clips_s"] = rate_augment_apply(methods[AUG_BATCH].ds, K)
@@ -443,6 +446,47 @@ def paired(a, b, items, rounds, setup=None):
         "a_ms": float(np.median(a_ms)),
         "b_ms": float(np.median(b_ms)),
     }
+
+
+def draft_rows(list_file, args, short, rounds):
+    """--jpeg_draft measured where it acts: --new_size at half the frames' short side (the crop
+    scaled alike), for val clips (the centre crop) and train clips finished in the loader (a CPU
+    model's: their final pixels): the loader with it over the exact loader, per core (`paired`),
+    and how far the clips' pixels are from the exact ones (mean and largest |difference|, levels of
+    255; the same seed draws the same clips)."""
+    new, crop = short // 2, max(1, args.crop_size * (short // 2) // args.new_size)
+    out = {"new_size": new, "crop_size": crop}
+    for mode in ("val", "train"):
+        clip = dict(t_length=args.t_length, t_stride=args.t_stride, seed=args.seed)
+        clip |= dict(new_size=new, crop_size=crop, finish_crop=True)
+        exact, draft = (
+            data.VideoFrameDataset(list_file, mode=mode, jpeg_draft=d, **clip) for d in (0, 1)
+        )
+        K = len(exact)
+        diff = [
+            (exact[i][0].float() - draft[i][0].float()).abs() for i in range(min(K, args.iters))
+        ]
+        out[mode] = paired(
+            lambda i: data.collate([draft[i % K]]),
+            lambda i: data.collate([exact[i % K]]),
+            args.iters,
+            rounds,
+            lambda r: (exact.set_epoch(r), draft.set_epoch(r)),
+        ) | {
+            "mean_abs_diff": float(torch.stack([d.mean() for d in diff]).mean()),
+            "max_abs_diff": float(max(d.max() for d in diff)),
+        }
+    return out
+
+
+def print_draft(d):
+    for mode in ("val", "train"):
+        p = d[mode]
+        print(
+            f"--jpeg_draft / exact, {mode} clips at --new_size {d['new_size']} --crop_size "
+            f"{d['crop_size']}, per core, side by side: {paired_line(p)}; pixels vs exact: mean "
+            f"|diff| {p['mean_abs_diff']:.2f}, max {p['max_abs_diff']:.0f} (levels of 255)"
+        )
 
 
 def paired_line(p):
@@ -1267,7 +1311,11 @@ def bench_video(args):
     out["source"], out["paired_decoder"] = source, decoders[0]
     print_video(out, rows)
     if args.sweep:
-        out["sweep"] = sweep_encodings(args, root, lists)
+        torch.set_num_threads(1)  # per core, as the rows above
+        try:
+            out["sweep"] = sweep_encodings(args, root, lists)
+        finally:
+            torch.set_num_threads(threads)
     return out
 
 

@@ -994,6 +994,9 @@ class DataSpec:
     # --decode_device: items are EncodedClips, gpudecode.decode_batch decodes them
     encoded: bool = False
     finish_crop: bool = False  # a CPU model: the loader finishes the train crop (finish_box)
+    # JPEG frames decoded at 1/2, 1/4 or 1/8 scale in libjpeg where the short side stays >= new_size
+    # (decode.decode_draft): faster, not the exact pixels; off unless asked for
+    jpeg_draft: bool = False
 
     @property
     def flips(self):
@@ -1149,7 +1152,11 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             try:
                 if isinstance(blob, OSError):
                     raise blob
-                img = decode.decode_frame(blob)
+                img = (
+                    decode.decode_draft(blob, self.spec.new_size)
+                    if self.spec.jpeg_draft
+                    else decode.decode_frame(blob)
+                )
             # PIL: UnidentifiedImageError is an OSError
             except (OSError, RuntimeError, ValueError) as e:
                 if not os.path.isdir(video.path):
