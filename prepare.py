@@ -206,13 +206,14 @@ def extract(videos_dir, frames_dir, short_side=256, quality=95, jobs=1):
 
 
 # ---- reencode: video files -> video files made for random access ---------------------------------
-# Measured with `python bench.py video --sweep` (docs/video.md): a train clip (16 frames 4 apart)
-# decodes every frame from the keyframe before its first. MPEG-4 part 2 takes ~half h264's CPU per
-# clip on one core (for ~1.6x its disk), a keyframe every 12 frames bounds the lead-in, no B-frames
-# keeps decode order = presentation order, a fixed quantiser 3 keeps ~38 dB PSNR, and mp4 keeps
-# timestamps (AVI has none: decode.open_video). Train clips then decode at ~0.9x the speed of JPEG
-# frames.
-REENCODE = {"codec": "mpeg4", "gop": 12, "q": 3}
+# Measured with `python bench.py video --sweep` on real camera clips (docs/video.md): a train clip
+# (16 frames 4 apart) decodes every frame from the keyframe before each frame it needs. MPEG-4 part
+# 2 takes ~half h264's CPU per clip on one core, no B-frames keeps decode order = presentation
+# order, a fixed quantiser 3 keeps ~37 dB PSNR, and mp4 keeps timestamps (AVI has none:
+# decode.open_video). A keyframe every 2 frames: train clips at ~0.82x the speed of their JPEG
+# frames for ~0.24x their disk (every 12: ~0.72x for 0.12x; `--keyint 1`, all-intra: ~0.86x for
+# 0.41x).
+REENCODE = {"codec": "mpeg4", "gop": 2, "q": 3}
 
 
 def _reencode_one(job):

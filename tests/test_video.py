@@ -656,14 +656,15 @@ def test_check_reports_every_bad_video_in_one_line(mixed_list, capsys):
 
 
 def test_pyav_reads_skip_the_frames_between_keyframes(made, tmp_path, monkeypatch):
-    """PyAV on a re-encoded video (a keyframe every 12 frames, no B-frames): a 16 x 4 clip seeks to
+    """PyAV on a re-encoded video (`--keyint 12`, no B-frames): a 16 x 4 clip seeks to
     a keyframe whenever one lies past the last frame decoded, so it decodes fewer frames than the
     62 from its first keyframe on (52 at exactly 12 apart), and gets the frames a plain decode
     gives."""
     import prepare
 
     src = linked(tmp_path / "src", [made["start_offset.mp4"][0]])
-    prepare.main(["reencode", str(src), str(tmp_path / "dst"), "--short-side", "64"])
+    argv = ["reencode", str(src), str(tmp_path / "dst"), "--short-side", "64", "--keyint", "12"]
+    prepare.main(argv)
     path = str(tmp_path / "dst" / "start_offset.mp4")
     seq = videos.sequential(path)
     decoded, real_open = [0], decode._av_open
