@@ -564,3 +564,20 @@ def test_jpeg_draft_is_opt_in_and_close_to_the_exact_clip(tmp_path):
         for d in (False, True)
     )
     assert torch.equal(exact[0][0], draft[0][0])
+
+
+def test_jpeg_draft_with_nvjpeg_is_refused(capsys):
+    """--jpeg_draft acts in the CPU loader's decoder; with --decode_device cuda nvJPEG decodes at
+    full size: refused in one line (flags.ACTS_WITH), accepted with --decode_device cpu."""
+    import flags
+    import train
+    from conftest import one_line_error
+
+    argv = ["ucf101", "a.txt", "b.txt", "--device", "cuda", "--jpeg_draft"]
+    with pytest.raises(SystemExit) as e:
+        flags.check_flags_act(train.parse_args([*argv, "--decode_device", "cuda"]))
+    one_line_error(capsys, "--jpeg_draft does nothing without --decode_device cpu", exc=e)
+    flags.check_flags_act(train.parse_args(argv))
+    # the flag reaches the dataset by name; off without it
+    assert train.data_spec(train.parse_args(argv), "val").jpeg_draft is True
+    assert train.data_spec(train.parse_args(argv[:-1]), "val").jpeg_draft is False
