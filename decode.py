@@ -108,6 +108,34 @@ def decode_frame(source, decoder=None):
     return img.permute(1, 2, 0)  # (H, W, 3) view of HWC memory
 
 
+DRAFT_SCALES = (8, 4, 2)  # libjpeg's DCT scaling: 1/8, 1/4, 1/2 (jpeg_calc_output_dimensions)
+
+
+def draft_scale(width, height, min_short):
+    """The largest libjpeg reduction 1/s of a width x height JPEG whose short side stays at least
+    `min_short` (libjpeg rounds its outputs up: ceil(side / s)); 1 if none."""
+    return next((s for s in DRAFT_SCALES if -(-min(width, height) // s) >= min_short), 1)
+
+
+def decode_draft(source, min_short):
+    """--jpeg_draft: a JPEG (path or bytes) decoded at a reduced scale inside libjpeg (Pillow's
+    `draft`: DCT scaling, 1/2, 1/4 or 1/8, the largest whose short side stays >= min_short) ->
+    uint8 (H', W', 3). Not the exact path: its pixels differ from decoding at full size and
+    resampling (docs/performance.md measures both); a file that cannot be reduced (short side <
+    2 min_short, or not a JPEG) is decoded exactly by decode_frame."""
+    data = source if isinstance(source, torch.Tensor) else read_encoded(source)
+    if not is_jpeg(data):
+        return decode_frame(data)
+    with Image.open(io.BytesIO(data.numpy())) as img:
+        s = draft_scale(*img.size, min_short)
+        if s == 1:
+            return decode_frame(data)
+        W, H = img.size
+        # draft picks the largest reduction whose output is at least the size asked for
+        img.draft("RGB", (-(-W // s), -(-H // s)))
+        return torch.from_numpy(np.array(img if img.mode == "RGB" else img.convert("RGB")))
+
+
 def available_decoders():
     return [
         d for d, ok in zip(DECODERS, (codec_decode_image, decode_image, Image)) if ok is not None

@@ -589,6 +589,11 @@ def add_device_args(p):
         "--decode_device", default="cpu", choices=["cpu", "cuda"], help="JPEGs: loader or nvJPEG"
     )
     p.add_argument(
+        "--jpeg_draft",
+        action="store_true",
+        help="JPEGs at 1/2-1/8 scale in libjpeg where short side >= --new_size: fast, inexact",
+    )
+    p.add_argument(
         "--video_decoder",
         default="auto",
         choices=decode.VIDEO_DECODERS,
@@ -1090,6 +1095,7 @@ ACTS_WITH = (
     ("--decoder-depth", lambda a: a.pretrain, "train.py pretrain (fine-tuning has no decoder)"),
     ("--raw-target", lambda a: a.pretrain, "train.py pretrain"),
     ("--vis-videos", lambda a: a.pretrain, "train.py pretrain"),
+    ("--jpeg_draft", lambda a: a.decode_device == "cpu", "--decode_device cpu (nvJPEG: full size)"),
     (
         "--train_sampling",
         lambda a: a.num_segments == 1,

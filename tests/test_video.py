@@ -7,6 +7,7 @@ python -m pytest -q tests/test_video.py
 """
 
 import os
+import subprocess
 import sys
 
 import av
@@ -18,6 +19,7 @@ from PIL import Image
 import data
 import decode
 import gpudecode
+from conftest import REPO
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import videos  # noqa: E402  (tests/videos.py, beside this file)
@@ -463,7 +465,19 @@ def test_bench_video_rows(made, tmp_path, capsys):
     # where a re-encoded train clip's time goes, per decoder
     split = out["split"]["pyav"]
     assert split["frames decoded"] >= 4 and all(split[k] > 0 for k in ("decode", "index", "open"))
-    assert "a re-encoded train clip, pyav, CPU ms per clip: open" in text
+    assert "a train clip re-encoded, pyav, CPU ms per clip: read" in text
+    # the loader's stages around the decoder, for videos and for their JPEG frames
+    for name in ("pyav", "JPEG frames"):
+        assert all(out["split"][name][k] > 0 for k in ("read", "crop / resize", "collate"))
+    assert out["split"]["JPEG frames"]["decode"] > 0
+    # re-encoded over JPEG frames, side by side: one ratio per round, their median and range
+    for mode in ("train", "val"):
+        p = out["paired"][mode]
+        assert len(p["rounds"]) == 5 and p["min"] <= p["median"] <= p["max"]
+        assert p["median"] == pytest.approx(np.median(p["rounds"]))
+        line = f"re-encoded ({DECODERS[-1]}) / JPEG frames, {mode} clips, per core, side by side: "
+        assert f"{line}median {p['median']:.3f}x, range {p['min']:.3f}-{p['max']:.3f}" in text
+    assert out["source"] == "yours" and "originals: yours" in text
 
 
 # ---- preparation ---------------------------------------------------------------------------------
@@ -472,6 +486,39 @@ def linked(folder, paths):
     for path in paths:
         os.link(path, folder / os.path.basename(path))
     return folder
+
+
+@pytest.mark.parametrize("keyint", [1, 5])
+def test_reencode_keyint_sets_the_keyframe_interval(made, tmp_path, keyint):
+    """`prepare.py reencode --keyint N`: a keyframe every N frames (1: every frame, all-intra),
+    every frame still in its place, read exactly through the Dataset; --keyint 0 is one line, exit
+    2, nothing written."""
+    import prepare
+
+    src = linked(tmp_path / "src", [made["h264_long_gop.mp4"][0]])
+    argv = ["reencode", str(src), str(tmp_path / "dst"), "-j", "1", "--keyint", str(keyint)]
+    assert prepare.main(argv) == 0
+    out = tmp_path / "dst" / "h264_long_gop.mp4"
+    with av.open(str(out)) as c:
+        keys = [p.is_keyframe for p in c.demux(video=0) if p.size]
+    assert [k for k, key in enumerate(keys) if key] == list(range(0, len(keys), keyint))
+    seq = made["h264_long_gop.mp4"][1]
+    assert [videos.frame_index(f) for f in videos.sequential(out)] == [
+        videos.frame_index(f) for f in seq
+    ]
+    (tmp_path / "list.txt").write_text(f"{out} {len(seq)} 0\n")
+    ds = data.VideoFrameDataset(tmp_path / "list.txt", mode="val", new_size=64, crop_size=64)
+    numbers = ds.choose_frames(ds.videos[0], np.random.default_rng(0)).reshape(-1)
+    got = ds.load_frames(ds.videos[0], numbers)
+    assert [videos.frame_index(f.numpy()) for f in got] == [int(n) - 1 for n in numbers]
+    p = subprocess.run(
+        [sys.executable, str(REPO / "prepare.py"), *argv[:-1], "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "--keyint must be >= 1 (1: every frame a keyframe), got 0" in p.stderr
 
 
 def test_reencode_keeps_every_frame_in_order_and_lists_failures(made, bad, tmp_path, capsys):
@@ -610,14 +657,15 @@ def test_check_reports_every_bad_video_in_one_line(mixed_list, capsys):
 
 
 def test_pyav_reads_skip_the_frames_between_keyframes(made, tmp_path, monkeypatch):
-    """PyAV on a re-encoded video (a keyframe every 12 frames, no B-frames): a 16 x 4 clip seeks to
+    """PyAV on a re-encoded video (`--keyint 12`, no B-frames): a 16 x 4 clip seeks to
     a keyframe whenever one lies past the last frame decoded, so it decodes fewer frames than the
     62 from its first keyframe on (52 at exactly 12 apart), and gets the frames a plain decode
     gives."""
     import prepare
 
     src = linked(tmp_path / "src", [made["start_offset.mp4"][0]])
-    prepare.main(["reencode", str(src), str(tmp_path / "dst"), "--short-side", "64"])
+    argv = ["reencode", str(src), str(tmp_path / "dst"), "--short-side", "64", "--keyint", "12"]
+    prepare.main(argv)
     path = str(tmp_path / "dst" / "start_offset.mp4")
     seq = videos.sequential(path)
     decoded, real_open = [0], decode._av_open
