@@ -55,6 +55,7 @@ import checkpoint
 import data
 import decode
 import flags
+import jepa
 import rundir
 import train
 import vit
@@ -410,7 +411,10 @@ def validate_and_log(args, rt, net, d, progress, meter, objective):
 def check_args(args):
     """Pretraining's one-line refusals, before anything is read; then flags.check_args."""
     if args.arch not in vit.VIT_SPECS:
-        fail(f"--arch {args.arch}: pretraining takes a video ViT ({', '.join(vit.VIT_SPECS)})")
+        fail(
+            f"--arch {args.arch}: VideoMAE pretraining takes a video ViT "
+            f"({', '.join(vit.VIT_SPECS)}); a V-JEPA 2 encoder pretrains with --objective vjepa"
+        )
     if not 0 < args.mask_ratio < 1:
         fail(f"--mask-ratio {args.mask_ratio}: must be in (0, 1)")
     args.t_length = flags.default_t_length(args)
@@ -506,4 +510,5 @@ def main(args):
 
 if __name__ == "__main__":  # `python train.py pretrain ARGS` hands over here
     args = train.parse_args([*sys.argv[1:], "--pretrain"])
-    train.run_command(main, args)
+    # --objective vjepa: V-JEPA 2 pretraining (jepa.py), the same trainer
+    train.run_command(jepa.main if args.objective == "vjepa" else main, args)

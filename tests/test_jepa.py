@@ -1,0 +1,216 @@
+"""V-JEPA 2 pretraining (jepa.py) against the official code: the masks, the predictor, the loss and
+its gradients, the EMA update, the schedules, and the checkpoint read by the official loader.
+
+Reference: facebookresearch/vjepa2 (MIT), vendored unchanged under tests/reference/vjepa2 (its
+README names the files and the commit): src/masks/multiseq_multiblock3d.py (_MaskGenerator),
+src/models/predictor.py, src/utils/wrappers.py (MultiSeqWrapper, PredictorMultiSeqWrapper),
+src/utils/schedulers.py, app/vjepa/utils.py (init_opt, load_checkpoint). app/vjepa/train.py's
+train_step is a closure inside main(), so `official_step` below transcribes its forward_target,
+forward_context, loss_fn and momentum update, line for line. Every comparison is float64 with random
+weights unless a test says otherwise.
+"""
+
+import functools
+import importlib
+import sys
+
+import pytest
+import torch
+import torch.nn as nn
+
+import jepa
+from conftest import REPO
+
+pytest.importorskip("timm")  # the official modules.py imports it
+pytest.importorskip("einops")  # the official patch_embed.py imports it
+sys.path.insert(0, str(REPO / "tests" / "reference" / "vjepa2"))
+ovit = importlib.import_module("src.models.vision_transformer")
+opred = importlib.import_module("src.models.predictor")
+omask = importlib.import_module("src.masks.multiseq_multiblock3d")
+owrap = importlib.import_module("src.utils.wrappers")
+osched = importlib.import_module("src.utils.schedulers")
+
+LN = functools.partial(nn.LayerNorm, eps=1e-6)
+# vjepa2_vitt16 at 4 blocks: 192 wide, 3 heads; a 2-block predictor 96 wide, 3 heads
+T, CROP, PRED = 4, 48, dict(pred_depth=2, pred_width=96, pred_heads=3)
+GRID = (T // 2, CROP // 16, CROP // 16)
+
+
+def official_generator(spec, grid=GRID):
+    """_MaskGenerator of one config entry, for T frames of CROP px."""
+    return omask._MaskGenerator(
+        crop_size=(grid[1] * 16, grid[2] * 16),
+        num_frames=grid[0] * 2,
+        spatial_patch_size=16,
+        temporal_patch_size=2,
+        spatial_pred_mask_scale=spec.spatial_scale,
+        temporal_pred_mask_scale=spec.temporal_scale,
+        aspect_ratio=spec.aspect_ratio,
+        npred=spec.num_blocks,
+        max_context_frames_ratio=spec.max_temporal_keep,
+    )
+
+
+@pytest.mark.parametrize(
+    "spec, grid",
+    [
+        (jepa.MASKS[0], (8, 16, 16)),  # the ViT-L config's short-range masks at 16 x 256 px
+        (jepa.MASKS[1], (8, 16, 16)),  # and its long-range ones
+        (jepa.MaskSpec((0.1, 0.4), (0.5, 1.0), (0.3, 3.0), 3, 0.5), (4, 7, 5)),  # every range
+    ],
+)
+def test_masks_equal_the_official_generator_for_the_same_draws(spec, grid):
+    """For batch counter c and the same random stream, the official generator's batch of B masks
+    (block size from c; positions from the global stream, sample after sample; then each cut to the
+    batch's shortest) equals ours: block_size from a generator seeded with c, sample_mask drawing
+    from that stream in turn, collate_masks."""
+    B = 6
+    for c in range(20):
+        official = official_generator(spec, grid)
+        official._itr_counter.value = c - 1  # its step() makes it c
+        torch.manual_seed(1000 + c)
+        enc, pred = official(B)
+        size = jepa.block_size(grid, spec, torch.Generator().manual_seed(c))
+        g = torch.Generator().manual_seed(1000 + c)
+        ctx, tgt = jepa.collate_masks([jepa.sample_mask(grid, spec, size, g) for _ in range(B)])
+        assert torch.equal(ctx, enc) and torch.equal(tgt, pred)
+
+
+def test_masks_come_from_each_sample_generator():
+    """A sample's masks depend on (seed, epoch, index) and the batch counter alone: the same in any
+    batch composition up to the batch's cut, so any worker count and resume draw them."""
+    a = jepa.draw_masks(GRID, jepa.MASKS, 7, 0, [3, 3], [5, 9])
+    b = jepa.draw_masks(GRID, jepa.MASKS, 7, 0, [3], [5])
+    for (ca, ta), (cb, tb) in zip(a, b):
+        assert torch.equal(ca[0], cb[0][: ca.shape[1]]) and torch.equal(ta[0], tb[0][: ta.shape[1]])
+    c = jepa.draw_masks(GRID, jepa.MASKS, 7, 0, [4], [5])  # another epoch
+    assert any(not torch.equal(x[0], y[0]) for x, y in zip(b, c))
+    for ctx, tgt in a:  # disjoint, in token order
+        for i in range(2):
+            assert not set(ctx[i].tolist()) & set(tgt[i].tolist())
+            assert torch.equal(ctx[i], ctx[i].sort().values)
+
+
+def randomise(m, seed):
+    g = torch.Generator().manual_seed(seed)
+    for p in m.parameters():
+        p.data.copy_(torch.randn(p.shape, generator=g, dtype=p.dtype) * 0.1)
+    return m
+
+
+def official_models(depth=4):
+    """init_video_model's encoder and predictor at vjepa2_vitt16's size (use_rope, mask tokens),
+    wrapped as there, float64."""
+    encoder = ovit.VisionTransformer(
+        img_size=CROP,
+        patch_size=16,
+        num_frames=T,
+        tubelet_size=2,
+        embed_dim=192,
+        depth=depth,
+        num_heads=3,
+        mlp_ratio=4,
+        qkv_bias=True,
+        norm_layer=LN,
+        use_rope=True,
+        uniform_power=True,
+        use_sdpa=True,
+    )
+    predictor = opred.vit_predictor(
+        img_size=CROP,
+        use_mask_tokens=True,
+        patch_size=16,
+        num_frames=T,
+        tubelet_size=2,
+        embed_dim=192,
+        predictor_embed_dim=PRED["pred_width"],
+        depth=PRED["pred_depth"],
+        num_heads=PRED["pred_heads"],
+        uniform_power=True,
+        num_mask_tokens=len(jepa.MASKS),
+        zero_init_mask_tokens=True,
+        use_rope=True,
+        use_sdpa=True,
+    )
+    return owrap.MultiSeqWrapper(encoder), owrap.PredictorMultiSeqWrapper(predictor)
+
+
+def pair(seed=0):
+    """(ours, official encoder, official target encoder, official predictor): the same random
+    weights (ours loaded from theirs by the official names), float64."""
+    encoder, predictor = official_models()
+    randomise(encoder, seed), randomise(predictor, seed + 1)
+    target = randomise(official_models()[0], seed + 2)
+    ours = jepa.JEPA("vjepa2_vitt16", T, CROP, **PRED)
+    for part, theirs in (
+        (ours.encoder, encoder),
+        (ours.target_encoder, target),
+        (ours.predictor, predictor),
+    ):
+        state = {k.removeprefix("backbone."): v for k, v in theirs.state_dict().items()}
+        part.load_state_dict(state, strict=True)
+    return ours.double(), encoder.double(), target.double(), predictor.double()
+
+
+def official_step(encoder, target_encoder, predictor, clips, masks_enc, masks_pred, loss_exp):
+    """app/vjepa/train.py train_step's forward_target, forward_context and loss_fn, transcribed (one
+    clip length: clips, masks_enc, masks_pred each a list of one)."""
+    h = target_encoder(clips)
+    h = [nn.functional.layer_norm(hi, (hi.size(-1),)) for hi in h]
+    h = [[hij.detach() for hij in hi] if isinstance(hi, list) else hi.detach() for hi in h]
+    z = encoder(clips, masks_enc)
+    z = predictor(z, masks_enc, masks_pred)
+    apply_masks = importlib.import_module("src.masks.utils").apply_masks
+    h = [apply_masks(hi, mi, concat=False) for hi, mi in zip(h, masks_pred)]
+    loss, n = 0, 0
+    for zi, hi in zip(z, h):
+        for zij, hij in zip(zi, hi):
+            loss += torch.mean(torch.abs(zij - hij) ** loss_exp) / loss_exp
+            n += 1
+    return loss / n
+
+
+@pytest.mark.parametrize("loss_exp", [1.0, 2.0])
+def test_loss_and_gradients_equal_the_official_modules(loss_exp):
+    ours, encoder, target, predictor = pair()
+    x = torch.randn(3, 3, T, CROP, CROP, dtype=torch.float64)
+    masks = jepa.draw_masks(GRID, jepa.MASKS, 4, 0, [0, 0, 0], [0, 1, 2])
+    want = official_step(
+        encoder,
+        target,
+        predictor,
+        [x],
+        [[c for c, _ in masks]],
+        [[t for _, t in masks]],
+        loss_exp,
+    )
+    got = jepa.jepa_loss(ours(x, masks), loss_exp)
+    want.backward(), got.backward()
+    assert abs(got.item() - want.item()) / want.item() < 1e-12
+    worst = 0.0
+    for mine, theirs in ((ours.encoder, encoder), (ours.predictor, predictor)):
+        theirs = dict(theirs.named_parameters())
+        for name, p in mine.named_parameters():
+            q = theirs[f"backbone.{name}"]
+            if q.grad is None:  # the mask tokens no generator reads
+                assert p.grad is None or not p.grad.any()
+                continue
+            worst = max(worst, ((p.grad - q.grad).norm() / q.grad.norm()).item())
+    assert worst < 1e-10
+    assert all(p.grad is None for p in ours.target_encoder.parameters())
+
+
+def test_ema_update_equals_the_official_momentum_step():
+    ours, encoder, target, _ = pair()
+    m = 0.99925
+    ours.update_target(m)
+    with torch.no_grad():  # train_step's Step 3
+        params_k, params_q = [], []
+        for param_q, param_k in zip(encoder.parameters(), target.parameters()):
+            params_k.append(param_k)
+            params_q.append(param_q)
+        torch._foreach_mul_(params_k, m)
+        torch._foreach_add_(params_k, params_q, alpha=1 - m)
+    theirs = {k.removeprefix("backbone."): v for k, v in target.state_dict().items()}
+    for k, v in ours.target_encoder.state_dict().items():
+        assert torch.equal(v, theirs[k]), k
