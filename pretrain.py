@@ -478,6 +478,8 @@ def start_line(args, rt, d, model):
 
 
 def main(args):
+    if args.objective == "vjepa":  # V-JEPA 2 pretraining (jepa.py): the same trainer
+        return jepa.main(args)
     check_args(args)
     rt = train.setup_runtime(args)
     rundir.prepare_run_dir(args, rt, train.get_args_parser())
@@ -510,5 +512,4 @@ def main(args):
 
 if __name__ == "__main__":  # `python train.py pretrain ARGS` hands over here
     args = train.parse_args([*sys.argv[1:], "--pretrain"])
-    # --objective vjepa: V-JEPA 2 pretraining (jepa.py), the same trainer
-    train.run_command(jepa.main if args.objective == "vjepa" else main, args)
+    train.run_command(main, args)

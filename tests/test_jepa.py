@@ -18,6 +18,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+import flags
 import jepa
 from conftest import REPO
 
@@ -176,13 +177,7 @@ def test_loss_and_gradients_equal_the_official_modules(loss_exp):
     x = torch.randn(3, 3, T, CROP, CROP, dtype=torch.float64)
     masks = jepa.draw_masks(GRID, jepa.MASKS, 4, 0, [0, 0, 0], [0, 1, 2])
     want = official_step(
-        encoder,
-        target,
-        predictor,
-        [x],
-        [[c for c, _ in masks]],
-        [[t for _, t in masks]],
-        loss_exp,
+        encoder, target, predictor, [x], [[c for c, _ in masks]], [[t for _, t in masks]], loss_exp
     )
     got = jepa.jepa_loss(ours(x, masks), loss_exp)
     want.backward(), got.backward()
@@ -214,3 +209,89 @@ def test_ema_update_equals_the_official_momentum_step():
     theirs = {k.removeprefix("backbone."): v for k, v in target.state_dict().items()}
     for k, v in ours.target_encoder.state_dict().items():
         assert torch.equal(v, theirs[k]), k
+
+
+def test_schedules_equal_the_official_schedulers():
+    """lr, wd and momentum at every step of a run equal WarmupCosineSchedule, CosineWDSchedule and
+    train.py's momentum generator stepped as app/vjepa/train.py steps them (ipe_scale 1.25, warmup
+    from start_lr, a cosine to final_lr, wd 0.04 -> 0.4, momentum 0.998 -> 1.0)."""
+    ipe, epochs = 7, 5
+    args = flags.get_args_parser(pretrain=True).parse_args(
+        ["demo", "t", "v", "--pretrain", "--objective", "vjepa", "--epochs", str(epochs)]
+        + ["--lr", "6e-4", "--lr-warmup-start", "2e-4", "--lr-min", "1e-6", "--warmup", "2"]
+        + ["--wd", "0.04", "--wd-end", "0.4", "--ema-momentum", "0.998", "1.0"]
+    )
+    opt = torch.optim.AdamW([{"params": [nn.Parameter(torch.zeros(1))]}])
+    lr_s = osched.WarmupCosineSchedule(
+        opt,
+        warmup_steps=2 * ipe,
+        start_lr=2e-4,
+        ref_lr=6e-4,
+        final_lr=1e-6,
+        T_max=int(1.25 * 5 * ipe),
+    )
+    wd_s = osched.CosineWDSchedule(opt, ref_wd=0.04, final_wd=0.4, T_max=int(1.25 * 35))
+    ema = (0.998, 1.0)
+    momentum = (
+        ema[0] + i * (ema[1] - ema[0]) / (ipe * epochs * 1.25)
+        for i in range(int(ipe * epochs * 1.25) + 1)
+    )
+    for step in range(ipe * epochs):
+        want = (lr_s.step(), wd_s.step(), next(momentum))
+        assert jepa.schedules(args, step, ipe) == want
+
+
+def test_parameter_groups_are_init_opts():
+    """init_opt's decayed and excluded sets (by the official names), the unread mask token in
+    neither (no gradient, as there: AdamW skips it)."""
+    ours, encoder, _, predictor = pair()
+    want = [[], [], [], []]
+    for i, part in enumerate((encoder, predictor)):
+        for n, p in part.named_parameters():
+            no_decay = ("bias" in n) or (len(p.shape) == 1)
+            want[i + 2 * no_decay].append(n.removeprefix("backbone."))
+    names = {
+        id(p): n for part in (ours.encoder, ours.predictor) for n, p in part.named_parameters()
+    }
+    got = [[names[id(p)] for p in g["params"]] for g in jepa.param_groups(ours)]
+    want[1].remove("mask_tokens.1")
+    assert got == want
+    assert [g.get("WD_exclude", False) for g in jepa.param_groups(ours)] == [0, 0, 1, 1]
+
+
+class DDPNames(nn.Module):
+    """DistributedDataParallel's names (`module.`) without a process group."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.module = m
+
+
+def test_checkpoint_keys_load_into_the_official_models_strictly(tmp_path):
+    """app/vjepa/utils.py load_checkpoint (load_state_dict, strict) reads our official_state into
+    DDP(MultiSeqWrapper(VisionTransformer)) and DDP(PredictorMultiSeqWrapper(vit_predictor)), the
+    weights equal; vjepa_zoo reads its target_encoder (the evals' key) into a VJEPAViT."""
+    import vjepa
+    import vjepa_zoo
+
+    outils = importlib.import_module("app.vjepa.utils")
+    ours = pair()[0].float()
+    encoder, predictor = (DDPNames(m) for m in official_models())
+    target = DDPNames(official_models()[0])
+    opt = torch.optim.AdamW(encoder.parameters())
+    path = tmp_path / "checkpoint.pth"
+    torch.save({**ours.official_state(), "opt": opt.state_dict(), "epoch": 3}, path)
+    *_, epoch = outils.load_checkpoint(str(path), encoder, predictor, target, opt, None)
+    assert epoch == 3
+    for mine, theirs in (
+        (ours.encoder, encoder),
+        (ours.target_encoder, target),
+        (ours.predictor, predictor),
+    ):
+        theirs = theirs.module.backbone.state_dict()
+        assert all(torch.equal(v, theirs[k]) for k, v in mine.state_dict().items())
+    probe_model = vjepa.VJEPAViT("vjepa2_vitt16", 4)
+    info = vjepa_zoo.load(probe_model, str(path))
+    assert info["format"] == "official 'target_encoder'" and info["dropped"] == []
+    for k, v in ours.target_encoder.state_dict().items():
+        assert torch.equal(probe_model.state_dict()[k], v)
