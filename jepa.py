@@ -229,6 +229,10 @@ class Predictor(nn.Module):
         return self.predictor_proj(x[:, n_ctx:])
 
 
+# what the official checkpoint (app/vjepa/train.py save_checkpoint) holds the networks under
+OFFICIAL_KEYS = ("encoder", "target_encoder", "predictor")
+
+
 class JEPA(nn.Module):
     """The context encoder, its EMA target encoder and the predictor, for vjepa.VJEPA_SPECS[arch]
     over t_length x crop_size clips: (x, masks) -> [(predictions, targets)], one pair per mask
@@ -269,16 +273,14 @@ class JEPA(nn.Module):
         torch._foreach_mul_(target, m)
         torch._foreach_add_(target, online, alpha=1 - m)
 
-    def official_state(self):
+    def official_state(self):  # OFFICIAL_KEYS
         """{encoder, target_encoder, predictor}: the official checkpoint's state dicts, in its DDP
         (MultiSeqWrapper / PredictorMultiSeqWrapper) names; the tensors are the model's own (saved
         once)."""
         return {
             name: {f"module.backbone.{k}": v for k, v in part.state_dict().items()}
-            for name, part in (
-                ("encoder", self.encoder),
-                ("target_encoder", self.target_encoder),
-                ("predictor", self.predictor),
+            for name, part in zip(
+                OFFICIAL_KEYS, (self.encoder, self.target_encoder, self.predictor)
             )
         }
 
@@ -431,6 +433,14 @@ def check_args(args):
     args.t_length = flags.default_t_length(args)
     if vjepa.geometry_error(args.arch, args.t_length, args.crop_size):
         fail(vjepa.geometry_error(args.arch, args.t_length, args.crop_size))
+    side = args.crop_size // vjepa.VJEPA_SPECS[args.arch].patch
+    for spec in MASKS:  # the smallest block must hide a token
+        keep = int(side * side * spec.spatial_scale[0])
+        if min(round(math.sqrt(keep * r)) for r in spec.aspect_ratio) < 1:
+            fail(
+                f"--crop_size {args.crop_size}: a {side} x {side} token grid is too small for "
+                f"blocks of {spec.spatial_scale[0]:g} of a frame (they hide no token); give more"
+            )
     if args.pred_width % args.pred_heads:
         fail(f"--pred-width {args.pred_width}: a multiple of --pred-heads {args.pred_heads}")
     if args.opt != "adamw":

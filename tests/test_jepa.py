@@ -12,15 +12,18 @@ weights unless a test says otherwise.
 
 import functools
 import importlib
+import json
 import sys
 
 import pytest
 import torch
 import torch.nn as nn
+from PIL import Image
 
 import flags
 import jepa
-from conftest import REPO
+import train
+from conftest import REPO, TINY, one_line_error, run_main
 
 pytest.importorskip("timm")  # the official modules.py imports it
 pytest.importorskip("einops")  # the official patch_embed.py imports it
@@ -295,3 +298,155 @@ def test_checkpoint_keys_load_into_the_official_models_strictly(tmp_path):
     assert info["format"] == "official 'target_encoder'" and info["dropped"] == []
     for k, v in ours.target_encoder.state_dict().items():
         assert torch.equal(probe_model.state_dict()[k], v)
+
+
+def recipe_args(name, *extra):
+    """A recipe file's flags, parsed as `train.py pretrain` parses them."""
+    return flags.parse_args(["kinetics400", "t", "v", f"@recipes/{name}", *extra])
+
+
+def test_the_vitl_recipe_and_masks_are_the_official_config():
+    """recipes/kinetics_vjepa2_vitl_pretrain.txt and jepa.MASKS against the vendored
+    configs/train/vitl16/pretrain-256px-16f.yaml, key by key."""
+    yaml = pytest.importorskip("yaml")
+    path = REPO / "tests/reference/vjepa2/configs/train/vitl16/pretrain-256px-16f.yaml"
+    cfg = yaml.safe_load(path.read_text())
+    a, opt, model = (
+        recipe_args("kinetics_vjepa2_vitl_pretrain.txt"),
+        cfg["optimization"],
+        cfg["model"],
+    )
+    assert (a.objective, a.arch, a.opt) == ("vjepa", "vjepa2_vitl16", "adamw")
+    assert (a.pred_depth, a.pred_width, a.pred_heads) == (
+        model["pred_depth"],
+        model["pred_embed_dim"],
+        model["pred_num_heads"],
+    )
+    assert (a.lr, a.lr_min, a.lr_warmup_start, a.warmup) == (
+        opt["lr"],
+        opt["final_lr"],
+        opt["start_lr"],
+        opt["warmup"],
+    )
+    assert (a.weight_decay, a.wd_end) == (opt["weight_decay"], opt["final_weight_decay"])
+    assert a.ema_momentum == opt["ema"] and a.schedule_scale == opt["ipe_scale"]
+    assert a.loss_exp == cfg["loss"]["loss_exp"] and a.batch_size == cfg["data"]["batch_size"]
+    assert (a.t_length, a.crop_size) == (cfg["data"]["dataset_fpcs"][0], cfg["data"]["crop_size"])
+    assert a.amp == "bf16" and a.grad_ckpt == model["use_activation_checkpointing"]
+    want = [
+        jepa.MaskSpec(
+            tuple(m["spatial_scale"]),
+            tuple(m["temporal_scale"]),
+            tuple(m["aspect_ratio"]),
+            m["num_blocks"],
+            m["max_temporal_keep"],
+        )
+        for m in cfg["mask"]
+    ]
+    assert list(jepa.MASKS) == want
+    assert not any(m["full_complement"] or m["max_keep"] for m in cfg["mask"])
+
+
+def jepa_args(data, root, *extra):
+    """A tiny V-JEPA pretraining run: 4 frames at 48 px (a 3 x 3 grid), a 1-block predictor."""
+    return [
+        "ucf101",
+        *data,
+        *TINY,
+        "--new_size",
+        "48",
+        "--crop_size",
+        "48",
+        "--pretrain",
+        "--objective",
+        "vjepa",
+        "--arch",
+        "vjepa2_vitt16",
+        "--opt",
+        "adamw",
+        "--lr",
+        "1e-3",
+        "--pred-depth",
+        "1",
+        "--pred-width",
+        "96",
+        "--pred-heads",
+        "3",
+        "--output_root",
+        str(root),
+        *extra,
+    ]
+
+
+@pytest.mark.parametrize(
+    "given, needle",
+    [
+        (["--arch", "vit_t16"], "--objective vjepa pretrains a V-JEPA 2 encoder"),
+        (["--arch", "vjepa2_1_vitt16"], "2.1's deep-supervised objective is not implemented"),
+        (["--crop_size", "32", "--new_size", "32"], "--crop_size 32: a 2 x 2 token grid"),
+        (["--opt", "sgd"], "--opt adamw"),
+        (["--pred-width", "100"], "--pred-width 100: a multiple of --pred-heads 3"),
+        (["--mask-ratio", "0.5"], "--mask-ratio 0.5 does nothing without --objective videomae"),
+        (["--num_sample", "2"], "--num_sample: not with --objective vjepa"),
+    ],
+)
+def test_bad_inputs_one_line(tiny_data, tmp_path, capsys, given, needle):
+    with pytest.raises(SystemExit) as e:
+        run_main(jepa_args(tiny_data, tmp_path, *given))
+    one_line_error(capsys, needle, exc=e)
+    assert not any(tmp_path.iterdir())  # refused before any work
+
+
+def test_vjepa_flags_without_the_objective_are_refused(tiny_data, tmp_path, capsys):
+    args = jepa_args(tiny_data, tmp_path, "--objective", "videomae", "--arch", "vit_t16")
+    with pytest.raises(SystemExit) as e:
+        run_main(args)
+    one_line_error(capsys, "--pred-depth 1 does nothing without --objective vjepa", exc=e)
+
+
+@pytest.mark.slow
+def test_a_run_writes_the_official_checkpoint_its_masks_and_probes(tiny_data, tmp_path, capsys):
+    """Two epochs of pretraining: the val loss in log.jsonl, masks.png, the checkpoint read by the
+    official loader strictly and by --pretrained (target_encoder) for an attentive probe."""
+    args = jepa_args(tiny_data, tmp_path / "pre", "--epochs", "2")
+    run_main(args)
+    run = tmp_path / "pre" / flags.run_dir_name(train.parse_args(args))
+    logs = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in logs] == [0, 1] and all(r["val_loss"] > 0 for r in logs)
+    assert Image.open(run / "masks.png").size[0] > 0
+    saved = torch.load(run / "checkpoint.pth", weights_only=False)
+    encoder, predictor = (DDPNames(m) for m in official_models())
+    target = DDPNames(official_models()[0])
+    opt = torch.optim.AdamW(encoder.parameters())
+    torch.save(
+        {**{k: saved[k] for k in jepa.OFFICIAL_KEYS}, "opt": opt.state_dict(), "epoch": 2},
+        tmp_path / "official.pt",
+    )
+    outils = importlib.import_module("app.vjepa.utils")
+    outils.load_checkpoint(str(tmp_path / "official.pt"), encoder, predictor, target, opt, None)
+    for k, v in target.module.backbone.state_dict().items():
+        assert torch.equal(v, saved["model"][f"target_encoder.{k}"])
+    # the target encoder moved away from the context encoder (EMA), both trained
+    assert not torch.equal(
+        saved["model"]["target_encoder.norm.weight"], saved["model"]["encoder.norm.weight"]
+    )
+    capsys.readouterr()
+    probe_args = ["ucf101", *tiny_data, *TINY, "--new_size", "48", "--crop_size", "48"]
+    probe_args += [
+        "--arch",
+        "vjepa2_vitt16",
+        "--probe",
+        "attentive",
+        "--epochs",
+        "1",
+        "--opt",
+        "adamw",
+    ]
+    probe_args += [
+        "--pretrained",
+        str(run / "checkpoint.pth"),
+        "--output_root",
+        str(tmp_path / "p"),
+    ]
+    run_main(probe_args)
+    assert "(official 'target_encoder'): loaded 52" in capsys.readouterr().out
