@@ -1028,7 +1028,11 @@ ACTS_WITH = (
         lambda a: models.ARCHS[a.arch].dropout or a.dropout == 0,
         "an arch with a dropout before its classifier (model.Arch.dropout)",
     ),
-    ("--lr-min", lambda a: a.lr_policy != "step", "a cosine --lr_policy"),
+    (
+        "--lr-min",
+        lambda a: a.lr_policy != "step" or a.objective == "vjepa",
+        "a cosine --lr_policy (or --objective vjepa: its own schedule)",
+    ),
     ("--lr-warmup-start", lambda a: a.warmup > 0, "--warmup EPOCHS"),
     ("--momentum", lambda a: a.opt == "sgd", "--opt sgd (AdamW has no momentum)"),
     ("--ra-magnitude", lambda a: a.auto_augment, "--auto-augment ra"),
