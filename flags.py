@@ -418,6 +418,33 @@ def add_pretrain_args(p):
         type=natural,
         help="val videos drawn per epoch",
     )
+    # V-JEPA 2 (jepa.py); defaults: configs/train/vitl16/pretrain-256px-16f.yaml
+    p.add_argument(
+        "--objective",
+        default="videomae",
+        choices=["videomae", "vjepa"],
+        help="videomae: pixels of hidden tubes (vit_*); vjepa: EMA-encoder features (vjepa2_*)",
+    )
+    p.add_argument("--pred-depth", dest="pred_depth", default=12, type=positive, help="predictor")
+    p.add_argument("--pred-width", dest="pred_width", default=384, type=positive, help="predictor")
+    p.add_argument("--pred-heads", dest="pred_heads", default=12, type=positive, help="predictor")
+    p.add_argument("--loss-exp", dest="loss_exp", default=1.0, type=float, help="|z - h| ** p / p")
+    p.add_argument(
+        "--ema-momentum",
+        dest="ema_momentum",
+        default=[0.99925, 0.99925],
+        type=probability,
+        nargs=2,
+        help="target encoder momentum: first and last of the schedule (linear, per step)",
+    )
+    p.add_argument("--wd-end", dest="wd_end", type=nonnegative, help="cosine wd to this (--wd)")
+    p.add_argument(
+        "--schedule-scale",
+        dest="schedule_scale",
+        default=1.25,
+        type=number(float, 1),
+        help="lr / wd / momentum schedules span this x the run's steps (the configs' ipe_scale)",
+    )
 
 
 def add_augment_args(p):
@@ -755,7 +782,7 @@ FLAG_GROUPS = (
     ),
     FlagGroup(
         "pretraining",
-        "--pretrain: VideoMAE masked autoencoding (pretrain.py); a resumed run keeps them",
+        "--pretrain: VideoMAE (pretrain.py) or V-JEPA 2 (jepa.py); a resumed run keeps them",
         add_pretrain_args,
     ),
     FlagGroup(
@@ -1067,7 +1094,11 @@ ACTS_WITH = (
         lambda a: models.ARCHS[a.arch].dropout or a.dropout == 0,
         "an arch with a dropout before its classifier (model.Arch.dropout)",
     ),
-    ("--lr-min", lambda a: a.lr_policy != "step", "a cosine --lr_policy"),
+    (
+        "--lr-min",
+        lambda a: a.lr_policy != "step" or a.objective == "vjepa",
+        "a cosine --lr_policy (or --objective vjepa: its own schedule)",
+    ),
     ("--lr-warmup-start", lambda a: a.warmup > 0, "--warmup EPOCHS"),
     ("--momentum", lambda a: a.opt == "sgd", "--opt sgd (AdamW has no momentum)"),
     ("--ra-magnitude", lambda a: a.auto_augment, "--auto-augment ra"),
@@ -1096,6 +1127,17 @@ ACTS_WITH = (
     ("--raw-target", lambda a: a.pretrain, "train.py pretrain"),
     ("--vis-videos", lambda a: a.pretrain, "train.py pretrain"),
     ("--jpeg_draft", lambda a: a.decode_device == "cpu", "--decode_device cpu (nvJPEG: full size)"),
+    ("--objective", lambda a: a.pretrain, "train.py pretrain"),
+    ("--pred-depth", lambda a: a.objective == "vjepa", "--objective vjepa"),
+    ("--pred-width", lambda a: a.objective == "vjepa", "--objective vjepa"),
+    ("--pred-heads", lambda a: a.objective == "vjepa", "--objective vjepa"),
+    ("--loss-exp", lambda a: a.objective == "vjepa", "--objective vjepa"),
+    ("--ema-momentum", lambda a: a.objective == "vjepa", "--objective vjepa"),
+    ("--wd-end", lambda a: a.objective == "vjepa", "--objective vjepa"),
+    ("--schedule-scale", lambda a: a.objective == "vjepa", "--objective vjepa"),
+    ("--mask-ratio", lambda a: a.objective == "videomae", "--objective videomae (tube masks)"),
+    ("--decoder-depth", lambda a: a.objective == "videomae", "--objective videomae"),
+    ("--raw-target", lambda a: a.objective == "videomae", "--objective videomae"),
     (
         "--train_sampling",
         lambda a: a.num_segments == 1,
@@ -1128,7 +1170,7 @@ def run_dir_name(args):
         f"_shift{args.shift}" if args.shift else ""
     )
     if getattr(args, "pretrain", False):  # VideoMAE pretraining: no head, so no dropout
-        mask = f"mask{args.mask_ratio}"
+        mask = "vjepa" if args.objective == "vjepa" else f"mask{args.mask_ratio}"
         return f"{args.dataset}_{args.arch}_pretrain_{mask}_length{t_length}_stride{args.t_stride}"
     return (
         f"{args.dataset}_{args.arch}_{args.mode}{segments}_length{t_length}_stride{args.t_stride}"

@@ -56,6 +56,7 @@ import data
 import decode
 import flags
 import fsdp
+import jepa
 import rundir
 import train
 import vit
@@ -412,7 +413,10 @@ def validate_and_log(args, rt, net, d, progress, meter, objective):
 def check_args(args):
     """Pretraining's one-line refusals, before anything is read; then flags.check_args."""
     if args.arch not in vit.VIT_SPECS:
-        fail(f"--arch {args.arch}: pretraining takes a video ViT ({', '.join(vit.VIT_SPECS)})")
+        fail(
+            f"--arch {args.arch}: VideoMAE pretraining takes a video ViT "
+            f"({', '.join(vit.VIT_SPECS)}); a V-JEPA 2 encoder pretrains with --objective vjepa"
+        )
     if not 0 < args.mask_ratio < 1:
         fail(f"--mask-ratio {args.mask_ratio}: must be in (0, 1)")
     args.t_length = flags.default_t_length(args)
@@ -476,6 +480,8 @@ def start_line(args, rt, d, model):
 
 
 def main(args):
+    if args.objective == "vjepa":  # V-JEPA 2 pretraining (jepa.py): the same trainer
+        return jepa.main(args)
     check_args(args)
     rt = train.setup_runtime(args)
     rundir.prepare_run_dir(args, rt, train.get_args_parser())

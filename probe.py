@@ -162,7 +162,8 @@ def warmup_cosine(step, total, warmup, start, ref, final):
 
 def cosine_wd(step, total, ref, final):
     """eval.py CosineWDSchedule at its `_step` = step."""
-    wd = final + (ref - final) * 0.5 * (1.0 + math.cos(math.pi * step / total))
+    # progress first, then times pi: the official order of operations (to the last bit)
+    wd = final + (ref - final) * 0.5 * (1.0 + math.cos(math.pi * (step / total)))
     return max(final, wd) if final <= ref else min(final, wd)
 
 

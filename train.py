@@ -750,6 +750,10 @@ class Objective:
     forward: Callable  # (model, x, info) -> output
     loss: Callable  # (output, targets, x, info) -> the batch's mean loss
     classifies: bool = True  # the output is class scores: the meter counts their top-1
+    # (optimizer, step, steps_per_epoch) -> lr: its own lr / wd schedule, set before the step
+    schedule: Callable = None
+    # (net, step, steps_per_epoch): after each optimizer step (V-JEPA's EMA target encoder)
+    after_step: Callable = None
 
 
 def classification_loss(args):
@@ -797,6 +801,11 @@ def train_one_epoch(args, rt, d, net, objective, progress):
             g["lr"] = lr * g["lr_scale"]  # --layer-decay; else 1
         if args.probe:  # each probe its own lr and wd (the official schedules)
             probe.schedule(net.optimizer, args, step, d.steps_per_epoch, lr)
+        if objective.schedule:
+            lr = objective.schedule(net.optimizer, step, d.steps_per_epoch)
+        # the batch's global index: what an objective draws per-batch randomness from (V-JEPA's
+        # block sizes, the official iteration counter)
+        info["batch"] = epoch * batches + it
         with net.grad_sync(last):
             with rt.autocast:
                 out = objective.forward(net.train_model, x, info)
@@ -817,6 +826,8 @@ def train_one_epoch(args, rt, d, net, objective, progress):
             # --model-ema: one update, every N steps
             if net.ema and (step + 1) % args.model_ema_steps == 0:
                 net.ema.update_parameters(net.bare)
+            if objective.after_step:
+                objective.after_step(net, step, d.steps_per_epoch)
             at_line = (step + 1) % args.print_freq == 0 or it + 1 == batches
             if at_line:
                 print(meter.line(args, rt, progress, loss, lr, it, batches))

@@ -154,17 +154,19 @@ def token_positions(T, H, W, device, grid=0):
 
 
 def rotate(x, pos, pairs=False):
-    """rotate_queries_or_keys: x (B, heads, N, D) by positions pos (N,). The angles are the
-    official einsum's: pos times omega (x's dtype) in their promoted dtype (integer positions: x's
-    dtype; 2.1's float32 ones under autocast: float32)."""
+    """rotate_queries_or_keys: x (B, heads, N, D) by positions pos (N,) or (B, N). The angles are
+    the official einsum's: pos times omega (x's dtype) in their promoted dtype (integer positions:
+    x's dtype; 2.1's float32 ones under autocast: float32)."""
     D = x.shape[-1]
     omega = 1.0 / 10000 ** (torch.arange(D // 2, dtype=x.dtype, device=x.device) / (D / 2.0))
-    freq = pos[:, None] * omega  # (N, D/2)
+    # (B, N) positions (a masked sequence: each sample its own tokens) turn every head alike
+    pos = pos[:, None] if pos.dim() == 2 else pos
+    freq = pos[..., None] * omega  # (N, D/2) or (B, 1, N, D/2)
     sin, cos = freq.sin(), freq.cos()
     if pairs:  # V-JEPA 2.1: the pair (2i, 2i + 1) turns by frequency i
         sin, cos = sin.repeat_interleave(2, -1), cos.repeat_interleave(2, -1)
     else:  # V-JEPA 2: channel c by frequency c mod D/2 (the official repeat, kept for its weights)
-        sin, cos = sin.repeat(1, 2), cos.repeat(1, 2)  # (N, D)
+        sin, cos = torch.cat((sin, sin), -1), torch.cat((cos, cos), -1)  # (..., D)
     x1, x2 = x.unflatten(-1, (-1, 2)).unbind(-1)
     return x * cos + torch.stack((-x2, x1), dim=-1).flatten(-2) * sin
 
@@ -319,11 +321,19 @@ class VJEPAViT(nn.Module):
         rescale(self.blocks)
         if self.video_mod_embed is not None:
             nn.init.normal_(self.video_mod_embed, std=1e-6)
-        self.head = AttentiveClassifier(D, num_classes, probe_heads(D), PROBE_BLOCKS, dropout)
+        # num_classes None: the encoder alone (V-JEPA pretraining's context and target encoders)
+        self.head = (
+            None
+            if num_classes is None
+            else AttentiveClassifier(D, num_classes, probe_heads(D), PROBE_BLOCKS, dropout)
+        )
         self.snippet = None  # frames per segment (--mode TSN); None: the clip is one segment
 
-    def tokens(self, x):
-        """(B, 3, T, H, W) -> the normalised last-block tokens (B, T/2 * H/16 * W/16, width)."""
+    def tokens(self, x, keep=None):
+        """(B, 3, T, H, W) -> the normalised last-block tokens (B, T/2 * H/16 * W/16, width).
+        keep (B, n): only those tokens (indices in that order, time-major), each turned by its own
+        position: vision_transformer.py's forward with `masks` (apply_masks after the patch
+        embedding)."""
         if x.dim() != 5:
             raise ValueError(f"{self.arch}: expected a clip batch (B, 3, T, H, W), got {x.shape}")
         B, C, T, H, W = x.shape
@@ -344,6 +354,9 @@ class VJEPAViT(nn.Module):
         if self.video_mod_embed is not None:
             # the official in-place add: in the wider dtype, stored in the tokens' (autocast: bf16)
             x = (x + self.video_mod_embed).to(x.dtype)
+        if keep is not None:  # (3, B, n): each sample's kept tokens' positions
+            x = torch.gather(x, 1, keep[..., None].expand(-1, -1, x.shape[-1]))
+            pos = pos[:, keep]
         for blk in self.blocks:
             if self.grad_ckpt and blk.training and torch.is_grad_enabled():
                 x = torch.utils.checkpoint.checkpoint(blk, x, pos, use_reentrant=False)

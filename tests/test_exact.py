@@ -9,6 +9,7 @@ every trainer command here (after the tests' own, so they win where both set a f
 Checkpoints compare the weights and, with --model-ema, the EMA weights.
 """
 
+import re
 import signal
 import subprocess
 import sys
@@ -104,14 +105,12 @@ def test_ddp_trains_and_evaluates_exactly(tiny_data, tmp_path, trainer_flags):
     assert "2 process(es)" in r.stdout and r.stdout.count("run folder") == 1  # only rank 0 prints
     name = flags.run_dir_name(train.parse_args([*common, *trainer_flags]))
     ckpt = str(tmp_path / "ddp" / name / "checkpoint.pth")
-    if "--pretrain" in trainer_flags:  # pretraining: the val reconstruction loss, one view
+    if "--pretrain" in trainer_flags:  # pretraining: the val loss (reconstruction, prediction)
         evaluate = [*common, "--evaluate", "--resume", ckpt, *trainer_flags]
         r2 = torchrun(*evaluate, "--ddp", "--output_root", str(tmp_path / "e2"))
         r1 = run_cli([*evaluate, "--output_root", str(tmp_path / "e1")], timeout=300)
         assert r2.returncode == 0 and r1.returncode == 0, r2.stderr[-3000:] + r1.stderr[-3000:]
-        losses = [
-            float(r.stdout.split(" * val reconstruction loss ")[1].split()[0]) for r in (r1, r2)
-        ]
+        losses = [float(re.search(r" \* val \w+ loss (\S+)", r.stdout)[1]) for r in (r1, r2)]
         assert abs(losses[0] - losses[1]) < 1e-5 * losses[0], losses
         return
     evaluate = [
