@@ -36,7 +36,7 @@ data: clips/s of train clips (16 frames t_stride 4 apart, short side jittered in
   flat images decode unrealistically fast) into ./output/bench_frames (8 videos of 72 frames per
   list; --synthetic: these anyway), or from --frames DIR (train.txt, val.txt). Also: the loader vs
   decode-only side by side (`paired`: --rounds rounds, median and range), where a clip's time goes
-  (`clip_split`), and --jpeg_draft's speed and pixel difference (`draft_rows`).
+  (`clip_split`), and --jpeg-draft's speed and pixel difference (`draft_rows`).
   (a) decode only: the clip's frame files decoded to uint8 by decode.decode_frame and dropped, with
       each decoder data.py can use (TorchCodec, torchvision, Pillow) -- the limit of any JPEG-frame
       pipeline on this CPU.
@@ -424,7 +424,7 @@ def bench_data(args):
             res = summarize(one, many, files)
             res["paired"] = loader_vs_decode(ds, K, args.iters, args.rounds)
             res["split"] = clip_split(ds, args.iters, args.repeats)
-            if mode == "train":  # --jpeg_draft where it acts: frames twice --new_size
+            if mode == "train":  # --jpeg-draft where it acts: frames twice --new_size
                 out["draft"] = draft_rows(train_list, args, min(res["frame_size"]), args.rounds)
                 print_draft(out["draft"])
             res["device_part_cpu_clips_s"] = rate_device_part(ds, K, mode)
@@ -464,7 +464,7 @@ def paired(a, b, items, rounds, setup=None):
 
 
 def draft_rows(list_file, args, short, rounds):
-    """--jpeg_draft measured where it acts: --new_size at half the frames' short side (the crop
+    """--jpeg-draft measured where it acts: --new_size at half the frames' short side (the crop
     scaled alike), for val clips (the centre crop) and train clips finished in the loader (a CPU
     model's: their final pixels): the loader with it over the exact loader, per core (`paired`),
     and how far the clips' pixels are from the exact ones (mean and largest |difference|, levels of
@@ -498,7 +498,7 @@ def print_draft(d):
     for mode in ("val", "train"):
         p = d[mode]
         print(
-            f"--jpeg_draft / exact, {mode} clips at --new_size {d['new_size']} --crop_size "
+            f"--jpeg-draft / exact, {mode} clips at --new_size {d['new_size']} --crop_size "
             f"{d['crop_size']}, per core, side by side: {paired_line(p)}; pixels vs exact: mean "
             f"|diff| {p['mean_abs_diff']:.2f}, max {p['max_abs_diff']:.0f} (levels of 255)"
         )

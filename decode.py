@@ -118,7 +118,7 @@ def draft_scale(width, height, min_short):
 
 
 def decode_draft(source, min_short):
-    """--jpeg_draft: a JPEG (path or bytes) decoded at a reduced scale inside libjpeg (Pillow's
+    """--jpeg-draft: a JPEG (path or bytes) decoded at a reduced scale inside libjpeg (Pillow's
     `draft`: DCT scaling, 1/2, 1/4 or 1/8, the largest whose short side stays >= min_short) ->
     uint8 (H', W', 3). Not the exact path: its pixels differ from decoding at full size and
     resampling (docs/performance.md measures both); a file that cannot be reduced (short side <

@@ -616,7 +616,7 @@ def add_device_args(p):
         "--decode_device", default="cpu", choices=["cpu", "cuda"], help="JPEGs: loader or nvJPEG"
     )
     p.add_argument(
-        "--jpeg_draft",
+        "--jpeg-draft",
         action="store_true",
         help="JPEGs at 1/2-1/8 scale in libjpeg where short side >= --new_size: fast, inexact",
     )
@@ -1126,7 +1126,7 @@ ACTS_WITH = (
     ("--decoder-depth", lambda a: a.pretrain, "train.py pretrain (fine-tuning has no decoder)"),
     ("--raw-target", lambda a: a.pretrain, "train.py pretrain"),
     ("--vis-videos", lambda a: a.pretrain, "train.py pretrain"),
-    ("--jpeg_draft", lambda a: a.decode_device == "cpu", "--decode_device cpu (nvJPEG: full size)"),
+    ("--jpeg-draft", lambda a: a.decode_device == "cpu", "--decode_device cpu (nvJPEG: full size)"),
     ("--objective", lambda a: a.pretrain, "train.py pretrain"),
     ("--pred-depth", lambda a: a.objective == "vjepa", "--objective vjepa"),
     ("--pred-width", lambda a: a.objective == "vjepa", "--objective vjepa"),

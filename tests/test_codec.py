@@ -537,7 +537,7 @@ def test_bytes_mode_replaces_a_bad_video_like_the_normal_path(tmp_path):
 
 
 def test_jpeg_draft_is_opt_in_and_close_to_the_exact_clip(tmp_path):
-    """--jpeg_draft (DataSpec.jpeg_draft): off by default; on, frames of short side >= 2x new_size
+    """--jpeg-draft (DataSpec.jpeg_draft): off by default; on, frames of short side >= 2x new_size
     decode at a reduced scale inside libjpeg (here 1/2: 128x96 frames for new_size 48) and the
     clips stay close to the exact ones, not equal; frames that cannot be reduced decode exactly."""
     assert data.DataSpec().jpeg_draft is False
@@ -567,16 +567,16 @@ def test_jpeg_draft_is_opt_in_and_close_to_the_exact_clip(tmp_path):
 
 
 def test_jpeg_draft_with_nvjpeg_is_refused(capsys):
-    """--jpeg_draft acts in the CPU loader's decoder; with --decode_device cuda nvJPEG decodes at
+    """--jpeg-draft acts in the CPU loader's decoder; with --decode_device cuda nvJPEG decodes at
     full size: refused in one line (flags.ACTS_WITH), accepted with --decode_device cpu."""
     import flags
     import train
     from conftest import one_line_error
 
-    argv = ["ucf101", "a.txt", "b.txt", "--device", "cuda", "--jpeg_draft"]
+    argv = ["ucf101", "a.txt", "b.txt", "--device", "cuda", "--jpeg-draft"]
     with pytest.raises(SystemExit) as e:
         flags.check_flags_act(train.parse_args([*argv, "--decode_device", "cuda"]))
-    one_line_error(capsys, "--jpeg_draft does nothing without --decode_device cpu", exc=e)
+    one_line_error(capsys, "--jpeg-draft does nothing without --decode_device cpu", exc=e)
     flags.check_flags_act(train.parse_args(argv))
     # the flag reaches the dataset by name; off without it
     assert train.data_spec(train.parse_args(argv), "val").jpeg_draft is True

@@ -202,7 +202,7 @@ def test_a_flag_that_would_do_nothing_is_refused(given, needs, capsys):
 # rules whose case needs an arch no entry has today: tested where the test makes one
 # tests/test_flags.py::test_dropout_on_an_arch_without_one_is_refused;
 # tests/test_codec.py::test_jpeg_draft_with_nvjpeg_is_refused (--decode_device cuda needs a GPU)
-ELSEWHERE = {"--dro", "--jpeg_draft"}
+ELSEWHERE = {"--dro", "--jpeg-draft"}
 
 
 def test_every_rule_of_the_table_is_tested():
