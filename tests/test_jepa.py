@@ -273,9 +273,9 @@ class DDPNames(nn.Module):
 def test_checkpoint_keys_load_into_the_official_models_strictly(tmp_path):
     """app/vjepa/utils.py load_checkpoint (load_state_dict, strict) reads our official_state into
     DDP(MultiSeqWrapper(VisionTransformer)) and DDP(PredictorMultiSeqWrapper(vit_predictor)), the
-    weights equal; vjepa_zoo reads its target_encoder (the evals' key) into a VJEPAViT."""
+    weights equal; --pretrained reads its target_encoder (the evals' key) into a VJEPAViT."""
     import vjepa
-    import vjepa_zoo
+    import zoo
 
     outils = importlib.import_module("app.vjepa.utils")
     ours = pair()[0].float()
@@ -294,7 +294,7 @@ def test_checkpoint_keys_load_into_the_official_models_strictly(tmp_path):
         theirs = theirs.module.backbone.state_dict()
         assert all(torch.equal(v, theirs[k]) for k, v in mine.state_dict().items())
     probe_model = vjepa.VJEPAViT("vjepa2_vitt16", 4)
-    info = vjepa_zoo.load(probe_model, str(path))
+    info = zoo.load_pretrained(probe_model, str(path))
     assert info["format"] == "official 'target_encoder'" and info["dropped"] == []
     for k, v in ours.target_encoder.state_dict().items():
         assert torch.equal(probe_model.state_dict()[k], v)
