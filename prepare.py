@@ -563,10 +563,11 @@ def _check_video(v, where, full, decoder):
         return f"{where}: missing file {v.path}"
     try:
         n, read = decode.open_video(v.path, decode.pick_video_decoder(decoder))
-        if n < v.num_frames:
-            return f"{where}: {v.num_frames} frames listed, the video has {n} ({v.path})"
-        for k in range(0, n, 32) if full else [0]:
-            read(list(range(k, min(n, k + 32))) if full else sorted({0, v.num_frames - 1}))
+        end = v.offset + v.num_frames  # a segment: its last frame
+        if n < end:
+            return f"{where}: {end} frames listed, the video has {n} ({v.path})"
+        for k in range(v.offset, end, 32) if full else [0]:
+            read(list(range(k, min(end, k + 32))) if full else sorted({v.offset, end - 1}))
     except RuntimeError as e:
         return f"{where}: unreadable video {v.path}: {e}"
     return None
@@ -601,21 +602,23 @@ def check(
         if not os.path.isdir(v.path):
             problems.append((v.line, f"{where}: missing folder {v.path}"))
             continue
-        on_disk = count_frames(v.path, image_tmpl, start_index)
+        # a segment: frames start_index + offset on; Charades, EPIC: the video's own frame names
+        tmpl, first = v.image_tmpl or image_tmpl, start_index + v.offset
+        on_disk = count_frames(v.path, tmpl, first)
         if on_disk < v.num_frames:
-            first = os.path.join(v.path, image_tmpl.format(start_index + on_disk))
+            missing = os.path.join(v.path, tmpl.format(first + on_disk))
             problems.append(
                 (
                     v.line,
                     f"{where}: {v.num_frames} frames listed, {on_disk} on disk "
-                    f"(first missing: {first})",
+                    f"(first missing: {missing})",
                 )
             )
-        numbers = range(start_index, start_index + min(on_disk, v.num_frames))
+        numbers = range(first, first + min(on_disk, v.num_frames))
         size = None
         ends = sorted({numbers[0], numbers[-1]}) if numbers else []
         for i in numbers if full else ends:
-            path = os.path.join(v.path, image_tmpl.format(i))
+            path = os.path.join(v.path, tmpl.format(i))
             try:
                 img = decode.decode_frame(path)
             except (OSError, RuntimeError, ValueError) as e:
@@ -633,8 +636,9 @@ def check(
     for _, message in problems:
         print(message)
     print(
-        f"{list_file}: {len(videos)} videos, {frames} frames, {len({v.label for v in videos})} "
-        "labels: " + (f"{len(problems)} problem(s)" if problems else "OK")
+        f"{list_file}: {len(videos)} videos, {frames} frames, "
+        f"{len({k for v in videos for k in data.labels(v)})} labels: "
+        + (f"{len(problems)} problem(s)" if problems else "OK")
     )
     return [message for _, message in problems]
 
@@ -663,8 +667,9 @@ def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report
             return (
                 None if os.path.exists(v.path) else f"{v.list_file}:{v.line}: missing file {v.path}"
             )
-        for i in sorted({start_index, start_index + v.num_frames - 1}):
-            path = os.path.join(v.path, image_tmpl.format(i))
+        first = start_index + v.offset  # a segment's first frame
+        for i in sorted({first, first + v.num_frames - 1}):
+            path = os.path.join(v.path, (v.image_tmpl or image_tmpl).format(i))
             if not os.path.exists(path):
                 what = (
                     f"missing frame {path}" if os.path.isdir(v.path) else f"missing folder {v.path}"
