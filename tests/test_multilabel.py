@@ -89,3 +89,54 @@ def test_check_reads_segments_and_names_a_missing_frame(tmp_path):
     assert problems[1].startswith(f"{lst}:3: a segment's offset must be >= 0, got -3")
     with pytest.raises(ValueError, match=re.escape(f"{lst}:3: a segment's offset must be >= 0")):
         data.VideoFrameDataset(lst, data.DataSpec(**SMALL), "val")
+
+
+# ---- the numbers ---------------------------------------------------------------------------------
+def test_map_equals_sklearn_as_pyslowfast_calls_it():
+    # PySlowFast's get_map: drop the classes without a positive, then average_precision_score
+    # (average=None) and the mean; random scores, some tied (rounded), some classes absent
+    metrics = pytest.importorskip("sklearn.metrics")
+    import report
+
+    rng = np.random.default_rng(0)
+    for trial in range(5):
+        scores = rng.random((60, 12)).round(1 + trial % 3)  # ties at 1 or 2 decimals
+        targets = (rng.random((60, 12)) < 0.2).astype(np.float32)
+        targets[:, [3, 7]] = 0
+        keep = ~np.all(targets == 0, axis=0)
+        expected = np.mean(metrics.average_precision_score(targets[:, keep], scores[:, keep], average=None))
+        ours = report.multilabel_metrics(scores, targets)
+        assert ours["mAP"] == pytest.approx(100 * expected, abs=1e-9)
+        assert list(ours["absent"]) == [3, 7] and np.isnan(ours["per_class_ap"][[3, 7]]).all()
+
+
+def test_epic_action_accuracy_is_the_evaluation_codes():
+    # EPIC-100's evaluate.py: action scores = the outer product of the softmaxes of the top-100
+    # verb and noun scores; a segment's action right at k when one of the k best (verb, noun)
+    # pairs is its own. Checked against every pair ranked directly.
+    import report
+
+    rng = np.random.default_rng(1)
+    N, V, M = 40, 97, 300
+    verb, noun = rng.standard_normal((N, V)), rng.standard_normal((N, M))
+    labels = np.stack([rng.integers(0, V, N), rng.integers(0, M, N)], 1)
+    # make some segments right: their label pair at the top
+    labels[:10, 0], labels[:10, 1] = verb[:10].argmax(1), noun[:10].argmax(1)
+    # and some right at 5 only: the best verb with the second noun
+    labels[10:20, 0], labels[10:20, 1] = verb[10:20].argmax(1), np.argsort(-noun[10:20])[:, 1]
+    hits1 = hits5 = 0
+    for i in range(N):
+        tv, tn = np.argsort(-verb[i])[:100], np.argsort(-noun[i])[:100]
+        pv = np.exp(verb[i, tv]) / np.exp(verb[i, tv]).sum()
+        pn = np.exp(noun[i, tn]) / np.exp(noun[i, tn]).sum()
+        pairs = [(pv[a] * pn[b], tv[a], tn[b]) for a in range(len(tv)) for b in range(len(tn))]
+        pairs = sorted(pairs)[::-1]
+        ranked = [(v, n) for _, v, n in pairs[:5]]
+        hits1 += ranked[0] == tuple(labels[i])
+        hits5 += tuple(labels[i]) in ranked
+    out = report.heads_metrics(np.concatenate([verb, noun], 1), labels, (V, M))
+    assert out["action_acc1"] == pytest.approx(100 * hits1 / N)
+    assert out["action_acc5"] == pytest.approx(100 * hits5 / N)
+    assert hits1 >= 10 and hits5 >= hits1 + 5
+    assert out["verb_acc1"] == pytest.approx(100 * np.mean(verb.argmax(1) == labels[:, 0]))
+    assert out["noun_acc1"] == pytest.approx(100 * np.mean(noun.argmax(1) == labels[:, 1]))
