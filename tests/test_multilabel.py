@@ -2,18 +2,16 @@
 (plain text, Charades' CSV, PySlowFast's Charades frame lists) and verb + noun lists
 (EPIC-Kitchens-100's CSV), each read, checked, and refused in one line naming the list and line."""
 
+import csv
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-import torch
 from PIL import Image
 
 import data
 import prepare
-from conftest import REPO, write_frames, write_list
+from conftest import TINY, one_line_error, run_main, write_list
 
 
 def grey_frames(folder, n, tmpl="img_{:05d}.jpg", start=1, size=(16, 12)):
@@ -104,7 +102,8 @@ def test_map_equals_sklearn_as_pyslowfast_calls_it():
         targets = (rng.random((60, 12)) < 0.2).astype(np.float32)
         targets[:, [3, 7]] = 0
         keep = ~np.all(targets == 0, axis=0)
-        expected = np.mean(metrics.average_precision_score(targets[:, keep], scores[:, keep], average=None))
+        aps = metrics.average_precision_score(targets[:, keep], scores[:, keep], average=None)
+        expected = np.mean(aps)
         ours = report.multilabel_metrics(scores, targets)
         assert ours["mAP"] == pytest.approx(100 * expected, abs=1e-9)
         assert list(ours["absent"]) == [3, 7] and np.isnan(ours["per_class_ap"][[3, 7]]).all()
@@ -140,3 +139,178 @@ def test_epic_action_accuracy_is_the_evaluation_codes():
     assert hits1 >= 10 and hits5 >= hits1 + 5
     assert out["verb_acc1"] == pytest.approx(100 * np.mean(verb.argmax(1) == labels[:, 0]))
     assert out["noun_acc1"] == pytest.approx(100 * np.mean(noun.argmax(1) == labels[:, 1]))
+
+
+# ---- list formats --------------------------------------------------------------------------------
+def test_plain_multilabel_list(tmp_path):
+    # '<frame_dir> <num_frames> <label>,<label>,...': 0/1 targets with --multi-label; refused
+    # without it, and a malformed label column is one line naming list and line
+    grey_frames(tmp_path / "a", 12)
+    lst = write_list(tmp_path / "ml.txt", ["a 12 0,2", "a 12 3", "a 2 4 1,3"])
+    ds = data.VideoFrameDataset(lst, data.DataSpec(**SMALL, multi_label=True), "val")
+    assert [v.label for v in ds.videos] == [(0, 2), 3, (1, 3)]
+    assert ds.num_classes == 4 and ds.videos[2].offset == 2
+    assert ds[0][1].tolist() == [1.0, 0.0, 1.0, 0.0] and ds[1][1].tolist() == [0, 0, 0, 1.0]
+    with pytest.raises(
+        ValueError, match=re.escape(f"{lst}:1: 2 labels: a multi-label list trains")
+    ):
+        data.VideoFrameDataset(lst, data.DataSpec(**SMALL), "val")
+    bad = write_list(tmp_path / "bad.txt", ["a 12 0,2", "a 12 0,,2"])
+    with pytest.raises(ValueError, match=re.escape(f"{bad}:2: num_frames and label must be")):
+        data.VideoFrameDataset(bad, data.DataSpec(**SMALL, multi_label=True), "val")
+
+
+CHARADES_HEADER = (
+    "id,subject,scene,quality,relevance,verified,script,objects,descriptions,actions,length"
+)
+
+
+def charades(root, rows, frames=20):
+    """Charades' layout: Charades_v1_train.csv, Charades_v1_classes.txt and the frame folders of
+    Charades_v1_rgb (<id>/<id>-000001.jpg)."""
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / "Charades_v1_train.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(CHARADES_HEADER.split(","))
+        for vid, actions in rows:
+            w.writerow(
+                [vid, "HR43", "Kitchen", 6, 7, "Yes", "A person cooks.", "food", "", actions, 30.0]
+            )
+            grey_frames(root / vid, frames, f"{vid}-{{:06d}}.jpg")
+    names = [f"c{k:03d} Action number {k}" for k in range(157)]
+    (root / "Charades_v1_classes.txt").write_text("\n".join(names) + "\n")
+    return root / "Charades_v1_train.csv"
+
+
+def test_charades_csv(tmp_path):
+    lst = charades(
+        tmp_path,
+        [("46GP8", "c092 11.90 21.20;c147 0.00 12.60"), ("N11GT", ""), ("0IH69", "c003 1.0 2.0")],
+    )
+    ds = data.VideoFrameDataset(
+        lst, data.DataSpec(**SMALL, multi_label=True, num_classes=157), "val"
+    )
+    assert [v.label for v in ds.videos] == [(92, 147), (), (3,)]
+    assert [v.num_frames for v in ds.videos] == [20, 20, 20]  # counted in the folders
+    clip, target, _ = ds[0]
+    assert frame_numbers(clip) == [7, 9, 11, 13] and target.nonzero().flatten().tolist() == [
+        92,
+        147,
+    ]
+    assert ds[1][1].sum() == 0  # a video without actions: no positive
+    names = data.class_names(data.DataSpec(), lst)
+    assert len(names) == 157 and names[92] == "Action number 92"
+    assert prepare.check(lst) == []
+    charades(tmp_path, [("46GP8", "c092 11.90 21.20"), ("N11GT", "c1 2 3")])
+    problems = prepare.check(lst)
+    assert len(problems) == 1 and problems[0].startswith(f"{lst}:3: actions must be 'c<3 digits>")
+
+
+def pyslowfast_frame_list(root, videos):
+    """PySlowFast's Charades frame list: `original_vido_id video_id frame_id path labels`, a line a
+    frame, space-separated, labels quoted."""
+    lines = ["original_vido_id video_id frame_id path labels"]
+    for k, (vid, labels) in enumerate(videos):
+        grey_frames(root / vid, len(labels), f"{vid}-{{:06d}}.jpg")
+        for i, frame_labels in enumerate(labels):
+            lines.append(f'{vid} {k} {i} {vid}/{vid}-{i + 1:06d}.jpg "{frame_labels}"')
+    return write_list(root / "train.csv", lines)
+
+
+def test_pyslowfast_charades_frame_list(tmp_path):
+    # a video's labels: the union over its frames (convert_to_video_level_labels)
+    lst = pyslowfast_frame_list(tmp_path, [("AAA", ["", "5", "5,9", ""] * 3), ("BBB", ["1"] * 10)])
+    ds = data.VideoFrameDataset(lst, data.DataSpec(**SMALL, multi_label=True), "val")
+    assert [(v.label, v.num_frames, v.line) for v in ds.videos] == [((5, 9), 12, 2), ((1,), 10, 14)]
+    assert frame_numbers(ds[0][0]) == [3, 5, 7, 9] and ds[0][1].nonzero().flatten().tolist() == [
+        5,
+        9,
+    ]
+    lines = lst.read_text().splitlines()
+    lines[5] = " ".join(lines[5].split()[:2] + lines[5].split()[3:])  # no frame_id: 4 columns
+    write_list(lst, lines)
+    with pytest.raises(
+        ValueError, match=re.escape(f"{lst}:6: 4 columns, expected 'original_vido_id")
+    ):
+        data.VideoFrameDataset(lst, data.DataSpec(**SMALL, multi_label=True), "val")
+
+
+EPIC_HEADER = (
+    "narration_id,participant_id,video_id,narration_timestamp,start_timestamp,stop_timestamp,"
+    "start_frame,stop_frame,narration,verb,verb_class,noun,noun_class,all_nouns,all_noun_classes"
+)
+
+
+def epic100(root, rows, frames=60):
+    """EPIC-KITCHENS-100's layout: EPIC_100_train.csv, the verb and noun class files, and
+    P01/rgb_frames/P01_01/frame_0000000001.jpg."""
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / "EPIC_100_train.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(EPIC_HEADER.split(","))
+        for k, (video, start, stop, verb, noun) in enumerate(rows):
+            w.writerow(
+                [
+                    f"{video}_{k}",
+                    video[:3],
+                    video,
+                    "00:00:01.00",
+                    "00:00:01.00",
+                    "00:00:02.00",
+                    start,
+                    stop,
+                    "open tap",
+                    "open",
+                    verb,
+                    "tap",
+                    noun,
+                    "['tap']",
+                    f"[{noun}]",
+                ]
+            )
+            folder = root / video[:3] / "rgb_frames" / video
+            if not folder.exists():
+                grey_frames(folder, frames, "frame_{:010d}.jpg")
+    for name, count in (("verb", 97), ("noun", 300)):
+        lines = ["id,key,instances,category"] + [
+            f"{i},{name}{i},\"['{name}{i}']\",x" for i in range(count)
+        ]
+        write_list(root / f"EPIC_100_{name}_classes.csv", lines)
+    return root / "EPIC_100_train.csv"
+
+
+def test_epic100_csv(tmp_path):
+    lst = epic100(
+        tmp_path, [("P01_01", 11, 30, 3, 299), ("P01_01", 41, 60, 96, 0), ("P02_07", 1, 8, 0, 5)]
+    )
+    spec = data.DataSpec(**SMALL, heads=data.EPIC_HEADS)
+    ds = data.VideoFrameDataset(lst, spec, "val")
+    assert ds.num_classes == 397
+    assert [(v.offset, v.num_frames, v.label) for v in ds.videos] == [
+        (10, 20, (3, 299)),
+        (40, 20, (96, 0)),
+        (0, 8, (0, 5)),
+    ]
+    clip, target, _ = ds[0]
+    assert frame_numbers(clip) == [17, 19, 21, 23] and target.tolist() == [3, 299]
+    names = data.class_names(data.DataSpec(), lst)
+    assert len(names) == 397 and (names[3], names[97 + 299]) == ("verb3", "noun299")
+    assert prepare.check(lst) == []
+    # a segment past the folder's frames, a noun outside its head, a missing class: one line each
+    lst = epic100(
+        tmp_path, [("P01_01", 11, 30, 3, 299), ("P01_01", 41, 70, 96, 0), ("P01_01", 1, 5, 3, "")]
+    )
+    problems = prepare.check(lst)
+    assert problems[0].startswith(f"{lst}:3: 30 frames listed, 20 on disk (first missing: ")
+    assert problems[1].startswith(f"{lst}:4: start_frame, stop_frame, verb_class, noun_class")
+    lst = epic100(tmp_path, [("P01_01", 11, 30, 3, 300)])
+    with pytest.raises(ValueError, match=re.escape(f"{lst}:2: labels 3,300: --heads 97 300 takes")):
+        data.VideoFrameDataset(lst, spec, "val")
+
+
+def test_bad_line_is_one_line_exit_2_in_training(tmp_path, capsys):
+    # the trainer: a Charades list with a bad actions cell stops in one line naming it
+    lst = charades(tmp_path, [("46GP8", "c092 11.90 21.20"), ("N11GT", "c1 2 3")])
+    with pytest.raises(SystemExit) as e:
+        run_main(["charades", str(lst), str(lst), *TINY, "--output_root", str(tmp_path / "o")])
+    one_line_error(capsys, f"{lst}:3: actions must be", exc=e)
