@@ -133,7 +133,7 @@ def multilabel_metrics(scores, targets):
 def epic_actions(verb_scores, noun_scores, k=5, top_n=100):
     """EPIC-KITCHENS-100's action ranking (C1-Action-Recognition utils/scoring.py
     compute_action_scores): the top_n verbs' and nouns' scores each softmaxed again, their outer
-    product ranked -> the top-k (verbs, nouns), int64 (N, k) each."""
+    product ranked -> the top-k (verbs, nouns, action scores), (N, k) each."""
     verb, noun = _numpy(verb_scores).astype(np.float64), _numpy(noun_scores).astype(np.float64)
     top_v = np.argsort(verb, axis=1)[:, ::-1][:, :top_n]
     top_n_ = np.argsort(noun, axis=1)[:, ::-1][:, :top_n]
@@ -142,7 +142,7 @@ def epic_actions(verb_scores, noun_scores, k=5, top_n=100):
     product = (pv[:, :, None] * pn[:, None, :]).reshape(len(verb), -1)
     best = np.argsort(product, axis=1)[:, ::-1][:, :k]
     v, n = np.unravel_index(best, (pv.shape[1], pn.shape[1]))
-    return top_v[rows, v], top_n_[rows, n]
+    return top_v[rows, v], top_n_[rows, n], product[rows, best]
 
 
 def _softmax(x):
@@ -165,7 +165,7 @@ def heads_metrics(scores, labels, heads):
         out[f"{name}_acc1"] = 100.0 * float(hit[:, 0].mean()) if len(hit) else 0.0
         out[f"{name}_acc5"] = 100.0 * float(hit.any(1).mean()) if len(hit) else 0.0
     if len(heads) == 2 and len(scores):
-        verbs, nouns = epic_actions(*parts)
+        verbs, nouns, _ = epic_actions(*parts)
         hit = (verbs == labels[:, :1]) & (nouns == labels[:, 1:2])
         out["action_acc1"] = 100.0 * float(hit[:, 0].mean())
         out["action_acc5"] = 100.0 * float(hit.any(1).mean())
@@ -386,6 +386,18 @@ def save_curves_png(log_jsonl_path, png_path):
         plt.close(fig)
 
 
+def save_scores_npz(path, scores, labels, videos=None, class_names=None):
+    """scores_<tag>.npz: the per-video scores, labels (a label, 0/1 rows for --multi-label, a label
+    a head for --heads), videos and class names."""
+    np.savez(
+        path,
+        scores=_numpy(scores),
+        labels=_numpy(labels),
+        videos=np.asarray(videos if videos is not None else []),
+        class_names=np.asarray(class_names if class_names is not None else []),
+    )
+
+
 def evaluation_paths(run_dir, tag, save_scores=True):
     """{kind: path} of the files write_evaluation writes for `tag` (scores only if
     `save_scores`)."""
@@ -407,13 +419,7 @@ def write_evaluation(
     paths = evaluation_paths(run_dir, tag, save_scores)
     os.makedirs(run_dir, exist_ok=True)
     if save_scores:
-        np.savez(
-            paths["scores"],
-            scores=scores,
-            labels=labels,
-            videos=np.asarray(videos if videos is not None else []),
-            class_names=np.asarray(class_names if class_names is not None else []),
-        )
+        save_scores_npz(paths["scores"], scores, labels, videos, class_names)
     save_per_class_csv(metrics, class_names, paths["per_class"])
     save_confusion_png(
         metrics["confusion"],

@@ -979,11 +979,17 @@ def summary(res, args, ema=""):
 
 def report_labels_evaluation(args, rt, d, res, clips, crops, tag=None):
     """--multi-label: per_class_ap_<tag>.csv (and the classes without a positive video said);
-    --heads: the heads' numbers. Rank 0."""
+    --heads: the heads' numbers; --save_scores: scores_<tag>.npz. Rank 0."""
+    tag = tag or f"{clips}x{crops}"
+    if args.save_scores:
+        path = report.evaluation_paths(rt.run_dir, tag)["scores"]
+        os.makedirs(rt.run_dir, exist_ok=True)
+        videos = [v.path for v in d.val_ds.videos]
+        report.save_scores_npz(path, res["scores"], res["labels"], videos, d.class_names)
     if args.heads:
         print(f"{summary(res, args)}  ({len(d.val_ds)} videos, {clips}x{crops} views)")
         return
-    path = os.path.join(rt.run_dir, f"per_class_ap_{tag or f'{clips}x{crops}'}.csv")
+    path = os.path.join(rt.run_dir, f"per_class_ap_{tag}.csv")
     os.makedirs(rt.run_dir, exist_ok=True)
     report.save_per_class_ap_csv(res, d.class_names, path)
     absent = ", ".join(map(str, res["absent"][:20])) + (" ..." if len(res["absent"]) > 20 else "")

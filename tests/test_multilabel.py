@@ -7,11 +7,12 @@ import re
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 import data
 import prepare
-from conftest import TINY, one_line_error, run_main, write_list
+from conftest import TINY, one_line_error, run_main, tiny_checkpoint, write_list
 
 
 def grey_frames(folder, n, tmpl="img_{:05d}.jpg", start=1, size=(16, 12)):
@@ -314,3 +315,52 @@ def test_bad_line_is_one_line_exit_2_in_training(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         run_main(["charades", str(lst), str(lst), *TINY, "--output_root", str(tmp_path / "o")])
     one_line_error(capsys, f"{lst}:3: actions must be", exc=e)
+
+
+# ---- predict -------------------------------------------------------------------------------------
+def test_predict_prints_a_verb_a_noun_and_actions(tmp_path, capsys):
+    import json
+
+    import predict
+
+    names = ["cut", "open", "tap", "knife", "door"]  # 2 verbs, then 3 nouns
+    ckpt = tiny_checkpoint(tmp_path / "ck.pth", names, num_classes=5, heads=[2, 3])
+    grey_frames(tmp_path / "v", 12, size=(48, 40))
+    assert predict.main([str(tmp_path / "v"), "--resume", ckpt, "--device", "cpu", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)["results"][0]
+    heads = result["heads"]
+    assert [e["name"] for e in heads["verb"]] and {e["name"] for e in heads["verb"]} == {
+        "cut",
+        "open",
+    }
+    assert {e["name"] for e in heads["noun"]} == {"tap", "knife", "door"}
+    assert sum(e["prob"] for e in heads["verb"]) == pytest.approx(1, abs=1e-5)  # a softmax a head
+    top = heads["action"][0]
+    assert top["name"] == f"{heads['verb'][0]['name']} {heads['noun'][0]['name']}"
+    assert top["prob"] == pytest.approx(heads["verb"][0]["prob"] * heads["noun"][0]["prob"])
+    assert len(heads["action"]) == 5 and result["top"] == heads["action"]
+    predict.main([str(tmp_path / "v"), "--resume", ckpt, "--device", "cpu", "-k", "2"])
+    text = capsys.readouterr().out
+    assert "  verb:\n  1. " in text and "  noun:\n" in text and "  action:\n  1. " in text
+
+
+def test_predict_multilabel_is_the_max_of_the_views_sigmoids(tmp_path, capsys):
+    import json
+
+    import predict
+    import train
+
+    ckpt = tiny_checkpoint(tmp_path / "ck.pth", num_classes=6, multi_label=True)
+    grey_frames(tmp_path / "v", 30, size=(48, 40))
+    argv = [str(tmp_path / "v"), "--resume", ckpt, "--device", "cpu", "--json", "--test_clips", "3"]
+    assert predict.main(argv) == 0
+    probs = json.loads(capsys.readouterr().out)["results"][0]["probs"]
+    model, args, _ = predict.load_checkpoint(ckpt, "cpu", 3, 1)
+    views = train.make_dataset(
+        args, write_list(tmp_path / "l.txt", [f"{tmp_path / 'v'} 30 0"]), "test"
+    )[0][0]
+    with torch.no_grad():
+        logits = model(data.normalize(views.contiguous()))
+    expected = logits.sigmoid().amax(0)
+    assert torch.allclose(torch.tensor(probs), expected, atol=1e-6)
+    assert not torch.allclose(expected, logits.sigmoid().mean(0))  # the views differ: max, not mean
