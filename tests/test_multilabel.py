@@ -364,3 +364,22 @@ def test_predict_multilabel_is_the_max_of_the_views_sigmoids(tmp_path, capsys):
     expected = logits.sigmoid().amax(0)
     assert torch.allclose(torch.tensor(probs), expected, atol=1e-6)
     assert not torch.allclose(expected, logits.sigmoid().mean(0))  # the views differ: max, not mean
+
+
+# ---- the demos' data -----------------------------------------------------------------------------
+def test_synth_kinds_write_lists_the_trainer_reads(tmp_path):
+    # `prepare.py synth --kind`: two directions a video (multi-label), a direction and a colour
+    # (verb, noun: every pair once in 12 videos)
+    train_list, _ = prepare.make_synth_labels(tmp_path / "ml", "multilabel", 6, 4, (32, 24))
+    ds = data.VideoFrameDataset(train_list, data.DataSpec(**SMALL, multi_label=True), "val")
+    assert all(len(v.label) == 2 and v.label[0] < v.label[1] < 4 for v in ds.videos)
+    assert ds[0][1].sum() == 2
+    train_list, _ = prepare.make_synth_labels(tmp_path / "vn", "verbnoun", 12, 4, (32, 24))
+    ds = data.VideoFrameDataset(train_list, data.DataSpec(**SMALL, heads=(4, 3)), "val")
+    assert sorted(v.label for v in ds.videos) == [(v, n) for v in range(4) for n in range(3)]
+    names = (tmp_path / "vn" / "demo_vn_classes.txt").read_text().split()
+    assert names == ["right", "down", "left", "up", "red", "green", "blue"]
+    # the noun is the patch's colour: red patches are redder than blue ones
+    red = ds[[v.label for v in ds.videos].index((0, 0))][0].float()
+    blue = ds[[v.label for v in ds.videos].index((0, 2))][0].float()
+    assert red[0].max() > blue[0].max() and blue[2].max() > red[2].max()
