@@ -383,3 +383,58 @@ def test_synth_kinds_write_lists_the_trainer_reads(tmp_path):
     red = ds[[v.label for v in ds.videos].index((0, 0))][0].float()
     blue = ds[[v.label for v in ds.videos].index((0, 2))][0].float()
     assert red[0].max() > blue[0].max() and blue[2].max() > red[2].max()
+
+
+# ---- the trainer ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "flags, needle",
+    [
+        (
+            ["--multi-label", "--mixup-alpha", "0.8"],
+            "--mixup-alpha / --cutmix-alpha are not defined",
+        ),
+        (["--multi-label", "--label-smoothing", "0.1"], "--label-smoothing is not defined"),
+        (["--heads", "2", "2", "--multi-label"], "--multi-label and --heads: one or the other"),
+        (["--heads", "2", "2", "--num_classes", "5"], "--num_classes 5, --heads [2, 2] sum to 4"),
+    ],
+)
+def test_undefined_combinations_are_one_line(tmp_path, capsys, flags, needle):
+    lst = write_list(tmp_path / "l.txt", ["a 3 0"])
+    with pytest.raises(SystemExit) as e:
+        run_main(["x", str(lst), str(lst), *TINY, *flags, "--output_root", str(tmp_path)])
+    one_line_error(capsys, needle, exc=e)
+
+
+@pytest.mark.slow
+def test_multilabel_and_heads_train_evaluate_and_log_their_names(tmp_path):
+    # a multi-label run and a two-head run: their logged names, the per-class APs, and --evaluate's
+    # numbers recomputed from its saved scores
+    import report
+    from conftest import logs
+
+    grey = [grey_frames(tmp_path / f"v{k}", 10, size=(48, 40)) for k in range(4)]
+    ml = write_list(
+        tmp_path / "ml.txt", [f"{g} 10 {k % 3},{(k + 1) % 3}" for k, g in enumerate(grey)]
+    )
+    hd = write_list(tmp_path / "hd.txt", [f"{g} 10 {k % 2},{k % 3}" for k, g in enumerate(grey)])
+    for lst, extra, names in (
+        (ml, ["--multi-label"], ["val_mAP", "val_loss"]),
+        (hd, ["--heads", "2", "3"], ["val_action_acc1", "val_action_acc5", "val_verb_acc1"]),
+    ):
+        out = tmp_path / lst.stem
+        argv = ["x", str(lst), str(lst), *TINY, *extra, "--epochs", "1", "--output_root", str(out)]
+        run_main(argv)
+        (run,) = out.iterdir()
+        rows = logs(run)
+        assert all(rows[-1][n] is not None for n in names)
+        evaluate = [*argv, "--evaluate", "--resume", str(run / "checkpoint.pth"), "--save_scores"]
+        res = run_main([*evaluate, "--test_clips", "2"])
+        saved = np.load(next(run.glob("scores_*.npz")))
+        if extra[0] == "--multi-label":
+            assert res[0] == pytest.approx(
+                report.multilabel_metrics(saved["scores"], saved["labels"])["mAP"]
+            )
+            assert (run / "per_class_ap_1x1.csv").exists()
+        else:
+            m = report.heads_metrics(saved["scores"], saved["labels"], (2, 3))
+            assert res == pytest.approx((m["action_acc1"], m["action_acc5"]))
