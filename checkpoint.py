@@ -37,7 +37,31 @@ TEMP_FILES = ("checkpoint.pth.tmp", "model_best.tmp")
 # --best-metric NAME[:max|min]: the validation numbers that may pick model_best.pth (each logged as
 # val_NAME; with --use-ema, the EMA's val_NAME_ema), and the way each is better unless it says
 # (mmaction2's save_best rule "greater" / "less", timm's --eval-metric and its decreasing loss).
-VAL_METRICS = {"top1": "max", "top5": "max", "loss": "min", "mean_class_acc": "max"}
+VAL_METRICS = {"top1": "max", "top5": "max", "loss": "min", "mean_class_acc": "max", "mAP": "max"}
+# --heads: each head's top-1 / top-5 (two heads: EPIC-100's verb, noun and their action)
+HEAD_METRIC = re.compile(r"(action|verb|noun|head\d+)_acc[15]")
+
+
+def metric_way(name):
+    """ "max" / "min": which way a validation number is better; None for a name never logged."""
+    return VAL_METRICS.get(name) or ("max" if HEAD_METRIC.fullmatch(name) else None)
+
+
+def val_names(args):
+    """The numbers a validation of this run logs (val_NAME), the first the default --best-metric:
+    top1, top5, loss, mean_class_acc; --multi-label mAP, loss; --heads each head's (and two heads'
+    action) acc1 / acc5, loss."""
+    if getattr(args, "multi_label", False):
+        return ("mAP", "loss")
+    heads = getattr(args, "heads", None)
+    if heads:
+        kinds = (
+            ("action", "verb", "noun")
+            if len(heads) == 2
+            else [f"head{h}" for h in range(len(heads))]
+        )
+        return tuple(f"{h}_acc{k}" for h in kinds for k in (1, 5)) + ("loss",)
+    return ("top1", "top5", "loss", "mean_class_acc")
 
 
 def parse_metric(text):
@@ -45,12 +69,13 @@ def parse_metric(text):
     naming the valid names."""
     name, _, way = str(text).partition(":")
     name = name.removeprefix("val_")
-    if name not in VAL_METRICS or way not in ("", "max", "min"):
+    if metric_way(name) is None or way not in ("", "max", "min"):
         raise ValueError(
             f"unknown metric {text!r}: give NAME or NAME:max / NAME:min, NAME one of "
-            f"{', '.join(VAL_METRICS)} (as logged: val_NAME)"
+            f"{', '.join(VAL_METRICS)} or, with --heads, verb_acc1, noun_acc5, action_acc1, ... "
+            "(as logged: val_NAME)"
         )
-    return name, way or VAL_METRICS[name]
+    return name, way or metric_way(name)
 
 
 def beats(metric, score, best):

@@ -154,9 +154,13 @@ def assert_same_weights(a, b):
 
 
 def acc_line(text):
-    """(top1, top5) from train.py's ` * Acc@1 .. Acc@5 ..` line."""
+    """(top1, top5) from train.py's ` * Acc@1 .. Acc@5 ..` line; the numbers of its ` * mAP ..` or
+    ` * action_acc1 .. verb_acc1 ..` line (--multi-label, --heads)."""
     m = re.search(r"^ \* Acc@1 ([\d.]+) Acc@5 ([\d.]+)$", text, re.M)
-    assert m, text
+    if m is None:
+        m = re.search(r"^ \* ((?:[a-zA-Z]\w* [\d.]+ ?)+)$", text, re.M)
+        assert m, text
+        return tuple(float(v) for v in m.group(1).split()[1::2])
     return float(m.group(1)), float(m.group(2))
 
 

@@ -63,6 +63,12 @@ class Video:
     label: int
     line: int  # 1-based line number in the list file, for error messages
     list_file: str = ""  # the list it came from, for error messages
+    # a segment of a long video: its first frame is frame start_index + offset (mmaction2's
+    # `with_offset` lists); num_frames counts the segment's frames only
+    offset: int = 0
+    # frame i is image_tmpl.format(i) in this video's folder; None: the spec's (--image_tmpl).
+    # Charades names its frames after the video (<id>/<id>-000001.jpg)
+    image_tmpl: str = None
 
 
 def read_text_lines(path):
@@ -89,8 +95,16 @@ def read_text_lines(path):
 
 
 # A list line is a path, which may hold spaces, then integer columns: how many tells the line's
-# form.
-LINE_FORMS = {1: "<video> <label>", 2: "<frame_dir or video> <num_frames> <label>"}
+# form. The label may be several, joined by commas (`3,17,40`: a multi-label list, --multi-label;
+# `verb,noun` with --heads). Four columns: a segment, mmaction2's RawframeDataset(with_offset=True)
+# line: frames start_index + offset .. start_index + offset + num_frames - 1 of a long video.
+LINE_FORMS = {
+    1: "<video> <label>",
+    2: "<frame_dir or video> <num_frames> <label>",
+    3: "<frame_dir or video> <offset> <num_frames> <label>",
+}
+# a label column: one integer, or several joined by commas
+LABEL_COLUMN = r"[+-]?\d+(,[+-]?\d+)*"
 
 
 def _columns(fields, ints):
@@ -99,7 +113,15 @@ def _columns(fields, ints):
     # read as the path, an extra column would surface later as a missing folder
     if ints > max(LINE_FORMS):
         return f"{ints + 1} columns, expected {expected} (a path may not end in ' <integer>')"
-    return "num_frames and label must be integers" if len(fields) > 2 else f"expected {expected}"
+    if len(fields) > 2:
+        return "num_frames and label must be integers (labels: joined by commas, no spaces)"
+    return f"expected {expected}"
+
+
+def parse_label(text):
+    """A label column -> int, or a tuple of ints for several joined by commas (`3,17`)."""
+    labels = tuple(int(t) for t in text.split(","))
+    return labels[0] if len(labels) == 1 else labels
 
 
 def read_list(
@@ -125,11 +147,14 @@ def read_list(
     root = os.path.dirname(os.path.abspath(list_file)) if root is None else str(root)
     rows = LIST_FORMATS.get(os.path.splitext(list_file)[1].lower(), (_text_rows,))[0]
     videos = []
-    for n, line, row in rows(list_file, labels):
+    # the CSV formats that count frames or pick a folder or a file look under the root
+    more = dict(root=root) if rows is _csv_rows else {}
+    for n, line, row in rows(list_file, labels, **more):
         try:
             if isinstance(row, ValueError):
                 raise row
-            path, num_frames, label = row
+            # a 4th item: the Video's other fields (a segment's offset, the frames' names)
+            path, num_frames, label, *extra = row
             if label is None and not unlabelled:
                 raise ValueError(UNLABELLED)
             label = 0 if label is None else label
@@ -139,15 +164,16 @@ def read_list(
                     "a frame folder without its frame count: frame folders take "
                     f"'{LINE_FORMS[2]}' (`prepare.py lists` counts the frames)"
                 )
-            if label < 0 or (num_classes is not None and label >= num_classes):
-                raise ValueError(f"label {label} outside [0, {num_classes or 'num_classes'})")
+            for k in label if isinstance(label, tuple) else (label,):
+                if k < 0 or (num_classes is not None and k >= num_classes):
+                    raise ValueError(f"label {k} outside [0, {num_classes or 'num_classes'})")
             num_frames = num_frames or decode.video_frames(path, decoder)
         except ValueError as e:
             if problems is None:
                 raise ValueError(f"{list_file}:{n}: {e}: {line}") from None
             problems.append((n, f"{list_file}:{n}: {e}: {line}"))
             continue
-        videos.append(Video(path, num_frames, label, n, list_file))
+        videos.append(Video(path, num_frames, label, n, list_file, **(extra[0] if extra else {})))
     if not videos and problems is None:
         raise ValueError(f"{list_file}: no videos listed")
     return videos
@@ -171,8 +197,10 @@ def _text_rows(list_file, labels=None):
         line = text.strip()
         if not line or line.startswith("#"):
             continue
-        fields, ints = line.split(), 0
-        while ints < len(fields) - 1 and re.fullmatch(r"[+-]?\d+", fields[-1 - ints]):
+        fields = line.split()
+        # the label column (maybe several, `3,17`), then the integer columns before it
+        ints = int(len(fields) > 1 and bool(re.fullmatch(LABEL_COLUMN, fields[-1])))
+        while ints and ints < len(fields) - 1 and re.fullmatch(r"[+-]?\d+", fields[-1 - ints]):
             ints += 1
         if ints not in LINE_FORMS:
             yield n, line, ValueError(_columns(fields, ints))
@@ -181,18 +209,21 @@ def _text_rows(list_file, labels=None):
         if ints == 1 and not decode.is_video_file(path):
             # "dir x 3": a frame folder's line gone wrong; "dir 3": its frame count (read_list
             # decides)
-            if len(fields) > 2:
+            if len(fields) > 2 or "," in numbers[0]:
                 yield n, line, ValueError(_columns(fields, ints))
             elif int(numbers[0]) < 1:
                 yield n, line, ValueError(f"num_frames must be >= 1, got {numbers[0]}")
             else:
                 yield n, line, (path, int(numbers[0]), None)
             continue
-        *num_frames, label = map(int, numbers)
-        if num_frames and num_frames[0] < 1:
-            yield n, line, ValueError(f"num_frames must be >= 1, got {num_frames[0]}")
-            continue
-        yield n, line, (path, num_frames[0] if num_frames else None, label)
+        *columns, label = numbers
+        *offset, num_frames = [int(c) for c in columns] or [None]
+        if num_frames is not None and num_frames < 1:
+            yield n, line, ValueError(f"num_frames must be >= 1, got {num_frames}")
+        elif offset and offset[0] < 0:
+            yield n, line, ValueError(f"a segment's offset must be >= 0, got {offset[0]}")
+        else:
+            yield n, line, (path, num_frames, parse_label(label), dict(offset=(offset or [0])[0]))
 
 
 KINETICS_COLUMNS = ("label", "youtube_id", "time_start", "time_end", "split")
@@ -345,11 +376,157 @@ def _sthv2_classes(list_file, labels=None):
     return [name for name, _ in sorted(labels.items(), key=lambda kv: int(kv[1]))]
 
 
+# ---- multi-label and verb-noun CSV lists: Charades, PySlowFast's Charades frame lists, EPIC-100 --
+CHARADES_COLUMNS = ("id", "actions")  # Charades_v1_{train,test}.csv, among others
+CHARADES_CLASSES = "Charades_v1_classes.txt"  # beside the list: `c000 Holding some clothes`
+PYSLOWFAST_FRAME_LIST = "original_vido_id video_id frame_id path labels"
+EPIC_COLUMNS = ("participant_id", "video_id", "start_frame", "stop_frame")
+EPIC_CLASSES = ("EPIC_100_verb_classes.csv", "EPIC_100_noun_classes.csv")  # `id,key,...`
+EPIC_HEADS = (97, 300)  # verbs, nouns: --dataset epic100's --heads
+
+
+def csv_header(list_file):
+    """The first line of a CSV list, for telling the formats that share the suffix apart."""
+    lines = read_text_lines(list_file)
+    return lines[0][1].strip() if lines else ""
+
+
+def count_numbered(folder, image_tmpl, start_index=1):
+    """Frames start_index, start_index + 1, ... in `folder` (stops at the first gap); 0 without
+    it."""
+    names = set(os.listdir(folder)) if os.path.isdir(folder) else set()
+    n = 0
+    while image_tmpl.format(start_index + n) in names:
+        n += 1
+    return n
+
+
+def _charades_rows(list_file, root):
+    """Charades' own CSV (Charades_v1_train.csv: `id,...,actions,length`, actions
+    `c092 11.90 21.20;c147 0.00 12.60`) over its frame folders (Charades_v1_rgb:
+    <id>/<id>-000001.jpg): labels = every action of the video (a video without actions has none);
+    the frames are counted here."""
+    with open(list_file, newline="", encoding="utf-8-sig") as f:
+        rows = list(enumerate(csv.DictReader(f), 2))
+    for n, row in rows:
+        line = f"{row.get('id')},...,{row.get('actions')}"
+        actions = [a for a in (row.get("actions") or "").split(";") if a.strip()]
+        try:
+            found = [re.fullmatch(r"c(\d{3}) [\d.]+ [\d.]+", a.strip()) for a in actions]
+            if not all(found):
+                raise ValueError("actions must be 'c<3 digits> <start s> <end s>' joined by ';'")
+            tmpl = f"{row['id']}-{{:06d}}.jpg"
+            frames = count_numbered(os.path.join(root, row["id"]), tmpl)
+            labels = tuple(sorted({int(m.group(1)) for m in found}))
+        except ValueError as e:
+            yield n, line, e
+            continue
+        yield n, line, (row["id"], frames or 1, labels, dict(image_tmpl=tmpl))
+
+
+def _pyslowfast_frame_rows(list_file):
+    """PySlowFast's Charades frame lists (slowfast/datasets/utils.py load_image_lists: one frame a
+    line, `original_vido_id video_id frame_id path labels`, labels "" or "12,40"): a video's
+    consecutive lines -> its folder (the paths' own), frames and labels (the union over its frames,
+    as its val / test labels: convert_to_video_level_labels); the video's first line names it."""
+    videos = {}  # original_vido_id -> [first line, paths, labels]
+    for n, text in read_text_lines(list_file)[1:]:
+        row = text.split()
+        if not row:
+            continue
+        if len(row) != 5:
+            yield n, text, ValueError(f"{len(row)} columns, expected '{PYSLOWFAST_FRAME_LIST}'")
+            continue
+        frame_labels = row[4].replace('"', "")
+        if frame_labels and not re.fullmatch(r"\d+(,\d+)*", frame_labels):
+            yield n, text, ValueError('labels must be integers joined by commas, or ""')
+            continue
+        video = videos.setdefault(row[0], [n, text, [], set()])
+        video[2].append(row[3])
+        video[3].update(int(k) for k in frame_labels.split(",") if k)
+    for n, text, paths, found in videos.values():
+        folder, name = os.path.split(paths[0].replace("\\", "/"))
+        digits = re.fullmatch(r"(.*?)(\d+)(\.\w+)", name)
+        if digits is None:
+            yield n, text, ValueError(f"frame name {name!r} does not end in a frame number")
+            continue
+        tmpl = f"{digits.group(1)}{{:0{len(digits.group(2))}d}}{digits.group(3)}"
+        first = int(digits.group(2))
+        expected = [os.path.join(folder, tmpl.format(first + k)) for k in range(len(paths))]
+        if [p.replace("\\", "/") for p in paths] != expected:
+            yield (n, text, ValueError(f"the video's frames are not consecutive from {name}"))
+            continue
+        # frame numbers as named: the offset from frame 1 (Charades' first)
+        extra = dict(image_tmpl=tmpl, offset=first - 1)
+        yield n, text, (folder, len(paths), tuple(sorted(found)), extra)
+
+
+def _epic_rows(list_file, root):
+    """EPIC-Kitchens-100's EPIC_100_{train,validation}.csv: each row a segment, frames start_frame
+    .. stop_frame (numbered from 1) of <participant_id>/rgb_frames/<video_id>/frame_0000000001.jpg,
+    else of the video file <participant_id>/videos/<video_id>.MP4; labels (verb_class,
+    noun_class)."""
+    with open(list_file, newline="", encoding="utf-8-sig") as f:
+        rows = list(enumerate(csv.DictReader(f), 2))
+    for n, row in rows:
+        line = ",".join(str(row.get(c)) for c in (*EPIC_COLUMNS, "verb_class", "noun_class"))
+        numbers = [row.get(c) for c in ("start_frame", "stop_frame", "verb_class", "noun_class")]
+        if not all(re.fullmatch(r"\d+", v or "") for v in numbers):
+            # the test split has no verb_class / noun_class
+            yield n, line, ValueError("start_frame, stop_frame, verb_class, noun_class: integers")
+            continue
+        start, stop, verb, noun = map(int, numbers)
+        if not 1 <= start <= stop:
+            yield n, line, ValueError(f"need 1 <= start_frame <= stop_frame, got {start}, {stop}")
+            continue
+        path = os.path.join(row["participant_id"], "rgb_frames", row["video_id"])
+        if not os.path.isdir(os.path.join(root, path)):
+            video = os.path.join(row["participant_id"], "videos", row["video_id"] + ".MP4")
+            path = video if os.path.isfile(os.path.join(root, video)) else path
+        extra = dict(offset=start - 1, image_tmpl="frame_{:010d}.jpg")
+        yield n, line, (path, stop - start + 1, (verb, noun), extra)
+
+
+def _csv_rows(list_file, labels=None, root=None):
+    """A CSV list, told apart by its header: EPIC-100, Charades, PySlowFast's Charades frame
+    lists, else Kinetics."""
+    header = csv_header(list_file)
+    columns = set(header.split(","))
+    root = root or os.path.dirname(os.path.abspath(list_file))
+    if header.startswith("original_vido_id"):
+        return _pyslowfast_frame_rows(list_file)
+    if set(EPIC_COLUMNS) <= columns:
+        return _epic_rows(list_file, root)
+    if set(CHARADES_COLUMNS) <= columns:
+        return _charades_rows(list_file, root)
+    return _kinetics_rows(list_file)
+
+
+def _csv_classes(list_file, labels=None):
+    """The class names of a CSV list: Kinetics' sorted labels; Charades' and EPIC-100's files
+    beside the list (EPIC: the 97 verbs, then the 300 nouns, as --heads counts them); else None."""
+    header, folder = csv_header(list_file), os.path.dirname(os.path.abspath(list_file))
+    columns = set(header.split(","))
+    if set(EPIC_COLUMNS) <= columns:
+        files = [os.path.join(folder, name) for name in EPIC_CLASSES]
+        if not all(map(os.path.isfile, files)):
+            return None
+        names = []
+        for path in files:
+            with open(path, newline="", encoding="utf-8-sig") as f:
+                rows = sorted(csv.DictReader(f), key=lambda r: int(r["id"]))
+            names += [r["key"] for r in rows]
+        return names
+    if header.startswith("original_vido_id") or set(CHARADES_COLUMNS) <= columns:
+        path = os.path.join(folder, CHARADES_CLASSES)
+        if not os.path.isfile(path):
+            return None
+        return [line.split(maxsplit=1)[-1].strip() for _, line in read_text_lines(path) if line]
+    return _kinetics_classes(kinetics_csv(list_file))
+
+
 # list file suffix -> (rows, class names); anything else is text lines
-LIST_FORMATS = {
-    ".csv": (_kinetics_rows, lambda path, labels=None: _kinetics_classes(kinetics_csv(path))),
-    ".json": (_sthv2_rows, _sthv2_classes),
-}
+LIST_FORMATS = {".csv": (_csv_rows, _csv_classes), ".json": (_sthv2_rows, _sthv2_classes)}
 
 
 def check_image_tmpl(image_tmpl, start_index=1):
@@ -1016,6 +1193,8 @@ class DataSpec:
     test_sampling: str = "ours"  # PLACEMENTS: where val / test clips go
     train_sampling: str = "ours"  # TRAIN_PLACEMENTS: where train clips go
     num_classes: int = None  # labels must be below it; None: from the list
+    multi_label: bool = False  # several labels a video: targets are 0/1 vectors (`target`)
+    heads: tuple = None  # classes of each head (EPIC-100: 97 verbs, 300 nouns): a label each
     class_names: str = None  # a classes file; None: see `class_names`
     labels: str = None  # Something-Something v2's labels file; None: STHV2_LABELS beside the list
     unlabelled: bool = False  # pretraining: '<frame_dir> <num_frames>' lines too (read_list)
@@ -1116,6 +1295,30 @@ def read_class_names(path):
     return names
 
 
+def labels(video):
+    """A video's labels as a tuple (one, or several: multi-label, --heads)."""
+    return video.label if isinstance(video.label, tuple) else (video.label,)
+
+
+def check_labels(videos, spec):
+    """ValueError naming the list and line of a label the spec cannot take: several labels without
+    --multi-label or --heads; with --heads, one label a head, each below its head's classes."""
+    for v in videos:
+        where = f"{v.list_file}:{v.line}"
+        if spec.heads:
+            if len(labels(v)) != len(spec.heads) or any(
+                not 0 <= k < n for k, n in zip(labels(v), spec.heads)
+            ):
+                raise ValueError(
+                    f"{where}: labels {','.join(map(str, labels(v)))}: --heads "
+                    f"{' '.join(map(str, spec.heads))} takes one label a head, each below its size"
+                )
+        elif len(labels(v)) > 1 and not spec.multi_label:
+            raise ValueError(
+                f"{where}: {len(labels(v))} labels: a multi-label list trains with --multi-label"
+            )
+
+
 BAD_ATTEMPTS = 4  # train mode: replacements tried for one unreadable video before giving up
 
 
@@ -1166,7 +1369,10 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             labels=spec.labels,
             unlabelled=spec.unlabelled,
         )
-        self.num_classes = spec.num_classes or max(v.label for v in self.videos) + 1
+        check_labels(self.videos, spec)
+        largest = max((k for v in self.videos for k in labels(v)), default=0)
+        self.num_classes = spec.num_classes or largest + 1
+        self.num_classes = sum(spec.heads) if spec.heads else self.num_classes
 
     def set_epoch(self, epoch):
         self.epoch = int(epoch)
@@ -1175,7 +1381,20 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         return len(self.videos)
 
     def frame_path(self, video, i):
-        return os.path.join(video.path, self.spec.image_tmpl.format(i))
+        return os.path.join(video.path, (video.image_tmpl or self.spec.image_tmpl).format(i))
+
+    def target(self, video):
+        """What the loss reads of `video`'s label: the label (an int); --multi-label: float32
+        (num_classes,), 1 for each of its labels (PySlowFast's as_binary_vector); --heads: int64
+        (heads,), one label per head (EPIC-100's verb and noun)."""
+        labels = video.label if isinstance(video.label, tuple) else (video.label,)
+        if self.spec.multi_label:
+            hot = torch.zeros(self.num_classes, dtype=torch.float32)
+            hot[list(labels)] = 1.0
+            return hot
+        if self.spec.heads:
+            return torch.tensor(labels, dtype=torch.int64)
+        return video.label
 
     def load_frames(self, video, numbers):
         """Decode frames `numbers` of `video` (decode_frame) -> list of uint8 (H, W, 3) tensors.
@@ -1217,10 +1436,12 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             n, read = decode.open_video(
                 video.path if source is None else source, self.video_decoder, device
             )
-            # 0: a `<video> <label>` line that could not be counted
-            if n < max(1, video.num_frames):
+            # 0: a `<video> <label>` line that could not be counted; a segment: up to its end
+            if n < max(1, video.offset + video.num_frames):
                 raise RuntimeError(
-                    f"{video.num_frames} frames listed, the video has {n}" if n else "no frames"
+                    f"{video.offset + video.num_frames} frames listed, the video has {n}"
+                    if n
+                    else "no frames"
                 )
             frames = read([int(i) - self.spec.start_index for i in numbers])
         except RuntimeError as e:
@@ -1248,7 +1469,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         for attempt in range(1, BAD_ATTEMPTS + 2):
             try:
                 clip, info = self.load_clip(video, rng)
-                return clip, video.label, {**info, "bad": "\n".join(bad)}
+                return clip, self.target(video), {**info, "bad": "\n".join(bad)}
             except decode.BadVideo as e:
                 if (
                     self.mode != "train"
@@ -1276,7 +1497,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         does)."""
         if video.num_frames < 1:  # a `<video> <label>` line whose video could not be counted: why
             self.read_video(video, [])
-        return sample_indices(
+        # a segment (offset > 0): its clips are drawn inside it, as in a video of its frames alone
+        return video.offset + sample_indices(
             video.num_frames,
             self.spec.t_length,
             self.spec.t_stride,

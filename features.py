@@ -387,12 +387,15 @@ def frame_reader(ds, video):
     opened once (its packets indexed once); a frame folder reads only the asked frames. BadVideo /
     RuntimeError."""
     if not decode.is_video_file(video.path):
-        return video.num_frames, lambda idx: ds.load_frames(
-            video, [int(i) + ds.spec.start_index for i in idx]
-        )
+        # a segment (offset > 0): its frames only
+        first = ds.spec.start_index + video.offset
+        return video.num_frames, lambda idx: ds.load_frames(video, [int(i) + first for i in idx])
     # a FIFO, a dead mount: BadVideo
     decode.read_files(video, [video.path], ds.spec.read_timeout, count=12)
-    return decode.open_video(video.path, ds.video_decoder)
+    n, read = decode.open_video(video.path, ds.video_decoder)
+    if not video.offset:
+        return n, read
+    return video.num_frames, lambda idx: read([int(i) + video.offset for i in idx])
 
 
 def to_clips(frames, inverse, shape, args, crop):

@@ -35,6 +35,13 @@ NUM_CLASSES = {
     "kinetics200": 200,
     "sthv1": 174,
     "sthv2": 174,
+    "charades": 157,  # several at once: --multi-label
+    "epic100": sum(data.EPIC_HEADS),  # 97 verbs + 300 nouns: --heads 97 300
+}
+# What a dataset's labels are, where not one class a video: the defaults its name sets.
+DATASET_DEFAULTS = {
+    "charades": dict(multi_label=True),
+    "epic100": dict(heads=list(data.EPIC_HEADS)),
 }
 # The project's folder: a relative @recipes/... not found in the working folder is found here.
 PROJECT = os.path.dirname(os.path.abspath(__file__))
@@ -82,7 +89,7 @@ def best_metric(text):
         name, way = checkpoint.parse_metric(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-    return name if way == checkpoint.VAL_METRICS[name] else f"{name}:{way}"
+    return name if way == checkpoint.metric_way(name) else f"{name}:{way}"
 
 
 def default_workers():
@@ -210,6 +217,19 @@ def add_model_args(p):
         f"2D: {', '.join(models.archs_with('modes', '2D'))}",
     )
     p.add_argument("--num_classes", type=positive, help="override the number of classes")
+    p.add_argument(
+        "--multi-label",
+        dest="multi_label",
+        action="store_true",
+        help="several labels a video ('3,17,40'): sigmoid and BCE, scored by mAP (charades: on)",
+    )
+    p.add_argument(
+        "--heads",
+        type=positive,
+        nargs="+",
+        help="classes of each head on one backbone, a label each ('verb,noun'); the sum of their "
+        "losses (epic100: 97 300)",
+    )
     p.add_argument(
         "--mode", default="3D", choices=["3D", "TSN", "2D"], help="3D clips | TSN segments | 2D"
     )
@@ -862,6 +882,7 @@ def recipe_parser(dataset, pretrain=False):
     parser = get_args_parser(pretrain=True) if pretrain else get_args_parser()
     if dataset == "demo":
         parser.set_defaults(**vars(parser.parse_args(["demo", "@" + DEMO_RECIPE])))
+    parser.set_defaults(**DATASET_DEFAULTS.get(dataset, {}))
     return parser
 
 
@@ -921,6 +942,7 @@ def check_args(args):
         fail(f"--std {args.std}: must be > 0")
     check_recipe_args(args)
     check_fsdp(args)
+    check_label_args(args)
     if probe.check(args, models.VITS + models.VJEPAS, models.VJEPAS):
         fail(probe.check(args, models.VITS + models.VJEPAS, models.VJEPAS))
     args.freeze_bn = args.freeze_bn or args.fc_only
@@ -1160,6 +1182,29 @@ def check_flags_act(args):
             given = " ".join([flag, *map(str, value if isinstance(value, list) else [value])])
             given = flag if value is True else given
             fail(f"{given} does nothing without {needs}: drop it, or add what it needs")
+
+
+def check_label_args(args):
+    """--multi-label / --heads: what they leave undefined is refused. torchvision's MixUp / CutMix
+    mix one integer label a clip; the probes' grid scores one softmax."""
+    kind = "--multi-label" if args.multi_label else "--heads" if args.heads else None
+    names = checkpoint.val_names(args)
+    if kind and args.best_metric == "top1":  # the default: this kind's first number
+        args.best_metric = names[0]
+    if checkpoint.parse_metric(args.best_metric)[0] not in names:
+        fail(f"--best-metric {args.best_metric}: this run logs {', '.join(names)}")
+    if kind is None:
+        return
+    if args.multi_label and args.heads:
+        fail("--multi-label and --heads: one or the other (a head per label kind, or one sigmoid)")
+    if args.mixup_alpha or args.cutmix_alpha:
+        fail(f"--mixup-alpha / --cutmix-alpha are not defined for {kind}: drop them")
+    if args.multi_label and args.label_smoothing:
+        fail("--label-smoothing is not defined for --multi-label (BCE targets): drop it")
+    if args.probe:
+        fail(f"--probe scores one softmax: not with {kind}")
+    if args.heads and args.num_classes and args.num_classes != sum(args.heads):
+        fail(f"--num_classes {args.num_classes}, --heads {args.heads} sum to {sum(args.heads)}")
 
 
 def run_dir_name(args):

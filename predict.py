@@ -25,6 +25,7 @@ import data
 import decode
 import flags
 import prepare
+import report
 import train
 
 
@@ -83,15 +84,17 @@ def one_video_dataset(source, args):
     built by train.make_dataset from a one-line list file like any other video: the frames, decoder,
     crops and resize of --evaluate, whatever a fork changes there."""
     path = os.path.abspath(source)
+    # a placeholder label (--heads: one a head)
+    label = ",".join(["0"] * len(args.heads)) if getattr(args, "heads", None) else "0"
     if os.path.isdir(path):
         num_frames = prepare.count_frames(path, args.image_tmpl)
-        line = f"{path} {num_frames} 0"
+        line = f"{path} {num_frames} {label}"
         if num_frames == 0:
             raise PredictError(
                 f"no frames named {args.image_tmpl.format(1)} ({args.image_tmpl}) in {source}"
             )
     elif decode.is_video_file(path):
-        line = f"{path} 0"  # mmaction2's `<video> <label>`: the dataset counts its frames
+        line = f"{path} {label}"  # mmaction2's `<video> <label>`: the dataset counts its frames
     else:
         kinds = " ".join(decode.VIDEO_FILES)
         raise PredictError(f"{source}: neither a frame folder nor a video file ({kinds})")
@@ -109,7 +112,9 @@ def one_video_dataset(source, args):
 
 @torch.no_grad()
 def predict_one(model, source, args, batch=8):
-    """One input -> (probabilities float (C,) averaged over the views, frames in the input)."""
+    """One input -> (probabilities float (C,) combined over the views as the run evaluates them,
+    frames in the input): softmaxes averaged; --multi-label: sigmoids, their maximum; --heads: a
+    softmax per head, averaged."""
     ds, num_frames = one_video_dataset(source, args)
     try:
         views = ds[0][0]  # uint8 (V, 3, T, crop, crop); ds[0] is (clip, label, info)
@@ -124,8 +129,8 @@ def predict_one(model, source, args, batch=8):
     for chunk in views.split(batch):  # a few views at a time: 30 views of 16x224x224 are large
         # layout changed in uint8: cheap
         x = data.normalize(chunk.to(args.device).contiguous(), mean, std)
-        probs.append(model(x).float().softmax(-1).cpu())
-    return torch.cat(probs).mean(0), num_frames
+        probs.append(train.view_probabilities(model(x).float(), args).cpu())
+    return train.combine_views(torch.cat(probs)[None], args)[0], num_frames
 
 
 def get_parser():
@@ -153,12 +158,50 @@ def get_parser():
 
 
 def _report(result, top):
-    """Text for one input: a header line, then rank, class and probability of the top classes."""
+    """Text for one input: a header line, then rank, class and probability of the top classes
+    (--heads: of each head's, and the top actions)."""
     lines = [f"{result['input']}: {result['frames']} frames, {result['views']} views"]
-    lines += [
-        f"  {r + 1}. {e['name']:<30} {e['prob']:.4f}" for r, e in enumerate(result["top"][:top])
-    ]
+    for title, entries in result.get("heads", {"": result["top"]}).items():
+        lines += [f"  {title}:"] if title else []
+        lines += [
+            f"  {r + 1}. {e['name']:<30} {e['prob']:.4f}" for r, e in enumerate(entries[:top])
+        ]
     return "\n".join(lines)
+
+
+def top_classes(probs, names, k, first=0):
+    """The k most probable of `probs` (a head's columns from `first`): label, name, probability."""
+    order = probs.argsort(descending=True).tolist()[:k]
+    return [
+        {"label": c, "name": names[first + c] if names else str(c), "prob": float(probs[c])}
+        for c in order
+    ]
+
+
+def head_tops(probs, names, args, k):
+    """--heads: each head's top-k, and with two (verb, noun) the top-k actions by the product of
+    their probabilities. (The evaluation's action_acc5 ranks as EPIC-100's code does:
+    report.epic_actions; the top action is the same.)"""
+    parts = probs.split(list(args.heads))
+    firsts = [sum(args.heads[:h]) for h in range(len(args.heads))]
+    heads_names = report.head_names(len(args.heads))
+    tops = {n: top_classes(p, names, k, f) for n, p, f in zip(heads_names, parts, firsts)}
+    if len(parts) == 2:
+        joint = parts[0][:, None] * parts[1][None, :]  # (verbs, nouns)
+        best = joint.flatten().topk(min(k, joint.numel()))
+        tops["action"] = [
+            {
+                "label": [v, n],
+                "name": f"{tops_name(names, v)} {tops_name(names, args.heads[0] + n)}",
+                "prob": float(p),
+            }
+            for p, (v, n) in zip(best.values, (divmod(int(i), args.heads[1]) for i in best.indices))
+        ]
+    return tops
+
+
+def tops_name(names, label):
+    return names[label] if names else str(label)
 
 
 def main(argv=None):
@@ -187,11 +230,7 @@ def main(argv=None):
             failed = True
             results.append({"input": path, "error": str(e)})
             continue
-        order = probs.argsort(descending=True).tolist()
-        top = [
-            {"label": c, "name": names[c] if names else str(c), "prob": float(probs[c])}
-            for c in order[: a.top]
-        ]
+        top = top_classes(probs, names, a.top)
         results.append(
             {
                 "input": path,
@@ -201,6 +240,9 @@ def main(argv=None):
                 "probs": probs.tolist(),
             }
         )
+        if getattr(args, "heads", None):  # a verb and a noun (and the actions), not one label
+            tops = results[-1]["heads"] = head_tops(probs, names, args, a.top)
+            results[-1]["top"] = tops.get("action", next(iter(tops.values())))
         if not a.json:
             print(_report(results[-1], a.top), flush=True)
     if a.json:

@@ -131,6 +131,85 @@ def make_synth(
     return tuple(lists)
 
 
+# The verb x noun demo's nouns: the patch's colour (RGB), its verbs the directions.
+SYNTH_COLOURS = {"red": (205, 50, 45), "green": (50, 170, 60), "blue": (55, 80, 215)}
+# kind -> the dataset name its recipe trains it as (<name>_classes.txt names its classes)
+SYNTH_KINDS = {"multilabel": "demo_ml", "verbnoun": "demo_vn"}
+
+
+def _synth_bands(rng, patches, frames, width, height):
+    """(frames, H, W, 3) uint8: `_synth_video`'s textured patches, one per (direction 0..3, RGB
+    colour or None: a random one) in `patches`, patch k crossing the k-th horizontal band of the
+    central square (wrapping around its edges), so that several move at once without hiding each
+    other."""
+    short = min(width, height)
+    band = short // len(patches)
+    oy, ox = (height - short) // 2, (width - short) // 2
+    bg = 110 + 15 * _texture(rng, height, width)[..., None] * rng.uniform(0.6, 1.4, 3).astype(
+        np.float32
+    )
+    moving = []
+    for k, (direction, colour) in enumerate(patches):
+        side = max(2, min(band, short // 2) * 3 // 4)
+        base = rng.uniform(60, 200, 3) if colour is None else np.array(colour, np.float64)
+        patch = base.astype(np.float32) + 30 * _texture(rng, side, side, (16, 4))[..., None]
+        angle = math.pi / 2 * direction
+        speed = short / 32 * rng.uniform(0.75, 1.25)
+        moving.append((k, side, patch, angle, speed, *rng.uniform(0, [band, short])))
+    out = np.empty((frames, height, width, 3), np.uint8)
+    for t in range(frames):
+        img = bg.copy()
+        for k, side, patch, angle, speed, y0, x0 in moving:
+            dy, dx = (
+                round(y0 + t * speed * math.sin(angle)),
+                round(x0 + t * speed * math.cos(angle)),
+            )
+            rows = oy + k * band + (dy + np.arange(side)) % band
+            cols = ox + (dx + np.arange(side)) % short
+            img[np.ix_(rows, cols)] = patch
+        img += rng.standard_normal(img.shape, dtype=np.float32) * 2
+        out[t] = np.clip(img, 0, 255)
+    return out
+
+
+def make_synth_labels(out_dir, kind, videos=24, frames=32, size=(340, 256), quality=95, seed=0):
+    """The demos beyond one label a video, as `make_synth` writes its own: kind "multilabel": two
+    patches at once, each moving right, down, left or up (two different directions), labelled
+    with both (`<frame_dir> <num_frames> a,b`, --multi-label); kind "verbnoun": one patch, its
+    direction the verb (4) and its colour the noun (SYNTH_COLOURS, 3), labelled `verb,noun`
+    (--heads 4 3; balanced). demo_ml_classes.txt / demo_vn_classes.txt (SYNTH_KINDS): the
+    directions (then the colours). Returns
+    (train_list, val_list)."""
+    if kind not in SYNTH_KINDS:
+        raise ValueError(f"kind must be one of {tuple(SYNTH_KINDS)}, got {kind!r}")
+    width, height = size
+    rng = np.random.default_rng(seed)
+    colours = list(SYNTH_COLOURS.values())
+    lists = []
+    for split in ("train", "val"):
+        lines = []
+        for i in range(videos):
+            if kind == "multilabel":
+                labels = sorted(rng.choice(4, 2, replace=False).tolist())
+                patches = [(d, None) for d in rng.permutation(labels)]
+            else:
+                labels = [i % 4, (i // 4) % 3]
+                patches = [(labels[0], colours[labels[1]])]
+            folder = f"{split}/video_{i:04d}"
+            os.makedirs(os.path.join(out_dir, folder), exist_ok=True)
+            for t, img in enumerate(_synth_bands(rng, patches, frames, width, height), 1):
+                path = os.path.join(out_dir, folder, f"img_{t:05d}.jpg")
+                Image.fromarray(img).save(path, quality=quality)
+            lines.append(f"{folder} {frames} {','.join(map(str, labels))}\n")
+        lists.append(os.path.join(out_dir, f"{split}.txt"))
+        with open(lists[-1], "w") as f:
+            f.writelines(lines)
+    names = ["right", "down", "left", "up"] + (list(SYNTH_COLOURS) if kind == "verbnoun" else [])
+    with open(os.path.join(out_dir, f"{SYNTH_KINDS[kind]}_classes.txt"), "w") as f:
+        f.writelines(n + "\n" for n in names)
+    return tuple(lists)
+
+
 # ---- extract: video files -> frame folders -------------------------------------------------------
 VIDEO_EXTS = (".avi", ".mp4", ".mkv", ".webm", ".mov", ".m4v", ".mpg", ".mpeg", ".flv", ".3gp")
 
@@ -567,10 +646,11 @@ def _check_video(v, where, full, decoder):
         return f"{where}: missing file {v.path}"
     try:
         n, read = decode.open_video(v.path, decode.pick_video_decoder(decoder))
-        if n < v.num_frames:
-            return f"{where}: {v.num_frames} frames listed, the video has {n} ({v.path})"
-        for k in range(0, n, 32) if full else [0]:
-            read(list(range(k, min(n, k + 32))) if full else sorted({0, v.num_frames - 1}))
+        end = v.offset + v.num_frames  # a segment: its last frame
+        if n < end:
+            return f"{where}: {end} frames listed, the video has {n} ({v.path})"
+        for k in range(v.offset, end, 32) if full else [0]:
+            read(list(range(k, min(end, k + 32))) if full else sorted({v.offset, end - 1}))
     except RuntimeError as e:
         return f"{where}: unreadable video {v.path}: {e}"
     return None
@@ -605,21 +685,23 @@ def check(
         if not os.path.isdir(v.path):
             problems.append((v.line, f"{where}: missing folder {v.path}"))
             continue
-        on_disk = count_frames(v.path, image_tmpl, start_index)
+        # a segment: frames start_index + offset on; Charades, EPIC: the video's own frame names
+        tmpl, first = v.image_tmpl or image_tmpl, start_index + v.offset
+        on_disk = count_frames(v.path, tmpl, first)
         if on_disk < v.num_frames:
-            first = os.path.join(v.path, image_tmpl.format(start_index + on_disk))
+            missing = os.path.join(v.path, tmpl.format(first + on_disk))
             problems.append(
                 (
                     v.line,
                     f"{where}: {v.num_frames} frames listed, {on_disk} on disk "
-                    f"(first missing: {first})",
+                    f"(first missing: {missing})",
                 )
             )
-        numbers = range(start_index, start_index + min(on_disk, v.num_frames))
+        numbers = range(first, first + min(on_disk, v.num_frames))
         size = None
         ends = sorted({numbers[0], numbers[-1]}) if numbers else []
         for i in numbers if full else ends:
-            path = os.path.join(v.path, image_tmpl.format(i))
+            path = os.path.join(v.path, tmpl.format(i))
             try:
                 img = decode.decode_frame(path)
             except (OSError, RuntimeError, ValueError) as e:
@@ -637,8 +719,9 @@ def check(
     for _, message in problems:
         print(message)
     print(
-        f"{list_file}: {len(videos)} videos, {frames} frames, {len({v.label for v in videos})} "
-        "labels: " + (f"{len(problems)} problem(s)" if problems else "OK")
+        f"{list_file}: {len(videos)} videos, {frames} frames, "
+        f"{len({k for v in videos for k in data.labels(v)})} labels: "
+        + (f"{len(problems)} problem(s)" if problems else "OK")
     )
     return [message for _, message in problems]
 
@@ -667,8 +750,9 @@ def check_folders(videos, image_tmpl="img_{:05d}.jpg", start_index=1, max_report
             return (
                 None if os.path.exists(v.path) else f"{v.list_file}:{v.line}: missing file {v.path}"
             )
-        for i in sorted({start_index, start_index + v.num_frames - 1}):
-            path = os.path.join(v.path, image_tmpl.format(i))
+        first = start_index + v.offset  # a segment's first frame
+        for i in sorted({first, first + v.num_frames - 1}):
+            path = os.path.join(v.path, (v.image_tmpl or image_tmpl).format(i))
             if not os.path.exists(path):
                 what = (
                     f"missing frame {path}" if os.path.isdir(v.path) else f"missing folder {v.path}"
@@ -747,6 +831,12 @@ def _parser():
     s.add_argument("--size", type=_size, default=(340, 256), help="WIDTHxHEIGHT (default 340x256)")
     s.add_argument("--quality", type=int, default=95, help="JPEG quality")
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument(
+        "--kind",
+        choices=list(SYNTH_KINDS),
+        help="multilabel: two patches at once, labelled with both directions; verbnoun: a "
+        "direction (verb) x a colour (noun) (default: one direction a video)",
+    )
     e = sub.add_parser(
         "extract", help="video files -> JPEG frame folders (needs PyAV: pip install av)"
     )
@@ -813,7 +903,10 @@ def main(argv=None):
     p = _parser()
     a = p.parse_args(argv)
     try:
-        if a.cmd == "synth":
+        if a.cmd == "synth" and a.kind:
+            lists = make_synth_labels(a.out, a.kind, a.videos, a.frames, a.size, a.quality, a.seed)
+            print("wrote", *lists)
+        elif a.cmd == "synth":
             print(
                 "wrote",
                 *make_synth(a.out, a.classes, a.videos, a.frames, a.size, a.quality, a.seed),

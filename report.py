@@ -92,6 +92,101 @@ def class_metrics(scores, labels, num_classes=None):
     }
 
 
+def average_precision(scores, positives):
+    """One class's average precision: scores float (N,), positives 0/1 (N,) -> the sum over the
+    distinct scores, highest first, of (recall gained) x precision there; NaN without positives.
+    scikit-learn's average_precision_score (what PySlowFast's get_map calls), no interpolation:
+    tied scores are one threshold."""
+    if not len(scores):
+        return float("nan")
+    order = np.argsort(-scores, kind="stable")
+    s, y = scores[order], positives[order].astype(np.float64)
+    # the last clip of each run of equal scores: one threshold each
+    last = np.r_[np.flatnonzero(np.diff(s)), len(s) - 1]
+    tps = np.cumsum(y)[last]
+    precision = tps / (last + 1)
+    if not tps.size or tps[-1] == 0:
+        return float("nan")
+    recall = tps / tps[-1]
+    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+
+
+def multilabel_metrics(scores, targets):
+    """Scores float (N, C) and 0/1 targets (N, C) -> mAP (percent): the mean AP of the classes
+    with a positive video, as PySlowFast's get_map (slowfast/utils/meters.py) drops the classes
+    absent from the set; per_class_ap (C,) percent, NaN for those; per_class_count (C,) positives;
+    absent: their labels."""
+    scores, targets = _numpy(scores).astype(np.float64), _numpy(targets) > 0
+    if scores.shape != targets.shape or scores.ndim != 2:
+        raise ValueError(f"need scores and targets (N, C), got {scores.shape}, {targets.shape}")
+    aps = np.array([average_precision(scores[:, c], targets[:, c]) for c in range(scores.shape[1])])
+    has = ~np.isnan(aps)
+    return {
+        "num_videos": scores.shape[0],
+        "mAP": 100.0 * float(aps[has].mean()) if has.any() else 0.0,
+        "per_class_ap": 100.0 * aps,
+        "per_class_count": targets.sum(0),
+        "absent": np.flatnonzero(~has),
+    }
+
+
+def epic_actions(verb_scores, noun_scores, k=5, top_n=100):
+    """EPIC-KITCHENS-100's action ranking (C1-Action-Recognition utils/scoring.py
+    compute_action_scores): the top_n verbs' and nouns' scores each softmaxed again, their outer
+    product ranked -> the top-k (verbs, nouns, action scores), (N, k) each."""
+    verb, noun = _numpy(verb_scores).astype(np.float64), _numpy(noun_scores).astype(np.float64)
+    top_v = np.argsort(verb, axis=1)[:, ::-1][:, :top_n]
+    top_n_ = np.argsort(noun, axis=1)[:, ::-1][:, :top_n]
+    rows = np.arange(len(verb))[:, None]
+    pv, pn = _softmax(verb[rows, top_v]), _softmax(noun[rows, top_n_])
+    product = (pv[:, :, None] * pn[:, None, :]).reshape(len(verb), -1)
+    best = np.argsort(product, axis=1)[:, ::-1][:, :k]
+    v, n = np.unravel_index(best, (pv.shape[1], pn.shape[1]))
+    return top_v[rows, v], top_n_[rows, n], product[rows, best]
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def heads_metrics(scores, labels, heads):
+    """--heads: per-head probabilities (N, sum(heads)) and labels (N, heads) -> <head>_acc1 and
+    <head>_acc5 (percent) for each head, and with two (EPIC-100's verb and noun) action_acc1 /
+    action_acc5: an action right when the verb and the noun of one of its top-k actions both are
+    (`epic_actions`), as EPIC-100's evaluate.py."""
+    scores, labels = _numpy(scores).astype(np.float64), _numpy(labels).astype(np.int64)
+    parts = np.split(scores, np.cumsum(heads)[:-1], axis=1)
+    names = head_names(len(heads))
+    out = {}
+    for h, (name, part) in enumerate(zip(names, parts)):
+        top = np.argsort(-part, axis=1, kind="stable")[:, : min(5, part.shape[1])]
+        hit = top == labels[:, h : h + 1]
+        out[f"{name}_acc1"] = 100.0 * float(hit[:, 0].mean()) if len(hit) else 0.0
+        out[f"{name}_acc5"] = 100.0 * float(hit.any(1).mean()) if len(hit) else 0.0
+    if len(heads) == 2 and len(scores):
+        verbs, nouns, _ = epic_actions(*parts)
+        hit = (verbs == labels[:, :1]) & (nouns == labels[:, 1:2])
+        out["action_acc1"] = 100.0 * float(hit[:, 0].mean())
+        out["action_acc5"] = 100.0 * float(hit.any(1).mean())
+    return out
+
+
+def head_names(count):
+    """Two heads are EPIC-100's verb and noun; more are head0, head1, ..."""
+    return ("verb", "noun") if count == 2 else tuple(f"head{h}" for h in range(count))
+
+
+def save_per_class_ap_csv(metrics, class_names, path):
+    """--multi-label: one row per class (label order): label, name, AP (percent, empty for a class
+    without positive videos), positive videos."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "name", "ap", "positives"])
+        for c, (ap, n) in enumerate(zip(metrics["per_class_ap"], metrics["per_class_count"])):
+            w.writerow([c, _name(class_names, c), "" if np.isnan(ap) else f"{ap:.4f}", int(n)])
+
+
 def _name(class_names, label):
     return str(label) if class_names is None else class_names[label]
 
@@ -291,6 +386,18 @@ def save_curves_png(log_jsonl_path, png_path):
         plt.close(fig)
 
 
+def save_scores_npz(path, scores, labels, videos=None, class_names=None):
+    """scores_<tag>.npz: the per-video scores, labels (a label, 0/1 rows for --multi-label, a label
+    a head for --heads), videos and class names."""
+    np.savez(
+        path,
+        scores=_numpy(scores),
+        labels=_numpy(labels),
+        videos=np.asarray(videos if videos is not None else []),
+        class_names=np.asarray(class_names if class_names is not None else []),
+    )
+
+
 def evaluation_paths(run_dir, tag, save_scores=True):
     """{kind: path} of the files write_evaluation writes for `tag` (scores only if
     `save_scores`)."""
@@ -312,13 +419,7 @@ def write_evaluation(
     paths = evaluation_paths(run_dir, tag, save_scores)
     os.makedirs(run_dir, exist_ok=True)
     if save_scores:
-        np.savez(
-            paths["scores"],
-            scores=scores,
-            labels=labels,
-            videos=np.asarray(videos if videos is not None else []),
-            class_names=np.asarray(class_names if class_names is not None else []),
-        )
+        save_scores_npz(paths["scores"], scores, labels, videos, class_names)
     save_per_class_csv(metrics, class_names, paths["per_class"])
     save_confusion_png(
         metrics["confusion"],

@@ -199,6 +199,7 @@ def data_spec(args, mode):
         reps=args.ra_reps,
         # pretraining: '<frame_dir> <num_frames>' lines too (labels unused)
         unlabelled=getattr(args, "pretrain", False),
+        heads=tuple(args.heads) if getattr(args, "heads", None) else None,
     )
     if mode == "train":
         # in the loader, or augment.BatchAugment's draws
@@ -259,6 +260,7 @@ def build_data(args, rt):
             fail(f"{flag} not found: {path}")
     # else: from the lists, below
     args.num_classes = args.num_classes or flags.NUM_CLASSES.get(args.dataset)
+    args.num_classes = sum(args.heads) if args.heads else args.num_classes  # one fc, split
     views = args.test_clips * args.test_crops if args.evaluate else 1
     try:
         train_ds = make_dataset(args, args.train_list, "train")
@@ -278,7 +280,8 @@ def build_data(args, rt):
     train_labels, warned = {v.label for v in train_ds.videos}, set()
     for v in val_ds.videos:  # it would silently widen the classifier, and can never be right
         if (
-            v.label not in train_labels
+            not isinstance(v.label, tuple)
+            and v.label not in train_labels
             and v.label not in warned
             and rt.rank == 0
             and not args.evaluate
@@ -760,18 +763,41 @@ def classification_loss(args):
     """The one place of the classification loss: (logits (B, K), targets) -> the batch's mean loss,
     the targets labels (B,) or, with --mixup-alpha / --cutmix-alpha, soft targets (B, K). Every
     branch of the step scores its logits here: the model's, and each probe's of a --probe grid. The
-    cross-entropy, with --label-smoothing."""
-    return nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
+    cross-entropy, with --label-smoothing; --multi-label: binary cross-entropy against the 0/1
+    targets; --heads: the sum of the heads' cross-entropies."""
+    cross_entropy = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
+    if args.multi_label:
+        # PySlowFast's "bce_logit" (its Charades recipe): the mean over clips and classes
+        bce = nn.BCEWithLogitsLoss()
+        return lambda logits, targets: bce(logits, targets.to(logits.dtype))
+    if args.heads:
+        # the sum of the heads' cross-entropies (the EPIC-Kitchens team's forks: verb + noun)
+        return lambda logits, targets: heads_loss(cross_entropy, logits, targets, args.heads)
+    return cross_entropy
 
 
 def classification(args):
     """The logits, and classification_loss of them. --probe: every probe's logits (B, N, K), each
-    probe's loss classification_loss's, summed (probe.grid_loss; (B, K) logits: the loss itself)."""
+    probe's loss classification_loss's, summed (probe.grid_loss; (B, K) logits: the loss itself).
+    --multi-label and --heads have no one top-1 for the meter (classifies=False)."""
     criterion = classification_loss(args)
+    if args.multi_label or args.heads:
+        return Objective(
+            forward=lambda model, x, info: model(x),
+            loss=lambda logits, targets, x, info: criterion(logits, targets),
+            classifies=False,
+        )
     return Objective(
         forward=lambda model, x, info: model(x),
         loss=lambda logits, targets, x, info: probe.grid_loss(criterion, logits, targets),
     )
+
+
+def heads_loss(loss, logits, targets, heads):
+    """--heads: logits (B, sum(heads)) split into the heads' columns, targets (B, heads): the sum of
+    each head's `loss`."""
+    parts = logits.split(list(heads), dim=-1)
+    return sum(loss(part, targets[:, h]) for h, part in enumerate(parts))
 
 
 def train_one_epoch(args, rt, d, net, objective, progress):
@@ -812,8 +838,11 @@ def train_one_epoch(args, rt, d, net, objective, progress):
                 loss = objective.loss(out, targets, x, info)
             # mean over the step's iter_size x b clips
             net.scaler.scale(loss / args.iter_size).backward()
-        # top-1 against the labels, or the dominant (largest-weight) label of mixed targets
-        top1_labels = labels if targets.dim() == 1 else targets.argmax(1)
+        # top-1 against the labels, or the dominant (largest-weight) label of mixed targets (not
+        # counted for --multi-label / --heads: objective.classifies)
+        top1_labels = (
+            labels if targets.dim() == 1 or not objective.classifies else targets.argmax(1)
+        )
         scores = probe.first(out) if objective.classifies else None  # a grid: the first probe's
         meter.update(loss, scores, top1_labels, it)
         if last:
@@ -867,23 +896,25 @@ def evaluate(model, d, args, rt):
             clips = data.normalize(clips, rt.mean, rt.std)
             with rt.autocast:
                 logits = model(clips)  # (B*V, K); a grid of probes: (B*V, N, K)
-            probs = logits.float().softmax(-1)
-            scores.append(probs.view(B, V, *probs.shape[1:]).mean(1).cpu())  # average views
+            probs = view_probabilities(logits.float(), args)
+            scores.append(combine_views(probs.view(B, V, *probs.shape[1:]), args).cpu())
             labels.append(target)
     # never substituted (it would change the metric); all ranks learn of it below
     except decode.BadVideo as e:
         # one line, also when a DataLoader worker raised it (decode.BadVideo keeps its text)
         error = str(e)
     shape = tuple(scores[0].shape[1:]) if scores else (args.num_classes,)
+    # a label (B,); --multi-label: 0/1 (B, K); --heads: (B, heads)
+    label_shape, label_type = label_layout(args)
     scores = torch.cat(scores) if scores else torch.zeros(0, *shape)
-    labels = torch.cat(labels) if labels else torch.zeros(0, dtype=torch.long)
+    labels = torch.cat(labels) if labels else torch.zeros(0, *label_shape, dtype=label_type)
     shards = rt.gather((d.val_indices[: len(labels)], scores, labels, error))
     errors = [s[3] for s in shards if s[3]]
     if errors:
         raise decode.BadVideo(errors[0])
     # Put every rank's shard back in dataset order.
     all_scores = torch.zeros(len(d.val_ds), *shape)
-    all_labels = torch.zeros(len(d.val_ds), dtype=torch.long)
+    all_labels = torch.zeros(len(d.val_ds), *label_shape, dtype=label_type)
     for idx, s, y, _ in shards:
         all_scores[idx], all_labels[idx] = s, y
     # a grid of probes: each one's metrics; the best by --best-metric (first of ties) reports
@@ -893,12 +924,50 @@ def evaluate(model, d, args, rt):
         sign = 1 if way == "max" else -1
         best = max(range(len(each)), key=lambda i: (sign * each[i][name], -i))
         return {**each[best], "probe_top1": [e["top1"] for e in each], "best_probe": best}
-    return scores_metrics(all_scores, all_labels)
+    return scores_metrics(all_scores, all_labels, args)
 
 
-def scores_metrics(all_scores, all_labels):
-    """(videos, K) averaged probabilities and labels -> top1, top5, loss, mean_class_acc (the
-    per-class report's, report.class_metrics), scores, labels: checkpoint.VAL_METRICS' numbers."""
+def view_probabilities(logits, args):
+    """A view's scores: the softmax; --multi-label: each class's sigmoid (PySlowFast's HEAD_ACT
+    sigmoid); --heads: a softmax per head."""
+    if args.multi_label:
+        return logits.sigmoid()
+    if args.heads:
+        return torch.cat([p.softmax(-1) for p in logits.split(list(args.heads), -1)], -1)
+    return logits.softmax(-1)
+
+
+def combine_views(probs, args):
+    """(B, V, ...) -> (B, ...): a video's views averaged; --multi-label: their maximum
+    (PySlowFast's TEST.ENSEMBLE_METHOD max, its Charades recipe)."""
+    return probs.amax(1) if args.multi_label else probs.mean(1)
+
+
+def label_layout(args):
+    """The shape of one video's labels after collation and their dtype."""
+    if args.multi_label:
+        return (args.num_classes,), torch.float32
+    return ((len(args.heads),) if args.heads else ()), torch.long
+
+
+def scores_metrics(all_scores, all_labels, args=None):
+    """(videos, K) combined probabilities and labels -> the numbers of checkpoint.val_names: top1,
+    top5, loss, mean_class_acc (the per-class report's, report.class_metrics); --multi-label mAP and
+    per_class_ap; --heads each head's; and the scores and labels."""
+    if args is not None and args.multi_label:
+        m = report.multilabel_metrics(all_scores, all_labels)
+        p = all_scores.double().clamp(1e-12, 1 - 1e-12)
+        y = all_labels.double()
+        loss = -(y * p.log() + (1 - y) * (1 - p).log()).mean().item() if len(y) else 0.0
+        return {**m, "loss": loss, "scores": all_scores, "labels": all_labels}
+    if args is not None and args.heads:
+        parts = all_scores.split(list(args.heads), -1)
+        p_true = [part.gather(1, all_labels[:, h : h + 1]) for h, part in enumerate(parts)]
+        loss = (
+            -sum(p.clamp_min(1e-12).log().mean() for p in p_true).item() if len(all_labels) else 0.0
+        )
+        m = report.heads_metrics(all_scores, all_labels, args.heads)
+        return {**m, "loss": loss, "scores": all_scores, "labels": all_labels}
     topk = all_scores.topk(min(5, all_scores.shape[1]), dim=1).indices
     p_true = all_scores.gather(1, all_labels[:, None]).clamp_min(1e-12)
     per_class = report.class_metrics(all_scores, all_labels) if len(all_labels) else {}
@@ -912,11 +981,47 @@ def scores_metrics(all_scores, all_labels):
     }
 
 
+def summary(res, args, ema=""):
+    """A validation's numbers in one line: Acc@1 / Acc@5; --multi-label mAP; --heads each head's
+    (and the action's) Acc@1 / Acc@5."""
+    if args.multi_label:
+        return f"{ema}mAP {res['mAP']:.3f}"
+    if args.heads:
+        names = [n for n in checkpoint.val_names(args) if n != "loss"]
+        return ema + " ".join(f"{n} {res[n]:.3f}" for n in names)
+    return f"{ema}Acc@1 {res['top1']:.3f} Acc@5 {res['top5']:.3f}"
+
+
+def report_labels_evaluation(args, rt, d, res, clips, crops, tag=None):
+    """--multi-label: per_class_ap_<tag>.csv (and the classes without a positive video said);
+    --heads: the heads' numbers; --save_scores: scores_<tag>.npz. Rank 0."""
+    tag = tag or f"{clips}x{crops}"
+    if args.save_scores:
+        path = report.evaluation_paths(rt.run_dir, tag)["scores"]
+        os.makedirs(rt.run_dir, exist_ok=True)
+        videos = [v.path for v in d.val_ds.videos]
+        report.save_scores_npz(path, res["scores"], res["labels"], videos, d.class_names)
+    if args.heads:
+        print(f"{summary(res, args)}  ({len(d.val_ds)} videos, {clips}x{crops} views)")
+        return
+    path = os.path.join(rt.run_dir, f"per_class_ap_{tag}.csv")
+    os.makedirs(rt.run_dir, exist_ok=True)
+    report.save_per_class_ap_csv(res, d.class_names, path)
+    absent = ", ".join(map(str, res["absent"][:20])) + (" ..." if len(res["absent"]) > 20 else "")
+    print(
+        f"mAP {res['mAP']:.3f} over {args.num_classes - len(res['absent'])} classes "
+        f"({len(d.val_ds)} videos, {clips}x{crops} views); wrote {path}"
+        + (f"; no positive video, left out: {absent}" if len(res["absent"]) else "")
+    )
+
+
 def report_evaluation(args, rt, d, res, clips, crops, tag=None):
     """Rank 0: the metrics, the per-class table and report.write_evaluation's files; `res`: every
     rank's."""
     if rt.rank != 0:
         return
+    if args.multi_label or args.heads:
+        return report_labels_evaluation(args, rt, d, res, clips, crops, tag)
     videos = [v.path for v in d.val_ds.videos]
     metrics, paths = report.write_evaluation(
         rt.run_dir,
@@ -946,7 +1051,7 @@ def evaluate_checkpoint(args, rt, net, d):
     except decode.BadVideo as e:
         fail(f"evaluation stopped: {e}")
     report_evaluation(args, rt, d, res, args.test_clips, args.test_crops, tag)
-    print(f" * Acc@1 {res['top1']:.3f} Acc@5 {res['top5']:.3f}")
+    print(f" * {summary(res, args)}")
     return res
 
 
@@ -955,7 +1060,8 @@ def validate_and_log(args, rt, net, d, progress, meter):
     """End of an epoch: validate (every -ef epochs), save checkpoint.pth (and model_best.pth), log a
     line."""
     epoch = progress.epoch
-    log = {**epoch_log(rt, net, meter, epoch), **{f"val_{k}": None for k in checkpoint.VAL_METRICS}}
+    names = checkpoint.val_names(args)  # val_top1, ...; --multi-label val_mAP; --heads ...
+    log = {**epoch_log(rt, net, meter, epoch), **{f"val_{n}": None for n in names}}
     # train_top1 is against the dominant label of mixed targets
     if args.mixup_alpha or args.cutmix_alpha:
         log["mixed"] = True
@@ -972,15 +1078,15 @@ def validate_and_log(args, rt, net, d, progress, meter):
         except decode.BadVideo as e:  # the training state is saved first: nothing is lost
             checkpoint.save(args, rt, net, progress, d)
             fail(f"validation stopped (checkpoint.pth saved): {e}")
-        log.update({f"val_{k}": res[k] for k in checkpoint.VAL_METRICS})
+        log.update({f"val_{n}": res[n] for n in names})
         progress.last_val = res
-        print(f"epoch {epoch} * Acc@1 {res['top1']:.3f} Acc@5 {res['top5']:.3f}")
+        print(f"epoch {epoch} * {summary(res, args)}")
         if "probe_top1" in res:  # --probe grid: every probe's top-1; the best one's weights predict
             log.update(probe_top1=res["probe_top1"], best_probe=res["best_probe"])
             print(probe.grid_line(args, epoch, res))
         if ema:
-            log.update({f"val_{k}_ema": ema[k] for k in checkpoint.VAL_METRICS})
-            print(f"epoch {epoch} * EMA Acc@1 {ema['top1']:.3f} Acc@5 {ema['top5']:.3f}")
+            log.update({f"val_{n}_ema": ema[n] for n in names})
+            print(f"epoch {epoch} * {summary(ema, args, 'EMA ')}")
     score = log.get(best_key(args))
     is_best = score is not None and checkpoint.beats(args.best_metric, score, progress.best_score)
     if is_best:
@@ -1039,7 +1145,7 @@ def main(args):
         res = evaluate_checkpoint(args, rt, net, d)
         if dist.is_initialized():
             dist.destroy_process_group()
-        return res["top1"], res["top5"]
+        return tuple(res[n] for n in checkpoint.val_names(args)[:2])
 
     rundir.open_tensorboard(args, rt)
     print(

@@ -167,16 +167,17 @@ def test_undecodable_list_names_file_and_line(tmp_path, content, line):
 
 
 def test_extra_column_is_one_line_naming_list_line_and_form(tmp_path):
-    """A line with a column too many ('<dir> <start> <num_frames> <label>') fails as it is read,
-    naming the list, the line and the expected form -- not read into the folder name, to fail later
-    as a missing folder. A folder name with spaces still reads. `python prepare.py check` reports it
-    the same."""
+    """A line with a column too many ('<dir> <x> <offset> <num_frames> <label>') fails as it is
+    read, naming the list, the line and the expected form -- not read into the folder name, to fail
+    later as a missing folder. A folder name with spaces still reads. `python prepare.py check`
+    reports it the same."""
     write_frames(tmp_path / "vid", 3)
     write_frames(tmp_path / "my vid", 3)
-    path = write_list(tmp_path / "list.txt", ["vid 3 0", "vid 1 3 0", "my vid 3 1"])
+    path = write_list(tmp_path / "list.txt", ["vid 3 0", "vid 1 1 2 0", "my vid 3 1"])
     expected = (
-        f"{path}:2: 4 columns, expected '<video> <label>' or "
-        "'<frame_dir or video> <num_frames> <label>'"
+        f"{path}:2: 5 columns, expected '<video> <label>' or "
+        "'<frame_dir or video> <num_frames> <label>' or "
+        "'<frame_dir or video> <offset> <num_frames> <label>'"
     )
     with pytest.raises(ValueError, match=re.escape(expected)) as e:
         data.VideoFrameDataset(path, mode="val")

@@ -36,7 +36,8 @@ def test_the_lists_derived_from_the_groups():
     assert {"arch", "t_length", "val_list", "amp", "use_ema"} <= set(sets.scores)
     assert not {"lr", "workers", "print_freq", "mixup_alpha"} & set(sets.scores)
     probing = {"probe", "probe_lrs", "probe_wds", "probe_blocks", "probe_heads"}
-    assert set(sets.kept) == {"arch", "num_classes", "mode", "shift", "slowfast_variant"} | probing
+    model = {"arch", "num_classes", "multi_label", "heads", "mode", "shift", "slowfast_variant"}
+    assert set(sets.kept) == model | probing
     assert {"t_length", "crop_size", "num_segments", "opt", "layer_decay", "fc_only"} <= set(
         sets.kept_training
     )
