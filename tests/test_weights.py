@@ -235,3 +235,19 @@ def test_make_model_reads_a_pretrained_file_once(tmp_path, capsys):
     args.pretrained = path
     _, reads = readers(lambda: train.make_model(args))
     assert reads == 1
+
+
+def test_refusals_are_one_line_from_the_command_line(tmp_path):
+    """train.py's check_weights, before any list is read: a random-bytes .pkl (this project's
+    reason, not torch's weights_only advice) and a VideoMAE file for a V-JEPA 2 arch (its arch)."""
+    (tmp_path / "w.pkl").write_bytes(bytes(range(256)) * 4)
+    r = run_cli(["ucf101", "no.txt", "no.txt", "--pretrained", str(tmp_path / "w.pkl")])
+    assert r.returncode == 2
+    err = one_line_error(r.stderr, "w.pkl: cannot read it as a torch checkpoint")
+    assert "weights_only" not in err, err
+    vit = models.build_model("vit_t16", 5, t_length=16, crop_size=32)
+    path = save(tmp_path, {"model": vit.state_dict()}, "videomae.pth")
+    argv = ["ucf101", "no.txt", "no.txt", "--arch", "vjepa2_vitt16", "--pretrained", path]
+    r = run_cli(argv + ["--crop_size", "32"])
+    assert r.returncode == 2
+    one_line_error(r.stderr, "videomae.pth", "give --arch vit_t16")
