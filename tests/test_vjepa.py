@@ -417,8 +417,9 @@ def test_bad_inputs_are_one_line_before_any_work(lists, tmp_path, capsys):
     torch.save({"classifiers": [clf.state_dict()]}, tmp_path / "probe.pt")
     base = ["ucf101", *lists, *PROBE[:-6], "--output_root", str(tmp_path / "o")]
     cases = [
-        (["--arch", "vit_t16", "--pretrained", src], "a V-JEPA 2 checkpoint"),
-        (["--pretrained", str(videomae)], "not a V-JEPA 2 checkpoint"),
+        (["--arch", "vit_t16", "--pretrained", src], "V-JEPA 2 encoder (RoPE), not vit_t16's"),
+        (["--arch", "vit_t16", "--pretrained", src], "give --arch vjepa2_vitt16"),
+        (["--pretrained", str(videomae)], "not a V-JEPA 2 encoder; give --arch vit_t16"),
         (["--probe-weights", str(tmp_path / "probe.pt"), "--num_classes", "5"], "7 classes"),
         (["--t_length", "5"], "--t_length 5"),
         (["--probe", "attentive", "--layer-decay", "0.75"], "drop --layer-decay"),
@@ -458,8 +459,9 @@ def test_wrong_weights_are_refused_in_one_line_before_the_lists_are_read(lists, 
     assert r.returncode == 2, r.stderr
     one_line_error(r.stderr, width[1])
     cases = [
-        (["--arch", "vit_t16", "--pretrained", src], "a V-JEPA 2 checkpoint"),
-        (["--pretrained", str(videomae)], "not a V-JEPA 2 checkpoint"),
+        (["--arch", "vit_t16", "--pretrained", src], "V-JEPA 2 encoder (RoPE), not vit_t16's"),
+        (["--arch", "vit_t16", "--pretrained", src], "give --arch vjepa2_vitt16"),
+        (["--pretrained", str(videomae)], "not a V-JEPA 2 encoder; give --arch vit_t16"),
         (["--arch", "vjepa2_1_vitt16", "--pretrained", src], "(--arch vjepa2_vitt16)"),
         (["--probe-weights", str(tmp_path / "probe192.pt")], "7 classes, 4 blocks does not fit"),
         (["--pretrained", src], "no_train.txt"),  # the right file: the list's error
