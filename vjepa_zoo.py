@@ -188,8 +188,11 @@ def follow_transformers(model, state, config, name):
         )
     head = model.head
     if held != len(head.pooler.blocks):  # the folder's depth, not the official 4
-        D, classes = head.linear.in_features, head.linear.out_features
-        head = model.head = vjepa.AttentiveClassifier(D, classes, depth=held + 1)
+        w = head.linear.weight
+        new = vjepa.AttentiveClassifier(
+            w.shape[1], w.shape[0], depth=held + 1, dropout=head.dropout.p
+        )
+        head = model.head = new.to(device=w.device, dtype=w.dtype).train(head.training)
     for m in head.modules():
         if isinstance(m, torch.nn.LayerNorm):
             m.eps = config.get("layer_norm_eps", 1e-6)

@@ -670,7 +670,10 @@ def _rename(model, state, zoo, name):
         state, unexpected = convert_state_dict(state, _mvit_rules(zoo))
         # PySlowFast's and mmaction2's class token is (1, 1, C), torchvision's (C,)
         state = mvit_net.fit(state)
-        error = mvit_net.clip_error(model, state, name)
+        # another MViT (v1, other widths): named, with the arch that loads it; then its clip
+        error = mvit_net.refusal(state, arch, name, zoo.name) or mvit_net.clip_error(
+            model, state, name
+        )
         if error:
             raise ValueError(error)
         return state, unexpected

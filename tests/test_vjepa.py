@@ -190,7 +190,6 @@ def tiny(depth=2, classes=5):
     "key, prefix", [(None, "module.backbone."), ("encoder", ""), ("ema_encoder", "module.")]
 )
 def test_official_pt_loads_the_encoder_the_probe_evals_read(tmp_path, capsys, key, prefix):
-    import vjepa_zoo
 
     encs = save_official(tmp_path / "vitl.pt", prefix)
     m = tiny()
@@ -226,7 +225,7 @@ def test_official_probe_checkpoint_onto_the_probe(tmp_path, capsys):
     assert "\n" not in str(e.value)
 
 
-def hf_pair(tmp_path, classify):
+def hf_pair(tmp_path, classify, pooler_layers=3):
     transformers = pytest.importorskip("transformers")
     config = transformers.VJEPA2Config(
         hidden_size=192,
@@ -237,7 +236,7 @@ def hf_pair(tmp_path, classify):
         pred_hidden_size=64,
         pred_num_hidden_layers=1,
         pred_num_attention_heads=2,
-        num_pooler_layers=3,
+        num_pooler_layers=pooler_layers,
         num_labels=5,
         attn_implementation="sdpa",
     )
@@ -249,7 +248,6 @@ def hf_pair(tmp_path, classify):
 
 @pytest.mark.parametrize("classify", [False, True])
 def test_transformers_folders_give_their_own_outputs(tmp_path, capsys, classify):
-    import vjepa_zoo
 
     hf = hf_pair(tmp_path, classify)
     m = tiny()
@@ -266,8 +264,20 @@ def test_transformers_folders_give_their_own_outputs(tmp_path, capsys, classify)
             assert "new " in line and "dropped" in line  # the head is new, the predictor dropped
 
 
+def test_a_transformers_folders_pooler_depth_is_read(tmp_path, capsys):
+    """config.json's num_pooler_layers (1 here, 3 in the published folders): the probe is built
+    with that depth and computes as transformers' classifier."""
+    hf = hf_pair(tmp_path, classify=True, pooler_layers=1)
+    m = tiny()
+    zoo.load_pretrained(m, str(tmp_path / "hf"))
+    assert "1 pooler layers (num_pooler_layers)" in capsys.readouterr().out
+    assert len(m.head.pooler.blocks) == 1
+    x = torch.randn(2, 3, 4, 32, 32, dtype=torch.float64)
+    with torch.no_grad():
+        assert rel(m(x), hf(pixel_values_videos=x.transpose(1, 2)).logits) < REL
+
+
 def test_wrong_files_are_refused_in_one_line(tmp_path):
-    import vjepa_zoo
 
     save_official(tmp_path / "vitl.pt")
     cases = [
@@ -407,8 +417,9 @@ def test_bad_inputs_are_one_line_before_any_work(lists, tmp_path, capsys):
     torch.save({"classifiers": [clf.state_dict()]}, tmp_path / "probe.pt")
     base = ["ucf101", *lists, *PROBE[:-6], "--output_root", str(tmp_path / "o")]
     cases = [
-        (["--arch", "vit_t16", "--pretrained", src], "a V-JEPA 2 checkpoint"),
-        (["--pretrained", str(videomae)], "not a V-JEPA 2 checkpoint"),
+        (["--arch", "vit_t16", "--pretrained", src], "V-JEPA 2 encoder (RoPE), not vit_t16's"),
+        (["--arch", "vit_t16", "--pretrained", src], "give --arch vjepa2_vitt16"),
+        (["--pretrained", str(videomae)], "not a V-JEPA 2 encoder; give --arch vit_t16"),
         (["--probe-weights", str(tmp_path / "probe.pt"), "--num_classes", "5"], "7 classes"),
         (["--t_length", "5"], "--t_length 5"),
         (["--probe", "attentive", "--layer-decay", "0.75"], "drop --layer-decay"),
@@ -449,8 +460,9 @@ def test_wrong_weights_are_refused_in_one_line_before_the_lists_are_read(lists, 
     assert r.returncode == 2, r.stderr
     one_line_error(r.stderr, width[1])
     cases = [
-        (["--arch", "vit_t16", "--pretrained", src], "a V-JEPA 2 checkpoint"),
-        (["--pretrained", str(videomae)], "not a V-JEPA 2 checkpoint"),
+        (["--arch", "vit_t16", "--pretrained", src], "V-JEPA 2 encoder (RoPE), not vit_t16's"),
+        (["--arch", "vit_t16", "--pretrained", src], "give --arch vjepa2_vitt16"),
+        (["--pretrained", str(videomae)], "not a V-JEPA 2 encoder; give --arch vit_t16"),
         (["--arch", "vjepa2_1_vitt16", "--pretrained", src], "(--arch vjepa2_vitt16)"),
         (["--probe-weights", str(tmp_path / "probe192.pt")], "7 classes, 4 blocks does not fit"),
         (["--pretrained", src], "no_train.txt"),  # the right file: the list's error
@@ -513,7 +525,6 @@ def test_probe_recipes_parse_and_pass_the_checks(recipe, segments, frames, lrs):
 def test_a_vjepa2_hub_id_loads_from_the_cache_offline(tmp_path, capsys, monkeypatch):
     """facebook/vjepa2-... by Hub id: read from a Hub cache the test fills, with no network."""
     hub = pytest.importorskip("huggingface_hub")
-    import vjepa_zoo
 
     hf_pair(tmp_path, classify=False)
     rev = "0" * 40
@@ -680,7 +691,6 @@ ENCODER_KEYS = ("encoder", "target_encoder", "ema_encoder")
 
 @pytest.mark.parametrize("key", [None, "ema_encoder"])
 def test_v21_official_pt_loads_with_one_report_line(tmp_path, capsys, key):
-    import vjepa_zoo
 
     encs = save_official21(tmp_path / "vjepa2_1_vitt_384.pt")
     m = vjepa.build("vjepa2_1_vitt16", 5).double().eval()
@@ -695,7 +705,6 @@ def test_v21_official_pt_loads_with_one_report_line(tmp_path, capsys, key):
 
 def test_v21_distilled_base_and_large_read_ema_encoder_by_default(tmp_path, capsys):
     """backbones.py reads the distilled ViT-B / ViT-L from `ema_encoder`: so does --pretrained."""
-    import vjepa_zoo
 
     m = vjepa.build("vjepa2_1_vitb16", 5, depth=1).eval()
     sd = {n.replace("norm.", "norms_block.3."): v for n, v in m.state_dict().items()}
@@ -712,7 +721,6 @@ def test_v21_distilled_base_and_large_read_ema_encoder_by_default(tmp_path, caps
 
 
 def test_a_v21_file_for_a_v2_arch_and_the_reverse_are_refused_naming_the_arch(tmp_path):
-    import vjepa_zoo
 
     save_official21(tmp_path / "v21.pt")
     save_official(tmp_path / "v2.pt", depth=4)

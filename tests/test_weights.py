@@ -116,17 +116,22 @@ def as_mmaction2(net):
 def test_an_mmaction2_mvit_file_loads_into_mvitv2_b_and_is_refused_by_a_vit(tmp_path, capsys):
     """Every tensor renamed back and copied; for a ViT arch the refusal names mvitv2_b (before:
     "a ViT file ... 7 px patches")."""
-    net = models.build_network("mvitv2_b", 5, t_length=4, crop_size=64)
-    path = save(tmp_path, {"state_dict": as_mmaction2(net), "meta": {}})
-    other = models.build_network("mvitv2_b", 5, t_length=4, crop_size=64)
-    zoo.load_pretrained(other, path)
+    import mvit_net
+
+    # every block of MViTv2-B, a sixth of its width (as test_mvit.py): seconds, not minutes
+    narrow = mvit_net.MVITS["mvitv2_b"]._replace(embed_dim=16)
+    with mock.patch.dict(mvit_net.MVITS, {"mvitv2_b": narrow}):
+        net = models.build_network("mvitv2_b", 5, t_length=4, crop_size=64)
+        path = save(tmp_path, {"state_dict": as_mmaction2(net), "meta": {}})
+        other = models.build_network("mvitv2_b", 5, t_length=4, crop_size=64)
+        zoo.load_pretrained(other, path)
     line = capsys.readouterr().out
     assert f"pretrained {path} (mmaction2, 3D): inflated 0, copied {len(net.state_dict())}" in line
     assert all(torch.equal(v, other.state_dict()[k]) for k, v in net.state_dict().items())
     assert other.pretrained_info["mean"] == (0.45, 0.45, 0.45)
-    with torch.device("meta"):
+    with torch.device("meta"), mock.patch.dict(mvit_net.MVITS, {"mvitv2_b": narrow}):
         vit = models.build_network("vit_t16", 5, t_length=4, crop_size=32)
-    msg = refusal(vit, path)
+        msg = refusal(vit, path)
     assert "7 px patches" not in msg and "(mmaction2 layout)" in msg, msg
     assert "use --arch mvitv2_b" in msg, msg
 
@@ -183,10 +188,7 @@ def test_a_probe_of_another_depth_names_probe_blocks(tmp_path):
 
 
 def test_vjepa_key_is_refused_where_it_picks_nothing(tmp_path, capsys):
-    """A ConvNet arch (before any work), and a file with one encoder."""
-    r = run_cli(["ucf101", "no.txt", "no.txt", "--arch", "resnet18_3d", "--vjepa-key", "encoder"])
-    assert r.returncode == 2
-    one_line_error(r.stderr, "--vjepa-key encoder", "--arch resnet18_3d is no V-JEPA 2 encoder")
+    """A file with one encoder (a train.py checkpoint; a transformers folder alike)."""
     with torch.device("meta"):
         vj = models.build_network("vjepa2_vitt16", 5, t_length=4, crop_size=32)
     state = {k: torch.zeros((), dtype=v.dtype).expand(v.shape) for k, v in vj.state_dict().items()}
@@ -235,3 +237,27 @@ def test_make_model_reads_a_pretrained_file_once(tmp_path, capsys):
     args.pretrained = path
     _, reads = readers(lambda: train.make_model(args))
     assert reads == 1
+
+
+@pytest.mark.slow  # train.py subprocesses
+def test_vjepa_key_for_a_convnet_is_refused_before_any_work():
+    r = run_cli(["ucf101", "no.txt", "no.txt", "--arch", "resnet18_3d", "--vjepa-key", "encoder"])
+    assert r.returncode == 2
+    one_line_error(r.stderr, "--vjepa-key encoder", "--arch resnet18_3d is no V-JEPA 2 encoder")
+
+
+@pytest.mark.slow  # train.py subprocesses
+def test_refusals_are_one_line_from_the_command_line(tmp_path):
+    """train.py's check_weights, before any list is read: a random-bytes .pkl (this project's
+    reason, not torch's weights_only advice) and a VideoMAE file for a V-JEPA 2 arch (its arch)."""
+    (tmp_path / "w.pkl").write_bytes(bytes(range(256)) * 4)
+    r = run_cli(["ucf101", "no.txt", "no.txt", "--pretrained", str(tmp_path / "w.pkl")])
+    assert r.returncode == 2
+    err = one_line_error(r.stderr, "w.pkl: cannot read it as a torch checkpoint")
+    assert "weights_only" not in err, err
+    vit = models.build_network("vit_t16", 5, t_length=16, crop_size=32)
+    path = save(tmp_path, {"model": vit.state_dict()}, "videomae.pth")
+    argv = ["ucf101", "no.txt", "no.txt", "--arch", "vjepa2_vitt16", "--pretrained", path]
+    r = run_cli(argv + ["--crop_size", "32"])
+    assert r.returncode == 2
+    one_line_error(r.stderr, "videomae.pth", "give --arch vit_t16")
