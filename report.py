@@ -350,6 +350,8 @@ class Meter:
     counts: dict = field(default_factory=dict)
     # (iteration, loss) of the first non-finite loss, on the device; -1: none
     bad: tuple = (-1, 0.0)
+    # what a non-finite loss asks of the user: the flags that set this run's step sizes
+    advice: str = "lower --lr, or --clip-grad"
     clips: int = 0
     # clips since the last line
     n_log: int = 0
@@ -381,8 +383,7 @@ class Meter:
         if int(self.bad[0]) >= 0:
             fail(
                 f"loss is {float(self.bad[1])} at epoch {epoch} iteration {int(self.bad[0])}; "
-                "stopping "
-                "(lower --lr, or --clip-grad)",
+                f"stopping ({self.advice})",
                 code=1,
             )
         names = [*self.names, *(k for k in self.sums if k not in self.names)]

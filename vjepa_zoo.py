@@ -16,7 +16,9 @@ Layouts (each recognised by keys only it has):
   dropped and reported.
 - official-probe: the eval's probe checkpoints (ssv2-vitl-16x2x3.pt, diving48-vitl-256.pt, ...):
   `classifiers`, a list of AttentiveClassifier state dicts under DDP's `module.` (eval.py
-  save_checkpoint); the first is read, as notebooks/vjepa2_demo.py does.
+  save_checkpoint), one per point of the eval's lr x wd grid; FILE reads the first, as
+  notebooks/vjepa2_demo.py does, FILE:K the K-th, FILE:all every one (--evaluate scores them all in
+  one pass).
 - transformers: a folder of VJEPA2Model / VJEPA2ForVideoClassification (config.json and
   model.safetensors; transformers/models/vjepa2/modeling_vjepa2.py), read with safetensors, never by
   importing transformers: query / key / value joined into qkv, the pooler's k_proj / v_proj into kv,
@@ -181,8 +183,10 @@ def follow_transformers(head, config):
 
 
 @torch.no_grad()
-def load(model, src, key=None):
-    """Fill a vjepa.VJEPAViT from `src`; prints the report line, sets model.pretrained_info."""
+def load(model, src, key=None, head_note=None):
+    """Fill a vjepa.VJEPAViT from `src`; prints the report line, sets model.pretrained_info.
+    head_note: what becomes of the head when the file holds none (the line says it, so a head
+    filled next, or never used, does not read as one left random)."""
     state, dropped, layout, config = read(src, key or DEFAULT_KEY.get(model.arch, "target_encoder"))
     own = model.state_dict()
     has_head = any(k.startswith("head.") for k in state)
@@ -205,6 +209,8 @@ def load(model, src, key=None):
             own[k].copy_(v)
     line = f"pretrained {src} ({layout}): loaded {len(own) - len(new)}, new {len(new)}"
     line += f" ({vit_zoo._few(new)})" if new else ""
+    if head_note and new and all(k.startswith("head.") for k in new):
+        line += f": the head, {head_note}"
     line += f", dropped {len(dropped)}" + (f" ({vit_zoo._few(dropped)})" if dropped else "")
     if config is not None and has_head:
         line += "; " + follow_transformers(model.head, config)
@@ -220,38 +226,72 @@ def probe_shape(state):
     return f"width {w}, {k} classes, {blocks} blocks"
 
 
+def probe_source(src):
+    """--probe-weights FILE[:K|:all] -> (FILE, K, or "all", or None: the first head). A path that
+    exists as given is a file, colon and all."""
+    path, _, pick = (src or "").rpartition(":")
+    if path and (pick.isdigit() or pick == "all") and not os.path.exists(src):
+        return path, int(pick) if pick.isdigit() else "all"
+    return src, None
+
+
+def probe_states(src):
+    """The heads --probe-weights FILE[:K|:all] names in an official probe checkpoint (eval.py saves
+    one per grid point in `classifiers`, in its grid's order): ([(index, state dict)], how many the
+    file holds). ValueError: one line naming the file."""
+    path, pick = probe_source(src)
+    outer = checkpoint.load(path, "--probe-weights")
+    if not (isinstance(outer, dict) and isinstance(outer.get("classifiers"), list)):
+        raise ValueError(
+            f"--probe-weights {path}: not an official V-JEPA 2 probe checkpoint (classifiers)"
+        )
+    heads = outer["classifiers"]
+    if not heads:
+        raise ValueError(f"--probe-weights {path}: its classifiers list is empty (no probe in it)")
+    n = len(heads)
+    if isinstance(pick, int) and pick >= n:
+        raise ValueError(
+            f"--probe-weights {src}: the file holds {n} probe(s), {path}:0 to :{n - 1}"
+        )
+    chosen = range(n) if pick == "all" else [pick or 0]
+    return [(i, strip_prefixes(heads[i])) for i in chosen], n
+
+
 def probe_classes(src):
-    """The class count of an official probe file's first classifier (None if it holds none)."""
-    outer = checkpoint.load(src, "--probe-weights") if src else None
-    if isinstance(outer, dict) and isinstance(outer.get("classifiers"), list):
-        w = strip_prefixes(outer["classifiers"][0]).get("linear.weight")
-        return None if w is None else w.shape[0]
-    return None
+    """The class count of the first head --probe-weights names (None without one)."""
+    if not src:
+        return None
+    w = probe_states(src)[0][0][1].get("linear.weight")
+    return None if w is None else w.shape[0]
 
 
 @torch.no_grad()
-def load_probe(head, src):
-    """An official probe checkpoint (eval.py's `classifiers`, the first) onto a
-    vjepa.AttentiveClassifier."""
-    outer = checkpoint.load(src, "--probe-weights")
-    if not (isinstance(outer, dict) and isinstance(outer.get("classifiers"), list)):
-        raise ValueError(
-            f"--probe-weights {src}: not an official V-JEPA 2 probe checkpoint (classifiers)"
-        )
-    state = strip_prefixes(outer["classifiers"][0])
-    own = head.state_dict()
-    wrong = [
-        f"{k} {tuple(state[k].shape) if k in state else 'missing'} in the file, {tuple(v.shape)} "
-        "here"
-        for k, v in own.items()
-        if k not in state or state[k].shape != v.shape
-    ] + [f"{k} extra" for k in state if k not in own]
-    if wrong:
-        raise ValueError(
-            f"--probe-weights {src}: a probe of {probe_shape(state)} does not fit this run's "
-            f"({probe_shape(own)}): {vit_zoo._few(wrong)}"
-        )
-    for k, v in state.items():
-        own[k].copy_(v)
-    print(f"probe {src} (official-probe): loaded {len(state)}")
-    return len(state)
+def load_probe(heads, src):
+    """The heads --probe-weights FILE[:K|:all] names (probe_states) onto vjepa.AttentiveClassifiers
+    (one, or a list: one each); prints one line: how many the file holds and which were taken."""
+    states, n = probe_states(src)
+    path = probe_source(src)[0]
+    if isinstance(heads, torch.nn.Module) and not isinstance(heads, torch.nn.ModuleList):
+        heads = [heads]
+    for head, (_, state) in zip(heads, states):
+        own = head.state_dict()
+        wrong = [
+            f"{k} {tuple(state[k].shape) if k in state else 'missing'} in the file, "
+            f"{tuple(v.shape)} here"
+            for k, v in own.items()
+            if k not in state or state[k].shape != v.shape
+        ] + [f"{k} extra" for k in state if k not in own]
+        if wrong:
+            raise ValueError(
+                f"--probe-weights {path}: a probe of {probe_shape(state)} does not fit this run's "
+                f"({probe_shape(own)}): {vit_zoo._few(wrong)}"
+            )
+        for k, v in state.items():
+            own[k].copy_(v)
+    if len(states) > 1:
+        took = f"all {n} heads, each scored"
+    else:
+        took = f"head {states[0][0]} of {n}" + (f" ({path}:K picks another)" if n > 1 else "")
+    each = " each" if len(states) > 1 else ""
+    print(f"probe {path} (official-probe): {took}, loaded {len(states[0][1])} tensors{each}")
+    return len(states[0][1])

@@ -427,11 +427,14 @@ def imagenet_twin(arch):
 
 
 @torch.no_grad()
-def build_model(spec, *args, pretrained=None, inflate="mean", vjepa_key=None, **fields):
+def build_model(
+    spec, *args, pretrained=None, inflate="mean", vjepa_key=None, head_note=None, **fields
+):
     """model.build_model of a ModelSpec (or its fields: model.as_spec), then `pretrained`: None |
     "imagenet" | "imagenet_v2" | "kinetics400" | a 2D torchvision ResNet state dict | a 3D
     checkpoint (ours, "state_dict", bare, pytorchvideo, PySlowFast .pyth / Caffe2 .pkl, mmaction2).
-    `pretrained_info`: None without weights, else {format, mean, std}."""
+    `pretrained_info`: None without weights, else {format, mean, std}. head_note: what becomes of
+    a V-JEPA head the file does not hold, for the load line (--probe, --probe-weights)."""
     spec = models.as_spec(spec, *args, **fields)
     if inflate not in ("mean", "center"):
         raise ValueError(f"inflate must be 'mean' or 'center', got {inflate!r}")
@@ -457,7 +460,7 @@ def build_model(spec, *args, pretrained=None, inflate="mean", vjepa_key=None, **
         spec = dataclasses.replace(spec, slowfast_variant=variant)
     model = models.build_model(spec)
     if pretrained not in (None, "", "none"):
-        load_pretrained(model, source, inflate, vjepa_key)
+        load_pretrained(model, source, inflate, vjepa_key, head_note)
     return model
 
 
@@ -527,7 +530,7 @@ def _rename(model, state, zoo, name):
     return state, unexpected
 
 
-def load_pretrained(model, src, inflate="mean", vjepa_key=None):
+def load_pretrained(model, src, inflate="mean", vjepa_key=None, head_note=None):
     """Fill `model` from ImageNet ("imagenet"/"imagenet_v2"), Kinetics-400 ("kinetics400"), or a
     file: a 2D torchvision ResNet, ours, or a pytorchvideo / PySlowFast (PyTorch or Caffe2) /
     mmaction2 checkpoint. Strict: every tensor but the classifier must fit. Prints one summary line,
@@ -535,7 +538,7 @@ def load_pretrained(model, src, inflate="mean", vjepa_key=None):
     expect)."""
     arch = getattr(model, "arch", "the model")
     if arch in models.VJEPAS:  # the V-JEPA 2 layouts (vjepa_zoo.py)
-        return vjepa_zoo.load(model, src, vjepa_key)
+        return vjepa_zoo.load(model, src, vjepa_key, head_note)
     if arch in models.VITS:  # the VideoMAE layouts (vit_zoo.py)
         return vit_zoo.load(model, src, {z.signature: z.name for z in ZOOS})
     # src: what read_source gives, already read (zoo.build_model, for a SlowFast arch), or its SRC
