@@ -927,6 +927,12 @@ def check_run_folder(args):
         folder = os.path.dirname(os.path.abspath(args.resume))
         args.output_root, args.run_name = os.path.dirname(folder), os.path.basename(folder)
     args.output_root = args.output_root or OUTPUT_ROOT
+    weights = args.pretrained_model or args.pretrained
+    if args.evaluate and not args.resume and weights and args.run_name is None:
+        # --evaluate --pretrained FILE: a folder of its own, named by the file; the flags' name
+        # alone is a training run's, whose folder would take another run's evaluation files
+        stem = os.path.splitext(os.path.basename(os.path.normpath(weights)))[0]
+        args.run_name = f"{run_dir_name(args)}_evaluate_{stem}"
     args.run_name = args.run_name or run_dir_name(args)
 
 
