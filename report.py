@@ -397,8 +397,13 @@ class Meter:
         return {f"train_{k}": means.get(k) for k in names}
 
     def line(self, args, rt, progress, loss, lr, it, batches):
+        """The progress line. lr: the step's lr, or a list of them (a grid of probes: each probe's
+        own, and the loss shown per probe, the mean of their sum)."""
         # the step's one host sync
         mean_loss = self.totals(progress.epoch)["train_loss"]
+        n = len(lr) if isinstance(lr, list) else 1
+        per = f" per probe (mean of {n})" if n > 1 else ""
+        lrs = " ".join(f"{x:.2e}" for x in lr) if isinstance(lr, list) else f"{lr:.2e}"
         now = time.time()
         left = (args.epochs - progress.epoch) * batches - it - 1  # batches
         eta = (now - self.t_epoch) / (it + 1 - self.start) * left
@@ -409,8 +414,8 @@ class Meter:
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         ) / 2**30
         text = (
-            f"epoch {progress.epoch} [{it + 1}/{batches}] loss {loss.item():.4f} "
-            f"({mean_loss:.4f}) lr {lr:.2e} "
+            f"epoch {progress.epoch} [{it + 1}/{batches}] loss {loss.item() / n:.4f} "
+            f"({mean_loss / n:.4f}){per} lr{'s' if n > 1 else ''} {lrs} "
             f"{self.n_log * rt.world_size / (now - self.t_log):.1f} clips/s "
             f"data {self.t_wait / (now - self.t_epoch):.0%} eta {h}:{s // 60:02d}:{s % 60:02d} "
             f"mem {mem:.2f}GiB"

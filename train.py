@@ -835,7 +835,9 @@ def train_one_epoch(args, rt, d, net, objective, progress):
                 net.ema.update_parameters(net.bare)
             at_line = (step + 1) % args.print_freq == 0 or it + 1 == batches
             if at_line:
-                print(meter.line(args, rt, progress, loss, lr, it, batches))
+                # a grid of probes: each probe's lr (the step's; the trainer's lr is not theirs)
+                lrs = [g["lr"] for g in net.optimizer.param_groups] if args.probe else lr
+                print(meter.line(args, rt, progress, loss, lrs, it, batches))
             # DDP: a collective, so only where the host syncs anyway
             if rt.world_size == 1 or at_line:
                 rundir.end_of_step(args, rt, net, progress, d, bad, it + 1)

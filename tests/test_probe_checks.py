@@ -190,3 +190,22 @@ def test_a_nan_loss_in_a_probe_grid_names_the_probes_lrs(lists, tmp_path):
     assert r.returncode == 1, r.stderr
     err = one_line_error(r.stderr, "stopping (lower --probe-lrs)", code=1)
     assert re.search(r"loss is (nan|inf) at epoch \d+ iteration \d+", err), err
+
+
+def test_the_progress_line_of_a_grid_shows_the_mean_per_probe_and_each_lr():
+    """The step's loss of a grid is the sum of its probes' losses: the line shows it per probe,
+    labelled, and each probe's lr (not the trainer's --lr schedule, which no probe follows)."""
+    import types
+
+    import report
+
+    meter = report.Meter(0)
+    loss = torch.tensor(4.0)  # 4 probes, each at loss 1
+    meter.update(loss, None, torch.zeros(8, dtype=torch.long), 0)
+    rt = types.SimpleNamespace(device=torch.device("cpu"), world_size=1)
+    args, progress = types.SimpleNamespace(epochs=1), types.SimpleNamespace(epoch=0)
+    line = meter.line(args, rt, progress, loss, [3e-3, 1e-3, 3e-3, 1e-3], 0, 16)
+    want = "loss 1.0000 (1.0000) per probe (mean of 4) lrs 3.00e-03 1.00e-03 3.00e-03 1.00e-03 "
+    assert want in line, line
+    one = meter.line(args, rt, progress, torch.tensor(1.0), [1e-3], 0, 16)
+    assert "loss 1.0000 (4.0000) lr 1.00e-03 " in one, one
