@@ -225,6 +225,43 @@ def hf_preprocessor(args):
     }
 
 
+def as_umask(path):
+    """The mode open() would have given `path`: 0666 less the user's umask (safetensors writes
+    through a private temporary file: 0600, unreadable by the group the umask lets read)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(path, 0o666 & ~mask)
+
+
+def not_videomae(model, args):
+    """Why --format hf cannot write `model` (not a vit.VideoViT) as a transformers folder, in one
+    line."""
+    import probe
+    import vjepa
+
+    if isinstance(model, probe.ProbedModel):
+        return (
+            f"--format hf: a probe checkpoint (--probe {args.probe}) has no transformers class "
+            "(transformers' VideoMAE classifies with one linear layer): use --format onnx or pt2"
+        )
+    if isinstance(model, vjepa.VJEPAViT):
+        # transformers' VJEPA2Config: one layer_norm_eps for the encoder and the pooler, and the
+        # pooler with the encoder's heads (modeling_vjepa2.py VJEPA2AttentivePooler)
+        heads = model.head.pooler.cross_attention_block.xattn.heads
+        also = f", and gives it the encoder's {model.spec.heads} heads ({heads} here)"
+        return (
+            f"--format hf: --arch {args.arch}'s transformers class, VJEPA2ForVideoClassification, "
+            "would not give this checkpoint's logits: its config has one LayerNorm eps for the "
+            f"encoder ({vjepa.EPS:g}) and the attentive probe ({vjepa.PROBE_EPS:g} here, the "
+            f"official probe's){also if heads != model.spec.heads else ''}: use --format onnx "
+            "or pt2"
+        )
+    return (
+        f"--format hf: writes transformers' VideoMAE, the VideoMAE ViTs (vit_*); --arch "
+        f"{args.arch} is not one: use --format onnx or pt2"
+    )
+
+
 def export_hf(model, args, names, out):
     """OUT/config.json, model.safetensors, preprocessor_config.json (module docstring). -> a
     report."""
@@ -234,7 +271,7 @@ def export_hf(model, args, names, out):
     import vit_zoo
 
     if not isinstance(model, vit.VideoViT):
-        raise ValueError(f"--format hf: transformers' VideoMAE is a ViT; --arch {args.arch} is not")
+        raise ValueError(not_videomae(model, args))
     if model.blocks[0].gamma_1 is not None:
         raise ValueError("--format hf: layer scale (gamma_1 / gamma_2) has no place in VideoMAE's")
     if "pos_embed" in dict(model.named_parameters()):
@@ -243,6 +280,7 @@ def export_hf(model, args, names, out):
         )
     state = vit_zoo.to_transformers(model)
     safetensors.torch.save_file(state, os.path.join(out, "model.safetensors"), {"format": "pt"})
+    as_umask(os.path.join(out, "model.safetensors"))
     for name, obj in (
         ("config.json", hf_config(model, args, names)),
         ("preprocessor_config.json", hf_preprocessor(args)),

@@ -10,6 +10,7 @@ import argparse
 import difflib
 import math
 import os
+import re
 import shlex
 import sys
 from dataclasses import dataclass
@@ -53,13 +54,16 @@ SUBCOMMANDS = ("predict", "features", "export", "pretrain")
 
 
 # ---- flags ---------------------------------------------------------------------------------------
-def number(cast, low, below=math.inf, top=math.inf):
-    """An argparse type: a `cast` number in [low, below) and <= top. Counts and sizes are >= 1: a 0
-    would only fail later, as a division by zero. The error names the range as it is."""
+def number(cast, low, below=math.inf, top=math.inf, over=False):
+    """An argparse type: a `cast` number in [low, below) and <= top (over: > low). Counts and sizes
+    are >= 1: a 0 would only fail later, as a division by zero. The error names the range as it
+    is."""
     kind = "an integer" if cast is int else "a number"
     if cast is int and below < math.inf:  # integers below B: at most B - 1
         top, below = min(top, below - 1), math.inf
-    if top < math.inf:
+    if over:
+        want = f"{kind} > {low}"
+    elif top < math.inf:
         want = f"{kind} in [{low}, {top}]"
     elif below < math.inf:
         want = f"{kind} in [{low}, {below})"
@@ -71,7 +75,14 @@ def number(cast, low, below=math.inf, top=math.inf):
             x = cast(text)
         except ValueError:
             x = None
-        if x is None or not low <= x < below or x > top or not math.isfinite(x):
+        if (
+            x is None
+            or not low <= x < below
+            or x > top
+            or not math.isfinite(x)
+            or x == low
+            and over
+        ):
             raise argparse.ArgumentTypeError(f"must be {want}, got {text!r}")
         return x
 
@@ -79,6 +90,7 @@ def number(cast, low, below=math.inf, top=math.inf):
 
 
 positive, natural = number(int, 1), number(int, 0)
+above_zero = number(float, 0, over=True)  # a learning rate: 0 would train nothing
 nonnegative, fraction, probability = number(float, 0), number(float, 0, 1), number(float, 0, top=1)
 
 
@@ -126,6 +138,9 @@ def no_weights(value):
     return None if value.strip().lower() in ("", "none") else value
 
 
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$|^-inf(inity)?$", re.IGNORECASE)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors, and recipes: an argument @FILE reads more arguments from FILE
     (e.g. recipes/ucf101_i3d.txt, a run folder's args.txt), any number per line, shell quoting, '#'
@@ -137,6 +152,11 @@ class Parser(argparse.ArgumentParser):
         self.actions, self.groups = [], None
         super().__init__(fromfile_prefix_chars="@", **kwargs)
         self.groups = {}
+        # Trap: argparse takes a value as a negative number only in plain notation (-0.001, not
+        # -1e-3 or -inf); any other is an unknown flag, and `--probe-lrs -1e-3` fails as "expected
+        # at least one argument". Every number is a value here (no flag looks like one), so the
+        # flag's type names what is wrong with it. The attribute is argparse's own (3.8-3.13).
+        self._negative_number_matcher = NEGATIVE_NUMBER
 
     def add_argument(self, *args, **kwargs):
         action = super().add_argument(*args, **kwargs)
@@ -579,10 +599,20 @@ def add_probe_args(p):
         "--probe", choices=list(probe.KINDS), help="freeze the backbone, train probes on its tokens"
     )
     p.add_argument(
-        "--probe-lrs", dest="probe_lrs", nargs="+", type=float, default=[1e-3], help="grid: lrs"
+        "--probe-lrs",
+        dest="probe_lrs",
+        nargs="+",
+        type=above_zero,
+        default=[1e-3],
+        help="grid: lrs",
     )
     p.add_argument(
-        "--probe-wds", dest="probe_wds", nargs="+", type=float, default=[0.01], help="grid: wds"
+        "--probe-wds",
+        dest="probe_wds",
+        nargs="+",
+        type=nonnegative,
+        default=[0.01],
+        help="grid: wds",
     )
     p.add_argument(
         "--probe-blocks", dest="probe_blocks", default=4, type=positive, help="attentive"
@@ -1007,6 +1037,12 @@ def check_run_folder(args):
         folder = os.path.dirname(os.path.abspath(args.resume))
         args.output_root, args.run_name = os.path.dirname(folder), os.path.basename(folder)
     args.output_root = args.output_root or OUTPUT_ROOT
+    weights = args.pretrained_model or args.pretrained
+    if args.evaluate and not args.resume and weights and args.run_name is None:
+        # --evaluate --pretrained FILE: a folder of its own, named by the file; the flags' name
+        # alone is a training run's, whose folder would take another run's evaluation files
+        stem = os.path.splitext(os.path.basename(os.path.normpath(weights)))[0]
+        args.run_name = f"{run_dir_name(args)}_evaluate_{stem}"
     args.run_name = args.run_name or run_dir_name(args)
 
 
@@ -1097,12 +1133,37 @@ def check_recipe_args(args):
             "the "
             "loader's clips: use --decode_device cpu"
         )
+    check_views(args)
     if args.augment_device == "batch" and not (
         args.auto_augment or args.random_erase or args.color_jitter
     ):
         fail(
             "--augment_device batch moves --auto-augment / --random-erase / --color-jitter, "
             "and none is on"
+        )
+
+
+def memory_bytes():
+    """This machine's memory in bytes (None where the OS does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # Windows; an OS without these names
+        return None
+
+
+def check_views(args):
+    """--ra-reps / --num_sample N: each of the step's -b videos gives N clips, which the loader
+    holds and the model reads as float32 at once. Their size alone (before any activation) must fit
+    in this machine's memory: past it the run would only die out of memory, after the model, the
+    lists and the workers were built."""
+    total, t = memory_bytes(), default_t_length(args)
+    clips = args.batch_size * args.ra_reps * 3 * t * args.crop_size**2 * 4
+    if total and clips > total:
+        fail(
+            f"--ra-reps / --num_sample {args.ra_reps}: one step's views (-b {args.batch_size} x "
+            f"{args.ra_reps} clips of 3 x {t} x {args.crop_size} x {args.crop_size} "
+            f"float32) would take {clips / 2**30:.1f} GiB, more than this machine's "
+            f"{total / 2**30:.1f} GiB of memory: lower it (VideoMAEv2 uses 2) or -b"
         )
 
 
@@ -1160,6 +1221,8 @@ ACTS_WITH = (
     ("--mask-ratio", lambda a: a.objective == "videomae", "--objective videomae (tube masks)"),
     ("--decoder-depth", lambda a: a.objective == "videomae", "--objective videomae"),
     ("--raw-target", lambda a: a.objective == "videomae", "--objective videomae"),
+    ("--probe-lrs", lambda a: a.probe, "--probe attentive or --probe linear (the probes' grid)"),
+    ("--probe-wds", lambda a: a.probe, "--probe attentive or --probe linear (the probes' grid)"),
     (
         "--train_sampling",
         lambda a: a.num_segments == 1,

@@ -105,16 +105,16 @@ class ProbedModel(nn.Module):
         return out if self.grid_out else out.index_select(1, self.best.view(1)).squeeze(1)
 
 
-def wrap(backbone, args):
-    """The backbone of --arch (its weights loaded) with the probes of the flags; its head
-    dropped."""
+def wrap(backbone, args, count=None):
+    """The backbone of --arch (its weights loaded) with the probes of the flags (`count` of them,
+    else one per grid point); its head dropped."""
     dim = backbone.spec.width
     backbone.head = nn.Identity()  # never used: the probes classify
     probes = [
         make_probe(
             args.probe, dim, args.num_classes, args.probe_heads, args.probe_blocks, args.seed
         )
-        for _ in grid(args)
+        for _ in range(count or len(grid(args)))
     ]
     return ProbedModel(backbone, probes, args.t_length if args.mode == "TSN" else None)
 
@@ -199,6 +199,12 @@ BACKBONE_FLAGS = (
 def check(args, vits, vjepas):
     """Why the probe flags cannot run, in one line; None if they can. vits: the archs with tokens;
     vjepas: those whose own head is an attentive probe (--probe-weights without --probe)."""
+    every = str(args.probe_weights or "").endswith(":all")
+    if every and not args.evaluate:
+        return (
+            f"--probe-weights {args.probe_weights} scores every head of the file with --evaluate; "
+            "training starts from one: FILE:K"
+        )
     if not args.probe:
         if args.probe_weights and args.arch not in vjepas:
             return (
@@ -214,13 +220,23 @@ def check(args, vits, vjepas):
     if on:
         return f"--probe trains the probes only, the backbone stays frozen: drop {', '.join(on)}"
     if args.opt != "adamw":
-        return f"--probe trains with AdamW (the official probes'): drop --opt {args.opt}"
+        # sgd is also the default: the message must hold whether or not --opt was typed
+        return (
+            f"--probe trains with AdamW (the official probes'), not --opt {args.opt}: "
+            "give --opt adamw"
+        )
+    if args.lr <= 0:
+        # --lr_policy step scales each probe's lr by the schedule's lr / --lr (schedule below)
+        return (
+            f"--lr {args.lr:g} with --probe: the probes' lrs are --probe-lrs, and --lr_policy step "
+            "scales them by the schedule / --lr: give --lr > 0 (e.g. the first of --probe-lrs)"
+        )
     if args.clip_grad > 0 and len(grid(args)) > 1:
         return (
-            "--clip_grad with a grid of probes would clip them together: drop it or give one "
-            "lr and wd"
+            f"--clip-grad {args.clip_grad:g} with a grid of probes would clip them together: "
+            "give --clip-grad 0, or one value each to --probe-lrs and --probe-wds"
         )
-    if args.probe_weights and (args.probe != "attentive" or len(grid(args)) > 1):
+    if args.probe_weights and (args.probe != "attentive" or len(grid(args)) > 1 and not every):
         return (
             "--probe-weights fills one attentive probe: give --probe attentive, one lr and one wd"
         )
@@ -228,9 +244,15 @@ def check(args, vits, vjepas):
 
 
 def grid_line(args, epoch, res):
-    """One line: every probe's val top-1 (lr, wd), the best marked."""
+    """One line: every probe's val top-1, named by its (lr, wd), or by its head in --probe-weights
+    FILE:all; the best marked. epoch None: --evaluate's."""
+    top1 = res["probe_top1"]
+    names = [f"lr {lr:g} wd {wd:g}" for lr, wd in grid(args)]
+    if len(names) != len(top1):  # --probe-weights FILE:all: the file's heads, in its order
+        names = [f"head {i}" for i in range(len(top1))]
     cells = [
-        f"{'*' if i == res['best_probe'] else ''}lr {lr:g} wd {wd:g}: {top1:.3f}"
-        for i, ((lr, wd), top1) in enumerate(zip(grid(args), res["probe_top1"]))
+        f"{'*' if i == res['best_probe'] else ''}{name}: {t:.3f}"
+        for i, (name, t) in enumerate(zip(names, top1))
     ]
-    return f"epoch {epoch} probes (val Acc@1): " + ", ".join(cells)
+    when = "" if epoch is None else f"epoch {epoch} "
+    return f"{when}probes (val Acc@1, * the best): " + ", ".join(cells)

@@ -451,6 +451,8 @@ class Meter:
     counts: dict = field(default_factory=dict)
     # (iteration, loss) of the first non-finite loss, on the device; -1: none
     bad: tuple = (-1, 0.0)
+    # what a non-finite loss asks of the user: the flags that set this run's step sizes
+    advice: str = "lower --lr, or --clip-grad"
     clips: int = 0
     # clips since the last line
     n_log: int = 0
@@ -482,8 +484,7 @@ class Meter:
         if int(self.bad[0]) >= 0:
             fail(
                 f"loss is {float(self.bad[1])} at epoch {epoch} iteration {int(self.bad[0])}; "
-                "stopping "
-                "(lower --lr, or --clip-grad)",
+                f"stopping ({self.advice})",
                 code=1,
             )
         names = [*self.names, *(k for k in self.sums if k not in self.names)]
@@ -497,8 +498,13 @@ class Meter:
         return {f"train_{k}": means.get(k) for k in names}
 
     def line(self, args, rt, progress, loss, lr, it, batches):
+        """The progress line. lr: the step's lr, or a list of them (a grid of probes: each probe's
+        own, and the loss shown per probe, the mean of their sum)."""
         # the step's one host sync
         mean_loss = self.totals(progress.epoch)["train_loss"]
+        n = len(lr) if isinstance(lr, list) else 1
+        per = f" per probe (mean of {n})" if n > 1 else ""
+        lrs = " ".join(f"{x:.2e}" for x in lr) if isinstance(lr, list) else f"{lr:.2e}"
         now = time.time()
         left = (args.epochs - progress.epoch) * batches - it - 1  # batches
         eta = (now - self.t_epoch) / (it + 1 - self.start) * left
@@ -509,8 +515,8 @@ class Meter:
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         ) / 2**30
         text = (
-            f"epoch {progress.epoch} [{it + 1}/{batches}] loss {loss.item():.4f} "
-            f"({mean_loss:.4f}) lr {lr:.2e} "
+            f"epoch {progress.epoch} [{it + 1}/{batches}] loss {loss.item() / n:.4f} "
+            f"({mean_loss / n:.4f}){per} lr{'s' if n > 1 else ''} {lrs} "
             f"{self.n_log * rt.world_size / (now - self.t_log):.1f} clips/s "
             f"data {self.t_wait / (now - self.t_epoch):.0%} eta {h}:{s // 60:02d}:{s % 60:02d} "
             f"mem {mem:.2f}GiB"

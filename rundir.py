@@ -134,8 +134,11 @@ def append_log(rt, log):
     if not rt.tensorboard:
         return
     for key, value in log.items():
-        if value is not None and key != "epoch":
-            rt.tensorboard.add_scalar(key, value, log["epoch"])
+        # a list (a probe grid's probe_top1): one scalar per entry, key/0, key/1, ... (its order)
+        values = enumerate(value) if isinstance(value, (list, tuple)) else [(None, value)]
+        for i, v in values:
+            if v is not None and key != "epoch":
+                rt.tensorboard.add_scalar(key if i is None else f"{key}/{i}", v, log["epoch"])
 
 
 def evaluation_files(args, rt, flags):

@@ -448,19 +448,52 @@ def make_model(args):
     theirs here."""
     args.t_length = flags.default_t_length(args)
     pretrained = args.pretrained_model or args.pretrained
+    # a V-JEPA file without a head: the load line says what fills it (or that it is never used)
+    head_note = (
+        f"filled by --probe-weights {args.probe_weights} (next line)"
+        if args.probe_weights
+        else "unused (--probe trains its own probes)"
+        if args.probe
+        else None
+    )
     model = zoo.build_model(
-        model_spec(args), pretrained=pretrained, inflate=args.inflate, vjepa_key=args.vjepa_key
+        model_spec(args),
+        pretrained=pretrained,
+        inflate=args.inflate,
+        vjepa_key=args.vjepa_key,
+        head_note=head_note,
     )
     # SlowFast: the network built (the --pretrained file's variant), which a checkpoint must rebuild
     args.slowfast_variant = getattr(model, "slowfast_variant", args.slowfast_variant)
     model = probe.wrap(model, args) if args.probe else model
     if args.probe_weights:  # onto the probe, or a V-JEPA arch's own attentive head
-        vjepa_zoo.load_probe(model.probes[0] if args.probe else model.head, args.probe_weights)
+        model = load_probe_weights(model, args)
     if args.t_length < getattr(model, "min_t", 1):
         raise ValueError(
             f"--t_length {args.t_length} is too short for --arch {args.arch} "
             f"(needs >= {model.min_t})"
         )
+    return model
+
+
+def load_probe_weights(model, args):
+    """--probe-weights FILE[:K]: one head of an official probe file onto the probe (--probe) or a
+    V-JEPA arch's own head; FILE:all (--evaluate): every head, each its own probe on the one
+    backbone, so one evaluation pass scores them all (probe.ProbedModel's grid)."""
+    states, _ = vjepa_zoo.probe_states(args.probe_weights)
+    if len(states) > 1 and args.probe:
+        model = probe.wrap(model.backbone, args, count=len(states))
+    elif len(states) > 1:  # the arch's own head, once per head of the file
+        heads = [copy.deepcopy(model.head) for _ in states]
+        model.head = nn.Identity()
+        model = probe.ProbedModel(model, heads)
+    vjepa_zoo.load_probe(
+        model.probes if isinstance(model, probe.ProbedModel) else [model.head], args.probe_weights
+    )
+    # --evaluate --pretrained ENCODER --probe-weights FILE: the probe file is the classifier scored
+    if model.pretrained_info is not None:
+        classes = vjepa_zoo.probe_classes(args.probe_weights)
+        model.pretrained_info.update(head_classes=classes, head_loaded=classes == args.num_classes)
     return model
 
 
@@ -807,6 +840,10 @@ def train_one_epoch(args, rt, d, net, objective, progress):
     # the meter's numbers in every epoch's line: a loss without classes (pretraining's) has no top-1
     logged = ("loss", "top1") if objective.classifies else ("loss",)
     epoch, meter = progress.epoch, report.Meter(progress.iter, logged)
+    if args.probe:  # the probes' step sizes are their own; a grid cannot clip (probe.check)
+        meter.advice = "lower --probe-lrs" + (
+            ", or --clip-grad" if len(probe.grid(args)) == 1 else ""
+        )
     set_train_mode(net, args)
     # bad: this step's replaced videos, this rank
     batches, bad = d.steps_per_epoch * args.iter_size, []
@@ -859,7 +896,9 @@ def train_one_epoch(args, rt, d, net, objective, progress):
                 objective.after_step(net, step, d.steps_per_epoch)
             at_line = (step + 1) % args.print_freq == 0 or it + 1 == batches
             if at_line:
-                print(meter.line(args, rt, progress, loss, lr, it, batches))
+                # a grid of probes: each probe's lr (the step's; the trainer's lr is not theirs)
+                lrs = [g["lr"] for g in net.optimizer.param_groups] if args.probe else lr
+                print(meter.line(args, rt, progress, loss, lrs, it, batches))
             # DDP: a collective, so only where the host syncs anyway
             if rt.world_size == 1 or at_line:
                 rundir.end_of_step(args, rt, net, progress, d, bad, it + 1)
@@ -1051,6 +1090,8 @@ def evaluate_checkpoint(args, rt, net, d):
     except decode.BadVideo as e:
         fail(f"evaluation stopped: {e}")
     report_evaluation(args, rt, d, res, args.test_clips, args.test_crops, tag)
+    if "probe_top1" in res and rt.rank == 0:  # a grid: every probe's top-1; the best one's above
+        print(probe.grid_line(args, None, res))
     print(f" * {summary(res, args)}")
     return res
 
@@ -1132,7 +1173,8 @@ def main(args):
     net = build_net(args, rt)
     check_pretrained_head(args, net.bare)
     objective = classification(args)
-    net.bare.grid_out = bool(args.probe)  # --probe: every probe's logits, (B, N, K)
+    # --probe, --probe-weights FILE:all: every probe's logits, (B, N, K)
+    net.bare.grid_out = bool(args.probe) or len(getattr(net.bare, "probes", ())) > 1
     progress = checkpoint.Progress()
     # saved with the args: a mid-epoch resume needs the same global batch
     args.world_size = rt.world_size

@@ -16,7 +16,9 @@ Layouts (each recognised by keys only it has):
   dropped and reported.
 - official-probe: the eval's probe checkpoints (ssv2-vitl-16x2x3.pt, diving48-vitl-256.pt, ...):
   `classifiers`, a list of AttentiveClassifier state dicts under DDP's `module.` (eval.py
-  save_checkpoint); the first is read, as notebooks/vjepa2_demo.py does.
+  save_checkpoint), one per point of the eval's lr x wd grid; FILE reads the first, as
+  notebooks/vjepa2_demo.py does, FILE:K the K-th, FILE:all every one (--evaluate scores them all in
+  one pass).
 - transformers: a folder of VJEPA2Model / VJEPA2ForVideoClassification (config.json and
   model.safetensors; transformers/models/vjepa2/modeling_vjepa2.py), read with safetensors, never by
   importing transformers: query / key / value joined into qkv, the pooler's k_proj / v_proj into kv,
@@ -30,6 +32,7 @@ Every load prints one line; anything missing, of another shape, or left over ref
 line naming what it holds and the arch that would take it.
 """
 
+import os
 import re
 
 import torch
@@ -205,9 +208,11 @@ def follow_transformers(model, state, config, name):
 
 
 @torch.no_grad()
-def load(model, source, layout, key=None):
+def load(model, source, layout, key=None, head_note=None):
     """Fill a vjepa.VJEPAViT from a weights.Source of `layout` (official, transformers, ours);
-    prints the report line, sets model.pretrained_info."""
+    prints the report line, sets model.pretrained_info. head_note: what becomes of the head when the
+    file holds none (the line says it, so a head filled next, or never used, does not read as one
+    left random)."""
     src = source.name
     key = key or (DEFAULT_KEY.get(model.arch, "target_encoder") if layout == "official" else None)
     state, dropped, layout = read(source, layout, key)
@@ -235,6 +240,8 @@ def load(model, source, layout, key=None):
             own[k].copy_(v)
     head = f"pretrained {src} ({layout}): loaded {len(own) - len(new)}, new {len(new)}"
     head += f" ({few(new)})" if new else ""
+    if head_note and new and all(k.startswith("head.") for k in new):
+        head += f": the head, {head_note}"
     head += f", dropped {len(dropped)}" + (f" ({few(dropped)})" if dropped else "")
     print(head + line)
     model.pretrained_info = {"format": layout.split()[0], "mean": MEAN, "std": STD}
@@ -253,40 +260,74 @@ def probe_shape(state):
     return f"width {w}, {k} classes, {probe_blocks(state)} blocks"
 
 
+def probe_source(src):
+    """--probe-weights FILE[:K|:all] -> (FILE, K, or "all", or None: the first head). A path that
+    exists as given is a file, colon and all."""
+    path, _, pick = (src or "").rpartition(":")
+    if path and (pick.isdigit() or pick == "all") and not os.path.exists(src):
+        return path, int(pick) if pick.isdigit() else "all"
+    return src, None
+
+
+def probe_states(src):
+    """The heads --probe-weights FILE[:K|:all] names in an official probe checkpoint (eval.py saves
+    one per grid point in `classifiers`, in its grid's order): ([(index, state dict)], how many the
+    file holds). ValueError: one line naming the file."""
+    path, pick = probe_source(src)
+    outer = checkpoint.load(path, "--probe-weights")
+    if not (isinstance(outer, dict) and isinstance(outer.get("classifiers"), list)):
+        raise ValueError(
+            f"--probe-weights {path}: not an official V-JEPA 2 probe checkpoint (classifiers)"
+        )
+    heads = outer["classifiers"]
+    if not heads:
+        raise ValueError(f"--probe-weights {path}: its classifiers list is empty (no probe in it)")
+    n = len(heads)
+    if isinstance(pick, int) and pick >= n:
+        raise ValueError(
+            f"--probe-weights {src}: the file holds {n} probe(s), {path}:0 to :{n - 1}"
+        )
+    chosen = range(n) if pick == "all" else [pick or 0]
+    return [(i, strip_prefixes(heads[i])) for i in chosen], n
+
+
 def probe_classes(src):
-    """The class count of an official probe file's first classifier (None if it holds none)."""
-    outer = checkpoint.load(src, "--probe-weights") if src else None
-    if isinstance(outer, dict) and isinstance(outer.get("classifiers"), list):
-        w = strip_prefixes(outer["classifiers"][0]).get("linear.weight")
-        return None if w is None else w.shape[0]
-    return None
+    """The class count of the first head --probe-weights names (None without one)."""
+    if not src:
+        return None
+    w = probe_states(src)[0][0][1].get("linear.weight")
+    return None if w is None else w.shape[0]
 
 
 @torch.no_grad()
-def load_probe(head, src):
-    """An official probe checkpoint (eval.py's `classifiers`, the first) onto a
-    vjepa.AttentiveClassifier."""
-    outer = checkpoint.load(src, "--probe-weights")
-    if not (isinstance(outer, dict) and isinstance(outer.get("classifiers"), list)):
-        raise ValueError(
-            f"--probe-weights {src}: not an official V-JEPA 2 probe checkpoint (classifiers)"
-        )
-    state = strip_prefixes(outer["classifiers"][0])
-    own = head.state_dict()
-    wrong = [
-        f"{k} {tuple(state[k].shape) if k in state else 'missing'} in the file, {tuple(v.shape)} "
-        "here"
-        for k, v in own.items()
-        if k not in state or state[k].shape != v.shape
-    ] + [f"{k} extra" for k in state if k not in own]
-    if wrong:
-        blocks = probe_blocks(state)
-        fix = f"; give --probe-blocks {blocks}" if blocks != probe_blocks(own) else ""
-        raise ValueError(
-            f"--probe-weights {src}: a probe of {probe_shape(state)} does not fit this run's "
-            f"({probe_shape(own)}){fix}: {few(wrong)}"
-        )
-    for k, v in state.items():
-        own[k].copy_(v)
-    print(f"probe {src} (official-probe): loaded {len(state)}")
-    return len(state)
+def load_probe(heads, src):
+    """The heads --probe-weights FILE[:K|:all] names (probe_states) onto vjepa.AttentiveClassifiers
+    (one, or a list: one each); prints one line: how many the file holds and which were taken."""
+    states, n = probe_states(src)
+    path = probe_source(src)[0]
+    if isinstance(heads, torch.nn.Module) and not isinstance(heads, torch.nn.ModuleList):
+        heads = [heads]
+    for head, (_, state) in zip(heads, states):
+        own = head.state_dict()
+        wrong = [
+            f"{k} {tuple(state[k].shape) if k in state else 'missing'} in the file, "
+            f"{tuple(v.shape)} here"
+            for k, v in own.items()
+            if k not in state or state[k].shape != v.shape
+        ] + [f"{k} extra" for k in state if k not in own]
+        if wrong:
+            blocks = probe_blocks(state)
+            fix = f"; give --probe-blocks {blocks}" if blocks != probe_blocks(own) else ""
+            raise ValueError(
+                f"--probe-weights {path}: a probe of {probe_shape(state)} does not fit this run's "
+                f"({probe_shape(own)}){fix}: {few(wrong)}"
+            )
+        for k, v in state.items():
+            own[k].copy_(v)
+    if len(states) > 1:
+        took = f"all {n} heads, each scored"
+    else:
+        took = f"head {states[0][0]} of {n}" + (f" ({path}:K picks another)" if n > 1 else "")
+    each = " each" if len(states) > 1 else ""
+    print(f"probe {path} (official-probe): {took}, loaded {len(states[0][1])} tensors{each}")
+    return len(states[0][1])

@@ -407,10 +407,13 @@ def imagenet_twin(arch):
 
 
 @torch.no_grad()
-def build_model(spec, *args, pretrained=None, inflate="mean", vjepa_key=None, **fields):
+def build_model(
+    spec, *args, pretrained=None, inflate="mean", vjepa_key=None, head_note=None, **fields
+):
     """model.build_network of a ModelSpec (or its fields: model.as_spec), then `pretrained`: None |
     "imagenet" | "imagenet_v2" | "kinetics400" | a file, folder or Hub id of any LAYOUTS layout.
-    `pretrained_info`: None without weights, else {format, mean, std, ...}."""
+    `pretrained_info`: None without weights, else {format, mean, std, ...}. head_note: what becomes
+    of a V-JEPA head the file does not hold, for the load line (--probe, --probe-weights)."""
     spec = models.as_spec(spec, *args, **fields)
     if inflate not in ("mean", "center"):
         raise ValueError(f"inflate must be 'mean' or 'center', got {inflate!r}")
@@ -437,7 +440,7 @@ def build_model(spec, *args, pretrained=None, inflate="mean", vjepa_key=None, **
         spec = dataclasses.replace(spec, slowfast_variant=variant)
     model = models.build_network(spec)
     if source:
-        load_pretrained(model, source, inflate, vjepa_key)
+        load_pretrained(model, source, inflate, vjepa_key, head_note)
     return model
 
 
@@ -489,7 +492,7 @@ def _other_family(arch):
     return next((f for f, fam in FAMILIES.items() if f != "resnet" and fam.fits(arch)), None)
 
 
-def load_pretrained(model, src, inflate="mean", vjepa_key=None):
+def load_pretrained(model, src, inflate="mean", vjepa_key=None, head_note=None):
     """Fill `model` from `src` (a weights.Source, or what read_source takes): its layout is the
     first LAYOUTS entry that recognises it; a layout of another family than the arch's is refused
     in one line naming the arch it fits. Prints one summary line, sets model.pretrained_info
@@ -508,15 +511,18 @@ def load_pretrained(model, src, inflate="mean", vjepa_key=None):
         )
     if not FAMILIES[family].fits(arch):
         raise ValueError(FAMILIES[family].refuse(source, found, arch))
-    return FAMILIES[family].load(model, source, found, inflate=inflate, vjepa_key=vjepa_key)
+    return FAMILIES[family].load(
+        model, source, found, inflate=inflate, vjepa_key=vjepa_key, head_note=head_note
+    )
 
 
 def _load_vit(model, source, found, **_):
     return vit_zoo.load(model, source, "videomae" if found.name == "bare" else found.name)
 
 
-def _load_vjepa(model, source, found, vjepa_key=None, **_):
-    return vjepa_zoo.load(model, source, "ours" if found.name == "bare" else found.name, vjepa_key)
+def _load_vjepa(model, source, found, vjepa_key=None, head_note=None, **_):
+    layout = "ours" if found.name == "bare" else found.name
+    return vjepa_zoo.load(model, source, layout, vjepa_key, head_note)
 
 
 def _refuse_vit(source, found, arch):
