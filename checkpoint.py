@@ -61,7 +61,7 @@ def val_names(args):
             else [f"head{h}" for h in range(len(heads))]
         )
         return tuple(f"{h}_acc{k}" for h in kinds for k in (1, 5)) + ("loss",)
-    return ("top1", "top5", "loss", "mean_class_acc")
+    return tuple(VAL_METRICS)
 
 
 def parse_metric(text):
@@ -72,7 +72,7 @@ def parse_metric(text):
     if metric_way(name) is None or way not in ("", "max", "min"):
         raise ValueError(
             f"unknown metric {text!r}: give NAME or NAME:max / NAME:min, NAME one of "
-            f"{', '.join(VAL_METRICS)} or, with --heads, verb_acc1, noun_acc5, action_acc1, ... "
+            f"{', '.join(VAL_METRICS)} ; --multi-label: mAP; --heads: verb_acc1, action_acc5, ... "
             "(as logged: val_NAME)"
         )
     return name, way or metric_way(name)
