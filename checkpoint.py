@@ -37,14 +37,17 @@ TEMP_FILES = ("checkpoint.pth.tmp", "model_best.tmp")
 # --best-metric NAME[:max|min]: the validation numbers that may pick model_best.pth (each logged as
 # val_NAME; with --use-ema, the EMA's val_NAME_ema), and the way each is better unless it says
 # (mmaction2's save_best rule "greater" / "less", timm's --eval-metric and its decreasing loss).
-VAL_METRICS = {"top1": "max", "top5": "max", "loss": "min", "mean_class_acc": "max", "mAP": "max"}
-# --heads: each head's top-1 / top-5 (two heads: EPIC-100's verb, noun and their action)
+VAL_METRICS = {"top1": "max", "top5": "max", "loss": "min", "mean_class_acc": "max"}
+# --multi-label: mAP (and loss); --heads: each head's top-1 / top-5 (two heads: EPIC-100's verb,
+# noun and their action), and loss
 HEAD_METRIC = re.compile(r"(action|verb|noun|head\d+)_acc[15]")
 
 
 def metric_way(name):
-    """ "max" / "min": which way a validation number is better; None for a name never logged."""
-    return VAL_METRICS.get(name) or ("max" if HEAD_METRIC.fullmatch(name) else None)
+    """Which way a validation number is better ("max" / "min"); None for a name never logged."""
+    if name in VAL_METRICS:
+        return VAL_METRICS[name]
+    return "max" if name == "mAP" or HEAD_METRIC.fullmatch(name) else None
 
 
 def val_names(args):
