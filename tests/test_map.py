@@ -35,7 +35,7 @@ def test_every_branch_of_the_step_scores_through_classification_loss(monkeypatch
     monkeypatch.setattr(train, "classification_loss", marked)
     labels = torch.tensor([0, 2])
     for use_probe, logits in ((None, torch.randn(2, 3)), ("attentive", torch.randn(2, 4, 3))):
-        args = SimpleNamespace(label_smoothing=0.0, probe=use_probe)
+        args = SimpleNamespace(label_smoothing=0.0, probe=use_probe, multi_label=False, heads=None)
         objective = train.classification(args)
         loss = objective.loss(logits, labels, None, {})
         probes = logits.shape[1] if logits.dim() == 3 else 1

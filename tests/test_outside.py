@@ -160,6 +160,25 @@ def test_a_tsm_checkpoint_is_evaluated_on_its_own_segment_count(lists, tmp_path,
 
 
 # ---- flags that would do nothing -----------------------------------------------------------------
+# V-JEPA pretraining's own flags act with --objective vjepa alone
+VJEPA_PRETRAIN = [
+    "--pretrain",
+    "--arch",
+    "vjepa2_vitt16",
+    "--opt",
+    "adamw",
+    "--lr_policy",
+    "cosine",
+]
+VJEPA_FLAGS = [
+    ("--pred-depth", "2"),
+    ("--pred-width", "96"),
+    ("--pred-heads", "3"),
+    ("--loss-exp", "2"),
+    ("--ema-momentum", "0.99 0.999"),
+    ("--wd-end", "0.1"),
+    ("--schedule-scale", "1.0"),
+]
 NOTHING = [  # (flag refused, the flags that make it act)
     (["--lr-min", "1e-5"], ["--lr_policy", "cosine"]),
     (["--lr-warmup-start", "1e-6"], ["--warmup", "1"]),
@@ -185,6 +204,13 @@ NOTHING = [  # (flag refused, the flags that make it act)
     (["--decoder-depth", "2"], ["--pretrain"]),
     (["--raw-target"], ["--pretrain"]),
     (["--vis-videos", "1"], ["--pretrain"]),
+    (["--probe-lrs", "0.01"], ["--probe", "linear", "--arch", "vit_t16", "--opt", "adamw"]),
+    (["--probe-wds", "0.1"], ["--probe", "linear", "--arch", "vit_t16", "--opt", "adamw"]),
+    (["--objective", "vjepa", *VJEPA_PRETRAIN[1:]], ["--pretrain"]),
+    *(
+        ([flag, *value.split(), *VJEPA_PRETRAIN], ["--objective", "vjepa"])
+        for flag, value in VJEPA_FLAGS
+    ),
 ]
 
 
