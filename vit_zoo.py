@@ -307,7 +307,9 @@ def load(model, source, layout):
     (with `head`: the file's classifier was loaded) and the LayerNorm eps of the weights' source."""
     src = source.name
     settings_ = settings(source)
-    state, dropped, unexpected = to_our_names(source, "videomae" if source.ours else layout)
+    if source.ours:  # a run of train.py pretrain holds the official pretraining names
+        layout = "videomae-pretrain" if source.outer["args"].get("pretrain") else "videomae"
+    state, dropped, unexpected = to_our_names(source, layout)
     if unexpected:
         raise ValueError(
             f"--pretrained {src}: {len(unexpected)} tensors of the {layout} layout that vit.py "
