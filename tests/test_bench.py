@@ -536,6 +536,7 @@ def test_bench_bad_frames_one_line_exit_2(cmd, present, missing, tmp_path, capsy
     assert cap.out == ""
 
 
+@pytest.mark.slow
 def test_bench_model_compare_rows_are_the_published_sizes(tmp_path, capsys):
     """--compare: I3D-R50 beside torchvision's mvit_v2_s (34.5M, 64.2 GFLOPS in its docs,
     torchvision's "GFLOPS" being MACs) and swin3d_t (28.2M, 43.9) at 16x224x224 (--iters 0: no

@@ -108,6 +108,7 @@ def test_default_decoder_is_torchcodec_and_the_dataset_uses_it(tmp_path, monkeyp
     assert len(calls) == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("blocked, expected", [("", "torchcodec"), ("torchcodec", "pil")])
 def test_pillow_is_the_fallback_only_without_torchcodec(blocked, expected, tmp_path):
     """In a fresh interpreter: TorchCodec when importable, Pillow when it is missing -- and then
@@ -201,6 +202,7 @@ def test_bytes_mode_truncated_frame_fails_in_decode_batch_naming_it(tmp_path):
     ), msg
 
 
+@pytest.mark.slow
 def test_check_cli_reports_a_garbage_frame_in_one_line(tmp_path):
     """`prepare.py check --full` on a frame without image magic (TorchCodec raises ValueError for
     it): one line naming the frame, exit 1, in a subprocess with a timeout."""
@@ -452,6 +454,7 @@ def test_bench_data_rows_per_decoder_and_share_of_limit(tiny_frames, tmp_path, c
         assert r["c_over_best_a"] == pytest.approx(one[bench.OURS] / one[limit], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_bench_train_decode_device_cuda_without_cuda_is_one_line(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("CUDA is present")

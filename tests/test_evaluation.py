@@ -68,6 +68,7 @@ def evaluate_scores(args, ckpt, tmp_path, *flags):
     return np.load(path)["scores"], path
 
 
+@pytest.mark.slow
 def test_multi_view_scores_are_the_mean_of_each_views_with_the_checkpoints_normalisation(
     trained, lists, tmp_path
 ):
@@ -90,6 +91,7 @@ def test_predict_uses_the_checkpoints_normalisation(trained, lists):
     assert np.allclose(probs.numpy(), by_hand(ckpt, lists[1], 2, 3)[0], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_resume_keeps_the_checkpoints_normalisation(trained, lists, tmp_path):
     args, _ = trained
     whole = [
@@ -112,6 +114,7 @@ def test_resume_keeps_the_checkpoints_normalisation(trained, lists, tmp_path):
         assert torch.equal(a[k], b[k]), k
 
 
+@pytest.mark.slow
 def test_protocols_never_overwrite_each_other_and_save_scores_acts(trained, tmp_path):
     args, ckpt = trained
     out = tmp_path / "eval"

@@ -166,6 +166,7 @@ def test_undecodable_list_names_file_and_line(tmp_path, content, line):
         data.VideoFrameDataset(path)
 
 
+@pytest.mark.slow
 def test_extra_column_is_one_line_naming_list_line_and_form(tmp_path):
     """A line with a column too many ('<dir> <x> <offset> <num_frames> <label>') fails as it is
     read, naming the list, the line and the expected form -- not read into the folder name, to fail
@@ -193,6 +194,7 @@ def test_extra_column_is_one_line_naming_list_line_and_form(tmp_path):
     assert "missing folder" not in p.stdout and "2 videos" in p.stdout.splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_cli_undecodable_list_and_bad_flags_one_line(tmp_path):
     latin = tmp_path / "latin.txt"
     latin.write_bytes("good 3 0\ncaf\u00e9 3 1\n".encode("latin-1"))
@@ -228,6 +230,7 @@ def test_count_frames_ends_whatever_the_template(tmp_path):
 
 
 # ---- lists: split files, classes file, nothing matched -------------------------------------------
+@pytest.mark.slow
 def test_lists_reads_bom_split_files_and_writes_classes_in_classind_order(tmp_path):
     frames, splits = fake_ucf101(tmp_path)
     # classInd in a non-alphabetical order, saved with a BOM, as are the split files
@@ -261,6 +264,7 @@ def test_lists_reads_bom_split_files_and_writes_classes_in_classind_order(tmp_pa
     }
 
 
+@pytest.mark.slow
 def test_lists_errors_one_line_and_nothing_written(tmp_path):
     frames, splits = fake_ucf101(tmp_path)
     bad_ind = tmp_path / "bad_ind"
@@ -308,6 +312,7 @@ def test_read_class_names(tmp_path):
 
 
 # ---- extract: nothing to extract, stale partial folders ------------------------------------------
+@pytest.mark.slow
 def test_extract_errors_one_line(tmp_path):
     pytest.importorskip("av")
     (tmp_path / "videos").mkdir()
@@ -364,6 +369,7 @@ def run_with_tty_stderr(args, timeout=120):
     return proc.wait(timeout=timeout), b"".join(chunks).decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_progress_bars_on_a_terminal_only(tmp_path):
     pytest.importorskip("av")
     for k in range(3):
@@ -558,6 +564,7 @@ def test_check_folders_reports_missing_folders_and_frames(six_videos):
         prepare.check_folders(videos, "img.jpg")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not (UCF101_LISTS / "ucf101_train_split1_list.txt").is_file(), reason="../shared not here"
 )

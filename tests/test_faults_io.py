@@ -134,6 +134,7 @@ def test_disk_filling_at_any_point_of_a_save_is_one_line_and_resume_auto_works(
     assert torch.load(folder / "checkpoint.pth", weights_only=False)["epoch"] == 2
 
 
+@pytest.mark.slow
 def test_bad_videos_seen_survive_a_resume_and_are_not_reported_again(lists, tmp_path, capsys):
     folder, bad_video = copy_lists(lists, tmp_path)
     spoil_frames(folder, bad_video)
@@ -164,6 +165,7 @@ def _rank(rank, init, run_dir):
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_only_rank_0_writes_bad_videos_one_line_per_video(tmp_path):
     init = f"file://{tempfile.mktemp(dir=tmp_path)}"
     mp.spawn(_rank, args=(init, str(tmp_path)), nprocs=2, join=True)

@@ -104,6 +104,7 @@ def test_window_frames_cover_the_video_and_pad_with_the_last_frame():
     assert features.window_frames(13, 4, 3, 1)[:, 0].tolist() == [0, 3, 6, 9]
 
 
+@pytest.mark.slow
 def test_features_equal_the_direct_forward_for_folders_and_video_files(inputs, tmp_path, capsys):
     out = tmp_path / "out"
     flags = [
@@ -214,6 +215,7 @@ def test_torchvision_and_segment_models_pool_the_classifier_input():
     assert torch.allclose(b.fc(f), y, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_long_video_streams_in_memory_independent_of_its_length(tmp_path, monkeypatch):
     """A 300- and a 3,000-frame video: at most --batch windows of frames decoded at a time, and a
     peak of traced memory (numpy: PyAV's frames) that grows by far less than a frame per frame: only
@@ -419,6 +421,7 @@ def test_export_refuses_an_arch_it_cannot_trace_in_one_line(tmp_path, capsys):
     assert not os.path.exists(tmp_path / "s3d.pt2")
 
 
+@pytest.mark.slow
 def test_a_window_the_model_cannot_take_is_refused_before_anything_is_written(
     inputs, tmp_path, capsys
 ):
@@ -493,6 +496,7 @@ def test_the_progress_bar_stays_out_of_a_log_file(inputs, tmp_path, capsys):
     assert "\r" not in err and "features" not in err, repr(err)
 
 
+@pytest.mark.slow
 def test_export_makes_a_missing_folder_and_names_a_missing_exporter_package(tmp_path, capsys):
     ckpt = tiny_checkpoint(tmp_path / "ck.pth", new_size=32, crop_size=32)
     out = tmp_path / "exported" / "today" / "model.pt2"  # folders that do not exist yet

@@ -52,6 +52,7 @@ def scratch_parser(real=train.get_args_parser):
     return parser
 
 
+@pytest.mark.slow
 def test_a_flag_added_to_a_group_reaches_evaluate_predict_and_the_file_names(
     lists, tmp_path, monkeypatch, capsys
 ):
@@ -108,6 +109,7 @@ def test_dropout_on_an_arch_without_one_is_refused(monkeypatch, capsys):
     flags.check_recipe_args(train.parse_args([*common[:4], "resnet18", "--dro", "0.5"]))
 
 
+@pytest.mark.slow
 def test_efficientnet_b0_as_a_tsn_backbone_is_one_registry_entry(lists, tmp_path, monkeypatch):
     monkeypatch.setitem(
         models.ARCHS, "efficientnet_b0", models.Arch(models.torchvision_2d, ("2D", "TSN"))

@@ -122,6 +122,7 @@ def test_batched_gpu_decode_oom_is_not_redone_frame_by_frame(monkeypatch, encode
             assert calls == [16]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU, bench.py gpu runs everything")
 def test_bench_gpu_without_cuda_is_one_line_exit_2():
     r = subprocess.run(

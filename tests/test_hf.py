@@ -183,6 +183,7 @@ def hub_cache(
     return tmp_path / "hub"
 
 
+@pytest.mark.slow
 def test_a_hub_id_loads_from_the_cache_offline(tmp_path, lists):
     pytest.importorskip("huggingface_hub")
     folder, _ = hf_folder(tmp_path)
@@ -306,6 +307,7 @@ def broken_runs(tmp_path_factory, lists):
     return done
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", BROKEN)
 def test_a_broken_transformers_folder_is_one_line(broken_runs, case):
     folder, code, err, out = broken_runs[case]

@@ -94,6 +94,7 @@ def test_output_shapes_odd_hw(T):
         assert m(torch.randn(2, 3, T, 33, 47)).shape == (2, 5)
 
 
+@pytest.mark.slow
 def test_odd_T_and_other_archs_shapes():
     with torch.no_grad():
         assert build_model("resnet10_3d", 3).eval()(torch.randn(1, 3, 3, 31, 31)).shape == (1, 3)
@@ -186,6 +187,7 @@ def test_frame_max_pool_is_max_pool3d_without_overlapping_3d_windows(t_stride, f
     ]
 
 
+@pytest.mark.slow
 def test_dropout_is_applied_where_an_arch_takes_it():
     """--dro reaches every arch whose entry takes it (Arch.dropout): an nn.Dropout of that p in the
     built model (on the meta device: no weights made); and it acts: two train-mode forwards of one

@@ -48,6 +48,7 @@ def finish(p, timeout=180):
 
 
 # ---- the demo writes only into its own folder ----------------------------------------------------
+@pytest.mark.slow
 def test_demo_with_a_mistyped_list_leaves_the_users_files_alone(tmp_path):
     (tmp_path / "val.txt").write_bytes(b"my_videos/v_Biking_g01_c01 120 3\n")
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
@@ -78,6 +79,7 @@ def test_evaluate_writes_its_files_beside_the_checkpoint(lists, tmp_path, monkey
 
 
 # ---- a GPU command where no GPU is visible -------------------------------------------------------
+@pytest.mark.slow
 @no_gpu
 def test_the_original_command_with_hidden_gpus_stops_before_any_work(tmp_path):
     cases = [
@@ -244,6 +246,7 @@ def test_every_rule_of_the_table_is_tested():
     assert not stale, f"NOTHING cases of flags no rule of flags.ACTS_WITH names: {stale}"
 
 
+@pytest.mark.slow
 def test_flags_at_their_defaults_and_a_runs_own_args_file_pass(lists, tmp_path):
     # args.txt spells out every flag, defaults included: a cosine AdamW run resumes from it
     argv = ["ucf101", *lists, *TINY, "--epochs", "1", "--output_root", str(tmp_path)]

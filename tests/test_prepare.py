@@ -63,6 +63,7 @@ def test_cli_synth(tmp_path):
     assert clip.shape == (3, 4, 32, 32) and not torch.equal(clip[:, 0], clip[:, 1])  # frames move
 
 
+@pytest.mark.slow
 def test_cli_lists_ucf101_and_hmdb51(tmp_path):
     ucf_frames, ucf_splits = fake_ucf101(tmp_path)
     hmdb_frames, hmdb_splits = fake_hmdb51(tmp_path)
@@ -101,6 +102,7 @@ def test_cli_lists_ucf101_and_hmdb51(tmp_path):
     assert len(videos) == 2 and all(os.path.isdir(v.path) for v in videos)
 
 
+@pytest.mark.slow
 def test_cli_check(synth, tmp_path):
     root, train, _ = synth
     src = root / "train" / "video_0000"

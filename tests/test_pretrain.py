@@ -353,6 +353,7 @@ def test_pretraining_under_amp(tiny_data, tmp_path, capsys):
     assert any(not torch.equal(w16[k], w32[k]) for k in w32)
 
 
+@pytest.mark.slow
 def test_a_refused_pretraining_start_leaves_no_run_folder(tiny_data, tmp_path):
     """`train.py pretrain --resume <a fine-tuning checkpoint> --run_name X`: refused in one line
     after the run folder was made; the folder (holding only args.txt) is removed, as train.py

@@ -436,6 +436,7 @@ def test_everything_on_resumes_mid_epoch_exactly_ema_included(lists, tmp_path, m
     assert log["mixed"] and log["val_top1_ema"] is not None
 
 
+@pytest.mark.slow
 def test_evaluate_and_predict_use_the_ema_weights_when_asked(lists, tmp_path, capsys):
     common = ["ucf101", *lists, *TINY, "--output_root", str(tmp_path)]
     run_main([*common, "--epochs", "1", "--model-ema", "--model-ema-decay", "0.5"])

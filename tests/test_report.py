@@ -335,6 +335,7 @@ def error_lines(r):
     return [line for line in r.stderr.strip().splitlines() if "error:" in line]
 
 
+@pytest.mark.slow
 def test_predict_errors_one_line_exit_2(media, tmp_path, capsys):
     ckpt = save_checkpoint(tmp_path / "ck.pth")
     # a missing input and an undecodable video among good ones: one line each, the good one still

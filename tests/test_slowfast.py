@@ -339,6 +339,7 @@ def refusal(tmp_path, arch, obj, name="w.pyth"):
     return str(e.value)
 
 
+@pytest.mark.slow
 def test_wrong_checkpoints_are_refused_in_one_line(tmp_path):
     sf = {"model_state": zeros_of("slowfast_r50_8x8")}
     x3d = {"model_state": zeros_of("x3d_xs")}

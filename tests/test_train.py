@@ -53,6 +53,7 @@ def test_lr_at_step_cosine_and_warmup():
         assert train.lr_at(c, s, 10) == pytest.approx(0.05 * (1 + math.cos(math.pi * s / 40)))
 
 
+@pytest.mark.slow
 def test_logged_lr_is_the_lr_used_and_resume_follows_new_epochs(lists, tmp_path):
     # 2 epochs of a 2-epoch cosine schedule, then resume with --epochs 4: epochs 2-3 follow the
     # 4-epoch cosine (no stale saved scheduler), and each logged lr is the one of that epoch's last
@@ -166,6 +167,7 @@ def test_mid_epoch_resume_needs_the_same_global_batch(lists, tmp_path, monkeypat
 
 
 # ---- run folders, disk, checkpoints --------------------------------------------------------------
+@pytest.mark.slow
 def test_run_folder_is_never_silently_reused(lists, tmp_path, capsys):
     args = ["ucf101", *lists, *TINY, "--epochs", "1", "--output_root", str(tmp_path)]
     run_main(args)
@@ -190,6 +192,7 @@ def test_unwritable_output_fails_before_any_work(lists, tmp_path, capsys, case):
     one_line_error(capsys, "run folder", exc=e)
 
 
+@pytest.mark.slow
 def test_disk_full_during_save_keeps_the_last_checkpoint(lists, tmp_path, monkeypatch, capsys):
     args = ["ucf101", *lists, *TINY, "--epochs", "3", "--output_root", str(tmp_path)]
     real_save, calls = torch.save, []
@@ -285,6 +288,7 @@ def test_bad_training_video_is_replaced_reported_once_and_limited(lists, tmp_pat
 
 
 # ---- flags ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "flags, needle",
     [
@@ -354,6 +358,7 @@ def test_each_epoch_has_its_own_order(lists, tmp_path):
     assert list(train.train_loader(args, d, 1, 1).sampler) == orders[1][4:]
 
 
+@pytest.mark.slow
 def test_fine_tuning_modes_freeze_what_they_say(lists, tmp_path):
     args = ["ucf101", *lists, *TINY, "--epochs", "1", "--lr", "0.1"]
     run_main([*args, "--output_root", str(tmp_path / "a")])
@@ -446,6 +451,7 @@ def test_recipe_files_parse_as_their_command_lines(tmp_path):
     assert train.parse_args(["demo", "--epochs", "3"]).epochs == 3
 
 
+@pytest.mark.slow
 def test_args_txt_reruns_the_run_and_evaluate_keeps_it(lists, tmp_path):
     argv = [
         "ucf101",
@@ -602,6 +608,7 @@ def test_cpu_bf16_with_clips_shorter_than_the_stem_kernel_is_refused(lists, tmp_
     one_line_error(capsys, "--amp bf16", "--t_length >= 5", exc=e)
 
 
+@pytest.mark.slow
 def test_normalisation_follows_the_weights_and_is_saved(lists, tmp_path, capsys):
     # A run trained with Kinetics statistics; fine-tuning from it uses them without being told, and
     # stores them; --mean/--std override.
@@ -1121,6 +1128,7 @@ def test_the_default_workers_fit_the_cpus_this_process_may_use(monkeypatch):
     assert "at most the CPUs" in " ".join(train.get_args_parser().format_help().split())
 
 
+@pytest.mark.slow
 def test_a_failed_start_leaves_no_run_folder_but_keeps_a_users(lists, tmp_path):
     """A run that fails before its first checkpoint removes the folder it made (holding only
     args.txt); a folder that was there before keeps everything in it."""

@@ -380,6 +380,7 @@ def test_tsm_resume_is_exact(lists, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_bench_compare_rows_for_tsn_and_tsm():
     import bench
 

@@ -488,6 +488,7 @@ def linked(folder, paths):
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keyint", [1, 5])
 def test_reencode_keyint_sets_the_keyframe_interval(made, tmp_path, keyint):
     """`prepare.py reencode --keyint N`: a keyframe every N frames (1: every frame, all-intra),

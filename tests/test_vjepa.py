@@ -354,6 +354,7 @@ def probe_run(lists, tmp_path, name, *flags):
     return torch.load(run_dir(tmp_path / name, argv) / "checkpoint.pth", weights_only=False)
 
 
+@pytest.mark.slow
 def test_probing_leaves_the_backbone_bit_identical_and_a_grid_equals_single_runs(lists, tmp_path):
     """A grid of 2 lrs in one pass: its probes, their AdamW moments and the backbone equal two
     single-probe runs with the same seed, bit for bit; the backbone equals the loaded file's."""
