@@ -8,7 +8,9 @@ Other programs' flags are written down too (torchrun's, Slurm's, the VideoMAE sc
 cites): each is listed in OTHERS under the program it belongs to, and is accepted only where the
 text names that program (the line; a recipe: its file, whose header cites its source; a module's
 string: the string). A flag of ours misspelled as another program's (`--clip_grad` for
-`--clip-grad`) is then still caught wherever that program is not named.
+`--clip-grad`) is then still caught wherever that program is not named. The flags docs/forking.md's
+worked examples add to a fork (`--label-noise`, `--poly-epsilon`, ...) are accepted the same way,
+in that page's "Worked examples" section only.
 
 The parsers' options are read from argparse's `_actions` (argparse keeps no public list of them).
 """
@@ -26,6 +28,11 @@ import flags
 import predict
 import prepare
 from conftest import REPO
+
+# docs/forking.md's worked examples (that section, to the next "## "): a line there is "named" by
+# FORK_EXAMPLE, which no text holds
+FORK_EXAMPLES = ("forking.md", "## Worked examples")
+FORK_EXAMPLE = "<docs/forking.md's worked examples>"
 
 # (program, words that name it, its flags the project quotes)
 OTHERS = (
@@ -52,8 +59,16 @@ OTHERS = (
     ("wget", ("wget",), {"--no-check-certificate"}),
     ("pip", ("pip ",), {"--no-deps"}),
     ("the Hugging Face CLI", ("hf download", "huggingface-cli"), {"--local-dir"}),
-    # docs/forking.md's worked examples add these flags to a fork
-    ("a fork's new flag", ("forking.md",), {"--label-noise", "--focal-gamma", "--your_flag"}),
+    ("timm", ("timm",), {"--eval-metric"}),
+    # docs/forking.md's worked examples add these flags to a fork: their section alone names them
+    (
+        "a fork's new flag",
+        (FORK_EXAMPLE,),
+        {"--label-noise", "--poly-epsilon", "--temporal-jitter"},
+    ),
+    # placeholders: docs/forking.md's `--your_flag 3`, checkpoint.changed_flags' "--flag was -> now"
+    ("a placeholder", ("forking.md",), {"--your_flag"}),
+    ("a placeholder", ('"--flag was -> now"',), {"--flag"}),
     (
         "VideoMAE's scripts",
         ("VideoMAE", "finetune.sh", "pretrain.sh", "run_class_finetuning", "run_mae_pretraining"),
@@ -137,9 +152,12 @@ def texts():
     found = []
     docs = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
     for path in [*docs, *sorted((REPO / "recipes").glob("*.txt"))]:
-        whole = path.read_text(encoding="utf-8")
+        whole, section = path.read_text(encoding="utf-8"), ""
         for i, line in enumerate(whole.splitlines(), 1):
+            section = line if line.startswith("## ") else section
             context = f"{path.name}\n" + (whole if path.suffix == ".txt" else line)
+            if (path.name, section) == FORK_EXAMPLES:
+                context = f"{FORK_EXAMPLE}\n{context}"
             found.append((f"{path.relative_to(REPO)}:{i}", line, context))
     for path in sorted(REPO.glob("*.py")):
         if path.name.startswith("test_") or path.name == "conftest.py":
@@ -207,6 +225,12 @@ def test_the_check_catches_a_misspelled_flag():
         assert problems("here", text, text, cmds) == [f"here: {want}"], text
     for text in ("VideoMAE's --clip_grad None", "python bench.py model --arch x3d_xs --iters 3"):
         assert problems("here", text, text, cmds) == [], text
+    # a worked example's new flag: in that section of docs/forking.md alone
+    text = "`--poly-epsilon 2`"
+    assert problems("here", text, f"forking.md\n{text}", cmds) == [
+        "here: --poly-epsilon (no such option)"
+    ]
+    assert problems("here", text, f"{FORK_EXAMPLE}\nforking.md\n{text}", cmds) == []
 
 
 def test_every_flag_and_command_written_down_exists():
