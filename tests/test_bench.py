@@ -105,6 +105,7 @@ def bench_cli(argv, tmp_path):
 
 
 # ---- data ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [0, 1])
 def test_bench_data_tiny(workers, bench_frames, tmp_path, capsys):
     threads = torch.get_num_threads()

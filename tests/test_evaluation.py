@@ -81,6 +81,7 @@ def test_multi_view_scores_are_the_mean_of_each_views_with_the_checkpoints_norma
     assert not np.allclose(got, default, atol=1e-3)  # the normalisation matters for this checkpoint
 
 
+@pytest.mark.slow
 def test_predict_uses_the_checkpoints_normalisation(trained, lists):
     _, ckpt = trained
     model, a, _ = predict.load_checkpoint(str(ckpt), "cpu", 2, 3)

@@ -413,6 +413,7 @@ def test_bad_flags_are_one_line_before_anything_is_read(inputs, tmp_path, capsys
     one_line_error(capsys, "is a folder", exc=e)
 
 
+@pytest.mark.slow
 def test_export_refuses_an_arch_it_cannot_trace_in_one_line(tmp_path, capsys):
     ckpt = tiny_checkpoint(tmp_path / "ck.pth", arch="s3d", new_size=32, crop_size=32)
     with pytest.raises(SystemExit) as e:

@@ -80,6 +80,7 @@ def scratch_group(p):
     p.add_argument("--scratch", default=1, type=int, help="a flag added by a test")
 
 
+@pytest.mark.slow
 def test_a_new_flags_group_keeps_it_on_resume_by_default(lists, tmp_path, monkeypatch, capsys):
     """The safe default: a flag in a new group that says nothing about resuming (FlagGroup's
     default) is kept, so a resume with another value is refused in one line, not run silently."""

@@ -71,6 +71,7 @@ def hf_folder(tmp_path, name="hf", **kw):
 
 
 # ---- item: the eps of the weights' source --------------------------------------------------------
+@pytest.mark.slow
 def test_transformers_folder_runs_with_its_layer_norm_eps(tmp_path, capsys):
     """A folder transformers saved (layer_norm_eps 1e-12, fc_norm 1e-5): its own forward,
     float64."""
@@ -95,6 +96,7 @@ def test_transformers_folder_runs_with_its_layer_norm_eps(tmp_path, capsys):
         assert rel_err(want, m(x)) > 1e-5
 
 
+@pytest.mark.slow
 def test_the_eps_stays_with_the_fine_tuned_checkpoint(tmp_path, lists):
     """Fine-tune from a transformers folder, then --evaluate / predict its checkpoint: the folder's
     eps."""
@@ -115,6 +117,7 @@ def scores(run_dir):
     return np.load(npz)["scores"]
 
 
+@pytest.mark.slow
 def test_evaluate_a_fine_tuned_folder_as_it_is(tmp_path, lists, capsys):
     """`--evaluate --pretrained FOLDER` scores what `--evaluate --resume` of the same weights
     scores, with the folder's normalisation (preprocessor_config.json) and the views asked for."""

@@ -174,6 +174,7 @@ def official_step(encoder, target_encoder, predictor, clips, masks_enc, masks_pr
     return loss / n
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss_exp", [1.0, 2.0])
 def test_loss_and_gradients_equal_the_official_modules(loss_exp):
     ours, encoder, target, predictor = pair()
@@ -198,6 +199,7 @@ def test_loss_and_gradients_equal_the_official_modules(loss_exp):
     assert all(p.grad is None for p in ours.target_encoder.parameters())
 
 
+@pytest.mark.slow
 def test_ema_update_equals_the_official_momentum_step():
     ours, encoder, target, _ = pair()
     m = 0.99925
@@ -270,6 +272,7 @@ class DDPNames(nn.Module):
         self.module = m
 
 
+@pytest.mark.slow
 def test_checkpoint_keys_load_into_the_official_models_strictly(tmp_path):
     """app/vjepa/utils.py load_checkpoint (load_state_dict, strict) reads our official_state into
     DDP(MultiSeqWrapper(VisionTransformer)) and DDP(PredictorMultiSeqWrapper(vit_predictor)), the

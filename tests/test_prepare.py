@@ -146,6 +146,7 @@ def test_cli_check(synth, tmp_path):
     assert str(tmp_path / "short" / "img_00007.jpg") in out  # the first missing frame
 
 
+@pytest.mark.slow
 def test_cli_extract(tmp_path):
     av = pytest.importorskip("av")
     videos, frames = tmp_path / "videos", tmp_path / "frames"

@@ -271,6 +271,7 @@ def pretrain_args(data, root, *extra):
     ]
 
 
+@pytest.mark.slow
 def test_pretraining_run_writes_its_picture_and_fine_tunes(tiny_data, tmp_path, capsys):
     args = pretrain_args(tiny_data, tmp_path, "--epochs", "2", "-ef", "1", "--vis-videos", "2")
     run_main(args)

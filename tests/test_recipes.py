@@ -300,6 +300,7 @@ def test_the_tokens_an_arch_entry_names_take_no_weight_decay(monkeypatch):
     assert decay == {"cls_token": 0.0, "pos_table": 0.05, "fc.weight": 0.05, "fc.bias": 0.0}
 
 
+@pytest.mark.slow
 def test_adamw_decays_only_weights_and_the_step_scales_each_layers_lr(lists, tmp_path, monkeypatch):
     seen = []
     monkeypatch.setattr(

@@ -78,6 +78,7 @@ def test_mid_epoch_resume_with_the_batch_split_otherwise_is_exact(
         assert torch.allclose(whole[k].float(), resumed[k].float(), atol=1e-6, rtol=1e-5), k
 
 
+@pytest.mark.slow
 def test_wd_and_momentum_given_on_resume_win_over_the_saved_optimizer(lists, tmp_path):
     args = ["ucf101", *lists, *TINY, "--output_root", str(tmp_path)]
     run_main([*args, "--epochs", "1"])
@@ -87,6 +88,7 @@ def test_wd_and_momentum_given_on_resume_win_over_the_saved_optimizer(lists, tmp
     assert [(g["weight_decay"], g["momentum"]) for g in groups] == [(0.01, 0.5), (0.0, 0.5)]
 
 
+@pytest.mark.slow
 def test_schedule_flags_given_on_resume_take_effect(lists, tmp_path):
     args = ["ucf101", *lists, *TINY, "--output_root", str(tmp_path)]
     run_main([*args, "--epochs", "1"])
@@ -98,6 +100,7 @@ def test_schedule_flags_given_on_resume_take_effect(lists, tmp_path):
     assert got[1:] == pytest.approx([train.lr_at(a, 3, 2), train.lr_at(a, 5, 2)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--bn_bias_wd", "--freeze_bn", "--fc_only"])
 @pytest.mark.parametrize("direction", ["on", "off"])
 def test_toggling_an_optimizer_shaping_flag_on_resume_is_one_line(

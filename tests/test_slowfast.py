@@ -238,6 +238,7 @@ def test_pyslowfast_pyth_loads_exactly_and_the_head_is_replaced(
         assert torch.equal(net.state_dict()[k].double(), ref.state_dict()[k])
 
 
+@pytest.mark.slow
 def test_caffe2_pkl_of_slowfast_loads_exactly(tmp_path):
     """A Caffe2 .pkl (blobs as numpy arrays) of SlowFast NLN; its blob names convert back to
     PySlowFast's by PySlowFast's own c2_model_loading converter, and the logits are the same."""

@@ -83,6 +83,7 @@ def test_logged_lr_is_the_lr_used_and_resume_follows_new_epochs(lists, tmp_path)
     assert got[1] == pytest.approx(0.05 * (1 + math.cos(math.pi * 3 / 4)))  # not the next step's lr
 
 
+@pytest.mark.slow
 def test_start_epoch_starts_there_with_that_epochs_lr(lists, tmp_path):
     args = [
         "ucf101",
@@ -222,6 +223,7 @@ def test_disk_full_during_save_keeps_the_last_checkpoint(lists, tmp_path, monkey
     assert (folder / "notes.tmpl").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["text", "empty", "truncated", "bare", "classes"])
 def test_bad_resume_files_are_one_line(lists, tmp_path, capsys, kind):
     args = ["ucf101", *lists, *TINY, "--epochs", "1"]
@@ -256,6 +258,7 @@ def test_bad_resume_files_are_one_line(lists, tmp_path, capsys, kind):
         one_line_error(capsys, str(bad), exc=e)
 
 
+@pytest.mark.slow
 def test_bad_training_video_is_replaced_reported_once_and_limited(lists, tmp_path, capsys):
     folder, bad_video = copy_lists(lists, tmp_path)
     spoil_frames(folder, bad_video)
@@ -326,6 +329,7 @@ def test_unknown_arch_is_reported_first(lists, tmp_path, capsys):
     one_line_error(capsys, "resnet999_3d", exc=e)
 
 
+@pytest.mark.slow
 def test_val_label_unseen_in_training_is_a_warning(lists, tmp_path, capsys):
     val = tmp_path / "val.txt"
     lines = Path(lists[1]).read_text().splitlines()
@@ -870,6 +874,7 @@ def test_ddp_validation_and_per_class_report_are_exact(lists, tmp_path):
     assert logs(trained)[0]["val_loss"] == pytest.approx(loss, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_tensorboard_writes_events(lists, tmp_path, monkeypatch):
     """TensorBoard's scalars, and a number a fork adds to the meter (`meter.add`, here per step): it
     reaches log.jsonl, TensorBoard and a curves.png panel with no list edited."""
@@ -1072,6 +1077,7 @@ def test_missing_list_is_one_line_from_the_cli(tmp_path):
     assert "missing.txt" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_bad_list_line_is_one_line_from_the_cli(tiny_data, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text(Path(tiny_data[0]).read_text().splitlines()[0] + "\nsome_video twelve 3\n")

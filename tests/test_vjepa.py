@@ -585,6 +585,7 @@ def pair21(arch, seed=0):
     return ours, theirs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "arch, shape",
     [
@@ -640,6 +641,7 @@ def test_v21_blocks_of_the_published_widths_equal_the_official_block(arch):
         assert rel(ours(x, pos), theirs(x, T=2, H_patches=3, W_patches=2)[0]) < REL
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["vjepa2_vitt16", "vjepa2_1_vitt16"])
 def test_under_bf16_autocast_the_encoders_equal_the_official_bit_for_bit(arch):
     """V-JEPA 2's positions are integers (angles in bf16), 2.1's float32 (angles in float32,
@@ -690,6 +692,7 @@ def save_official21(path, width=192, seed=0):
 ENCODER_KEYS = ("encoder", "target_encoder", "ema_encoder")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", [None, "ema_encoder"])
 def test_v21_official_pt_loads_with_one_report_line(tmp_path, capsys, key):
 
@@ -721,6 +724,7 @@ def test_v21_distilled_base_and_large_read_ema_encoder_by_default(tmp_path, caps
     assert torch.equal(m.blocks[0].attn.qkv.weight, ckpt["ema_encoder"]["blocks.0.attn.qkv.weight"])
 
 
+@pytest.mark.slow
 def test_a_v21_file_for_a_v2_arch_and_the_reverse_are_refused_naming_the_arch(tmp_path):
 
     save_official21(tmp_path / "v21.pt")

@@ -205,6 +205,7 @@ CASES = [  # (layout, pytorchvideo net, our arch, expected normalisation)
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout,net,arch,norm", CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
 def test_zoo_checkpoint_gives_the_zoo_logits(layout, net, arch, norm, nets, clip, tmp_path, capsys):
     ref_model, ref = nets[net]
