@@ -365,7 +365,7 @@ def val_masks(grid, seed, index):
 def validate(net, d, args, rt):
     """The prediction loss over the val videos, each with its fixed masks (this rank's shard, summed
     over ranks: exact)."""
-    net.eval.eval()
+    net.eval_model.eval()
     total, n = 0.0, 0
     for clips, _, info in d.val_loader:
         x = data.normalize(clips.to(rt.device), rt.mean, rt.std)
@@ -373,7 +373,7 @@ def validate(net, d, args, rt):
             masks = val_masks(net.bare.grid, args.seed, index)
             masks = [(c.to(rt.device), t.to(rt.device)) for c, t in masks]
             with rt.autocast:
-                total += jepa_loss(net.eval(x[i : i + 1], masks), args.loss_exp).item()
+                total += jepa_loss(net.eval_model(x[i : i + 1], masks), args.loss_exp).item()
             n += 1
     total, n = rt.all_sum([total, n])
     return total / max(n, 1)
@@ -493,8 +493,9 @@ def main(args):
     objective = prediction(args, net.bare.grid)
     progress = checkpoint.Progress()
     args.world_size = rt.world_size
-    ckpt = checkpoint.resume(args, rt, net, progress, flags.flag_sets())
-    rundir.resumed(args, rt, ckpt)
+    sets = flags.flag_sets()
+    ckpt = checkpoint.resume(args, rt, net, progress, sets)
+    rundir.resumed(args, rt, ckpt, sets)
     if args.evaluate:  # the checkpoint's val prediction loss (DDP: shards summed, exact)
         loss = validate(net, d, args, rt)
         print(f" * val prediction loss {loss:.6f}")

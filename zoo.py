@@ -204,10 +204,11 @@ VIDEOMAE_BLOCKS = r"(?:backbone\.)?blocks\.\d+\..+"
 # refused by its family, naming the arch it fits. A new family adds rows here and its FAMILIES
 # entry; no other reader changes.
 LAYOUTS = (
+    # facebookresearch/vjepa2: pretraining .pt (encoders), eval probes, transformers VJEPA2; first,
+    # as `train.py pretrain --objective vjepa` writes the official keys beside its own
+    Layout("official", "vjepa", holds(*vjepa_zoo.ENCODER_KEYS)),
     # train.py's own checkpoints ("model" + "args"): the family of the arch they were trained as
     Layout("ours", "", _ours),
-    # facebookresearch/vjepa2: pretraining .pt (encoders), eval probes, transformers VJEPA2
-    Layout("official", "vjepa", holds(*vjepa_zoo.ENCODER_KEYS)),
     Layout("official-probe", "probe", holds("classifiers")),
     Layout("transformers", "vjepa", folder_of("vjepa2")),
     # MViT: mmaction2's (its ViT's patch embedding name, PySlowFast's block names), PySlowFast's
