@@ -517,7 +517,9 @@ def test_compiled_steps_never_recompile_nor_break_the_graph(what):
         objective = pretrain.reconstruction(MEAN, STD, model.spec)
     else:
         model = vit.build("vit_t16", 5, 4, 32, depth=1)
-        objective = train.classification(argparse.Namespace(label_smoothing=0.0, probe=None))
+        objective = train.classification(
+            argparse.Namespace(label_smoothing=0.0, probe=None, multi_label=False, heads=None)
+        )
 
     def loss_fn(model, x, labels, info):
         return objective.loss(objective.forward(model, x, info), labels, x, info)
