@@ -242,6 +242,10 @@ def load(path, flag="--resume"):
     for reader in (read_caffe2, read_torch) if path.endswith(".pkl") else (read_torch, read_caffe2):
         try:
             ckpt = reader(path)
+            # a torch file of the legacy (not zip) format read as a plain pickle yields torch's
+            # magic number first: PySlowFast's Charades / SSv2 files are such, named .pkl
+            if reader is read_caffe2 and not isinstance(ckpt, dict):
+                raise ValueError(f"a pickle of a {type(ckpt).__name__}, not of Caffe2 blobs")
             break
         except Unsafe as e:
             raise ValueError(

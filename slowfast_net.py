@@ -68,6 +68,8 @@ R50, R101 = (3, 4, 6, 3), (3, 4, 23, 3)
 SLOWFAST = {
     "slowfast_r50_4x16": SlowFastSpec(R50, alpha=8, fusion_kernel=5),
     "slowfast_r50_8x8": SlowFastSpec(R50, alpha=4, fusion_kernel=7),
+    # configs/Charades/SLOWFAST_16x8_R50.yaml (and _multigrid): the 8x8 network, fed 64 frames
+    "slowfast_r50_16x8": SlowFastSpec(R50, alpha=4, fusion_kernel=7),
     "slowfast_r50_8x8_nl": SlowFastSpec(R50, 4, 5, nonlocal_blocks=((), (1, 3), (1, 3, 5), ())),
     "slowfast_r101_8x8": SlowFastSpec(R101, 4, 5, temporal_blocks=(3, 4, 23, 3)),
     "slowfast_r101_16x8": SlowFastSpec(R101, 4, 5),
