@@ -19,6 +19,10 @@ Layouts followed (each rule table cites its files)
   layer1..3_lateral on the slow one), resnet3d.py (conv1, layerN.i.conv1..3, downsample as
   ConvModules .conv / .bn), heads/slowfast_head.py (fc_cls over cat(fast, slow)). Its network is
   one of slowfast_net's mmaction2 variants, which file_variant picks for its files.
+- epic-kitchens/epic-kitchens-slowfast .pyth of EPIC-100 (commit bf50519): PySlowFast's names but
+  the head (slowfast/models/head_helper.py ResNetBasicHead with MODEL.NUM_CLASSES [97, 300]:
+  projection_verb and projection_noun over the same features), which `fit` makes our one
+  projection, verbs first (the column blocks of --heads 97 300).
 """
 
 import re
@@ -209,6 +213,11 @@ MMACTION2_SLOWFAST_RULES = (
     (r"cls_head\.fc_cls\.(\w+)", lambda m: f"head.projection.{m[1]}"),
 )
 SAME_NAMES = ((r"(.+)", lambda m: m[1]),)
+# epic-kitchens-slowfast: PySlowFast's names; its two projections keep theirs until `fit`
+EPIC_SLOWFAST_RULES = (
+    (r"head\.projection_(verb|noun)\.(weight|bias)", r"head.projection_\1.\2"),
+    *SAME_NAMES,
+)
 RULES = {  # (zoo layout name, family) -> rules
     ("pyslowfast", "slowfast"): SAME_NAMES,
     ("pyslowfast", "x3d"): SAME_NAMES,
@@ -217,6 +226,7 @@ RULES = {  # (zoo layout name, family) -> rules
     ("pytorchvideo", "x3d"): PYTORCHVIDEO_X3D_RULES,
     ("mmaction2", "x3d"): MMACTION2_X3D_RULES,
     ("mmaction2", "slowfast"): MMACTION2_SLOWFAST_RULES,
+    ("epic-kitchens", "slowfast"): EPIC_SLOWFAST_RULES,
 }
 # A key only that family has, in any layout (ours = PySlowFast's, Caffe2, pytorchvideo, mmaction2).
 _FAMILY_KEYS = {
@@ -384,6 +394,7 @@ def fit(model, state, layout):
     """Tensors that another layout keeps in another form, made ours (same numbers):
     - mmaction2's X3D head fc1 is an nn.Linear where PySlowFast's lin_5 is a 1x1x1 conv: viewed.
     - mmaction2's SlowFast classifier takes the fast pathway's features first: columns swapped.
+    - epic-kitchens-slowfast's two projections (verb, noun) are one, their rows stacked.
     - pytorchvideo's X3D has no BN on a shortcut that keeps the channels (create_x3d_res_block:
       branch1_norm only when dim_in != dim_out; res2's first block strides 24 -> 24), PySlowFast's
       has one: an identity BN there (weight 1, bias 0, mean 0, var 1 - eps) computes its network."""
@@ -398,6 +409,8 @@ def fit(model, state, layout):
         C, C_fast = model.head.projection.in_features, model.head.fast_channels
         if w.shape[1] == C:
             state["head.projection.weight"] = torch.cat([w[:, C_fast:], w[:, :C_fast]], 1)
+    if layout == "epic-kitchens":
+        return one_projection(state)
     if layout != "pytorchvideo":
         return state
     for k in [k for k in state if k.endswith(".branch1.weight")]:
@@ -407,4 +420,16 @@ def fit(model, state, layout):
             one = state[k].new_ones(C)
             state.update({bn + "weight": one, bn + "bias": one * 0, bn + "running_mean": one * 0})
             state[bn + "running_var"] = one - eps
+    return state
+
+
+def one_projection(state):
+    """epic-kitchens-slowfast's head_helper.ResNetBasicHead: projection_verb and projection_noun,
+    both over the pooled features -> head.projection, the verb rows first (--heads 97 300's column
+    blocks: the same logits, concatenated)."""
+    for leaf in ("weight", "bias"):
+        verb = state.pop(f"head.projection_verb.{leaf}")
+        noun = state.pop(f"head.projection_noun.{leaf}")
+        assert verb.shape[1:] == noun.shape[1:], (verb.shape, noun.shape)
+        state[f"head.projection.{leaf}"] = torch.cat([verb, noun])
     return state

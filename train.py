@@ -522,11 +522,22 @@ def check_weights(args):
 
 def check_pretrained_head(args, model):
     """--evaluate --pretrained FILE (no --resume) scores the file's own classifier: it must have one
-    of --num_classes outputs (the new head a fine-tuning run starts from would score chance)."""
-    if not args.evaluate or args.resume:
-        return
+    of --num_classes outputs (the new head a fine-tuning run starts from would score chance). A
+    file whose classifier is several heads (EPIC-100's verbs, nouns) loaded whole: --heads must be
+    its heads, in its order (the same sum in another split would read verbs as nouns)."""
     info = getattr(model, "pretrained_info", None) or {}
     src, n = args.pretrained_model or args.pretrained, info.get("head_classes")
+    heads, flag = info.get("heads"), " ".join(map(str, args.heads or ()))
+    loaded = info.get("head_loaded") or args.evaluate
+    if heads and loaded and not args.resume and tuple(args.heads or ()) != heads:
+        said = f"--heads {flag}" if args.heads else f"--num_classes {args.num_classes}"
+        fail(
+            f"--pretrained {src}: its classifier is {len(heads)} heads of "
+            f"{' + '.join(map(str, heads))} outputs (verbs, nouns); {said} reads it otherwise: "
+            f"give --heads {' '.join(map(str, heads))}"
+        )
+    if not args.evaluate or args.resume:
+        return
     if n is None:
         fail(
             f"--evaluate --pretrained {src}: the file has no classifier (a backbone or pretraining "

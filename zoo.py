@@ -21,6 +21,9 @@ Layouts followed (each rule table cites its files)
 - open-mmlab/mmaction2: models/backbones/resnet3d.py, models/heads/i3d_head.py,
   configs/_base_/models/i3d_r50.py and configs/recognition/i3d (the Kinetics-400 file); for TSN /
   TSM models/backbones/resnet.py, resnet_tsm.py, heads/tsn_head.py, tsm_head.py (cls_head.fc_cls).
+- epic-kitchens/C1-Action-Recognition-TSN-TRN-TSM (EPIC-100 TSM .ckpt): src/systems.py,
+  src/models/tsm.py, src/ops/temporal_shift.py; epic-kitchens/epic-kitchens-slowfast (EPIC-100
+  SlowFast .pyth): slowfast/models/head_helper.py, slowfast/datasets/frame_loader.py.
 """
 
 import dataclasses
@@ -142,6 +145,16 @@ MMACTION2_RULES = (
     (r"backbone\.(layer\d\.\d+)\.downsample\.bn\.(\w+)", lambda m: f"{m[1]}.downsample.1.{m[2]}"),
     (r"cls_head\.fc_cls\.(\w+)", lambda m: f"fc.{m[1]}"),
 )
+EPIC_TSM_RULES = (
+    # epic-kitchens/C1-Action-Recognition-TSN-TRN-TSM (commit e8e1a79): src/systems.py
+    # (EpicActionRecognitionSystem keeps the network as `model`: Lightning saves "model." names
+    # under "state_dict"), src/models/tsm.py (TSM: base_model = torchvision's ResNet, whose fc
+    # becomes a Dropout; new_fc = the classifier of 97 + 300 outputs, verbs first), and
+    # src/ops/temporal_shift.py (TemporalShift wraps each residual block's conv1 as `.net`).
+    (r"model\.base_model\.(layer\d\.\d+)\.conv1\.net\.(\w+)", r"\1.conv1.\2"),
+    (r"model\.base_model\.(.+)", r"\1"),
+    (r"model\.new_fc\.(\w+)", r"fc.\1"),
+)
 SAME_NAMES = ((r"(.+)", lambda m: m[1]),)  # ours, torchvision, plain state dicts
 
 
@@ -157,6 +170,11 @@ class Layout(NamedTuple):
     std: Optional[tuple] = None
     # temporal stride of conv1 and the first max-pool (ResNet-3D); None: unknown
     stem_stride_t: Optional[int] = None
+    # the heads the classifier's outputs are, in order (EPIC-100: verbs then nouns); None: one
+    heads: Optional[tuple] = None
+    # the network takes BGR frames (its loader reads them with cv2): the input convs' channels are
+    # reversed on loading, the same network on RGB (exact where mean and std are one per channel)
+    bgr: bool = False
 
 
 def has(*keys):
@@ -198,6 +216,12 @@ def _convnet_names(source, own):
 
 
 KIN, IMN = (KINETICS_MEAN, KINETICS_STD), (IMAGENET_MEAN, IMAGENET_STD)
+# EPIC-100's verb and noun classes, the EPIC-Kitchens team's heads in their order (C1's
+# src/systems.py TASK_CLASS_COUNTS; epic-kitchens-slowfast's MODEL.NUM_CLASSES [97, 300])
+EPIC_HEADS = (97, 300)
+# The C1 TSM .ckpt normalise with ImageNet's mean as the mean AND the std (configs/tsm_rgb.yaml
+# data.preprocessing; the repository's README, 2021/02/20: the published files were trained so)
+EPIC_TSM_NORM = (IMAGENET_MEAN, IMAGENET_MEAN)
 VIDEOMAE_BLOCKS = r"(?:backbone\.)?blocks\.\d+\..+"
 # Every layout of every family, in the order they are tried: the first that recognises a file
 # converts it. A layout fits the archs of its family (FAMILIES); a file given to another arch is
@@ -238,6 +262,17 @@ LAYOUTS = (
     Layout("mmaction2", "slowfast", has("backbone.slow_path.conv1.conv.weight"), (), *IMN),
     Layout("pyslowfast-caffe2", "slowfast", has("t_conv1_w"), (), *KIN),
     Layout("pyslowfast-caffe2", "x3d", has("conv1_xy_w"), (), *KIN),
+    # epic-kitchens-slowfast's EPIC-100 SlowFast: PySlowFast's names, a projection per head; its
+    # frame_loader reads frames with cv2.imread (BGR) and never reverses them
+    Layout(
+        "epic-kitchens",
+        "slowfast",
+        has("head.projection_verb.weight", "head.projection_noun.weight"),
+        (),
+        *KIN,
+        heads=EPIC_HEADS,
+        bgr=True,
+    ),
     Layout("pyslowfast", "slowfast", has("s1.pathway1_stem.conv.weight"), (), *KIN),
     Layout("pyslowfast", "x3d", has("s1.pathway0_stem.conv_xy.weight"), (), *KIN),
     # ResNet-3D / I3D / Slow-only / TSN / TSM (this module's rules)
@@ -245,6 +280,15 @@ LAYOUTS = (
     Layout("pyslowfast", "resnet", has("s1.pathway0_stem.conv.weight"), PYSLOWFAST_RULES, *KIN, 1),
     Layout("pyslowfast-caffe2", "resnet", has("conv1_w"), CAFFE2_RULES, *KIN, 1),
     Layout("mmaction2", "resnet", has("backbone.conv1.conv.weight"), MMACTION2_RULES, *IMN),
+    # the EPIC-Kitchens team's TSM Lightning .ckpt of EPIC-100: one fc, verbs then nouns
+    Layout(
+        "epic-kitchens",
+        "resnet",
+        has("model.base_model.conv1.weight", "model.new_fc.weight"),
+        EPIC_TSM_RULES,
+        *EPIC_TSM_NORM,
+        heads=EPIC_HEADS,
+    ),
     # torchvision's 2D ResNets (ImageNet; inflated into a ResNet-3D on loading)
     Layout("torchvision", "resnet", _torchvision_2d, SAME_NAMES, *IMN),
     # any arch's own names, bare or under a wrapper key ("state_dict", ...)
@@ -704,13 +748,57 @@ def load_convnet(model, source, found, inflate="mean", **_):
     if source.wrapper == "imagenet":
         zoo = zoo._replace(name=name)
     _check_stem(model, zoo, name)
-    if any(".conv1.conv.net." in k for k in state) and not getattr(model, "frames", None):
+    # mmaction2's ResNetTSM (conv1.conv.net) and the TSM original's TemporalShift (conv1.net)
+    shifted = any(re.search(r"\.conv1\.(conv\.)?net\.", k) for k in state)
+    if shifted and not getattr(model, "frames", None):
         raise ValueError(
-            f"--pretrained {name}: a TSM checkpoint (mmaction2 layout, shifted convs); "
+            f"--pretrained {name}: a TSM checkpoint ({zoo.name} layout, shifted convs); "
             f"this model has no shift: add --shift 8"
         )
+    heads = file_heads(zoo, state, name)
     state, unexpected = _rename(model, state, zoo, name)
-    return copy_and_report(model, state, unexpected, zoo, name, inflate)
+    if zoo.bgr:
+        state = rgb_input(state, zoo, name)
+    report = copy_and_report(model, state, unexpected, zoo, name, inflate)
+    if heads:  # several heads in one classifier: train.check_pretrained_head matches --heads
+        model.pretrained_info["heads"] = heads
+    return report
+
+
+def file_heads(zoo, state, name):
+    """The heads a file's classifier holds, in order (None: one): the sizes of its projections
+    where it has one per head (epic-kitchens-slowfast's head_helper.ResNetBasicHead:
+    projection_verb, projection_noun), else the layout's, checked against its one fc."""
+    if zoo.heads is None:
+        return None
+    verb, noun = state.get("head.projection_verb.weight"), state.get("head.projection_noun.weight")
+    if verb is not None and noun is not None:
+        return (verb.shape[0], noun.shape[0])
+    fc = next((v for k, v in state.items() if k.endswith("new_fc.weight")), None)
+    if fc is None or fc.shape[0] != sum(zoo.heads):
+        rows = "no classifier" if fc is None else f"a classifier of {fc.shape[0]} outputs"
+        raise ValueError(
+            f"--pretrained {name}: {zoo.name} layout, whose classifier is "
+            f"{' + '.join(map(str, zoo.heads))} outputs (verbs, nouns); the file has {rows}"
+        )
+    return zoo.heads
+
+
+# The convs that read the frames (our names): a ResNet's conv1, SlowFast's two stems
+INPUT_CONVS = re.compile(r"conv1\.weight|s1\.pathway\d_stem\.conv\.weight")
+
+
+def rgb_input(state, zoo, name):
+    """Weights of a network fed BGR frames -> the same network fed RGB: the input convs' channels
+    reversed. Exact only where the normalisation is one number for every channel (else the
+    reversed frames would be normalised by the other channels' mean and std)."""
+    assert len(set(zoo.mean)) == len(set(zoo.std)) == 1, zoo
+    out = dict(state)
+    for k in [k for k in state if INPUT_CONVS.fullmatch(k)]:
+        if state[k].shape[1] != 3:
+            raise ValueError(f"--pretrained {name}: {k} reads {state[k].shape[1]} channels, not 3")
+        out[k] = state[k].flip(1)
+    return out
 
 
 def copy_and_report(model, state, unexpected, zoo, name, inflate):
