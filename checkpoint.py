@@ -12,6 +12,7 @@ checkpoint.pth names their folder; the model in it is gathered whole (fsdp.py's 
 
 import argparse
 import codecs
+import collections
 import contextlib
 import os
 import pickle
@@ -320,12 +321,32 @@ NUMPY_GLOBALS = {
 
 class Record:
     """A zoo's bookkeeping object, read as its fields only (no code of its own runs): mmengine's
-    HistoryBuffer, the training logs a mmaction2 run's checkpoint keeps under 'message_hub'."""
+    HistoryBuffer, the training logs a mmaction2 run's checkpoint keeps under 'message_hub';
+    Lightning's hyperparameters and callback classes (LIGHTNING_RECORDS)."""
 
 
+# Lightning's checkpoints (pytorch_lightning 1.x Trainer.save_checkpoint: the EPIC-Kitchens team's
+# C1 TSM .ckpt) keep beside "state_dict" the hyperparameters as an omegaconf DictConfig (its nodes,
+# their metadata, typing.Any annotations), its type ("hparams_type") and the callbacks' classes as
+# the keys of "callbacks": Records too. The globals a pickled omegaconf 2.0 DictConfig names, and
+# the builtin containers its metadata holds (dict, list, int, collections.defaultdict).
+LIGHTNING_RECORDS = (
+    "omegaconf.dictconfig.DictConfig",
+    "omegaconf.listconfig.ListConfig",
+    *(f"omegaconf.base.{n}" for n in ("ContainerMetadata", "Metadata")),
+    *(f"omegaconf.nodes.{n}Node" for n in ("Any", "String", "Integer", "Float", "Boolean", "Enum")),
+    "typing.Any",
+    "pytorch_lightning.callbacks.model_checkpoint.ModelCheckpoint",
+    "pytorch_lightning.callbacks.early_stopping.EarlyStopping",
+)
 SAFE_GLOBALS = [(obj, name) for name, obj in NUMPY_GLOBALS.items()] + [
     argparse.Namespace,
     (Record, "mmengine.logging.history_buffer.HistoryBuffer"),
+    *((Record, name) for name in LIGHTNING_RECORDS),
+    dict,
+    list,
+    int,
+    collections.defaultdict,
 ]
 
 

@@ -15,6 +15,11 @@ read through --pretrained; the logits are compared in float64 on the same clip.
   pytorch_lightning 1.1.8 (its environment.yml) writes one.
 """
 
+import collections
+import sys
+import types
+import typing
+
 import pytest
 import torch
 import torch.nn as nn
@@ -202,23 +207,77 @@ class EpicTSM(nn.Module):
 
 def lightning_checkpoint(tsm):
     """What pytorch_lightning 1.1.8's Trainer.save_checkpoint writes for
-    EpicActionRecognitionSystem (its network as `self.model`): the top-level keys of
-    CheckpointConnector.dump_checkpoint, the weights under "state_dict" with the "model." prefix.
-    The hyper_parameters of the published files are an omegaconf DictConfig: a plain dict here."""
+    EpicActionRecognitionSystem (its network as `self.model`): CheckpointConnector.dump_checkpoint's
+    top-level keys, the weights under "state_dict" with the "model." prefix, the callbacks' states
+    keyed by their classes, and the hyperparameters (save_hyperparameters(cfg)) as the omegaconf
+    DictConfig with its type. Saved with save_lightning."""
     sd = {f"model.{k}": v.float() for k, v in tsm.state_dict().items() if v.is_floating_point()}
     sd.update({f"model.{k}": v for k, v in tsm.state_dict().items() if not v.is_floating_point()})
     optimizer = torch.optim.SGD(tsm.parameters(), lr=0.01, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, [20, 40], 0.1)  # its Counter
     return {
         "epoch": 79,
         "global_step": 12345,
         "pytorch-lightning_version": "1.1.8",
-        "callbacks": {},
+        "callbacks": {LIGHTNING["ModelCheckpoint"]: {"best_model_score": torch.tensor(1.5)}},
         "optimizer_states": [optimizer.state_dict()],
-        "lr_schedulers": [],
+        "lr_schedulers": [scheduler.state_dict()],
         "state_dict": sd,
         "hparams_name": "cfg",
-        "hyper_parameters": {"modality": "RGB", "model": {"type": "TSM", "shift_div": 8}},
+        "hyper_parameters": dict_config({"modality": "RGB", "model": {"shift_div": 8}}),
+        "hparams_type": LIGHTNING["DictConfig"],
     }
+
+
+# omegaconf's and Lightning's classes (neither installed here) as a pickle names them: the globals
+# a pickled omegaconf 2.0.1 DictConfig holds (checked with it: DictConfig, ContainerMetadata,
+# Metadata, AnyNode, typing.Any, dict, list, int, collections.defaultdict) and ModelCheckpoint
+MODULES = {
+    "DictConfig": "omegaconf.dictconfig",
+    "ContainerMetadata": "omegaconf.base",
+    "Metadata": "omegaconf.base",
+    "AnyNode": "omegaconf.nodes",
+    "ModelCheckpoint": "pytorch_lightning.callbacks.model_checkpoint",
+}
+LIGHTNING = {name: type(name, (), {"__module__": m}) for name, m in MODULES.items()}
+
+
+def dict_config(content, parent=None):
+    """A DictConfig's fields as omegaconf 2.0 pickles them (__getstate__: its __dict__)."""
+    node = LIGHTNING["DictConfig"]()
+    meta = LIGHTNING["ContainerMetadata"]()
+    meta.__dict__.update(ref_type=typing.Any, object_type=dict, optional=True, key=None, flags={})
+    meta.__dict__.update(key_type=typing.Any, element_type=typing.Any)
+    meta.resolver_cache = collections.defaultdict(dict)
+    node.__dict__.update(_metadata=meta, _parent=parent, _content={})
+    for k, v in content.items():
+        if isinstance(v, dict):
+            node._content[k] = dict_config(v, node)
+        else:
+            leaf = LIGHTNING["AnyNode"]()
+            leaf_meta = LIGHTNING["Metadata"]()
+            leaf_meta.__dict__.update(ref_type=typing.Any, object_type=None, optional=True, key=k)
+            leaf.__dict__.update(_val=v, _metadata=leaf_meta, _parent=node)
+            node._content[k] = leaf
+    return node
+
+
+def save_lightning(obj, path):
+    """torch.save with the stand-ins importable under their modules' names (only while saving)."""
+    added = []
+    for name, cls in LIGHTNING.items():
+        parts = cls.__module__.split(".")
+        for i in range(1, len(parts) + 1):
+            module = ".".join(parts[:i])
+            if module not in sys.modules:
+                sys.modules[module] = types.ModuleType(module)
+                added.append(module)
+        setattr(sys.modules[cls.__module__], name, cls)
+    try:
+        torch.save(obj, path)
+    finally:
+        for module in added:
+            del sys.modules[module]
 
 
 def epic_tsm(base_model, segments, heads=(97, 300)):
@@ -238,7 +297,7 @@ def test_epic_tsm_names_and_shift_exactly_resnet18(tmp_path, capsys):
     Lightning .ckpt's names mapped and the shift placed as theirs, logits equal in float64."""
     ref = epic_tsm("resnet18", 4)
     path = tmp_path / "tsm_rgb.ckpt"
-    torch.save(lightning_checkpoint(ref), path)
+    save_lightning(lightning_checkpoint(ref), path)
     net = zoo.build_model(
         "resnet18", 397, mode="TSN", num_segments=4, t_length=1, shift=8, pretrained=str(path)
     )
@@ -258,7 +317,7 @@ def test_epic_tsm_names_and_shift_exactly_resnet18(tmp_path, capsys):
 def test_epic_tsm_resnet50_loads_exactly(tmp_path):
     ref = epic_tsm("resnet50", 8)
     path = tmp_path / "tsm_rgb.ckpt"
-    torch.save(lightning_checkpoint(ref), path)
+    save_lightning(lightning_checkpoint(ref), path)
     net = zoo.build_model(
         "resnet50", 397, mode="TSN", num_segments=8, t_length=1, shift=8, pretrained=str(path)
     )
@@ -272,7 +331,7 @@ def test_wrong_heads_for_the_file_are_refused_in_one_line(tmp_path, capsys):
     from test_multilabel import grey_frames
 
     path = tmp_path / "tsm_rgb.ckpt"
-    torch.save(lightning_checkpoint(epic_tsm("resnet18", 4)), path)
+    save_lightning(lightning_checkpoint(epic_tsm("resnet18", 4)), path)
     videos = [grey_frames(tmp_path / f"v{k}", 8, size=(40, 36)) for k in range(2)]
     lst = write_list(tmp_path / "l.txt", [f"{v} 8 {k},{k + 5}" for k, v in enumerate(videos)])
     tsm = ["--arch", "resnet18", "--mode", "TSN", "--shift", "8", "--num_segments", "4"]
@@ -300,7 +359,7 @@ def test_evaluate_pretrained_scores_the_epic_tsm_as_it_is(tmp_path):
 
     ref = epic_tsm("resnet18", 4)
     path = tmp_path / "tsm_rgb.ckpt"
-    torch.save(lightning_checkpoint(ref), path)
+    save_lightning(lightning_checkpoint(ref), path)
     videos = [grey_frames(tmp_path / f"v{k}", 8, size=(40, 36)) for k in range(2)]
     lst = write_list(tmp_path / "l.txt", [f"{v} 8 {k},{k + 5}" for k, v in enumerate(videos)])
     argv = ["x", str(lst), str(lst), "--arch", "resnet18", "--mode", "TSN", "--shift", "8"]
