@@ -321,6 +321,29 @@ def test_epic_layouts_map_every_name_and_the_heads():
     one = zoo.slowfast_zoo.one_projection(dict(state))
     assert torch.equal(one["head.projection.weight"], torch.cat([verb, noun]))
     assert torch.equal(one["head.projection.bias"], torch.cat([verb[:, 0], noun[:, 0]]))
+    # a TSM file whose one fc is not 97 + 300 outputs: refused in one line naming it
+    lay = zoo.match(weights.from_dict(ckpt, "tsm_rgb.ckpt"))
+    wrong = {"model.new_fc.weight": torch.zeros(396, 2048)}
+    with pytest.raises(
+        ValueError, match=r"^--pretrained w.ckpt: epic-kitchens layout, whose .*396"
+    ):
+        zoo.file_heads(lay, wrong, "w.ckpt")
+
+
+@pytest.mark.parametrize("yaml", ["SLOWFAST_16x8_R50.yaml", "SLOWFAST_16x8_R50_multigrid.yaml"])
+def test_slowfast_r50_16x8_is_the_charades_configs_network(yaml):
+    cfg = get_cfg()
+    cfg.merge_from_file(str(REF / "configs" / "Charades" / yaml))
+    spec = zoo.models.slowfast_net.SLOWFAST["slowfast_r50_16x8"]
+    assert (spec.alpha, spec.beta_inv, spec.fusion_kernel, spec.fusion_ratio) == (
+        cfg.SLOWFAST.ALPHA,
+        cfg.SLOWFAST.BETA_INV,
+        cfg.SLOWFAST.FUSION_KERNEL_SZ,
+        cfg.SLOWFAST.FUSION_CONV_CHANNEL_RATIO,
+    )
+    assert spec.layers == (3, 4, 6, 3) and cfg.RESNET.DEPTH == 50
+    assert spec.temporal_blocks == tuple(b[0] for b in cfg.RESNET.NUM_BLOCK_TEMP_KERNEL)
+    assert cfg.MODEL.NUM_CLASSES == 157 and cfg.DATA.NUM_FRAMES == 64  # --t_length 64
 
 
 @pytest.mark.slow
