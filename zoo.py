@@ -749,11 +749,20 @@ def load_convnet(model, source, found, inflate="mean", **_):
         zoo = zoo._replace(name=name)
     _check_stem(model, zoo, name)
     # mmaction2's ResNetTSM (conv1.conv.net) and the TSM original's TemporalShift (conv1.net)
-    shifted = any(re.search(r"\.conv1\.(conv\.)?net\.", k) for k in state)
+    shifted = [k for k in state if re.search(r"layer\d\.\d+\.conv1\.(conv\.)?net\.weight$", k)]
     if shifted and not getattr(model, "frames", None):
         raise ValueError(
             f"--pretrained {name}: a TSM checkpoint ({zoo.name} layout, shifted convs); "
             f"this model has no shift: add --shift 8"
+        )
+    # Both TSMs shift every other block where layer3 has >= 23 (ResNet-101's n_round 2); --shift
+    # shifts every block: the same tensors, another network
+    plain = [k for k in state if re.search(r"layer\d\.\d+\.conv1\.(conv\.)?weight$", k)]
+    if shifted and plain:
+        raise ValueError(
+            f"--pretrained {name}: a TSM checkpoint ({zoo.name} layout) shifting "
+            f"{len(shifted)} of its {len(shifted) + len(plain)} blocks (TSM's every other block "
+            "for a ResNet-101); --shift here shifts every block"
         )
     heads = file_heads(zoo, state, name)
     state, unexpected = _rename(model, state, zoo, name)

@@ -16,6 +16,7 @@ read through --pretrained; the logits are compared in float64 on the same clip.
 """
 
 import collections
+import re
 import sys
 import types
 import typing
@@ -321,6 +322,20 @@ def test_epic_layouts_map_every_name_and_the_heads():
     one = zoo.slowfast_zoo.one_projection(dict(state))
     assert torch.equal(one["head.projection.weight"], torch.cat([verb, noun]))
     assert torch.equal(one["head.projection.bias"], torch.cat([verb[:, 0], noun[:, 0]]))
+    # a TSM-R101 file shifting every other block (tsm.py's n_round 2): another network, refused
+    with torch.device("meta"):
+        r101 = zoo.models.build_network("resnet101", 397, mode="TSN", num_segments=8, shift=8)
+    names = {f"model.base_model.{k}": v for k, v in r101.state_dict().items() if k != "fc.weight"}
+    even = re.compile(r"(layer\d\.(\d+)\.conv1)\.")
+    names = {
+        even.sub(lambda m: m[1] + (".net." if int(m[2]) % 2 == 0 else "."), k): v
+        for k, v in names.items()
+    }
+    names["model.new_fc.weight"] = r101.state_dict()["fc.weight"]
+    source = weights.from_dict({"state_dict": names}, "tsm_r101.ckpt")
+    shifting = r"tsm_r101.ckpt: a TSM checkpoint .* shifting 18 of its 33 blocks"
+    with pytest.raises(ValueError, match=shifting):
+        zoo.load_pretrained(r101, source)
     # a TSM file whose one fc is not 97 + 300 outputs: refused in one line naming it
     lay = zoo.match(weights.from_dict(ckpt, "tsm_rgb.ckpt"))
     wrong = {"model.new_fc.weight": torch.zeros(396, 2048)}
