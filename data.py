@@ -33,6 +33,7 @@ References
   labels.
 """
 
+import copy
 import csv
 import dataclasses
 import functools
@@ -69,6 +70,10 @@ class Video:
     # frame i is image_tmpl.format(i) in this video's folder; None: the spec's (--image_tmpl).
     # Charades names its frames after the video (<id>/<id>-000001.jpg)
     image_tmpl: str = None
+    # the labels by frame, for training clips: ((label, first, last), ...), frames counted from 0
+    # in the listed ones (Charades: the frames its actions span, `charades_label_frames`); None: a
+    # clip takes the video's labels
+    label_frames: tuple = None
 
 
 def read_text_lines(path):
@@ -401,35 +406,77 @@ def count_numbered(folder, image_tmpl, start_index=1):
     return n
 
 
+# Charades_v1_rgb's frames are 24 a second: the dataset authors' own loader
+# (gsig/charades-algorithms, pytorch/datasets/charadesrgb.py: `FPS, GAP, testGAP = 24, 4, 25`)
+# places frame <id>-{ii+1:06d}.jpg at ii / 24 s
+CHARADES_FPS = 24
+
+
+def charades_label_frames(actions, num_frames, fps=CHARADES_FPS):
+    """Charades' actions [(label, start s, end s)] over a video of `num_frames` frames -> the
+    frames each spans, ((label, first, last), ...) counted from 0: frame j is at j / fps seconds and
+    inside an action when start < j / fps < end, the comparison of charades-algorithms'
+    charadesrgb.py (an action no frame falls inside spans none)."""
+    t = np.arange(num_frames) / fps
+    spans = [(k, np.flatnonzero((start < t) & (t < end))) for k, start, end in actions]
+    return tuple((k, int(j[0]), int(j[-1])) for k, j in spans if j.size)
+
+
+def label_runs(frame_labels):
+    """Per-frame labels [labels of frame 0, of frame 1, ...] -> ((label, first, last), ...): each
+    label's runs of consecutive frames."""
+    runs, since = [], {}
+    for j, labels in enumerate([*frame_labels, ()]):
+        for k in [k for k in since if k not in labels]:
+            runs.append((k, since.pop(k), j - 1))
+        for k in labels:
+            since.setdefault(k, j)
+    return tuple(sorted(runs))
+
+
+def span_labels(label_frames, first, last):
+    """The labels of frames first .. last (label_frames' counting): PySlowFast's Charades training
+    label, aggregate_labels over the frames from its clip's first to its last (charades.py
+    __getitem__: `range(seq[0], seq[-1] + 1)`)."""
+    return tuple(sorted({k for k, a, b in label_frames if a <= last and b >= first}))
+
+
+CHARADES_ACTION = r"c(\d{3}) (\d+(?:\.\d*)?) (\d+(?:\.\d*)?)"
+
+
 def _charades_rows(list_file, root):
     """Charades' own CSV (Charades_v1_train.csv: `id,...,actions,length`, actions
     `c092 11.90 21.20;c147 0.00 12.60`) over its frame folders (Charades_v1_rgb:
-    <id>/<id>-000001.jpg): labels = every action of the video (a video without actions has none);
-    the frames are counted here."""
+    <id>/<id>-000001.jpg): labels = every action of the video (a video without actions has none),
+    and for training clips the frames each action spans (`charades_label_frames`, 24 frames a
+    second); the frames are counted here."""
     with open(list_file, newline="", encoding="utf-8-sig") as f:
         rows = list(enumerate(csv.DictReader(f), 2))
     for n, row in rows:
         line = f"{row.get('id')},...,{row.get('actions')}"
         actions = [a for a in (row.get("actions") or "").split(";") if a.strip()]
         try:
-            found = [re.fullmatch(r"c(\d{3}) [\d.]+ [\d.]+", a.strip()) for a in actions]
+            found = [re.fullmatch(CHARADES_ACTION, a.strip()) for a in actions]
             if not all(found):
                 raise ValueError("actions must be 'c<3 digits> <start s> <end s>' joined by ';'")
             tmpl = f"{row['id']}-{{:06d}}.jpg"
             frames = count_numbered(os.path.join(root, row["id"]), tmpl)
-            labels = tuple(sorted({int(m.group(1)) for m in found}))
+            actions = [(int(m.group(1)), float(m.group(2)), float(m.group(3))) for m in found]
+            labels = tuple(sorted({k for k, _, _ in actions}))
         except ValueError as e:
             yield n, line, e
             continue
-        yield n, line, (row["id"], frames or 1, labels, dict(image_tmpl=tmpl))
+        spans = charades_label_frames(actions, frames)
+        yield n, line, (row["id"], frames or 1, labels, dict(image_tmpl=tmpl, label_frames=spans))
 
 
 def _pyslowfast_frame_rows(list_file):
     """PySlowFast's Charades frame lists (slowfast/datasets/utils.py load_image_lists: one frame a
     line, `original_vido_id video_id frame_id path labels`, labels "" or "12,40"): a video's
     consecutive lines -> its folder (the paths' own), frames and labels (the union over its frames,
-    as its val / test labels: convert_to_video_level_labels); the video's first line names it."""
-    videos = {}  # original_vido_id -> [first line, paths, labels]
+    as its val / test labels: convert_to_video_level_labels), and for training clips each frame's
+    own (`label_runs`); the video's first line names it."""
+    videos = {}  # original_vido_id -> [first line, text, paths, each frame's labels]
     for n, text in read_text_lines(list_file)[1:]:
         row = text.split()
         if not row:
@@ -441,10 +488,10 @@ def _pyslowfast_frame_rows(list_file):
         if frame_labels and not re.fullmatch(r"\d+(,\d+)*", frame_labels):
             yield n, text, ValueError('labels must be integers joined by commas, or ""')
             continue
-        video = videos.setdefault(row[0], [n, text, [], set()])
+        video = videos.setdefault(row[0], [n, text, [], []])
         video[2].append(row[3])
-        video[3].update(int(k) for k in frame_labels.split(",") if k)
-    for n, text, paths, found in videos.values():
+        video[3].append(tuple(int(k) for k in frame_labels.split(",") if k))
+    for n, text, paths, frame_labels in videos.values():
         folder, name = os.path.split(paths[0].replace("\\", "/"))
         digits = re.fullmatch(r"(.*?)(\d+)(\.\w+)", name)
         if digits is None:
@@ -457,7 +504,8 @@ def _pyslowfast_frame_rows(list_file):
             yield (n, text, ValueError(f"the video's frames are not consecutive from {name}"))
             continue
         # frame numbers as named: the offset from frame 1 (Charades' first)
-        extra = dict(image_tmpl=tmpl, offset=first - 1)
+        extra = dict(image_tmpl=tmpl, offset=first - 1, label_frames=label_runs(frame_labels))
+        found = {k for labels in frame_labels for k in labels}
         yield n, text, (folder, len(paths), tuple(sorted(found)), extra)
 
 
@@ -1383,11 +1431,19 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     def frame_path(self, video, i):
         return os.path.join(video.path, (video.image_tmpl or self.spec.image_tmpl).format(i))
 
-    def target(self, video):
+    def target(self, video, rng=None):
         """What the loss reads of `video`'s label: the label (an int); --multi-label: float32
         (num_classes,), 1 for each of its labels (PySlowFast's as_binary_vector); --heads: int64
-        (heads,), one label per head (EPIC-100's verb and noun)."""
+        (heads,), one label per head (EPIC-100's verb and noun). A train clip of a video with labels
+        by frame (Charades) takes the labels of the frames it spans (`span_labels`): `rng` is the
+        generator load_clip then draws the clip from."""
         labels = video.label if isinstance(video.label, tuple) else (video.label,)
+        if self.spec.multi_label and self.mode == "train" and video.label_frames is not None:
+            # the clip's frames drawn from a copy: load_clip draws the same ones from `rng` itself
+            numbers = self.choose_frames(video, copy.deepcopy(rng))
+            first, last = numbers.min(), numbers.max()
+            shift = self.spec.start_index + video.offset  # frame numbers -> counted from 0
+            labels = span_labels(video.label_frames, first - shift, last - shift)
         if self.spec.multi_label:
             hot = torch.zeros(self.num_classes, dtype=torch.float32)
             hot[list(labels)] = 1.0
@@ -1468,8 +1524,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         bad = []
         for attempt in range(1, BAD_ATTEMPTS + 2):
             try:
+                target = self.target(video, rng)
                 clip, info = self.load_clip(video, rng)
-                return clip, self.target(video), {**info, "bad": "\n".join(bad)}
+                return clip, target, {**info, "bad": "\n".join(bad)}
             except decode.BadVideo as e:
                 if (
                     self.mode != "train"
