@@ -110,6 +110,10 @@ LINE_FORMS = {
 }
 # a label column: one integer, or several joined by commas
 LABEL_COLUMN = r"[+-]?\d+(,[+-]?\d+)*"
+# A segment by time: start and end in seconds, each with an 's' (`12.5s`), never read as frames.
+# Frames k with start <= k / fps < end (`time_segment`), k counted from the video's first frame.
+TIME_FORM = "<frame_dir or video> <start>s <end>s <label>"
+SECONDS = r"\d+(\.\d*)?s"
 
 
 def _columns(fields, ints):
@@ -137,6 +141,7 @@ def read_list(
     decoder="auto",
     labels=None,
     unlabelled=False,
+    fps=None,
 ):
     """Parse a list file into Videos; its format is picked by the file (LIST_FORMATS): text lines
     (`_text_rows`), a Kinetics CSV (`_kinetics_rows`) or a Something-Something v2 JSON list
@@ -147,11 +152,12 @@ def read_list(
     `decoder` (0 if unreadable: loading it is then a BadVideo), so only they open a file:
     three-column lists open none. `labels`: Something-Something v2's labels file (default:
     STHV2_LABELS beside the list). `unlabelled` (pretraining, whose labels are unused): '<frame_dir>
-    <num_frames>' lines too, as label 0."""
+    <num_frames>' lines too, as label 0. `fps`: the frame rate of frame folders, for segments by
+    time (`time_segment`; a video file's is its own)."""
     list_file = str(list_file)
     root = os.path.dirname(os.path.abspath(list_file)) if root is None else str(root)
     rows = LIST_FORMATS.get(os.path.splitext(list_file)[1].lower(), (_text_rows,))[0]
-    videos = []
+    videos, rates = [], {}  # rates: video file -> frame rate, read once
     # the CSV formats that count frames or pick a folder or a file look under the root
     more = dict(root=root) if rows is _csv_rows else {}
     for n, line, row in rows(list_file, labels, **more):
@@ -164,6 +170,9 @@ def read_list(
                 raise ValueError(UNLABELLED)
             label = 0 if label is None else label
             path = os.path.normpath(os.path.join(root, path.replace("\\", "/")))
+            extra = dict(extra[0]) if extra else {}
+            if "times" in extra:  # a segment by time: its frames
+                extra["offset"], num_frames = time_segment(path, *extra.pop("times"), fps, rates)
             if num_frames is None and os.path.isdir(path):
                 raise ValueError(
                     "a frame folder without its frame count: frame folders take "
@@ -178,7 +187,7 @@ def read_list(
                 raise ValueError(f"{list_file}:{n}: {e}: {line}") from None
             problems.append((n, f"{list_file}:{n}: {e}: {line}"))
             continue
-        videos.append(Video(path, num_frames, label, n, list_file, **(extra[0] if extra else {})))
+        videos.append(Video(path, num_frames, label, n, list_file, **extra))
     if not videos and problems is None:
         raise ValueError(f"{list_file}: no videos listed")
     return videos
@@ -203,6 +212,9 @@ def _text_rows(list_file, labels=None):
         if not line or line.startswith("#"):
             continue
         fields = line.split()
+        if len(fields) > 2 and any(re.fullmatch(r"[+-]?[\d.]+s", f) for f in fields[-3:-1]):
+            yield n, line, _time_row(line)
+            continue
         # the label column (maybe several, `3,17`), then the integer columns before it
         ints = int(len(fields) > 1 and bool(re.fullmatch(LABEL_COLUMN, fields[-1])))
         while ints and ints < len(fields) - 1 and re.fullmatch(r"[+-]?\d+", fields[-1 - ints]):
@@ -229,6 +241,44 @@ def _text_rows(list_file, labels=None):
             yield n, line, ValueError(f"a segment's offset must be >= 0, got {offset[0]}")
         else:
             yield n, line, (path, num_frames, parse_label(label), dict(offset=(offset or [0])[0]))
+
+
+def _time_row(line):
+    """A `TIME_FORM` line -> (path, None, label, its times), or the ValueError saying what is
+    wrong."""
+    path, start, end, label = (line.rsplit(maxsplit=3) + [""])[:4]
+    if not (re.fullmatch(SECONDS, start) and re.fullmatch(SECONDS, end)):
+        return ValueError(f"a segment by time is '{TIME_FORM}' (seconds >= 0, like 12.5s)")
+    if not re.fullmatch(LABEL_COLUMN, label):
+        return ValueError("the label must be an integer (labels: joined by commas, no spaces)")
+    start, end = float(start[:-1]), float(end[:-1])
+    if end <= start:
+        return ValueError(f"a segment's end must come after its start, got {start:g}s, {end:g}s")
+    return path, None, parse_label(label), dict(times=(start, end))
+
+
+def time_segment(path, start, end, fps=None, rates=None):
+    """A segment by time (seconds) -> (offset, num_frames): the frames k, counted from 0, whose time
+    k / fps lies in [start, end). fps: a video file's own (its stream's, `decode.video_fps`; cached
+    in `rates`), else `fps` (--fps: a frame folder's). ValueError without a frame rate, or when no
+    frame falls inside."""
+    rates = {} if rates is None else rates
+    if decode.is_video_file(path):
+        if path not in rates:
+            rates[path] = decode.video_fps(path)
+        rate = rates[path]
+        if not rate:
+            why = "unreadable video" if os.path.isfile(path) else "missing file"
+            raise ValueError(f"a segment by time needs the frame rate of {path}: {why}")
+    elif fps:
+        rate = fps
+    else:
+        raise ValueError("a segment by time of a frame folder needs its frame rate: --fps")
+    # the times' decimals times the rate are whole frames on the boundary: no rounding up past them
+    first, stop = (math.ceil(round(t * rate, 6)) for t in (start, end))
+    if stop <= first:
+        raise ValueError(f"no frame between {start:g}s and {end:g}s at {rate:g} fps")
+    return first, stop - first
 
 
 KINETICS_COLUMNS = ("label", "youtube_id", "time_start", "time_end", "split")
@@ -1246,6 +1296,7 @@ class DataSpec:
     class_names: str = None  # a classes file; None: see `class_names`
     labels: str = None  # Something-Something v2's labels file; None: STHV2_LABELS beside the list
     unlabelled: bool = False  # pretraining: '<frame_dir> <num_frames>' lines too (read_list)
+    fps: float = None  # frame folders' frame rate, for segments by time (`time_segment`)
     seed: int = 0
     video_decoder: str = "auto"  # decode.VIDEO_DECODERS
     read_timeout: float = None  # s; None: no limit (see decode.read_files)
@@ -1416,6 +1467,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             decoder=self.video_decoder,
             labels=spec.labels,
             unlabelled=spec.unlabelled,
+            fps=spec.fps,
         )
         check_labels(self.videos, spec)
         largest = max((k for v in self.videos for k in labels(v)), default=0)

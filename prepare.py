@@ -665,6 +665,7 @@ def check(
     full=False,
     decoder="auto",
     labels=None,
+    fps=None,
 ):
     """Every problem of a list file and its frames, one line each with the list line; returns them.
     Checks the list syntax and labels, that every listed frame exists, and decodes the first and
@@ -672,7 +673,7 @@ def check(
     _check_video."""
     data.check_image_tmpl(image_tmpl, start_index)
     problems = []  # (line, message)
-    videos = data.read_list(list_file, root, num_classes, problems, decoder, labels)
+    videos = data.read_list(list_file, root, num_classes, problems, decoder, labels, fps=fps)
     if not videos:
         problems.append((0, f"{list_file}: no videos listed"))
     frames = 0
@@ -786,6 +787,16 @@ def _size(text):
     return int(m.group(1)), int(m.group(2))
 
 
+def _fps(text):
+    try:
+        fps = float(text)
+    except ValueError:
+        fps = 0.0
+    if not 0 < fps < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return fps
+
+
 def _lists_parser(sub):
     """prepare.py lists: where the official splits come from (one of)."""
     li = sub.add_parser(
@@ -876,6 +887,7 @@ def _parser():
         "--full", action="store_true", help="decode every frame (default: first and last)"
     )
     c.add_argument("--num_classes", type=int, help="labels must be < this")
+    c.add_argument("--fps", type=_fps, help="frames a second of frame folders (segments by time)")
     c.add_argument(
         "--labels", help=f"a .json list's labels file (default: {data.STHV2_LABELS} beside it)"
     )
@@ -943,6 +955,7 @@ def main(argv=None):
                     a.full,
                     a.video_decoder,
                     a.labels,
+                    a.fps,
                 )
                 else 0
             )
