@@ -125,3 +125,39 @@ def test_bad_time_lines_are_one_line_each(tmp_path, capsys):
         argv = ["x", str(lst), str(lst), *TINY, "--fps", "10", "--output_root", str(tmp_path)]
         run_main(argv)
     one_line_error(capsys, f"{lst}:2: a segment's end must come after its start", exc=e)
+
+
+def test_lists_writes_segment_lines_from_an_annotation_csv(tmp_path, capsys):
+    # video,start,end,label,split rows (seconds, or EPIC's HH:MM:SS.ff) -> '<video> <start>s
+    # <end>s <label>' lines, the videos found by name under FRAMES_DIR (files or frame folders)
+    media = tmp_path / "media"
+    media.mkdir()
+    video_file(media / "long.mp4", 60, rate=25)
+    grey_frames(media / "cam1", 60)
+    rows = [
+        "video,start,end,label,split",
+        "long,0.4,1.2,wave,train",
+        "cam1,00:00:01.00,00:00:02.50,jump,train",
+        "long,1.2,2.0,jump,val",
+        "cam1,0.5,1.5,wave,validation",
+        "long,0,1,wave,test",  # no labels published: left out
+    ]
+    ann = write_list(tmp_path / "ann.csv", rows)
+    assert prepare.main(["lists", str(media), "--segments", str(ann), "--out", str(tmp_path)]) == 0
+    train, val = tmp_path / "ann_train_list.txt", tmp_path / "ann_val_list.txt"
+    assert train.read_text().splitlines() == ["media/long.mp4 0.4s 1.2s 1", "media/cam1 1s 2.5s 0"]
+    assert val.read_text().splitlines() == ["media/long.mp4 1.2s 2s 0", "media/cam1 0.5s 1.5s 1"]
+    assert (tmp_path / "ann_classes.txt").read_text().split() == ["jump", "wave"]
+    # read back: the file at its 25 fps, the folder at --fps 20
+    ds = data.VideoFrameDataset(train, data.DataSpec(**SMALL, fps=20), "val")
+    assert [(v.offset, v.num_frames, v.label) for v in ds.videos] == [(10, 20, 1), (20, 30, 0)]
+    assert prepare.check(train, fps=20) == [] and prepare.check(val, fps=20) == []
+    # a bad row: one line naming the CSV and its line, exit 2, nothing written
+    write_list(ann, [*rows[:3], "long,1.2,0:01,jump,val"])
+    capsys.readouterr()
+    assert prepare.main(["lists", str(media), "--segments", str(ann), "--force"]) == 2
+    one_line_error(capsys, f"{ann}:4: end 0:01 is not after start 1.2")
+    assert train.read_text().splitlines()[0] == "media/long.mp4 0.4s 1.2s 1"
+    write_list(ann, ["video,begin,end,label,split", "long,0,1,wave,train"])
+    assert prepare.main(["lists", str(media), "--segments", str(ann), "--force"]) == 2
+    one_line_error(capsys, f"{ann}:1: expected the columns video,start,end,label,split")
