@@ -161,3 +161,44 @@ def test_lists_writes_segment_lines_from_an_annotation_csv(tmp_path, capsys):
     write_list(ann, ["video,begin,end,label,split", "long,0,1,wave,train"])
     assert prepare.main(["lists", str(media), "--segments", str(ann), "--force"]) == 2
     one_line_error(capsys, f"{ann}:1: expected the columns video,start,end,label,split")
+
+
+@pytest.mark.slow
+def test_training_on_segments_by_time_and_charades_frame_labels(tmp_path):
+    # a run on a time-segment list of frame folders (--fps), and a --multi-label run on Charades'
+    # CSV (training clips labelled by their frames): each trains an epoch and evaluates
+    from conftest import logs
+
+    for k in range(2):
+        grey_frames(tmp_path / f"long{k}", 40, size=(48, 40))
+    lst = write_list(
+        tmp_path / "seg.txt",
+        [f"long{k % 2} {k * 0.3:.1f}s {k * 0.3 + 1:.1f}s {k % 3}" for k in range(4)],
+    )
+    csv_file = tmp_path / "Charades_v1_train.csv"
+    lines = ["id,actions,length"]
+    for k in range(4):
+        grey_frames(tmp_path / f"CH{k}", 30, size=(48, 40))
+        for f in sorted((tmp_path / f"CH{k}").iterdir()):
+            f.rename(tmp_path / f"CH{k}" / f"CH{k}-{int(f.stem[4:]):06d}.jpg")
+        lines.append(f"CH{k},c{k:03d} 0.10 0.60;c{k + 1:03d} 0.50 1.20,1.25")
+    write_list(csv_file, lines)
+    for name, lst_, extra in (
+        ("seg", lst, ["--fps", "20"]),
+        ("ch", csv_file, ["--multi-label", "--num_classes", "5"]),
+    ):
+        out = tmp_path / name
+        argv = [
+            "x",
+            str(lst_),
+            str(lst_),
+            *TINY,
+            *extra,
+            "--epochs",
+            "1",
+            "--output_root",
+            str(out),
+        ]
+        run_main(argv)
+        (run,) = out.iterdir()
+        assert logs(run)[-1]["val_loss"] is not None
