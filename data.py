@@ -212,7 +212,9 @@ def _text_rows(list_file, labels=None):
         if not line or line.startswith("#"):
             continue
         fields = line.split()
-        if len(fields) > 2 and any(re.fullmatch(r"[+-]?[\d.]+s", f) for f in fields[-3:-1]):
+        # the two columns before the label, never the path: `5s 30 1` is a folder named 5s
+        times = fields[max(1, len(fields) - 3) : -1]
+        if any(re.fullmatch(r"[+-]?[\d.]+s", f) for f in times):
             yield n, line, _time_row(line)
             continue
         # the label column (maybe several, `3,17`), then the integer columns before it
@@ -260,21 +262,20 @@ def _time_row(line):
 def time_segment(path, start, end, fps=None, rates=None):
     """A segment by time (seconds) -> (offset, num_frames): the frames k, counted from 0, whose time
     k / fps lies in [start, end). fps: a video file's own (its stream's, `decode.video_fps`; cached
-    in `rates`), else `fps` (--fps: a frame folder's). ValueError without a frame rate, or when no
-    frame falls inside."""
+    in `rates`; an unreadable one: (0, 0), read as a bad video), else `fps` (--fps: a frame
+    folder's). ValueError for a frame folder without `fps`, or when no frame falls inside."""
     rates = {} if rates is None else rates
     if decode.is_video_file(path):
         if path not in rates:
             rates[path] = decode.video_fps(path)
         rate = rates[path]
-        if not rate:
-            why = "unreadable video" if os.path.isfile(path) else "missing file"
-            raise ValueError(f"a segment by time needs the frame rate of {path}: {why}")
+        if not rate:  # unreadable or missing: a bad video, as a `<video> <label>` line's (BadVideo)
+            return 0, 0
     elif fps:
         rate = fps
     else:
         raise ValueError("a segment by time of a frame folder needs its frame rate: --fps")
-    # the times' decimals times the rate are whole frames on the boundary: no rounding up past them
+    # rounded first: 1.2 s x 25 fps is 30.000000000000004 in floating point, frame 30, not 31
     first, stop = (math.ceil(round(t * rate, 6)) for t in (start, end))
     if stop <= first:
         raise ValueError(f"no frame between {start:g}s and {end:g}s at {rate:g} fps")

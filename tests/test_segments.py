@@ -96,6 +96,7 @@ def test_bad_time_lines_are_one_line_each(tmp_path, capsys):
         "long -1s 2s 0",  # negative
         "long 1.5s 2s x",  # no label
         "long 0.01s 0.05s 0",  # no frame inside at 10 fps
+        "gone.mp4 1s 2s 0",  # no file to read the rate of: a bad video, as a missing file is
     ]
     lst = write_list(tmp_path / "seg.txt", lines)
     problems = prepare.check(lst, fps=10)
@@ -107,7 +108,8 @@ def test_bad_time_lines_are_one_line_each(tmp_path, capsys):
         "the label must be an integer (labels: joined by commas, no spaces)",
         "no frame between 0.01s and 0.05s at 10 fps",
     ]
-    assert problems == [f"{lst}:{n}: {m}: {lines[n - 1]}" for n, m in enumerate(messages, 2)]
+    assert problems[:-1] == [f"{lst}:{n}: {m}: {lines[n - 1]}" for n, m in enumerate(messages, 2)]
+    assert problems[-1] == f"{lst}:7: missing file {tmp_path / 'gone.mp4'}"
     # a frame folder's times without --fps: the flag named
     write_list(lst, ["long 1s 2s 0"])
     needle = f"{lst}:1: a segment by time of a frame folder"
