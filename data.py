@@ -528,6 +528,8 @@ def _pyslowfast_frame_rows(list_file):
     as its val / test labels: convert_to_video_level_labels), and for training clips each frame's
     own (`label_runs`); the video's first line names it."""
     videos = {}  # original_vido_id -> [first line, text, paths, each frame's labels]
+    # a labels cell -> its tuple, made once: a frame list has a line per frame, few distinct cells
+    parsed = {}
     for n, text in read_text_lines(list_file)[1:]:
         row = text.split()
         if not row:
@@ -541,7 +543,9 @@ def _pyslowfast_frame_rows(list_file):
             continue
         video = videos.setdefault(row[0], [n, text, [], []])
         video[2].append(row[3])
-        video[3].append(tuple(int(k) for k in frame_labels.split(",") if k))
+        if frame_labels not in parsed:
+            parsed[frame_labels] = tuple(int(k) for k in frame_labels.split(",") if k)
+        video[3].append(parsed[frame_labels])
     for n, text, paths, frame_labels in videos.values():
         folder, name = os.path.split(paths[0].replace("\\", "/"))
         digits = re.fullmatch(r"(.*?)(\d+)(\.\w+)", name)

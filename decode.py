@@ -195,7 +195,7 @@ def video_fps(path):
         with av.open(str(path)) as container:
             stream = container.streams.video[0]
             return float(stream.average_rate or stream.guessed_rate or 0.0)
-    except _AV_ERRORS:
+    except (*_AV_ERRORS, TypeError):  # TypeError: neither decoder installed
         return 0.0
 
 
