@@ -127,6 +127,9 @@ def test_bad_time_lines_are_one_line_each(tmp_path, capsys):
         argv = ["x", str(lst), str(lst), *TINY, "--fps", "10", "--output_root", str(tmp_path)]
         run_main(argv)
     one_line_error(capsys, f"{lst}:2: a segment's end must come after its start", exc=e)
+    with pytest.raises(SystemExit) as e:
+        run_main(["x", str(lst), str(lst), "--fps", "-5"])
+    one_line_error(capsys, "argument --fps: must be a number > 0, got '-5'", exc=e)
 
 
 def test_lists_writes_segment_lines_from_an_annotation_csv(tmp_path, capsys):
