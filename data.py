@@ -74,6 +74,9 @@ class Video:
     # in the listed ones (Charades: the frames its actions span, `charades_label_frames`); None: a
     # clip takes the video's labels
     label_frames: tuple = None
+    # the line names a part of its video (a segment by frames or by time, an EPIC-KITCHENS row),
+    # not the whole: features names it by its frames
+    segment: bool = False
 
 
 def read_text_lines(path):
@@ -242,7 +245,8 @@ def _text_rows(list_file, labels=None):
         elif offset and offset[0] < 0:
             yield n, line, ValueError(f"a segment's offset must be >= 0, got {offset[0]}")
         else:
-            yield n, line, (path, num_frames, parse_label(label), dict(offset=(offset or [0])[0]))
+            extra = dict(offset=offset[0], segment=True) if offset else {}
+            yield n, line, (path, num_frames, parse_label(label), extra)
 
 
 def _time_row(line):
@@ -256,7 +260,7 @@ def _time_row(line):
     start, end = float(start[:-1]), float(end[:-1])
     if end <= start:
         return ValueError(f"a segment's end must come after its start, got {start:g}s, {end:g}s")
-    return path, None, parse_label(label), dict(times=(start, end))
+    return path, None, parse_label(label), dict(times=(start, end), segment=True)
 
 
 def time_segment(path, start, end, fps=None, rates=None):
@@ -586,7 +590,7 @@ def _epic_rows(list_file, root):
         if not os.path.isdir(os.path.join(root, path)):
             video = os.path.join(row["participant_id"], "videos", row["video_id"] + ".MP4")
             path = video if os.path.isfile(os.path.join(root, video)) else path
-        extra = dict(offset=start - 1, image_tmpl="frame_{:010d}.jpg")
+        extra = dict(offset=start - 1, image_tmpl="frame_{:010d}.jpg", segment=True)
         yield n, line, (path, stop - start + 1, (verb, noun), extra)
 
 
