@@ -33,6 +33,7 @@ References
   labels.
 """
 
+import copy
 import csv
 import dataclasses
 import functools
@@ -69,6 +70,13 @@ class Video:
     # frame i is image_tmpl.format(i) in this video's folder; None: the spec's (--image_tmpl).
     # Charades names its frames after the video (<id>/<id>-000001.jpg)
     image_tmpl: str = None
+    # the labels by frame, for training clips: ((label, first, last), ...), frames counted from 0
+    # in the listed ones (Charades: the frames its actions span, `charades_label_frames`); None: a
+    # clip takes the video's labels
+    label_frames: tuple = None
+    # the line names a part of its video (a segment by frames or by time, an EPIC-KITCHENS row),
+    # not the whole: features names it by its frames
+    segment: bool = False
 
 
 def read_text_lines(path):
@@ -105,6 +113,10 @@ LINE_FORMS = {
 }
 # a label column: one integer, or several joined by commas
 LABEL_COLUMN = r"[+-]?\d+(,[+-]?\d+)*"
+# A segment by time: start and end in seconds, each with an 's' (`12.5s`), never read as frames.
+# Frames k with start <= k / fps < end (`time_segment`), k counted from the video's first frame.
+TIME_FORM = "<frame_dir or video> <start>s <end>s <label>"
+SECONDS = r"\d+(\.\d*)?s"
 
 
 def _columns(fields, ints):
@@ -132,6 +144,7 @@ def read_list(
     decoder="auto",
     labels=None,
     unlabelled=False,
+    fps=None,
 ):
     """Parse a list file into Videos; its format is picked by the file (LIST_FORMATS): text lines
     (`_text_rows`), a Kinetics CSV (`_kinetics_rows`) or a Something-Something v2 JSON list
@@ -142,11 +155,12 @@ def read_list(
     `decoder` (0 if unreadable: loading it is then a BadVideo), so only they open a file:
     three-column lists open none. `labels`: Something-Something v2's labels file (default:
     STHV2_LABELS beside the list). `unlabelled` (pretraining, whose labels are unused): '<frame_dir>
-    <num_frames>' lines too, as label 0."""
+    <num_frames>' lines too, as label 0. `fps`: the frame rate of frame folders, for segments by
+    time (`time_segment`; a video file's is its own)."""
     list_file = str(list_file)
     root = os.path.dirname(os.path.abspath(list_file)) if root is None else str(root)
     rows = LIST_FORMATS.get(os.path.splitext(list_file)[1].lower(), (_text_rows,))[0]
-    videos = []
+    videos, rates = [], {}  # rates: video file -> frame rate, read once
     # the CSV formats that count frames or pick a folder or a file look under the root
     more = dict(root=root) if rows is _csv_rows else {}
     for n, line, row in rows(list_file, labels, **more):
@@ -159,6 +173,9 @@ def read_list(
                 raise ValueError(UNLABELLED)
             label = 0 if label is None else label
             path = os.path.normpath(os.path.join(root, path.replace("\\", "/")))
+            extra = dict(extra[0]) if extra else {}
+            if "times" in extra:  # a segment by time: its frames
+                extra["offset"], num_frames = time_segment(path, *extra.pop("times"), fps, rates)
             if num_frames is None and os.path.isdir(path):
                 raise ValueError(
                     "a frame folder without its frame count: frame folders take "
@@ -173,7 +190,7 @@ def read_list(
                 raise ValueError(f"{list_file}:{n}: {e}: {line}") from None
             problems.append((n, f"{list_file}:{n}: {e}: {line}"))
             continue
-        videos.append(Video(path, num_frames, label, n, list_file, **(extra[0] if extra else {})))
+        videos.append(Video(path, num_frames, label, n, list_file, **extra))
     if not videos and problems is None:
         raise ValueError(f"{list_file}: no videos listed")
     return videos
@@ -198,6 +215,11 @@ def _text_rows(list_file, labels=None):
         if not line or line.startswith("#"):
             continue
         fields = line.split()
+        # the two columns before the label, never the path: `5s 30 1` is a folder named 5s
+        times = fields[max(1, len(fields) - 3) : -1]
+        if any(re.fullmatch(r"[+-]?[\d.]+s", f) for f in times):
+            yield n, line, _time_row(line)
+            continue
         # the label column (maybe several, `3,17`), then the integer columns before it
         ints = int(len(fields) > 1 and bool(re.fullmatch(LABEL_COLUMN, fields[-1])))
         while ints and ints < len(fields) - 1 and re.fullmatch(r"[+-]?\d+", fields[-1 - ints]):
@@ -223,7 +245,45 @@ def _text_rows(list_file, labels=None):
         elif offset and offset[0] < 0:
             yield n, line, ValueError(f"a segment's offset must be >= 0, got {offset[0]}")
         else:
-            yield n, line, (path, num_frames, parse_label(label), dict(offset=(offset or [0])[0]))
+            extra = dict(offset=offset[0], segment=True) if offset else {}
+            yield n, line, (path, num_frames, parse_label(label), extra)
+
+
+def _time_row(line):
+    """A `TIME_FORM` line -> (path, None, label, its times), or the ValueError saying what is
+    wrong."""
+    path, start, end, label = (line.rsplit(maxsplit=3) + [""])[:4]
+    if not (re.fullmatch(SECONDS, start) and re.fullmatch(SECONDS, end)):
+        return ValueError(f"a segment by time is '{TIME_FORM}' (seconds >= 0, like 12.5s)")
+    if not re.fullmatch(LABEL_COLUMN, label):
+        return ValueError("the label must be an integer (labels: joined by commas, no spaces)")
+    start, end = float(start[:-1]), float(end[:-1])
+    if end <= start:
+        return ValueError(f"a segment's end must come after its start, got {start:g}s, {end:g}s")
+    return path, None, parse_label(label), dict(times=(start, end), segment=True)
+
+
+def time_segment(path, start, end, fps=None, rates=None):
+    """A segment by time (seconds) -> (offset, num_frames): the frames k, counted from 0, whose time
+    k / fps lies in [start, end). fps: a video file's own (its stream's, `decode.video_fps`; cached
+    in `rates`; an unreadable one: (0, 0), read as a bad video), else `fps` (--fps: a frame
+    folder's). ValueError for a frame folder without `fps`, or when no frame falls inside."""
+    rates = {} if rates is None else rates
+    if decode.is_video_file(path):
+        if path not in rates:
+            rates[path] = decode.video_fps(path)
+        rate = rates[path]
+        if not rate:  # unreadable or missing: a bad video, as a `<video> <label>` line's (BadVideo)
+            return 0, 0
+    elif fps:
+        rate = fps
+    else:
+        raise ValueError("a segment by time of a frame folder needs its frame rate: --fps")
+    # rounded first: 1.2 s x 25 fps is 30.000000000000004 in floating point, frame 30, not 31
+    first, stop = (math.ceil(round(t * rate, 6)) for t in (start, end))
+    if stop <= first:
+        raise ValueError(f"no frame between {start:g}s and {end:g}s at {rate:g} fps")
+    return first, stop - first
 
 
 KINETICS_COLUMNS = ("label", "youtube_id", "time_start", "time_end", "split")
@@ -401,35 +461,79 @@ def count_numbered(folder, image_tmpl, start_index=1):
     return n
 
 
+# Charades_v1_rgb's frames are 24 a second: the dataset authors' own loader
+# (gsig/charades-algorithms, pytorch/datasets/charadesrgb.py: `FPS, GAP, testGAP = 24, 4, 25`)
+# places frame <id>-{ii+1:06d}.jpg at ii / 24 s
+CHARADES_FPS = 24
+
+
+def charades_label_frames(actions, num_frames, fps=CHARADES_FPS):
+    """Charades' actions [(label, start s, end s)] over a video of `num_frames` frames -> the
+    frames each spans, ((label, first, last), ...) counted from 0: frame j is at j / fps seconds and
+    inside an action when start < j / fps < end, the comparison of charades-algorithms'
+    charadesrgb.py (an action no frame falls inside spans none)."""
+    t = np.arange(num_frames) / fps
+    spans = [(k, np.flatnonzero((start < t) & (t < end))) for k, start, end in actions]
+    return tuple((k, int(j[0]), int(j[-1])) for k, j in spans if j.size)
+
+
+def label_runs(frame_labels):
+    """Per-frame labels [labels of frame 0, of frame 1, ...] -> ((label, first, last), ...): each
+    label's runs of consecutive frames."""
+    runs, since = [], {}
+    for j, labels in enumerate([*frame_labels, ()]):
+        for k in [k for k in since if k not in labels]:
+            runs.append((k, since.pop(k), j - 1))
+        for k in labels:
+            since.setdefault(k, j)
+    return tuple(sorted(runs))
+
+
+def span_labels(label_frames, first, last):
+    """The labels of frames first .. last (label_frames' counting): PySlowFast's Charades training
+    label, aggregate_labels over the frames from its clip's first to its last (charades.py
+    __getitem__: `range(seq[0], seq[-1] + 1)`)."""
+    return tuple(sorted({k for k, a, b in label_frames if a <= last and b >= first}))
+
+
+CHARADES_ACTION = r"c(\d{3}) (\d+(?:\.\d*)?) (\d+(?:\.\d*)?)"
+
+
 def _charades_rows(list_file, root):
     """Charades' own CSV (Charades_v1_train.csv: `id,...,actions,length`, actions
     `c092 11.90 21.20;c147 0.00 12.60`) over its frame folders (Charades_v1_rgb:
-    <id>/<id>-000001.jpg): labels = every action of the video (a video without actions has none);
-    the frames are counted here."""
+    <id>/<id>-000001.jpg): labels = every action of the video (a video without actions has none),
+    and for training clips the frames each action spans (`charades_label_frames`, 24 frames a
+    second); the frames are counted here."""
     with open(list_file, newline="", encoding="utf-8-sig") as f:
         rows = list(enumerate(csv.DictReader(f), 2))
     for n, row in rows:
         line = f"{row.get('id')},...,{row.get('actions')}"
         actions = [a for a in (row.get("actions") or "").split(";") if a.strip()]
         try:
-            found = [re.fullmatch(r"c(\d{3}) [\d.]+ [\d.]+", a.strip()) for a in actions]
+            found = [re.fullmatch(CHARADES_ACTION, a.strip()) for a in actions]
             if not all(found):
                 raise ValueError("actions must be 'c<3 digits> <start s> <end s>' joined by ';'")
             tmpl = f"{row['id']}-{{:06d}}.jpg"
             frames = count_numbered(os.path.join(root, row["id"]), tmpl)
-            labels = tuple(sorted({int(m.group(1)) for m in found}))
+            actions = [(int(m.group(1)), float(m.group(2)), float(m.group(3))) for m in found]
+            labels = tuple(sorted({k for k, _, _ in actions}))
         except ValueError as e:
             yield n, line, e
             continue
-        yield n, line, (row["id"], frames or 1, labels, dict(image_tmpl=tmpl))
+        spans = charades_label_frames(actions, frames)
+        yield n, line, (row["id"], frames or 1, labels, dict(image_tmpl=tmpl, label_frames=spans))
 
 
 def _pyslowfast_frame_rows(list_file):
     """PySlowFast's Charades frame lists (slowfast/datasets/utils.py load_image_lists: one frame a
     line, `original_vido_id video_id frame_id path labels`, labels "" or "12,40"): a video's
     consecutive lines -> its folder (the paths' own), frames and labels (the union over its frames,
-    as its val / test labels: convert_to_video_level_labels); the video's first line names it."""
-    videos = {}  # original_vido_id -> [first line, paths, labels]
+    as its val / test labels: convert_to_video_level_labels), and for training clips each frame's
+    own (`label_runs`); the video's first line names it."""
+    videos = {}  # original_vido_id -> [first line, text, paths, each frame's labels]
+    # a labels cell -> its tuple, made once: a frame list has a line per frame, few distinct cells
+    parsed = {}
     for n, text in read_text_lines(list_file)[1:]:
         row = text.split()
         if not row:
@@ -441,10 +545,12 @@ def _pyslowfast_frame_rows(list_file):
         if frame_labels and not re.fullmatch(r"\d+(,\d+)*", frame_labels):
             yield n, text, ValueError('labels must be integers joined by commas, or ""')
             continue
-        video = videos.setdefault(row[0], [n, text, [], set()])
+        video = videos.setdefault(row[0], [n, text, [], []])
         video[2].append(row[3])
-        video[3].update(int(k) for k in frame_labels.split(",") if k)
-    for n, text, paths, found in videos.values():
+        if frame_labels not in parsed:
+            parsed[frame_labels] = tuple(int(k) for k in frame_labels.split(",") if k)
+        video[3].append(parsed[frame_labels])
+    for n, text, paths, frame_labels in videos.values():
         folder, name = os.path.split(paths[0].replace("\\", "/"))
         digits = re.fullmatch(r"(.*?)(\d+)(\.\w+)", name)
         if digits is None:
@@ -457,7 +563,8 @@ def _pyslowfast_frame_rows(list_file):
             yield (n, text, ValueError(f"the video's frames are not consecutive from {name}"))
             continue
         # frame numbers as named: the offset from frame 1 (Charades' first)
-        extra = dict(image_tmpl=tmpl, offset=first - 1)
+        extra = dict(image_tmpl=tmpl, offset=first - 1, label_frames=label_runs(frame_labels))
+        found = {k for labels in frame_labels for k in labels}
         yield n, text, (folder, len(paths), tuple(sorted(found)), extra)
 
 
@@ -483,7 +590,7 @@ def _epic_rows(list_file, root):
         if not os.path.isdir(os.path.join(root, path)):
             video = os.path.join(row["participant_id"], "videos", row["video_id"] + ".MP4")
             path = video if os.path.isfile(os.path.join(root, video)) else path
-        extra = dict(offset=start - 1, image_tmpl="frame_{:010d}.jpg")
+        extra = dict(offset=start - 1, image_tmpl="frame_{:010d}.jpg", segment=True)
         yield n, line, (path, stop - start + 1, (verb, noun), extra)
 
 
@@ -1198,6 +1305,7 @@ class DataSpec:
     class_names: str = None  # a classes file; None: see `class_names`
     labels: str = None  # Something-Something v2's labels file; None: STHV2_LABELS beside the list
     unlabelled: bool = False  # pretraining: '<frame_dir> <num_frames>' lines too (read_list)
+    fps: float = None  # frame folders' frame rate, for segments by time (`time_segment`)
     seed: int = 0
     video_decoder: str = "auto"  # decode.VIDEO_DECODERS
     read_timeout: float = None  # s; None: no limit (see decode.read_files)
@@ -1368,6 +1476,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             decoder=self.video_decoder,
             labels=spec.labels,
             unlabelled=spec.unlabelled,
+            fps=spec.fps,
         )
         check_labels(self.videos, spec)
         largest = max((k for v in self.videos for k in labels(v)), default=0)
@@ -1383,11 +1492,19 @@ class VideoFrameDataset(torch.utils.data.Dataset):
     def frame_path(self, video, i):
         return os.path.join(video.path, (video.image_tmpl or self.spec.image_tmpl).format(i))
 
-    def target(self, video):
+    def target(self, video, rng=None):
         """What the loss reads of `video`'s label: the label (an int); --multi-label: float32
         (num_classes,), 1 for each of its labels (PySlowFast's as_binary_vector); --heads: int64
-        (heads,), one label per head (EPIC-100's verb and noun)."""
+        (heads,), one label per head (EPIC-100's verb and noun). A train clip of a video with labels
+        by frame (Charades) takes the labels of the frames it spans (`span_labels`): `rng` is the
+        generator load_clip then draws the clip from."""
         labels = video.label if isinstance(video.label, tuple) else (video.label,)
+        if self.spec.multi_label and self.mode == "train" and video.label_frames is not None:
+            # the clip's frames drawn from a copy: load_clip draws the same ones from `rng` itself
+            numbers = self.choose_frames(video, copy.deepcopy(rng))
+            first, last = numbers.min(), numbers.max()
+            shift = self.spec.start_index + video.offset  # frame numbers -> counted from 0
+            labels = span_labels(video.label_frames, first - shift, last - shift)
         if self.spec.multi_label:
             hot = torch.zeros(self.num_classes, dtype=torch.float32)
             hot[list(labels)] = 1.0
@@ -1468,8 +1585,9 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         bad = []
         for attempt in range(1, BAD_ATTEMPTS + 2):
             try:
+                target = self.target(video, rng)
                 clip, info = self.load_clip(video, rng)
-                return clip, self.target(video), {**info, "bad": "\n".join(bad)}
+                return clip, target, {**info, "bad": "\n".join(bad)}
             except decode.BadVideo as e:
                 if (
                     self.mode != "train"

@@ -186,6 +186,19 @@ def video_frames(path, decoder="auto"):
         return 0
 
 
+def video_fps(path):
+    """A video file's frame rate (frames a second): its video stream's average rate as the
+    container states it (PyAV, else TorchCodec's metadata); 0.0 if it cannot be read."""
+    try:
+        if av is None:
+            return float(VideoDecoder(path).metadata.average_fps or 0.0)
+        with av.open(str(path)) as container:
+            stream = container.streams.video[0]
+            return float(stream.average_rate or stream.guessed_rate or 0.0)
+    except (*_AV_ERRORS, TypeError):  # TypeError: neither decoder installed
+        return 0.0
+
+
 def open_video(source, decoder="pyav", device="cpu"):
     """A video file (path, or its bytes as a 1-D uint8 tensor) -> (num_frames, read): read(indices)
     -> list of uint8 (H, W, 3) tensors on `device`, from the file opened once. Frame k is the k-th

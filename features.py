@@ -27,12 +27,15 @@ the whole frame with its short side resized to crop_size (--crop resize); normal
 checkpoint's mean/std. -j loader workers decode (one video each), --batch windows at a time, so
 memory does not grow with a video's length.
 
+A list's segment (by frames or by time, an EPIC-KITCHENS row) is a video of its frames only: its
+windows start at its first frame, as if its frames were given alone.
+
 Written to --out, per video id (the frame folder's name, or the video file's name without
-extension):
+extension; a segment's adds its first and last frame, 0-based: `P01_01_120-239`):
     <id>.npy           float32 (windows, channels) features (float64 with --dtype float64)
-    <id>.starts.npy    int64 (windows,): each window's first frame, 0-based
+    <id>.starts.npy    int64 (windows,): each window's first frame, 0-based from the video's first
     <id>.logits.npy    (windows, classes), with --logits
-    <id>.json          input, frames, windows, the window settings
+    <id>.json          input, frames, first_frame (a segment's offset), windows, window settings
 and index.csv (one row per video done), failed.txt (one line per video that could not be read),
 settings.json (what every file in the folder was made with: a rerun with other settings is refused).
 Each file is written to a temp name and renamed, <id>.npy last: a video whose .npy exists is
@@ -47,6 +50,7 @@ clips are the checkpoint's own.
 """
 
 import csv
+import dataclasses
 import json
 import os
 import sys
@@ -140,6 +144,7 @@ def get_parser():
         "--data_root", help="folder a list file's paths are relative to (default: the list's)"
     )
     p.add_argument("--image_tmpl", help="frame file name (default: the checkpoint's)")
+    p.add_argument("--fps", type=flags.above_zero, help="frame folders' frames/s (time segments)")
     p.add_argument(
         "--video_decoder", default="auto", choices=decode.VIDEO_DECODERS, help="video files"
     )
@@ -329,48 +334,44 @@ def window_frames(num_frames, window, stride, t_stride):
 
 def collect(a, args, tmp):
     """INPUTs -> (test-mode dataset of every video, their ids, a report line per input that is no
-    video). One list file for train.make_dataset: a frame folder's frames counted, a list file's
-    lines kept."""
-    lines, bad = [], []
+    video). A list file's entries stay as data.read_list reads them: a segment's offset and length
+    (by frames or by time, --fps for frame folders), a video's own frame names (Charades, EPIC).
+    A video file given alone is read whole (num_frames 0: counted when opened)."""
+    videos, bad = [], []
     decoder = decode.pick_video_decoder(a.video_decoder)
     for src in a.inputs:
         path = os.path.abspath(src)
-        # a list file: its lines, its own errors
+        # a list file: its entries, its own errors
         if os.path.isfile(path) and not decode.is_video_file(path):
             try:
-                lines += [
-                    f"{v.path} {max(v.num_frames, 1)} 0"
-                    for v in data.read_list(path, a.data_root, decoder=decoder)
-                ]
+                videos += data.read_list(path, a.data_root, decoder=decoder, fps=a.fps)
             except (ValueError, OSError) as e:
                 fail(str(e))
         elif decode.is_video_file(path) and os.path.isfile(path):
-            lines.append(f"{path} 1 0")  # counted when opened: every frame of the file is read
+            videos.append(data.Video(path, 0, 0, 0))
         elif os.path.isdir(path):
             n = prepare.count_frames(path, args.image_tmpl)
             if n:
-                lines.append(f"{path} {n} 0")
+                videos.append(data.Video(path, n, 0, 0))
             else:
                 bad.append(
                     f"{src}: no frames named {args.image_tmpl.format(1)} ({args.image_tmpl})"
                 )
         else:
             bad.append(f"{src}: no such list file, video file or frame folder")
-    if not lines:
+    if not videos:
         return None, [], bad
+    # the checkpoint's data settings (train.make_dataset) over a list of the paths, then the
+    # entries themselves: a text line cannot carry a video's frame names
     list_file = os.path.join(tmp, "features.txt")
     with open(list_file, "w", encoding="utf-8") as f:
-        f.write("".join(line + "\n" for line in lines))
+        f.write("".join(f"{v.path} 1 0\n" for v in videos))
     try:
         ds = train.make_dataset(args, list_file, "val")
     except (ValueError, OSError) as e:
         fail(f"checkpoint settings: {e}")
-    ids = [
-        os.path.splitext(os.path.basename(v.path))[0]
-        if decode.is_video_file(v.path)
-        else os.path.basename(v.path)
-        for v in ds.videos
-    ]
+    ds.videos = [dataclasses.replace(v, label=0, label_frames=None) for v in videos]
+    ids = [video_id(v) for v in ds.videos]
     seen = {}
     for v, i in zip(ds.videos, ids):
         if i in seen:
@@ -382,19 +383,33 @@ def collect(a, args, tmp):
     return ds, ids, bad
 
 
+def video_id(video):
+    """The name of a video's files: its frame folder's or file's name; a segment's adds its first
+    and last frame, 0-based (`P01_01_120-239`)."""
+    name = os.path.basename(video.path)
+    name = os.path.splitext(name)[0] if decode.is_video_file(video.path) else name
+    if not video.segment:
+        return name
+    return f"{name}_{video.offset}-{video.offset + video.num_frames - 1}"
+
+
 def frame_reader(ds, video):
-    """-> (frames in the video, read(0-based indices) -> list of uint8 (H, W, 3)). A video file is
-    opened once (its packets indexed once); a frame folder reads only the asked frames. BadVideo /
+    """-> (frames in the video, read(0-based indices) -> list of uint8 (H, W, 3)); a segment's
+    frames only, index 0 its first. A video file is opened once (its packets indexed once), read
+    whole unless the line names a segment; a frame folder reads only the asked frames. BadVideo /
     RuntimeError."""
     if not decode.is_video_file(video.path):
-        # a segment (offset > 0): its frames only
+        # frames start_index + offset ..: a segment, or a frame list's video named from frame > 1
         first = ds.spec.start_index + video.offset
         return video.num_frames, lambda idx: ds.load_frames(video, [int(i) + first for i in idx])
     # a FIFO, a dead mount: BadVideo
     decode.read_files(video, [video.path], ds.spec.read_timeout, count=12)
     n, read = decode.open_video(video.path, ds.video_decoder)
-    if not video.offset:
+    if not video.segment:
         return n, read
+    # a segment past the file's end: as training reads it (data.VideoFrameDataset.read_video)
+    if n < video.offset + video.num_frames:
+        raise RuntimeError(f"{video.offset + video.num_frames} frames listed, the video has {n}")
     return video.num_frames, lambda idx: read([int(i) + video.offset for i in idx])
 
 
@@ -453,7 +468,8 @@ class Chunks(torch.utils.data.IterableDataset):
                     "part": j,
                     "parts": len(parts),
                     "clips": clips,
-                    "starts": chunk[:, 0],
+                    # counted from the video's first frame, a segment's offset added
+                    "starts": chunk[:, 0] + self.ds.videos[k].offset,
                     "frames": n,
                 }
         except (decode.BadVideo, RuntimeError, OSError, ValueError) as e:
@@ -482,6 +498,7 @@ def save_video(out, vid, source, result, a):
     meta = {
         "input": source,
         "frames": result["frames"],
+        "first_frame": result["first_frame"],
         "windows": result["windows"],
         "window": a.window,
         "stride": a.stride,
@@ -627,6 +644,7 @@ def extract_all(a, args, ext, ds, ids, rt):
             "logits": logits,
             "starts": starts,
             "frames": item["frames"],
+            "first_frame": ds.videos[k].offset,
             "windows": len(starts),
         }
         save_video(a.out, ids[k], ds.videos[k].path, result, a)

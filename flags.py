@@ -300,6 +300,9 @@ def add_input_args(p):
         "--image_tmpl", default="img_{:05d}.jpg", help="frame file name, .format(number)"
     )
     p.add_argument(
+        "--fps", type=above_zero, help="frames a second of frame folders (segments by time)"
+    )
+    p.add_argument(
         "--mean", type=float, nargs=3, help="input mean, RGB in [0, 1] (default: the weights')"
     )
     p.add_argument(

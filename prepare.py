@@ -29,6 +29,7 @@ References
 """
 
 import argparse
+import csv
 import importlib.util
 import json
 import math
@@ -531,6 +532,64 @@ def _sthv2_entries(labels_dir):
     return classes, entries
 
 
+SEGMENT_COLUMNS = ("video", "start", "end", "label", "split")
+SPLITS = {"train": "train", "val": "val", "validate": "val", "validation": "val"}
+
+
+def seconds(text):
+    """A time as annotations write it -> seconds: `12.5`, or EPIC-KITCHENS' `HH:MM:SS.ff`
+    (start_timestamp) and `MM:SS`. ValueError otherwise."""
+    parts = text.strip().split(":")
+    if len(parts) > 3 or not all(re.fullmatch(r"\d+(\.\d*)?", p) for p in parts):
+        raise ValueError(f"a time is seconds (12.5) or HH:MM:SS.ff, got {text!r}")
+    return sum(float(p) * 60**k for k, p in enumerate(reversed(parts)))
+
+
+def _segment_entries(csv_file):
+    """An annotation CSV of segments (SEGMENT_COLUMNS: the video's name, start and end as
+    `seconds` reads them, label, split train / val; other splits, test, are left out) -> (classes,
+    {"train": [(video, label, "file:line", (start, end))], "val": [...]}). Labels: integers as
+    they are (class names "0", "1", ...), else class names, numbered in the sorted order of the
+    train rows' (as Kinetics')."""
+    with open(csv_file, newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        if not set(SEGMENT_COLUMNS) <= set(reader.fieldnames or ()):
+            raise ValueError(
+                f"{csv_file}:1: expected the columns {','.join(SEGMENT_COLUMNS)}, got "
+                f"{reader.fieldnames}"
+            )
+        rows = [(row, f"{csv_file}:{n}") for n, row in enumerate(reader, 2)]
+    rows = [(row, where) for row, where in rows if row["split"] in SPLITS]
+    numbered = all(re.fullmatch(r"\d+", row["label"] or "") for row, _ in rows)
+    if numbered:
+        classes = [str(k) for k in range(1 + max((int(r["label"]) for r, _ in rows), default=0))]
+    else:
+        classes = sorted({row["label"] for row, _ in rows if SPLITS[row["split"]] == "train"})
+    lookup = {name: k for k, name in enumerate(classes)}
+    entries = {"train": [], "val": []}
+    for row, where in rows:
+        try:
+            start, end = seconds(row["start"]), seconds(row["end"])
+            if end <= start:
+                raise ValueError(f"end {row['end']} is not after start {row['start']}")
+            if row["label"] not in lookup:
+                raise ValueError(f"class {row['label']!r} has no train segment")
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        entries[SPLITS[row["split"]]].append(
+            (row["video"], lookup[row["label"]], where, (start, end))
+        )
+    for part, found in entries.items():
+        if not found:
+            raise ValueError(f"{csv_file}: no {part} rows (split {part!r})")
+    return classes, entries
+
+
+def _time(t):
+    """Seconds as a list line writes them (data.TIME_FORM): `12.5s`, to the microsecond."""
+    return f"{t:.6f}".rstrip("0").rstrip(".") + "s"
+
+
 def _official_entries(dataset, splits_dir, split):
     """-> (the lists' dataset name, classes, entries as _split_entries gives them, what they come
     from)."""
@@ -539,6 +598,9 @@ def _official_entries(dataset, splits_dir, split):
         return f"kinetics{len(classes)}", classes, entries, "the CSV files"
     if dataset == "sthv2":
         return dataset, *_sthv2_entries(splits_dir), "the JSON files"
+    if dataset == "segments":  # the lists are named after the CSV file
+        name = os.path.splitext(os.path.basename(splits_dir))[0]
+        return name, *_segment_entries(splits_dir), "the CSV file"
     return dataset, *_split_entries(dataset, splits_dir, split), f"split {split}"
 
 
@@ -557,7 +619,9 @@ def make_lists(
     """Write <out_dir>/<dataset>_{train,val}_split<N>_list.txt from the official splits (kinetics:
     <out_dir>/kinetics<classes>_{train,val}_list.txt from its CSV files, `splits_dir` a list of
     them: a kinetics400 list is train.py's dataset kinetics400, its classes file found beside it;
-    sthv2: sthv2_{train,val}_list.txt from the JSON files in `splits_dir`), with the frame counts.
+    sthv2: sthv2_{train,val}_list.txt from the JSON files in `splits_dir`; segments:
+    <csv name>_{train,val}_list.txt of segments by time from the CSV file `splits_dir`,
+    `_segment_entries`), with the frame counts.
     Frame folders and video files are found by video name anywhere under frames_dir (flat or per
     class). Paths are relative to out_dir (default: frames_dir's parent), the lists' default root.
     Also writes <out_dir>/<dataset>_classes.txt: line i = the name of label i (read_class_names).
@@ -575,7 +639,7 @@ def make_lists(
     lists, warnings_ = {}, []
     for part in ("train", "val"):
         lines, missing = [], 0
-        for name, label, where in entries[part]:
+        for name, label, where, *times in entries[part]:
             if name not in folders:
                 missing += 1
                 warnings_.append(
@@ -586,7 +650,9 @@ def make_lists(
             rel = os.path.relpath(folder, out_dir)
             # HMDB51 names may start with '#': no comment
             rel = "./" + rel if rel.startswith("#") else rel
-            lines.append(f"{rel} {n} {label}\n")
+            # a segment by time (--segments): its start and end, data.TIME_FORM
+            span = f"{_time(times[0][0])} {_time(times[0][1])}" if times else n
+            lines.append(f"{rel} {span} {label}\n")
         # a wrong FRAMES_DIR, --image_tmpl or split: say so rather than write an empty list
         if not lines:
             example = entries[part][0][0] if entries[part] else "(none listed)"
@@ -665,6 +731,7 @@ def check(
     full=False,
     decoder="auto",
     labels=None,
+    fps=None,
 ):
     """Every problem of a list file and its frames, one line each with the list line; returns them.
     Checks the list syntax and labels, that every listed frame exists, and decodes the first and
@@ -672,7 +739,7 @@ def check(
     _check_video."""
     data.check_image_tmpl(image_tmpl, start_index)
     problems = []  # (line, message)
-    videos = data.read_list(list_file, root, num_classes, problems, decoder, labels)
+    videos = data.read_list(list_file, root, num_classes, problems, decoder, labels, fps=fps)
     if not videos:
         problems.append((0, f"{list_file}: no videos listed"))
     frames = 0
@@ -786,13 +853,23 @@ def _size(text):
     return int(m.group(1)), int(m.group(2))
 
 
+def _fps(text):
+    try:
+        fps = float(text)
+    except ValueError:
+        fps = 0.0
+    if not 0 < fps < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return fps
+
+
 def _lists_parser(sub):
     """prepare.py lists: where the official splits come from (one of)."""
     li = sub.add_parser(
         "lists",
         help="train/val list files from the official UCF101 / HMDB51 splits "
-        "or Kinetics' CSV files or Something-Something v2's JSON files, for frame folders or "
-        "video files",
+        "or Kinetics' CSV files or Something-Something v2's JSON files, or segments of long "
+        "videos from an annotation CSV, for frame folders or video files",
     )
     li.add_argument("frames_dir", help="frame folders and/or video files, found by video name")
     g = li.add_mutually_exclusive_group(required=True)
@@ -808,6 +885,13 @@ def _lists_parser(sub):
         nargs="+",
         help="files of label,youtube_id,time_start,time_end,split rows "
         "(videos named <youtube_id>_<start:06d>_<end:06d>.*)",
+    )
+    g.add_argument(
+        "--segments",
+        metavar="CSV",
+        help="segments of long videos: rows of video,start,end,label,split (start, end in "
+        "seconds or HH:MM:SS.ff; split train or val), written as '<video> <start>s <end>s "
+        "<label>' lines named after the CSV",
     )
     g.add_argument(
         "--sthv2",
@@ -876,6 +960,7 @@ def _parser():
         "--full", action="store_true", help="decode every frame (default: first and last)"
     )
     c.add_argument("--num_classes", type=int, help="labels must be < this")
+    c.add_argument("--fps", type=_fps, help="frames a second of frame folders (segments by time)")
     c.add_argument(
         "--labels", help=f"a .json list's labels file (default: {data.STHV2_LABELS} beside it)"
     )
@@ -917,7 +1002,9 @@ def main(argv=None):
             return 1 if reencode(a.src, a.dst, a.short_side, a.jobs, a.keyint) else 0
         elif a.cmd == "lists":
             dataset, splits = next(
-                (d, s) for d in ("ucf101", "hmdb51", "kinetics", "sthv2") if (s := getattr(a, d))
+                (d, s)
+                for d in ("ucf101", "hmdb51", "kinetics", "sthv2", "segments")
+                if (s := getattr(a, d))
             )
             make_lists(
                 a.frames_dir,
@@ -943,6 +1030,7 @@ def main(argv=None):
                     a.full,
                     a.video_decoder,
                     a.labels,
+                    a.fps,
                 )
                 else 0
             )

@@ -408,11 +408,20 @@ def evaluation_paths(run_dir, tag, save_scores=True):
 
 
 def write_evaluation(
-    run_dir, scores, labels, class_names, clips, crops, videos=None, tag=None, save_scores=True
+    run_dir,
+    scores,
+    labels,
+    class_names,
+    clips,
+    crops,
+    videos=None,
+    tag=None,
+    save_scores=True,
+    what="confusion matrix",
 ):
     """Everything `--evaluate` writes, for the trainer to call on rank 0: per_class_<tag>.csv,
-    confusion_<tag>.png and (save_scores) scores_<tag>.npz (scores, labels, videos, class_names);
-    `tag` defaults to <clips>x<crops>. Returns (metrics, {kind: path})."""
+    confusion_<tag>.png (titled `what`, ...) and (save_scores) scores_<tag>.npz (scores, labels,
+    videos, class_names); `tag` defaults to <clips>x<crops>. Returns (metrics, {kind: path})."""
     scores, labels = _numpy(scores), _numpy(labels)
     metrics = class_metrics(scores, labels, scores.shape[1])
     tag = tag or f"{clips}x{crops}"
@@ -425,9 +434,43 @@ def write_evaluation(
         metrics["confusion"],
         class_names,
         paths["confusion"],
-        f"confusion matrix, {clips}x{crops} views, rows normalised",
+        f"{what}, {clips}x{crops} views, rows normalised",
     )
     return metrics, paths
+
+
+def save_confusion_csv(cm, class_names, path):
+    """The confusion matrix's counts: a row per true class, a column per predicted one (label
+    order, named), the first column the true class."""
+    cm = _numpy(cm)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["true \\ predicted", *(_name(class_names, c) for c in range(len(cm)))])
+        w.writerows([_name(class_names, c), *map(int, row)] for c, row in enumerate(cm))
+
+
+def write_heads_evaluation(run_dir, scores, labels, heads, class_names, clips, crops, tag):
+    """--heads: each head's single-label report (`write_evaluation`'s per_class_<head>_<tag>.csv and
+    confusion_<head>_<tag>.png, head as `head_names`: verb, noun) and its confusion matrix,
+    confusion_<head>_<tag>.csv. scores (N, sum(heads)), labels (N, heads); class_names: every
+    head's, one after the other (EPIC-100: the verbs, then the nouns), or None. Returns
+    ({head: metrics}, [paths])."""
+    scores, labels = _numpy(scores), _numpy(labels)
+    bounds = np.cumsum(heads)[:-1]
+    if class_names is not None and len(class_names) != sum(heads):
+        class_names = None  # not the heads' names: label numbers
+    columns = np.split(np.arange(sum(heads)), bounds)
+    out, written = {}, []
+    for h, name in enumerate(head_names(len(heads))):
+        names = None if class_names is None else [class_names[c] for c in columns[h]]
+        part = scores[:, columns[h]]
+        metrics, paths = write_evaluation(
+            run_dir, part, labels[:, h], names, clips, crops, None, f"{name}_{tag}", False, name
+        )
+        matrix = os.path.join(run_dir, f"confusion_{name}_{tag}.csv")
+        save_confusion_csv(metrics["confusion"], names, matrix)
+        out[name], written = metrics, [*written, *paths.values(), matrix]
+    return out, written
 
 
 # ---- one epoch's numbers (train.train_one_epoch) -------------------------------------------------

@@ -1044,7 +1044,8 @@ def summary(res, args, ema=""):
 
 def report_labels_evaluation(args, rt, d, res, clips, crops, tag=None):
     """--multi-label: per_class_ap_<tag>.csv (and the classes without a positive video said);
-    --heads: the heads' numbers; --save_scores: scores_<tag>.npz. Rank 0."""
+    --heads: the heads' numbers, and each head's per-class table and confusion matrix
+    (report.write_heads_evaluation); --save_scores: scores_<tag>.npz. Rank 0."""
     tag = tag or f"{clips}x{crops}"
     if args.save_scores:
         path = report.evaluation_paths(rt.run_dir, tag)["scores"]
@@ -1052,7 +1053,13 @@ def report_labels_evaluation(args, rt, d, res, clips, crops, tag=None):
         videos = [v.path for v in d.val_ds.videos]
         report.save_scores_npz(path, res["scores"], res["labels"], videos, d.class_names)
     if args.heads:
-        print(f"{summary(res, args)}  ({len(d.val_ds)} videos, {clips}x{crops} views)")
+        _, paths = report.write_heads_evaluation(
+            rt.run_dir, res["scores"], res["labels"], args.heads, d.class_names, clips, crops, tag
+        )
+        print(
+            f"{summary(res, args)}  ({len(d.val_ds)} videos, {clips}x{crops} views); wrote "
+            + ", ".join(paths)
+        )
         return
     path = os.path.join(rt.run_dir, f"per_class_ap_{tag}.csv")
     os.makedirs(rt.run_dir, exist_ok=True)

@@ -27,7 +27,7 @@ import export
 import features
 import predict
 import prepare
-from conftest import ENV, REPO, cuda, one_line_error, tiny_checkpoint
+from conftest import ENV, REPO, cuda, one_line_error, tiny_checkpoint, write_list
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import videos  # noqa: E402  (tests/videos.py, beside this file)
@@ -171,6 +171,57 @@ def test_features_equal_the_direct_forward_for_folders_and_video_files(inputs, t
     with pytest.raises(SystemExit) as e:
         features.main([folder, *flags[:3], str(out), "--window", "8"])
     one_line_error(capsys, "--out", "window 4 -> 8", exc=e)
+
+
+@pytest.mark.slow
+def test_a_segment_has_the_features_of_its_own_frames(inputs, tmp_path):
+    """A list's segments, by frames of a frame folder and by time of a video file, and a PySlowFast
+    frame list naming its frames from 6: the features of the same frames given alone (a folder of
+    those frames, the whole video's windows at the same starts); starts count from the video's
+    first frame."""
+    src = inputs["root"] / "val" / "video_0001"  # 13 frames
+    own, named = tmp_path / "own", tmp_path / "X"
+    own.mkdir(), named.mkdir()
+    for k in range(6, 14):  # frames 6..13 (5..12 counted from 0): a folder of their own
+        blob = (src / f"img_{k:05d}.jpg").read_bytes()
+        (own / f"img_{k - 5:05d}.jpg").write_bytes(blob)
+        (named / f"X-{k:06d}.jpg").write_bytes(blob)
+    assert decode.video_fps(inputs["video"]) == 25  # 0.8 s .. 1.44 s: frames 20 .. 35
+    segments = write_list(
+        tmp_path / "segments.txt", [f"{src} 5 8 0", f"{inputs['video']} 0.8s 1.44s 1"]
+    )
+    frame_list = ["original_vido_id video_id frame_id path labels"]
+    frame_list += [f'X 0 {k} X/X-{k:06d}.jpg "3"' for k in range(6, 14)]
+    frame_list = write_list(tmp_path / "frames.csv", frame_list)
+    out = tmp_path / "out"
+    flags = ["--resume", inputs["ckpt"], "--window", "4", "--stride", "4", "--t_stride", "1"]
+    flags += ["-b", "3", "--dtype", "float64", "--device", "cpu", "-j", "0"]
+    inputs_ = [str(own), str(segments), str(frame_list), inputs["video"]]
+    assert features.main([*inputs_, *flags, "--video_decoder", "pyav", "--out", str(out)]) == 0
+    want = np.load(out / "own.npy")
+    for vid in ("video_0001_5-12", "X"):
+        assert rel_err(np.load(out / f"{vid}.npy"), want) < 1e-9, vid
+        assert np.load(out / f"{vid}.starts.npy").tolist() == [5, 9]
+        meta = json.loads((out / f"{vid}.json").read_text())
+        assert (meta["frames"], meta["first_frame"]) == (8, 5)
+    whole, starts = (np.load(out / f"h264_long_gop{x}.npy") for x in ("", ".starts"))
+    got = np.load(out / "h264_long_gop_20-35.npy")
+    assert np.load(out / "h264_long_gop_20-35.starts.npy").tolist() == [20, 24, 28, 32]
+    assert starts[5:9].tolist() == [20, 24, 28, 32] and rel_err(got, whole[5:9]) < 1e-9
+
+
+def test_a_segment_by_time_of_a_frame_folder_needs_fps_in_one_line(inputs, tmp_path, capsys):
+    """The one list form features cannot place without a rate: refused naming the list, its line
+    and --fps, before anything is written; with --fps, its frames by number."""
+    folder = inputs["root"] / "val" / "video_0001"
+    lst = write_list(tmp_path / "t.txt", [f"{folder} 13 0", f"{folder} 0.2s 0.4s 0"])
+    argv = [str(lst), "--resume", inputs["ckpt"], "--out", str(tmp_path / "o")]
+    with pytest.raises(SystemExit) as e:
+        features.main(argv)
+    one_line_error(capsys, f"{lst}:2", "--fps", exc=e)
+    assert not os.path.exists(tmp_path / "o")
+    videos_ = data.read_list(lst, fps=25)
+    assert [features.video_id(v) for v in videos_] == ["video_0001", "video_0001_5-9"]
 
 
 class Segments(nn.Module):

@@ -3,6 +3,7 @@
 (EPIC-Kitchens-100's CSV), each read, checked, and refused in one line naming the list and line."""
 
 import csv
+import os
 import re
 
 import numpy as np
@@ -140,6 +141,36 @@ def test_epic_action_accuracy_is_the_evaluation_codes():
     assert hits1 >= 10 and hits5 >= hits1 + 5
     assert out["verb_acc1"] == pytest.approx(100 * np.mean(verb.argmax(1) == labels[:, 0]))
     assert out["noun_acc1"] == pytest.approx(100 * np.mean(noun.argmax(1) == labels[:, 1]))
+
+
+def test_each_head_has_its_confusion_matrix(tmp_path):
+    # --heads: per head (verb, noun) the single-label report's per-class table and picture, and the
+    # confusion matrix's counts as CSV: rows the true class, columns the predicted top-1
+    import report
+
+    rng = np.random.default_rng(2)
+    N, heads = 60, (3, 4)
+    scores = rng.random((N, sum(heads)))
+    labels = np.stack([rng.integers(0, 3, N), rng.integers(0, 4, N)], 1)
+    names = ["cut", "open", "wash", "knife", "door", "tap", "pan"]
+    out, paths = report.write_heads_evaluation(tmp_path, scores, labels, heads, names, 2, 3, "t")
+    assert len(paths) == 6 and all(map(os.path.isfile, paths))
+    for h, (head, columns) in enumerate((("verb", [0, 1, 2]), ("noun", [3, 4, 5, 6]))):
+        pred = scores[:, columns].argmax(1)
+        with open(tmp_path / f"confusion_{head}_t.csv", newline="") as f:
+            rows = list(csv.reader(f))
+        assert rows[0] == ["true \\ predicted", *(names[c] for c in columns)]
+        assert [r[0] for r in rows[1:]] == [names[c] for c in columns]
+        expected = [
+            [int(np.sum((labels[:, h] == i) & (pred == j))) for j in range(len(columns))]
+            for i in range(len(columns))
+        ]
+        assert [[int(x) for x in r[1:]] for r in rows[1:]] == expected
+        assert sum(map(sum, expected)) == N and (tmp_path / f"confusion_{head}_t.png").is_file()
+        with open(tmp_path / f"per_class_{head}_t.csv", newline="") as f:
+            per_class = list(csv.DictReader(f))
+        assert [r["name"] for r in per_class] == [names[c] for c in columns]
+        assert out[head]["top1"] == pytest.approx(100 * np.mean(pred == labels[:, h]))
 
 
 # ---- list formats --------------------------------------------------------------------------------
@@ -438,3 +469,13 @@ def test_multilabel_and_heads_train_evaluate_and_log_their_names(tmp_path):
         else:
             m = report.heads_metrics(saved["scores"], saved["labels"], (2, 3))
             assert res == pytest.approx((m["action_acc1"], m["action_acc5"]))
+            # each head's confusion matrix, of the saved scores
+            (verbs,) = run.glob("confusion_verb_2x1_*.csv")
+            with open(verbs, newline="") as f:
+                rows = [[int(x) for x in r[1:]] for r in list(csv.reader(f))[1:]]
+            pred = saved["scores"][:, :2].argmax(1)
+            assert rows == [
+                [int(np.sum((saved["labels"][:, 0] == i) & (pred == j))) for j in range(2)]
+                for i in range(2)
+            ]
+            assert len(list(run.glob("confusion_noun_2x1_*.png"))) == 1
