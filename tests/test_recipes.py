@@ -620,3 +620,30 @@ def test_a_recipe_is_found_from_any_folder_and_its_pretrained_can_be_turned_off(
     (tmp_path / "recipes").mkdir()
     (tmp_path / "recipes" / "ucf101_i3d.txt").write_text("--epochs 3\n")
     assert parse(["ucf101", "a.txt", "b.txt", "@recipes/ucf101_i3d.txt"]).epochs == 3
+
+
+@pytest.mark.parametrize("recipe", ["demo_multilabel", "demo_verbnoun"])
+def test_the_label_demos_commands_make_data_their_recipe_reads(recipe, tmp_path, monkeypatch):
+    """The two commands in the demo recipe's header, as written (a tenth of the videos): `prepare.py
+    synth --kind` writes the lists and class names of the dataset the train line names, and the
+    train line with the recipe passes the checks and reads clips of the recipe's size, spanning the
+    synthetic videos without running past their end, with their labels (two directions; a verb and a
+    noun)."""
+    header = (REPO / "recipes" / f"{recipe}.txt").read_text().splitlines()
+    synth, run = (line.split()[3:] for line in header if line.startswith("#     python"))
+    s = prepare._parser().parse_args(synth)
+    monkeypatch.chdir(tmp_path)
+    prepare.make_synth_labels(s.out, s.kind, s.videos // 10, s.frames, s.size)
+    assert (
+        run[0] == prepare.SYNTH_KINDS[s.kind]
+        and (tmp_path / s.out / f"{run[0]}_classes.txt").exists()
+    )
+    args = train.parse_args([*run, "--device", "cpu", "--output_root", str(tmp_path / "o")])
+    flags.check_args(args)
+    assert args.t_length * args.t_stride <= s.frames and args.crop_size <= min(s.size)
+    x, y, _ = train.make_dataset(args, args.val_list, "val")[0]
+    assert x.shape[-3:] == (args.t_length, args.crop_size, args.crop_size)
+    if s.kind == "multilabel":
+        assert args.multi_label and y.shape == (4,) and y.sum() == 2
+    else:
+        assert args.heads == [4, len(prepare.SYNTH_COLOURS)] and len(y) == 2
