@@ -286,7 +286,8 @@ def test_checkpoint_keys_load_into_the_official_models_strictly(tmp_path):
     target = DDPNames(official_models()[0])
     opt = torch.optim.AdamW(encoder.parameters())
     path = tmp_path / "checkpoint.pth"
-    torch.save({**ours.official_state(), "opt": opt.state_dict(), "epoch": 3}, path)
+    official = ours.official_state(ours.state_dict())
+    torch.save({**official, "opt": opt.state_dict(), "epoch": 3}, path)
     *_, epoch = outils.load_checkpoint(str(path), encoder, predictor, target, opt, None)
     assert epoch == 3
     for mine, theirs in (
