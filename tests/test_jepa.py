@@ -418,6 +418,9 @@ def test_a_run_writes_the_official_checkpoint_its_masks_and_probes(tiny_data, tm
     logs = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in logs] == [0, 1] and all(r["val_loss"] > 0 for r in logs)
     assert Image.open(run / "masks.png").size[0] > 0
+    # --evaluate --resume reads it as train.py's own file (it holds the official keys too)
+    loss = run_main([*args, "--evaluate", "--resume", str(run / "checkpoint.pth")])
+    assert loss == pytest.approx(logs[-1]["val_loss"], rel=1e-6)
     saved = torch.load(run / "checkpoint.pth", weights_only=False)
     encoder, predictor = (DDPNames(m) for m in official_models(pred_depth=1))
     target = DDPNames(official_models()[0])
