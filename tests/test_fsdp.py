@@ -9,7 +9,9 @@ not depend on how its clips are split over processes, so a 2 -> 1 resume can be 
     RUN_SLOW=1 python -m pytest -q tests/test_fsdp.py
 """
 
+import contextlib
 import copy
+import glob
 import json
 import os
 import shutil
@@ -45,16 +47,35 @@ JEPA_NAME = "ucf101_vjepa2_vitt16_pretrain_vjepa_length4_stride2"
 def torchrun(script, *argv, nproc=2, env=None, timeout=300):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
     cmd += [f"--nproc_per_node={nproc}", str(script), *argv]
-    # a session of its own: a timeout (a hang) kills the launcher and its workers, none left behind
     kw = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or ENV, cwd=REPO)
-    with subprocess.Popen(cmd, start_new_session=True, **kw) as p:
+    with subprocess.Popen(cmd, **kw) as p:
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
+            # a hang: the workers go too (torchrun starts each in a session of its own, and they
+            # hold the pipes open), then the launcher
+            for pid in [*descendants(p.pid), p.pid]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             p.communicate()
             raise
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
+def descendants(pid):
+    """The processes below `pid` (Linux's /proc; elsewhere none)."""
+    children = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.split("/")[2]))
+    found, todo = [], [pid]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found += kids
+        todo += kids
+    return found
 
 
 def fsdp_run(lists, out, *extra, nproc=2, timeout=300):
