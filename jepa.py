@@ -7,7 +7,7 @@ gives the hidden space-time blocks; for vjepa.py's encoders, on your own unlabel
         --pretrained RUN/checkpoint.pth ...
 
 `train.py pretrain --objective vjepa` runs here (pretrain.py hands over): the same lists, run
-folder, checkpoints, SIGTERM / --resume auto, DDP and workers as VideoMAE pretraining;
+folder, checkpoints, SIGTERM / --resume auto, DDP, --fsdp and workers as VideoMAE pretraining;
 train.train_one_epoch runs the step with `prediction` as its objective.
 
 One step, as app/vjepa/train.py's train_step:
