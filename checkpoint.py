@@ -157,7 +157,7 @@ def save(args, rt, net, progress, d, best=False):
             "model_ema_updates": int(net.ema.n_averaged) if net.ema else 0,
             # V-JEPA pretraining: also the official release's encoder / target_encoder /
             # predictor (the same tensors: stored once)
-            **(net.bare.official_state() if hasattr(net.bare, "official_state") else {}),
+            **(net.bare.official_state(weights) if hasattr(net.bare, "official_state") else {}),
             # the ViTs' LayerNorm eps (vit.VideoViT.norm_eps): the weights' source's, kept with them
             "args": {
                 **vars(args),

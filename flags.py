@@ -922,7 +922,10 @@ def recipe_parser(dataset, pretrain=False):
 def refuse_zoo_checkpoint(ckpt, path):
     """--evaluate --resume of a model zoo's file (mmaction2, PySlowFast, pytorchvideo): say what it
     is (zoo.py recognises it) and that --pretrained reads it, not a line of every weight that did
-    not load."""
+    not load. A file train.py wrote is its own, whatever else it holds (V-JEPA pretraining's also
+    has the official release's keys)."""
+    if isinstance(ckpt.get("args"), dict) and "model" in ckpt:
+        return
     layout = zoo.zoo_layout(ckpt)
     if layout:
         fail(

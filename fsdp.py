@@ -44,6 +44,8 @@ from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 UNITS = (
     # a ViT's, V-JEPA's or an attentive probe's transformer blocks (vit.py, vjepa.py, mvit_net.py)
     r"(^|\.)blocks\.\d+$",
+    # V-JEPA pretraining's predictor blocks (jepa.Predictor; the encoders' are the rule above)
+    r"(^|\.)predictor_blocks\.\d+$",
     # a ResNet's stages (model.ResNet3D, torchvision's 2D ResNets)
     r"(^|\.)layer\d+$",
     # SlowFast's and X3D's stages (slowfast_net.py: s2 ... s5; s1 is the stems)
@@ -196,7 +198,13 @@ def per_rank_bytes(model, world_size, opt="adamw"):
         dist.destroy_process_group()
 
 
+def local_shards(tensors):
+    """This rank's part of each tensor: a DTensor's local shard (without grad: the storage itself,
+    not a copy), any other tensor as it is. Two modules sharded alike have local shards of the same
+    shapes, element for element: what an elementwise update (an EMA) runs on."""
+    return [t.to_local() if hasattr(t, "to_local") else t for t in tensors]
+
+
 def local_bytes(tensors):
     """Bytes this rank holds of `tensors` (a DTensor: its local shard)."""
-    local = [t.to_local() if hasattr(t, "to_local") else t for t in tensors]
-    return sum(t.numel() * t.element_size() for t in local)
+    return sum(t.numel() * t.element_size() for t in local_shards(tensors))

@@ -7,7 +7,7 @@ gives the hidden space-time blocks; for vjepa.py's encoders, on your own unlabel
         --pretrained RUN/checkpoint.pth ...
 
 `train.py pretrain --objective vjepa` runs here (pretrain.py hands over): the same lists, run
-folder, checkpoints, SIGTERM / --resume auto, DDP and workers as VideoMAE pretraining;
+folder, checkpoints, SIGTERM / --resume auto, DDP, --fsdp and workers as VideoMAE pretraining;
 train.train_one_epoch runs the step with `prediction` as its objective.
 
 One step, as app/vjepa/train.py's train_step:
@@ -65,6 +65,7 @@ import checkpoint
 import data
 import decode
 import flags
+import fsdp
 import probe
 import rundir
 import train
@@ -268,20 +269,26 @@ class JEPA(nn.Module):
 
     @torch.no_grad()
     def update_target(self, m):
-        """target = m * target + (1 - m) * encoder (train_step's Step 3, _foreach in its order)."""
-        target, online = list(self.target_encoder.parameters()), list(self.encoder.parameters())
+        """target = m * target + (1 - m) * encoder (train_step's Step 3, _foreach in its order).
+        --fsdp: on each rank's local shards; the two encoders are sharded alike and the update is
+        elementwise, so no communication."""
+        target = fsdp.local_shards(self.target_encoder.parameters())
+        online = fsdp.local_shards(self.encoder.parameters())
         torch._foreach_mul_(target, m)
         torch._foreach_add_(target, online, alpha=1 - m)
 
-    def official_state(self):  # OFFICIAL_KEYS
-        """{encoder, target_encoder, predictor}: the official checkpoint's state dicts, in its DDP
-        (MultiSeqWrapper / PredictorMultiSeqWrapper) names; the tensors are the model's own (saved
+    def official_state(self, state):  # OFFICIAL_KEYS
+        """This model's whole state dict (its own, or --fsdp's gathered on rank 0) -> {encoder,
+        target_encoder, predictor}: the official checkpoint's state dicts, in its DDP
+        (MultiSeqWrapper / PredictorMultiSeqWrapper) names; the tensors are the state's own (saved
         once)."""
         return {
-            name: {f"module.backbone.{k}": v for k, v in part.state_dict().items()}
-            for name, part in zip(
-                OFFICIAL_KEYS, (self.encoder, self.target_encoder, self.predictor)
-            )
+            name: {
+                f"module.backbone.{k[len(name) + 1 :]}": v
+                for k, v in state.items()
+                if k.startswith(name + ".")
+            }
+            for name in OFFICIAL_KEYS
         }
 
 
@@ -413,7 +420,9 @@ def validate_and_log(args, rt, net, d, progress, meter):
     progress.epoch, progress.iter = epoch + 1, 0
     if (epoch + 1) % args.eval_freq == 0 or epoch + 1 == args.epochs:
         try:
-            log["val_loss"] = validate(net, d, args, rt)
+            # --fsdp: the whole parameters while it scores (ranks score different counts)
+            with fsdp.gathered(net.bare):
+                log["val_loss"] = validate(net, d, args, rt)
         except decode.BadVideo as e:
             checkpoint.save(args, rt, net, progress, d)
             fail(f"validation stopped (checkpoint.pth saved): {e}")

@@ -9,6 +9,9 @@ not depend on how its clips are split over processes, so a 2 -> 1 resume can be 
     RUN_SLOW=1 python -m pytest -q tests/test_fsdp.py
 """
 
+import contextlib
+import copy
+import glob
 import json
 import os
 import shutil
@@ -23,6 +26,7 @@ import torch
 import bench
 import flags
 import fsdp
+import jepa
 import model as models
 import train
 from conftest import ENV, REPO, TINY, assert_same_weights, logs, one_line_error, run_cli, run_main
@@ -33,14 +37,45 @@ VIT = ["--arch", "vit_t16", "--t_length", "4", "--t_stride", "2", "--new_size", 
 VIT += ["--crop_size", "32", "-b", "1", "--lr", "0.01", "--dro", "0", "-j", "0", "-p", "1"]
 VIT += ["-ef", "1", "--device", "cpu", "--num_classes", "4", "--epochs", "2"]
 NAME = "ucf101_vit_t16_3D_length4_stride2_dropout0.0"
+# V-JEPA pretraining (jepa.py) added to either: a 3 x 3 token grid (48 px), a 1-block predictor
+JEPA = ["--pretrain", "--objective", "vjepa", "--arch", "vjepa2_vitt16", "--new_size", "48"]
+JEPA += ["--crop_size", "48", "--opt", "adamw", "--lr", "1e-3", "--pred-depth", "1"]
+JEPA += ["--pred-width", "96", "--pred-heads", "3"]
+JEPA_NAME = "ucf101_vjepa2_vitt16_pretrain_vjepa_length4_stride2"
 
 
 def torchrun(script, *argv, nproc=2, env=None, timeout=300):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
     cmd += [f"--nproc_per_node={nproc}", str(script), *argv]
-    return subprocess.run(
-        cmd, capture_output=True, text=True, env=env or ENV, cwd=REPO, timeout=timeout
-    )
+    kw = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env or ENV, cwd=REPO)
+    with subprocess.Popen(cmd, **kw) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # a hang: the workers go too (torchrun starts each in a session of its own, and they
+            # hold the pipes open), then the launcher
+            for pid in [*descendants(p.pid), p.pid]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            p.communicate()
+            raise
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
+def descendants(pid):
+    """The processes below `pid` (Linux's /proc; elsewhere none)."""
+    children = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.split("/")[2]))
+    found, todo = [], [pid]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found += kids
+        todo += kids
+    return found
 
 
 def fsdp_run(lists, out, *extra, nproc=2, timeout=300):
@@ -76,6 +111,14 @@ def first_epoch(lists, tmp_path_factory):
     return out / NAME
 
 
+@pytest.fixture(scope="module")
+def jepa_reference(lists, tmp_path_factory):
+    """The uninterrupted 2-process --fsdp V-JEPA pretraining run (2 epochs): its run folder."""
+    out = tmp_path_factory.mktemp("jepa_reference")
+    fsdp_run(lists, out, *JEPA)
+    return out / JEPA_NAME
+
+
 def max_difference(a, b):
     return max((a[k].double() - b[k].double()).abs().max().item() for k in a)
 
@@ -91,6 +134,8 @@ def max_difference(a, b):
             + ["--iter_size", "2", "--lr", "0.001", "--grad-ckpt"],
         ),
         (["--pretrain", "--arch", "vit_t16", "--opt", "adamw", "--epochs", "1"], ["--lr", "1e-3"]),
+        # the context and target encoders and the predictor sharded; the EMA on the local shards
+        (["--epochs", "2"], JEPA),
         (
             ["--arch", "vit_t16", "--num_classes", "4", "--epochs", "1", "--opt", "adamw"],
             ["--probe", "attentive", "--probe-blocks", "1", "--probe-heads", "4"]
@@ -101,6 +146,7 @@ def max_difference(a, b):
         "resnet10_3d-sgd",
         "vit_t16-adamw-layer_decay-clip_grad-iter_size-grad_ckpt",
         "vit_t16-pretrain",
+        "vjepa2_vitt16-pretrain-vjepa",
         "vit_t16-probe",
     ],
 )
@@ -110,6 +156,13 @@ def test_fsdp_trains_as_ddp(lists, tmp_path, arch, recipe):
     # norm is summed (over shards): float rounding. AdamW divides each step by the root of its
     # second moment, which enlarges a rounding difference of a small gradient: 1e-5 (weights ~0.1).
     common = ["ucf101", *lists, *TINY, "-b", "2", *arch, *recipe]
+    if "vjepa" in recipe:
+        # 7 val videos: the ranks validate 4 and 3, one at a time, so no collective may run per
+        # video (fsdp.gathered); a mismatched one would hang until the timeout
+        odd = os.path.join(os.path.dirname(lists[1]), "val7.txt")  # the paths are relative
+        with open(odd, "w") as f:
+            f.writelines(open(lists[1]).readlines()[:7])
+        common[2] = odd
     folders = {}
     for mode in ("--fsdp", "--ddp"):
         r = torchrun(REPO / "train.py", *common, mode, "--output_root", str(tmp_path / mode))
@@ -124,9 +177,16 @@ def test_fsdp_trains_as_ddp(lists, tmp_path, arch, recipe):
     assert losses[0] == pytest.approx(losses[1], rel=1e-6, abs=0)
     # the sharded state sits beside the ordinary file; the file has the whole model
     shards = [p.name for p in folders["--fsdp"].iterdir() if p.name.startswith("checkpoint.shards")]
-    assert shards == [
-        torch.load(folders["--fsdp"] / "checkpoint.pth", weights_only=False)["shards"]
-    ]
+    saved = torch.load(folders["--fsdp"] / "checkpoint.pth", weights_only=False)
+    assert shards == [saved["shards"]]
+    # V-JEPA: the official keys hold the gathered model's tensors (whole, plain), as without --fsdp
+    if "vjepa" in recipe:
+        val = [[e["val_loss"] for e in logs(folders[m])] for m in ("--fsdp", "--ddp")]
+        assert val[0] == pytest.approx(val[1], rel=1e-6, abs=0)
+    for name in jepa.OFFICIAL_KEYS if "vjepa" in recipe else ():
+        for k, v in saved[name].items():
+            whole = saved["model"][name + k.removeprefix("module.backbone")]
+            assert type(v) is torch.Tensor and torch.equal(v, whole)
 
 
 @pytest.mark.slow
@@ -156,10 +216,15 @@ def free_port():
 
 
 @pytest.mark.slow
-def test_sigterm_mid_epoch_saves_shards_and_resumes_exactly(lists, tmp_path, reference):
+@pytest.mark.parametrize("recipe", ["vit_t16", "vjepa2_vitt16-pretrain-vjepa"])
+def test_sigterm_mid_epoch_saves_shards_and_resumes_exactly(lists, tmp_path, request, recipe):
     # Two processes started with torchrun's variables (as srun's tasks are), both sent SIGTERM in
     # the second epoch (a preemption signals every process): they finish the step, save, exit 143.
-    port, argv = free_port(), ["ucf101", *lists, *VIT, "--fsdp", "--output_root", str(tmp_path)]
+    # V-JEPA: the target encoder (its EMA) and the momentum schedule's position resume with it.
+    extra, name = (JEPA, JEPA_NAME) if "vjepa" in recipe else ([], NAME)
+    reference = request.getfixturevalue("jepa_reference" if "vjepa" in recipe else "reference")
+    port, argv = free_port(), ["ucf101", *lists, *VIT, *extra, "--fsdp"]
+    argv += ["--output_root", str(tmp_path)]
     procs = []
     for rank in (0, 1):
         env = dict(ENV, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2")
@@ -185,13 +250,13 @@ def test_sigterm_mid_epoch_saves_shards_and_resumes_exactly(lists, tmp_path, ref
         for p in procs:
             p.kill()
     assert [p.returncode for p in procs] == [143, 143], outs[1][1][-2000:]
-    ckpt = torch.load(tmp_path / NAME / "checkpoint.pth", weights_only=False)
+    ckpt = torch.load(tmp_path / name / "checkpoint.pth", weights_only=False)
     assert ckpt["epoch"] == 1 and 1 <= ckpt["iter"] < 4 and ckpt["optimizer"] is None
-    assert (tmp_path / NAME / ckpt["shards"] / ".metadata").is_file()
-    r = fsdp_run(lists, tmp_path, "--resume", "auto")
+    assert (tmp_path / name / ckpt["shards"] / ".metadata").is_file()
+    r = fsdp_run(lists, tmp_path, *extra, "--resume", "auto")
     assert f"at epoch 1 iteration {ckpt['iter']}" in r.stdout
     assert_same_weights(
-        weights(reference / "checkpoint.pth"), weights(tmp_path / NAME / "checkpoint.pth")
+        weights(reference / "checkpoint.pth"), weights(tmp_path / name / "checkpoint.pth")
     )
 
 
@@ -291,6 +356,40 @@ def test_each_block_and_stage_is_a_unit_of_its_own():
         resnet = models.build_network("resnet10_3d", 4)
     assert [n for n, _ in fsdp.units(vit)] == [f"blocks.{i}" for i in range(len(vit.blocks))]
     assert sorted(n for n, _ in fsdp.units(resnet)) == ["layer1", "layer2", "layer3", "layer4"]
+    # V-JEPA pretraining: both encoders' blocks and the predictor's (built on the CPU: its init
+    # reads values; 4 M parameters)
+    model = jepa.JEPA("vjepa2_vitt16", 4, 48, pred_depth=2, pred_width=96, pred_heads=3)
+    blocks = [f"{part}.blocks.{i}" for part in ("encoder", "target_encoder") for i in range(4)]
+    blocks += ["predictor.predictor_blocks.0", "predictor.predictor_blocks.1"]
+    assert sorted(n for n, _ in fsdp.units(model)) == sorted(blocks)
+
+
+def test_vjepa_ema_runs_on_the_shards_and_the_official_keys_are_whole():
+    # One process: fully_shard makes every parameter a DTensor (its local shard the whole tensor).
+    # The momentum update must change the target encoder's shards in place, as the unsharded
+    # model's update changes its tensors; official_state of the gathered state is plain tensors.
+    torch.manual_seed(0)
+    plain = jepa.JEPA("vjepa2_vitt16", 4, 48, pred_depth=1, pred_width=96, pred_heads=3)
+    with torch.no_grad():
+        for p in plain.encoder.parameters():  # the encoder trained away from its copy
+            p.add_(torch.randn_like(p))
+    sharded = copy.deepcopy(plain)
+    fsdp.init_single_process()
+    try:
+        rt = train.Runtime(0, 1, 0, torch.device("cpu"), "", None, torch.contiguous_format)
+        fsdp.shard(sharded, flags.parse_args(["ucf101", "a", "b", "--device", "cpu"]), rt)
+        assert type(sharded.target_encoder.blocks[0].attn.qkv.weight).__name__ == "DTensor"
+        for model in (plain, sharded):
+            model.update_target(0.9)
+        state = fsdp.full_model_state(sharded)
+        official = sharded.official_state(state)
+    finally:
+        torch.distributed.destroy_process_group()
+    assert_same_weights(plain.state_dict(), state)
+    assert not torch.equal(state["target_encoder.norm.weight"], state["encoder.norm.weight"])
+    ours = plain.official_state(plain.state_dict())
+    assert {k: list(v) for k, v in official.items()} == {k: list(v) for k, v in ours.items()}
+    assert all(type(v) is torch.Tensor for part in official.values() for v in part.values())
 
 
 def test_memory_table_is_measured_from_the_shards():

@@ -286,7 +286,8 @@ def test_checkpoint_keys_load_into_the_official_models_strictly(tmp_path):
     target = DDPNames(official_models()[0])
     opt = torch.optim.AdamW(encoder.parameters())
     path = tmp_path / "checkpoint.pth"
-    torch.save({**ours.official_state(), "opt": opt.state_dict(), "epoch": 3}, path)
+    official = ours.official_state(ours.state_dict())
+    torch.save({**official, "opt": opt.state_dict(), "epoch": 3}, path)
     *_, epoch = outils.load_checkpoint(str(path), encoder, predictor, target, opt, None)
     assert epoch == 3
     for mine, theirs in (
@@ -417,6 +418,9 @@ def test_a_run_writes_the_official_checkpoint_its_masks_and_probes(tiny_data, tm
     logs = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in logs] == [0, 1] and all(r["val_loss"] > 0 for r in logs)
     assert Image.open(run / "masks.png").size[0] > 0
+    # --evaluate --resume reads it as train.py's own file (it holds the official keys too)
+    loss = run_main([*args, "--evaluate", "--resume", str(run / "checkpoint.pth")])
+    assert loss == pytest.approx(logs[-1]["val_loss"], rel=1e-6)
     saved = torch.load(run / "checkpoint.pth", weights_only=False)
     encoder, predictor = (DDPNames(m) for m in official_models(pred_depth=1))
     target = DDPNames(official_models()[0])
