@@ -338,6 +338,60 @@ def test_decode_batch_cuda_matches_cpu(mode, tmp_path):
     assert mirrored > 4 * diff.mean() + 1  # the tolerance is far below what a wrong flip costs
 
 
+# ---- reading the files: one os.read each, and the loader's heap ----------------------------------
+def test_read_encoded_is_the_files_bytes(tmp_path):
+    """decode.read_encoded (one os.read into a tensor sized by fstat) gives each file's bytes, as
+    np.fromfile does: whole, the first `count`, an empty file; a folder or a missing file is an
+    OSError."""
+    paths = list(jpeg_variants(tmp_path).values())
+    (tmp_path / "empty.jpg").write_bytes(b"")
+    for path in [*paths, str(tmp_path / "empty.jpg")]:
+        want = np.fromfile(path, dtype=np.uint8)
+        for count in (-1, 12, 0):
+            got = decode.read_encoded(path, count)
+            assert got.dtype == torch.uint8 and got.dim() == 1, path
+            assert np.array_equal(got.numpy(), want if count < 0 else want[:count]), path
+    for bad in (tmp_path, tmp_path / "missing.jpg"):
+        with pytest.raises(OSError):
+            decode.read_encoded(str(bad))
+
+
+def test_train_clips_reuse_the_heap_instead_of_faulting_pages_in(tmp_path):
+    """A 16x224 train clip's buffers (~2.4 MB each: its crop, collate's copy) come from malloc's
+    kept heap once the dataset exists (decode.keep_heap), not from fresh pages: few page faults a
+    clip in steady state, where glibc's defaults give ~250 (each ~1.4 us here). A subprocess: the
+    setting is per process. glibc only."""
+    folder = tmp_path / "v"
+    folder.mkdir()
+    for k in range(1, 33):
+        Image.fromarray(textured(256, 320, seed=k)).save(folder / f"img_{k:05d}.jpg", quality=90)
+    (tmp_path / "l.txt").write_text("v 32 0\n")
+    code = f"""
+import resource, sys
+sys.path.insert(0, {str(REPO)!r})
+import data, decode
+ds = data.VideoFrameDataset({str(tmp_path / "l.txt")!r}, mode="train", t_stride=2)
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for e in range(4):  # warm: the heap grows to its size
+    ds.set_epoch(e)
+    data.collate([ds[0]])
+before = faults()
+for e in range(4, 20):
+    ds.set_epoch(e)
+    data.collate([ds[0]])
+print(decode.keep_heap(), (faults() - before) / 16)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert out.returncode == 0, out.stderr
+    kept, faults = out.stdout.split()
+    if kept != "True":
+        pytest.skip("mallopt not available (not glibc)")
+    assert float(faults) < 60, faults  # 2.4 MB is 588 pages
+
+
 # ---- bench.py data: the dataset's own sampling ---------------------------------------------------
 def decoded_paths(monkeypatch, fn):
     """The frame files read for decoding (decode.read_encoded: the loader's reads and decode_frame's
