@@ -100,7 +100,9 @@ def read_encoded(path, count=-1):
     try:
         size = os.fstat(fd).st_size
         if size == 0:  # empty, or not a regular file (a FIFO, /proc): read to its end
-            return torch.from_numpy(np.fromfile(path, dtype=np.uint8, count=count))
+            with open(fd, "rb", closefd=False) as f:
+                blob = bytearray(f.read() if count < 0 else f.read(count))
+            return torch.from_numpy(np.frombuffer(blob, dtype=np.uint8))
         data = torch.empty(size if count < 0 else min(count, size), dtype=torch.uint8)
         n = os.readv(fd, [data.numpy()]) if data.numel() else 0
     finally:

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -354,6 +355,13 @@ def test_read_encoded_is_the_files_bytes(tmp_path):
     for bad in (tmp_path, tmp_path / "missing.jpg"):
         with pytest.raises(OSError):
             decode.read_encoded(str(bad))
+    if hasattr(os, "mkfifo"):  # no size to read up to (st_size 0): read to its end
+        fifo, blob = tmp_path / "fifo.jpg", np.fromfile(paths[0], dtype=np.uint8).tobytes()
+        os.mkfifo(fifo)
+        writer = threading.Thread(target=fifo.write_bytes, args=(blob,), daemon=True)
+        writer.start()
+        assert decode.read_encoded(str(fifo)).numpy().tobytes() == blob
+        writer.join(10)
 
 
 def test_train_clips_reuse_the_heap_instead_of_faulting_pages_in(tmp_path):
