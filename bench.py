@@ -1473,7 +1473,7 @@ def clip_split(ds, iters, repeats):
     ms["rest"] = 1e3 * total / iters - sum(ms.values())
     if times["frames"]:
         ms["frames decoded"] = times["frames"] / iters
-    # a fresh page costs ~1.4 us here (a 2.4 MB buffer faulted in: ~0.8 ms; decode.keep_heap)
+    # a fresh page costs ~1.4 us here (a 2.4 MB buffer faulted in: ~0.9 ms; docs/performance.md)
     ms["page faults"] = times["page faults"] / iters
     return ms
 

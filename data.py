@@ -1342,7 +1342,6 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         spec = dataclasses.replace(spec, **fields)
         spec.check(mode)
         self.list_file, self.spec, self.mode, self.epoch = str(list_file), spec, mode, 0
-        decode.keep_heap()  # a clip's buffers reused, not page-faulted in afresh
         self.flip = spec.flips
         # a CPU model, or an augmented view (augment_view: the final pixels): finish_box here,
         # uint8 (crop_resize would take ~20x the time)

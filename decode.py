@@ -8,8 +8,6 @@ References
 - docs/video.md: exact frames from video files, AVI's timestamps, the decoders.
 """
 
-import ctypes
-import functools
 import io
 import os
 import re
@@ -71,27 +69,6 @@ warnings.filterwarnings(
 
 
 # ---- decoding: files -> uint8 frames -------------------------------------------------------------
-# glibc's mallopt parameters (malloc.h)
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-
-
-@functools.lru_cache(maxsize=1)
-def keep_heap(mmap_below=16 << 20, keep=64 << 20):
-    """Let glibc's malloc serve blocks under `mmap_below` bytes from its heap and keep up to `keep`
-    bytes of freed heap, once per process (forked DataLoader workers inherit it); True where it
-    took. Trap: by default a clip's buffers (its 2.4 MB crop, collate's copy) come back from the
-    kernel page by page: glibc hands the heap's freed top back after each clip, or maps a block
-    above its threshold afresh. ~250 page faults a 16x224 train clip, ~1.4 us each
-    (docs/performance.md); with the heap kept, ~10. Not glibc (musl, macOS, Windows): no-op."""
-    try:
-        libc = ctypes.CDLL(None)
-        return bool(
-            libc.mallopt(_M_MMAP_THRESHOLD, mmap_below) and libc.mallopt(_M_TRIM_THRESHOLD, keep)
-        )
-    except (OSError, AttributeError, TypeError):  # no mallopt; Windows: no CDLL(None)
-        return False
-
-
 def read_encoded(path, count=-1):
     """A file's bytes (the first `count`; -1: all) as a 1-D uint8 tensor, what decoders take;
     OSError. One os.read into the tensor, sized by fstat: np.fromfile's file object costs ~9 us a

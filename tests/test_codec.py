@@ -339,7 +339,7 @@ def test_decode_batch_cuda_matches_cpu(mode, tmp_path):
     assert mirrored > 4 * diff.mean() + 1  # the tolerance is far below what a wrong flip costs
 
 
-# ---- reading the files: one os.read each, and the loader's heap ----------------------------------
+# ---- reading the files: one os.read each ---------------------------------------------------------
 def test_read_encoded_is_the_files_bytes(tmp_path):
     """decode.read_encoded (one os.read into a tensor sized by fstat) gives each file's bytes, as
     np.fromfile does: whole, the first `count`, an empty file; a folder or a missing file is an
@@ -362,42 +362,6 @@ def test_read_encoded_is_the_files_bytes(tmp_path):
         writer.start()
         assert decode.read_encoded(str(fifo)).numpy().tobytes() == blob
         writer.join(10)
-
-
-def test_train_clips_reuse_the_heap_instead_of_faulting_pages_in(tmp_path):
-    """A 16x224 train clip's buffers (~2.4 MB each: its crop, collate's copy) come from malloc's
-    kept heap once the dataset exists (decode.keep_heap), not from fresh pages: few page faults a
-    clip in steady state, where glibc's defaults give ~250 (each ~1.4 us here). A subprocess: the
-    setting is per process. glibc only."""
-    folder = tmp_path / "v"
-    folder.mkdir()
-    for k in range(1, 33):
-        Image.fromarray(textured(256, 320, seed=k)).save(folder / f"img_{k:05d}.jpg", quality=90)
-    (tmp_path / "l.txt").write_text("v 32 0\n")
-    code = f"""
-import resource, sys
-sys.path.insert(0, {str(REPO)!r})
-import data, decode
-ds = data.VideoFrameDataset({str(tmp_path / "l.txt")!r}, mode="train", t_stride=2)
-def faults():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for e in range(4):  # warm: the heap grows to its size
-    ds.set_epoch(e)
-    data.collate([ds[0]])
-before = faults()
-for e in range(4, 20):
-    ds.set_epoch(e)
-    data.collate([ds[0]])
-print(decode.keep_heap(), (faults() - before) / 16)
-"""
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO
-    )
-    assert out.returncode == 0, out.stderr
-    kept, faults = out.stdout.split()
-    if kept != "True":
-        pytest.skip("mallopt not available (not glibc)")
-    assert float(faults) < 60, faults  # 2.4 MB is 588 pages
 
 
 # ---- bench.py data: the dataset's own sampling ---------------------------------------------------
