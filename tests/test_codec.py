@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -337,31 +336,6 @@ def test_decode_batch_cuda_matches_cpu(mode, tmp_path):
     assert diff.mean() < 2.0 and (diff > 16).float().mean() < 0.01, (diff.mean(), diff.max())
     mirrored = (y.cpu().float().flip(-1) - x.float()).abs().mean()
     assert mirrored > 4 * diff.mean() + 1  # the tolerance is far below what a wrong flip costs
-
-
-# ---- reading the files: one os.read each ---------------------------------------------------------
-def test_read_encoded_is_the_files_bytes(tmp_path):
-    """decode.read_encoded (one os.read into a tensor sized by fstat) gives each file's bytes, as
-    np.fromfile does: whole, the first `count`, an empty file; a folder or a missing file is an
-    OSError."""
-    paths = list(jpeg_variants(tmp_path).values())
-    (tmp_path / "empty.jpg").write_bytes(b"")
-    for path in [*paths, str(tmp_path / "empty.jpg")]:
-        want = np.fromfile(path, dtype=np.uint8)
-        for count in (-1, 12, 0):
-            got = decode.read_encoded(path, count)
-            assert got.dtype == torch.uint8 and got.dim() == 1, path
-            assert np.array_equal(got.numpy(), want if count < 0 else want[:count]), path
-    for bad in (tmp_path, tmp_path / "missing.jpg"):
-        with pytest.raises(OSError):
-            decode.read_encoded(str(bad))
-    if hasattr(os, "mkfifo"):  # no size to read up to (st_size 0): read to its end
-        fifo, blob = tmp_path / "fifo.jpg", np.fromfile(paths[0], dtype=np.uint8).tobytes()
-        os.mkfifo(fifo)
-        writer = threading.Thread(target=fifo.write_bytes, args=(blob,), daemon=True)
-        writer.start()
-        assert decode.read_encoded(str(fifo)).numpy().tobytes() == blob
-        writer.join(10)
 
 
 # ---- bench.py data: the dataset's own sampling ---------------------------------------------------
