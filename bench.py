@@ -512,7 +512,7 @@ def paired_line(p):
 
 
 def split_line(ms):
-    """clip_split's stages, CPU ms; its counts (frames decoded, page faults) as counts."""
+    """clip_split's stages, CPU ms a clip; page faults a clip as a whole count."""
     return ", ".join(
         f"{k} {v:.0f}" if k == "page faults" else f"{k} {v:.2f}" for k, v in ms.items()
     )
