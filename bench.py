@@ -512,13 +512,18 @@ def paired_line(p):
 
 
 def split_line(ms):
-    return ", ".join(f"{k} {v:.2f}" for k, v in ms.items())
+    """clip_split's stages, CPU ms a clip; page faults a clip as a whole count."""
+    return ", ".join(
+        f"{k} {v:.0f}" if k == "page faults" else f"{k} {v:.2f}" for k, v in ms.items()
+    )
 
 
 def loader_vs_decode(ds, K, items, rounds):
     """The frame loader (dataset item + data.collate) over decoding the same JPEG files alone
     (decode.decode_frame, the files read from the page cache on both sides), per core: `paired`,
-    epoch r's clips in round r."""
+    epoch r's clips in round r. Decode-only stacks nothing: the loader's crop and collate's copy
+    (2.4 MB each, a 16x224 clip) are work only the loader does; its decoded frames are dropped at
+    the clip's end, as the loader's are."""
     files = []
 
     def setup(r):
@@ -1417,9 +1422,10 @@ SPLIT_STAGES = {
 def clip_split(ds, iters, repeats):
     """Where a clip's CPU time goes, ms per clip (best round), through the Dataset and
     data.collate: read (the files' bytes; a video's first bytes), decode, crop / resize, collate,
-    rest (sampling, Python). Video files, PyAV: open, index (the packet scan), seek, decode (and
-    frames decoded per clip), colour conversion (the swscale reformat to RGB); TorchCodec: open
-    (its exact-mode scan included) and get_frames_at (seek, decode and conversion in one call)."""
+    rest (sampling, Python), and the minor page faults a clip. Video files, PyAV: open, index
+    (the packet scan), seek, decode (and frames decoded per clip), colour conversion (the swscale
+    reformat to RGB); TorchCodec: open (its exact-mode scan included) and get_frames_at (seek,
+    decode and conversion in one call)."""
     import av
 
     best = None
@@ -1448,11 +1454,12 @@ def clip_split(ds, iters, repeats):
                 setattr(owner, name, timed(stage, getattr(owner, name)))
         try:
             ds.set_epoch(r)
-            t0 = time.process_time()
+            faults, t0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.process_time()
             for i in range(iters):
                 item = ds[i % len(ds)]
                 timed("collate", data.collate)([item])
             total = time.process_time() - t0
+            times["page faults"] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
         finally:
             decode._av_open, decode.VideoDecoder = real_open, real_vd
             av.video.reformatter.VideoReformatter = Reformatter
@@ -1462,10 +1469,12 @@ def clip_split(ds, iters, repeats):
             best = (total, times)
     ds.set_epoch(0)
     total, times = best
-    ms = {k: 1e3 * v / iters for k, v in times.items() if k != "frames"}
+    ms = {k: 1e3 * v / iters for k, v in times.items() if k not in ("frames", "page faults")}
     ms["rest"] = 1e3 * total / iters - sum(ms.values())
     if times["frames"]:
         ms["frames decoded"] = times["frames"] / iters
+    # a fresh page costs ~1.4 us here (a 2.4 MB buffer faulted in: ~0.9 ms; docs/performance.md)
+    ms["page faults"] = times["page faults"] / iters
     return ms
 
 

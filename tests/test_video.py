@@ -7,6 +7,7 @@ python -m pytest -q tests/test_video.py
 """
 
 import os
+import re
 import subprocess
 import sys
 
@@ -470,6 +471,9 @@ def test_bench_video_rows(made, tmp_path, capsys):
     for name in ("pyav", "JPEG frames"):
         assert all(out["split"][name][k] > 0 for k in ("read", "crop / resize", "collate"))
     assert out["split"]["JPEG frames"]["decode"] > 0
+    # the page faults a clip: a count (the heap's history shows in the ms), printed as one
+    assert all(out["split"][name]["page faults"] >= 0 for name in out["split"])
+    assert re.search(r"JPEG frames, CPU ms per clip: .*, page faults \d+$", text, re.M), text
     # re-encoded over JPEG frames, side by side: one ratio per round, their median and range
     for mode in ("train", "val"):
         p = out["paired"][mode]
