@@ -89,8 +89,9 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Deselects the slow tier unless RUN_SLOW=1: the summary says how many were left out."""
-    if RUN_SLOW:
+    """Deselects the slow tier unless RUN_SLOW=1: the summary says how many were left out.
+    `--trainer-flags` asks for the exactness tests, which are all slow: given, it keeps them."""
+    if RUN_SLOW or config.getoption("--trainer-flags"):
         return
     slow = [item for item in items if item.get_closest_marker("slow")]
     if slow:
