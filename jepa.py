@@ -198,8 +198,11 @@ class Predictor(nn.Module):
     mask tokens): context tokens -> predicted features of the target tokens. Parameter names are
     the official ones."""
 
-    def __init__(self, dim, width, depth, heads, mask_tokens, mlp_ratio=4.0, drop_path=0.0):
+    def __init__(
+        self, dim, width, depth, heads, mask_tokens, mlp_ratio=4.0, drop_path=0.0, grad_ckpt=False
+    ):
         super().__init__()
+        self.grad_ckpt = grad_ckpt
         self.predictor_embed = nn.Linear(dim, width)
         self.mask_tokens = nn.ParameterList(
             nn.Parameter(torch.zeros(1, 1, width)) for _ in range(mask_tokens)
@@ -224,8 +227,7 @@ class Predictor(nn.Module):
         order = torch.argsort(ids, dim=1)
         x, ids = gather(x, order), torch.gather(ids, 1, order)
         pos = positions(ids, grid)
-        for blk in self.predictor_blocks:
-            x = blk(x, pos)
+        x = vjepa.run_blocks(self.predictor_blocks, x, pos, self.grad_ckpt)
         x = gather(self.predictor_norm(x), torch.argsort(order, dim=1))
         return self.predictor_proj(x[:, n_ctx:])
 
@@ -239,16 +241,30 @@ class JEPA(nn.Module):
     over t_length x crop_size clips: (x, masks) -> [(predictions, targets)], one pair per mask
     generator, each (B, n_tgt, width)."""
 
-    def __init__(self, arch, t_length, crop_size, pred_depth, pred_width, pred_heads, masks=MASKS):
+    def __init__(
+        self,
+        arch,
+        t_length,
+        crop_size,
+        pred_depth,
+        pred_width,
+        pred_heads,
+        masks=MASKS,
+        grad_ckpt=False,
+    ):
         super().__init__()
         self.arch, self.masks = arch, masks
-        self.encoder = vjepa.VJEPAViT(arch, None)
+        # grad_ckpt: the context encoder's and the predictor's blocks recomputed in the backward
+        # (use_activation_checkpointing); the target encoder runs without gradients, so never
+        self.encoder = vjepa.VJEPAViT(arch, None, grad_ckpt=grad_ckpt)
         self.spec = self.encoder.spec
         side = crop_size // self.spec.patch
         self.grid = (t_length // self.spec.tubelet, side, side)
         # init_video_model: one mask token per generator and clip length (one length here); the
         # predictor reads token 0 (PredictorMultiSeqWrapper's mask_index is the length's index)
-        self.predictor = Predictor(self.spec.width, pred_width, pred_depth, pred_heads, len(masks))
+        self.predictor = Predictor(
+            self.spec.width, pred_width, pred_depth, pred_heads, len(masks), grad_ckpt=grad_ckpt
+        )
         for t in self.predictor.mask_tokens[1:]:
             t.requires_grad_(False)  # never read: no gradient (DDP), never decayed (as there)
         self.target_encoder = copy.deepcopy(self.encoder).requires_grad_(False)
@@ -472,7 +488,13 @@ def check_args(args):
 
 def build_model(args):
     return JEPA(
-        args.arch, args.t_length, args.crop_size, args.pred_depth, args.pred_width, args.pred_heads
+        args.arch,
+        args.t_length,
+        args.crop_size,
+        args.pred_depth,
+        args.pred_width,
+        args.pred_heads,
+        grad_ckpt=args.grad_ckpt,
     )
 
 

@@ -357,15 +357,21 @@ class VJEPAViT(nn.Module):
         if keep is not None:  # (3, B, n): each sample's kept tokens' positions
             x = torch.gather(x, 1, keep[..., None].expand(-1, -1, x.shape[-1]))
             pos = pos[:, keep]
-        for blk in self.blocks:
-            if self.grad_ckpt and blk.training and torch.is_grad_enabled():
-                x = torch.utils.checkpoint.checkpoint(blk, x, pos, use_reentrant=False)
-            else:
-                x = blk(x, pos)
-        return self.norm(x)
+        return self.norm(run_blocks(self.blocks, x, pos, self.grad_ckpt))
 
     def forward(self, x):
         return self.head(segment_tokens(self.tokens, x, self.snippet))
+
+
+def run_blocks(blocks, x, pos, grad_ckpt):
+    """The blocks in order at the tokens' positions pos; grad_ckpt (training only): each recomputed
+    in the backward, its RNG (drop path) replayed, so the same results bit for bit."""
+    for blk in blocks:
+        if grad_ckpt and blk.training and torch.is_grad_enabled():
+            x = torch.utils.checkpoint.checkpoint(blk, x, pos, use_reentrant=False)
+        else:
+            x = blk(x, pos)
+    return x
 
 
 def segment_tokens(tokens, x, snippet):

@@ -199,6 +199,39 @@ def test_loss_and_gradients_equal_the_official_modules(loss_exp):
     assert all(p.grad is None for p in ours.target_encoder.parameters())
 
 
+def test_grad_ckpt_gives_the_same_loss_and_gradients():
+    """--grad-ckpt (use_activation_checkpointing) reaches the context encoder's and the predictor's
+    blocks: each runs again in the backward, and the step's loss and gradients are the same bit for
+    bit, float64."""
+    args = flags.parse_args(["demo", "@recipes/demo_vjepa_pretrain.txt", "--grad-ckpt"])
+    args.t_length, args.crop_size = T, CROP
+    torch.manual_seed(0)
+    plain = jepa.JEPA("vjepa2_vitt16", T, CROP, **PRED).double()
+    ckpt = jepa.build_model(args).double()
+    ckpt.load_state_dict(plain.state_dict())
+    x = torch.randn(2, 3, T, CROP, CROP, dtype=torch.float64)
+    masks = jepa.draw_masks(GRID, jepa.MASKS, 2, 0, [0, 0], [0, 1])
+    losses, grads, calls = [], [], []
+    for m in (plain, ckpt):
+        seen = []
+        # count the forwards (recomputed too) of an encoder block, a predictor block, a target one
+        for blk in (
+            m.encoder.blocks[0],
+            m.predictor.predictor_blocks[0],
+            m.target_encoder.blocks[0],
+        ):
+            blk.forward = lambda x, pos, f=blk.forward: (seen.append(1), f(x, pos))[1]
+        loss = jepa.jepa_loss(m.train()(x, masks))
+        loss.backward()
+        losses.append(loss)
+        grads.append([p.grad for p in m.parameters() if p.requires_grad])
+        calls.append(len(seen))
+    # the target encoder once, then per generator: the encoder and the predictor, again in backward
+    assert calls == [1 + 2 * len(masks), 1 + 4 * len(masks)]
+    assert torch.equal(*losses)
+    assert all(a is None and b is None or torch.equal(a, b) for a, b in zip(*grads))
+
+
 @pytest.mark.slow
 def test_ema_update_equals_the_official_momentum_step():
     ours, encoder, target, _ = pair()
