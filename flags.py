@@ -984,6 +984,24 @@ def check_args(args):
     args.freeze_bn = args.freeze_bn or args.fc_only
 
 
+def refuse_for_pretraining(args, objective, more=None):
+    """The flags pretraining cannot take (it starts from random weights and reads no labels), each
+    refused in one line naming `objective` (--pretrain, --objective vjepa); `more`: an objective's
+    own {flag: given}."""
+    refused = {
+        "--test_clips / --test_crops": args.test_clips * args.test_crops > 1,
+        "--pretrained": args.pretrained or args.pretrained_model,
+        "--decode_device cuda": args.decode_device == "cuda",
+        "--mixup-alpha / --cutmix-alpha": args.mixup_alpha or args.cutmix_alpha,
+        "--model-ema": args.model_ema,
+        **(more or {}),
+    }
+    for flag, given in refused.items():
+        if given:
+            why = "pretraining starts from random weights, no labels"
+            fail(f"{flag}: not with {objective} ({why})")
+
+
 def check_fsdp(args):
     """--fsdp with the flags it cannot serve (yet), each refused in one line."""
     if not args.fsdp:

@@ -470,19 +470,12 @@ def check_args(args):
         fail(f"--pred-width {args.pred_width}: a multiple of --pred-heads {args.pred_heads}")
     if args.opt != "adamw":
         fail(f"--opt {args.opt}: V-JEPA pretraining's optimizer is AdamW (init_opt): --opt adamw")
-    refused = {
-        "--test_clips / --test_crops": args.test_clips * args.test_crops > 1,
-        "--pretrained": args.pretrained or args.pretrained_model,
-        "--decode_device cuda": args.decode_device == "cuda",
-        "--mixup-alpha / --cutmix-alpha": args.mixup_alpha or args.cutmix_alpha,
-        "--model-ema": args.model_ema,
+    more = {
         "--num_sample": args.ra_reps > 1,
         "--layer-decay": args.layer_decay < 1,
         "--lr-batch": args.lr_batch,
     }
-    for flag, given in refused.items():
-        if given:
-            fail(f"{flag}: not with --objective vjepa (pretraining from random weights, no labels)")
+    flags.refuse_for_pretraining(args, "--objective vjepa", more)
     flags.check_args(args)
 
 

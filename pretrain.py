@@ -425,16 +425,7 @@ def check_args(args):
     spec = vit.VIT_SPECS[args.arch]
     if hidden_per_frame(args.mask_ratio, (args.crop_size // spec.patch) ** 2) == 0:
         fail(f"--mask-ratio {args.mask_ratio} hides no patch of a {args.crop_size} px frame")
-    refused = {
-        "--test_clips / --test_crops": args.test_clips * args.test_crops > 1,
-        "--pretrained": args.pretrained or args.pretrained_model,
-        "--decode_device cuda": args.decode_device == "cuda",
-        "--mixup-alpha / --cutmix-alpha": args.mixup_alpha or args.cutmix_alpha,
-        "--model-ema": args.model_ema,
-    }
-    for flag, given in refused.items():
-        if given:
-            fail(f"{flag}: not with --pretrain (pretraining starts from random weights, no labels)")
+    flags.refuse_for_pretraining(args, "--pretrain")
     flags.check_args(args)
 
 
