@@ -289,17 +289,22 @@ def time_segment(path, start, end, fps=None, rates=None):
 KINETICS_COLUMNS = ("label", "youtube_id", "time_start", "time_end", "split")
 
 
+def csv_rows(path, columns):
+    """A CSV file with a header naming at least `columns` -> [(line number, row dict)]; ValueError
+    naming the file's first line if a column is missing."""
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        if not set(columns) <= set(reader.fieldnames or ()):
+            raise ValueError(
+                f"{path}:1: expected the columns {','.join(columns)}, got {reader.fieldnames}"
+            )
+        return list(enumerate(reader, 2))
+
+
 def kinetics_csv(path):
     """A Kinetics annotation file (`label,youtube_id,time_start,time_end,split`, the official
     train.csv / validate.csv) -> [(line number, row dict)]; ValueError if a column is missing."""
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        reader = csv.DictReader(f)
-        if not set(KINETICS_COLUMNS) <= set(reader.fieldnames or ()):
-            raise ValueError(
-                f"{path}:1: expected the columns {','.join(KINETICS_COLUMNS)}, got "
-                f"{reader.fieldnames}"
-            )
-        return list(enumerate(reader, 2))
+    return csv_rows(path, KINETICS_COLUMNS)
 
 
 def kinetics_name(row):

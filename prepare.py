@@ -29,7 +29,6 @@ References
 """
 
 import argparse
-import csv
 import importlib.util
 import json
 import math
@@ -551,14 +550,7 @@ def _segment_entries(csv_file):
     {"train": [(video, label, "file:line", (start, end))], "val": [...]}). Labels: integers as
     they are (class names "0", "1", ...), else class names, numbered in the sorted order of the
     train rows' (as Kinetics')."""
-    with open(csv_file, newline="", encoding="utf-8-sig") as f:
-        reader = csv.DictReader(f)
-        if not set(SEGMENT_COLUMNS) <= set(reader.fieldnames or ()):
-            raise ValueError(
-                f"{csv_file}:1: expected the columns {','.join(SEGMENT_COLUMNS)}, got "
-                f"{reader.fieldnames}"
-            )
-        rows = [(row, f"{csv_file}:{n}") for n, row in enumerate(reader, 2)]
+    rows = [(row, f"{csv_file}:{n}") for n, row in data.csv_rows(csv_file, SEGMENT_COLUMNS)]
     rows = [(row, where) for row, where in rows if row["split"] in SPLITS]
     numbered = all(re.fullmatch(r"\d+", row["label"] or "") for row, _ in rows)
     if numbered:
