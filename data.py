@@ -289,7 +289,7 @@ def time_segment(path, start, end, fps=None, rates=None):
 KINETICS_COLUMNS = ("label", "youtube_id", "time_start", "time_end", "split")
 
 
-def csv_rows(path, columns):
+def csv_with_columns(path, columns):
     """A CSV file with a header naming at least `columns` -> [(line number, row dict)]; ValueError
     naming the file's first line if a column is missing."""
     with open(path, newline="", encoding="utf-8-sig") as f:
@@ -304,7 +304,7 @@ def csv_rows(path, columns):
 def kinetics_csv(path):
     """A Kinetics annotation file (`label,youtube_id,time_start,time_end,split`, the official
     train.csv / validate.csv) -> [(line number, row dict)]; ValueError if a column is missing."""
-    return csv_rows(path, KINETICS_COLUMNS)
+    return csv_with_columns(path, KINETICS_COLUMNS)
 
 
 def kinetics_name(row):
@@ -1430,6 +1430,23 @@ def check_labels(videos, spec):
             raise ValueError(
                 f"{where}: {len(labels(v))} labels: a multi-label list trains with --multi-label"
             )
+
+
+class Wrapped(torch.utils.data.Dataset):
+    """A dataset around a VideoFrameDataset whose items add to its info (pretraining's masks, their
+    draw's index and epoch): every other attribute (set_epoch, videos, spec, reps, ...) is the
+    wrapped one's. Subclasses define __getitem__."""
+
+    def __init__(self, ds):
+        self.ds = ds
+
+    def __getattr__(self, name):
+        if name == "ds":  # not yet set (unpickling in a worker): no recursion
+            raise AttributeError(name)
+        return getattr(self.ds, name)
+
+    def __len__(self):
+        return len(self.ds)
 
 
 BAD_ATTEMPTS = 4  # train mode: replacements tried for one unreadable video before giving up

@@ -550,7 +550,7 @@ def _segment_entries(csv_file):
     {"train": [(video, label, "file:line", (start, end))], "val": [...]}). Labels: integers as
     they are (class names "0", "1", ...), else class names, numbered in the sorted order of the
     train rows' (as Kinetics')."""
-    rows = [(row, f"{csv_file}:{n}") for n, row in data.csv_rows(csv_file, SEGMENT_COLUMNS)]
+    rows = [(row, f"{csv_file}:{n}") for n, row in data.csv_with_columns(csv_file, SEGMENT_COLUMNS)]
     rows = [(row, where) for row, where in rows if row["split"] in SPLITS]
     numbered = all(re.fullmatch(r"\d+", row["label"] or "") for row, _ in rows)
     if numbered:
