@@ -161,20 +161,9 @@ def draw_masks(grid, specs, batch, seed, epochs, indices):
     return out
 
 
-class Indexed(torch.utils.data.Dataset):
+class Indexed(data.Wrapped):
     """A train.make_dataset dataset whose items carry info["index"] and info["epoch"]: what the
     step draws each sample's masks from."""
-
-    def __init__(self, ds):
-        self.ds = ds
-
-    def __getattr__(self, name):  # set_epoch, videos, spec, ...: the wrapped dataset's
-        if name == "ds":  # not yet set (unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.ds, name)
-
-    def __len__(self):
-        return len(self.ds)
 
     def __getitem__(self, index):
         clip, label, info = self.ds[index]

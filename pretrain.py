@@ -96,22 +96,15 @@ def draw_mask(grid, ratio, seed, epoch, index, views=1):
     return masks[0] if views == 1 else torch.stack(masks)
 
 
-class MaskedClips(torch.utils.data.Dataset):
+class MaskedClips(data.Wrapped):
     """A train.make_dataset dataset whose items carry info["mask"], (T'H'W',) bool: draw_mask of the
     dataset's seed, its epoch (set_epoch: the wrapped one's) and the item's index; (K, T'H'W') for
     the K views of a train item with --num_sample K (the wrapped dataset's reps: one decode, K
     crops)."""
 
     def __init__(self, ds, grid, ratio):
-        self.ds, self.grid, self.ratio = ds, grid, ratio
-
-    def __getattr__(self, name):  # set_epoch, videos, encoded, ...: the wrapped dataset's
-        if name == "ds":  # not yet set (unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.ds, name)
-
-    def __len__(self):
-        return len(self.ds)
+        super().__init__(ds)
+        self.grid, self.ratio = grid, ratio
 
     def __getitem__(self, index):
         clip, label, info = self.ds[index]
