@@ -8,6 +8,7 @@ References
 - docs/video.md: exact frames from video files, AVI's timestamps, the decoders.
 """
 
+import ctypes
 import io
 import os
 import re
@@ -66,6 +67,23 @@ warnings.filterwarnings(
     message="The image decoding and encoding capabilities of TorchVision",
     category=DeprecationWarning,
 )
+
+
+# glibc's malloc maps every buffer above a moving threshold afresh from the kernel and hands freed
+# heap above another back to it, so a loader's buffers (a clip's 16 decoded frames of ~0.5 MB, its
+# 2.4 MB crop) can fault in each of their pages again, clip after clip: ~540 minor faults a clip
+# measured, at 1.4-4 us each, depending on the heap's history (docs/performance.md). Fixed
+# thresholds keep the freed heap for the next clip. M_TRIM_THRESHOLD and M_MMAP_THRESHOLD: malloc.h.
+MALLOPT = {-1: 64 << 20, -3: 16 << 20}
+
+
+def keep_heap():
+    """Buffers under 16 MB from the heap, and up to 64 MB of freed heap kept, in this process (and
+    the processes it forks): glibc's mallopt. A no-op where there is none (macOS, Windows)."""
+    if os.name != "posix" or not hasattr(ctypes.CDLL(None), "mallopt"):
+        return
+    for param, value in MALLOPT.items():
+        ctypes.CDLL(None).mallopt(param, value)
 
 
 # ---- decoding: files -> uint8 frames -------------------------------------------------------------

@@ -584,3 +584,49 @@ def test_jpeg_draft_with_nvjpeg_is_refused(capsys):
     # the flag reaches the dataset by name; off without it
     assert train.data_spec(train.parse_args(argv), "val").jpeg_draft is True
     assert train.data_spec(train.parse_args(argv[:-1]), "val").jpeg_draft is False
+
+
+HEAP = """
+import ctypes, sys, torch
+import data
+
+class Mallinfo2(ctypes.Structure):  # glibc's malloc.h
+    _fields_ = [(n, ctypes.c_size_t) for n in "arena ordblks smblks hblks hblkhd usmblks fsmblks "
+                "uordblks fordblks keepcost".split()]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Mallinfo2
+if sys.argv[1] != "default":  # a dataset made in this process (a loader)
+    data.VideoFrameDataset(sys.argv[1])
+for size in (460_000, 2_400_000, 15_000_000):  # a decoded frame, a 16x224 crop, a batch of 6
+    before = libc.mallinfo2().hblkhd
+    buffer = torch.empty(size, dtype=torch.uint8)
+    print("mapped" if libc.mallinfo2().hblkhd > before else "heap", end=" ")
+    del buffer
+"""
+
+
+@pytest.mark.skipif(
+    not hasattr(__import__("ctypes").CDLL(None), "mallinfo2"), reason="glibc >= 2.33"
+)
+def test_keep_heap_takes_a_clips_buffers_from_the_heap(tmp_path):
+    """decode.keep_heap (VideoFrameDataset calls it): a clip's buffers come from the heap, whose
+    pages are kept for the next clip, not mapped afresh from the kernel (every page then faults in
+    again: ~540 faults a clip measured with glibc's defaults, docs/performance.md). In a fresh
+    process, glibc's defaults map a first 2.4 MB buffer; kept, all of these come from the heap."""
+    (tmp_path / "v").mkdir()
+    Image.fromarray(textured(32, 32)).save(tmp_path / "v" / "img_00001.jpg")
+    (tmp_path / "list.txt").write_text(f"{tmp_path / 'v'} 1 0\n")
+    where = {
+        how: subprocess.run(
+            [sys.executable, "-c", HEAP, how],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout.split()
+        for how in (str(tmp_path / "list.txt"), "default")
+    }
+    where["keep"] = where.pop(str(tmp_path / "list.txt"))
+    assert where["keep"] == ["heap"] * 3 and "mapped" in where["default"], where
