@@ -252,6 +252,10 @@ class Pipeline(Dataset):
         decode.DECODER = self.decoder
         return self.ds[i]
 
+    def __getitems__(self, indices):
+        decode.DECODER = self.decoder
+        return self.ds.__getitems__(indices)
+
 
 def naive_clip(paths, mode, new_size, crop, rng):
     """The original project's pipeline, per frame on PIL images, float on the whole clip."""
@@ -274,8 +278,8 @@ def naive_clip(paths, mode, new_size, crop, rng):
 
 
 class Collated(Dataset):
-    """dataset[i] collated into a batch of one: stacking into a batch is part of every pipeline's
-    cost."""
+    """dataset[i] collated into a batch of one, as the DataLoader fetches it (`fetch`): stacking
+    into a batch is part of every pipeline's cost."""
 
     def __init__(self, ds, collate):
         self.ds, self.collate = ds, collate
@@ -284,8 +288,17 @@ class Collated(Dataset):
         return len(self.ds)
 
     def __getitem__(self, i):
-        item = self.ds[i]  # (clip, label, info) from data.py; a bare clip from the naive pipeline
+        if hasattr(self.ds, "__getitems__"):  # data.py's
+            return fetch(self.ds, [i], self.collate)
+        item = self.ds[i]  # a bare clip from the naive pipeline
         return self.collate([item if isinstance(item, tuple) else (item, 0)])
+
+
+def fetch(ds, indices, collate=data.collate):
+    """A batch as torch's DataLoader fetches it: the dataset's __getitems__ where it has one
+    (data.py's cuts each clip straight into the batch), else its items; then `collate`."""
+    getitems = getattr(ds, "__getitems__", None)
+    return collate(getitems(indices) if getitems else [ds[i] for i in indices])
 
 
 def rate_main(dataset, indices, warmup=2):
@@ -482,8 +495,8 @@ def draft_rows(list_file, args, short, rounds):
             (exact[i][0].float() - draft[i][0].float()).abs() for i in range(min(K, args.iters))
         ]
         out[mode] = paired(
-            lambda i: data.collate([draft[i % K]]),
-            lambda i: data.collate([exact[i % K]]),
+            lambda i: fetch(draft, [i % K]),
+            lambda i: fetch(exact, [i % K]),
             args.iters,
             rounds,
             lambda r: (exact.set_epoch(r), draft.set_epoch(r)),
@@ -519,11 +532,11 @@ def split_line(ms):
 
 
 def loader_vs_decode(ds, K, items, rounds):
-    """The frame loader (dataset item + data.collate) over decoding the same JPEG files alone
-    (decode.decode_frame, the files read from the page cache on both sides), per core: `paired`,
-    epoch r's clips in round r. Decode-only stacks nothing: the loader's crop and collate's copy
-    (2.4 MB each, a 16x224 clip) are work only the loader does; its decoded frames are dropped at
-    the clip's end, as the loader's are."""
+    """The frame loader (a batch of one clip as the DataLoader fetches it: `fetch`) over decoding
+    the same JPEG files alone (decode.decode_frame, the files read from the page cache on both
+    sides), per core: `paired`, epoch r's clips in round r. Decode-only copies nothing: the loader's
+    crop (2.4 MB a 16x224 clip, cut into the batch) is work only the loader does; its decoded
+    frames are dropped at the clip's end, as the loader's are."""
     files = []
 
     def setup(r):
@@ -531,9 +544,9 @@ def loader_vs_decode(ds, K, items, rounds):
         files[:] = [clip_files(ds, i) for i in range(K)]
 
     setup(0)
-    [data.collate([ds[i]]) for i in range(K)]  # warm: every file read once, lazy imports done
+    [fetch(ds, [i]) for i in range(K)]  # warm: every file read once, lazy imports done
     out = paired(
-        lambda i: data.collate([ds[i % K]]),
+        lambda i: fetch(ds, [i % K]),
         lambda i: [decode.decode_frame(p) for p in files[i % K]],
         items,
         rounds,
@@ -1410,8 +1423,9 @@ class TimedContainer:
 
 
 # The loader's own functions, timed per stage by clip_split: stage -> [(owner, name)]. JPEG frames:
-# "decode" includes libjpeg-turbo's YCbCr -> RGB conversion, done row by row inside it; the clip's
-# frames are stacked (and mirrored) as they are cropped, so "crop / resize" is the stack too.
+# "decode" includes libjpeg-turbo's YCbCr -> RGB conversion, done row by row inside it; a train
+# clip's windows are cut straight into the batch, so "crop / resize" is the stack too (and collate
+# copies no train window).
 SPLIT_STAGES = {
     "read": [(decode, "read_files")],
     "decode": [(decode, "decode_frame")],
@@ -1421,11 +1435,11 @@ SPLIT_STAGES = {
 
 def clip_split(ds, iters, repeats):
     """Where a clip's CPU time goes, ms per clip (best round), through the Dataset and
-    data.collate: read (the files' bytes; a video's first bytes), decode, crop / resize, collate,
-    rest (sampling, Python), and the minor page faults a clip. Video files, PyAV: open, index
-    (the packet scan), seek, decode (and frames decoded per clip), colour conversion (the swscale
-    reformat to RGB); TorchCodec: open (its exact-mode scan included) and get_frames_at (seek,
-    decode and conversion in one call)."""
+    data.collate (`fetch`): read (the files' bytes; a video's first bytes), decode, crop /
+    resize, collate, rest (sampling, Python), and the minor page faults a clip. Video files,
+    PyAV: open, index (the packet scan), seek, decode (and frames decoded per clip), colour
+    conversion (the swscale reformat to RGB); TorchCodec: open (its exact-mode scan included)
+    and get_frames_at (seek, decode and conversion in one call)."""
     import av
 
     best = None
@@ -1456,8 +1470,7 @@ def clip_split(ds, iters, repeats):
             ds.set_epoch(r)
             faults, t0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.process_time()
             for i in range(iters):
-                item = ds[i % len(ds)]
-                timed("collate", data.collate)([item])
+                fetch(ds, [i % len(ds)], timed("collate", data.collate))
             total = time.process_time() - t0
             times["page faults"] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
         finally:
@@ -1601,13 +1614,9 @@ def videos_vs_frames(videos, frames, K, items, rounds):
     def setup(r):
         videos.set_epoch(r), frames.set_epoch(r)
 
-    [data.collate([ds[i]]) for ds in (videos, frames) for i in range(K)]  # warm the page cache
+    [fetch(ds, [i]) for ds in (videos, frames) for i in range(K)]  # warm the page cache
     out = paired(
-        lambda i: data.collate([videos[i % K]]),
-        lambda i: data.collate([frames[i % K]]),
-        items,
-        rounds,
-        setup,
+        lambda i: fetch(videos, [i % K]), lambda i: fetch(frames, [i % K]), items, rounds, setup
     )
     setup(0)
     return out

@@ -1057,9 +1057,10 @@ def check_augments(spec):
         )
 
 
-def train_crop(frames, box, size, flip=False):
+def train_crop(frames, box, size, flip=False, out=None):
     """List of N uint8 (H, W, 3) frames and a `train_box` -> (uint8 (N, size, size, 3), window box);
-    flip: the box mirrored (a width below 0), for `crop_resize` to mirror on the device.
+    flip: the box mirrored (a width below 0), for `crop_resize` to mirror on the device. out: the
+    (N, size, size, 3) memory to cut the windows into (a batch's, `__getitems__`).
 
     Exactly one bilinear resample in total, as the reference's single rescale:
     - an upscale (box smaller than size; e.g. frames extracted at short side new_size): ship the
@@ -1078,7 +1079,7 @@ def train_crop(frames, box, size, flip=False):
     # (N, size, size, 3): one copy of the windows. The flip rides on the box: mirroring the pixels
     # here cost a mirrored clip ~0.4 ms more (2.4 MB copied backwards, frame by frame), where the
     # device's bilinear sampling mirrors for free.
-    crop = torch.stack([f[wy : wy + size, wx : wx + size] for f in frames])
+    crop = torch.stack([f[wy : wy + size, wx : wx + size] for f in frames], out=out)
     y, x, h, w = (y0 - wy) / size, (x0 - wx) / size, h / size, w / size
     return crop, ((y, x + w, h, -w) if flip else (y, x, h, w))
 
@@ -1244,10 +1245,33 @@ def _sample_boxes(x, boxes, size):
     return F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
 
 
+def new_batch(shape):
+    """An uninitialised uint8 batch; in a DataLoader worker in shared memory, as default_collate
+    makes its own there: the main process maps it, no copy on the way."""
+    if torch.utils.data.get_worker_info() is None:
+        return torch.empty(shape, dtype=torch.uint8)
+    storage = torch.UntypedStorage._new_shared(math.prod(shape))
+    return torch.empty(0, dtype=torch.uint8).set_(storage).view(shape)
+
+
+class Batch(list):
+    """Items whose clips were cut straight into one batch tensor, `clips` (uint8 (B, 3, T, H, W),
+    VideoFrameDataset.__getitems__): `collate` takes that tensor as it is."""
+
+    def __init__(self, items, clips):
+        super().__init__(items)
+        self.clips = clips
+
+
 def collate(batch):
     """DataLoader collate_fn: (clip, label, info) items -> (clips, labels, info). Clips are (.., 3,
     T, H, W) views of the decoder's (.., T, H, W, 3) memory; stacking that memory as it is (no
-    transposition) gives a channels_last_3d batch. info: default_collate (strings -> lists)."""
+    transposition) gives a channels_last_3d batch. info: default_collate (strings -> lists). A
+    `Batch` whose items are still the slots of its clips: those, no copy."""
+    if isinstance(batch, Batch) and len(batch) == len(batch.clips):
+        if all(c.data_ptr() == s.data_ptr() for (c, _, _), s in zip(batch, batch.clips)):
+            labels, info = torch.utils.data.default_collate([(y, i) for _, y, i in batch])
+            return batch.clips, labels, info
     if len({c.shape for c, _, _ in batch}) > 1 and all("size" in i for _, _, i in batch):
         batch = _pad_frames(batch)
     items = [(c.movedim(-4, -1), label, i) for c, label, i in batch]
@@ -1435,6 +1459,10 @@ class Wrapped(torch.utils.data.Dataset):
     draw's index and epoch): every other attribute (set_epoch, videos, spec, reps, ...) is the
     wrapped one's. Subclasses define __getitem__."""
 
+    # torch's DataLoader fetches a batch with __getitems__ where a dataset has one; __getattr__
+    # would hand it the wrapped dataset's, whose items lack what __getitem__ adds
+    __getitems__ = None
+
     def __init__(self, ds):
         self.ds = ds
 
@@ -1595,19 +1623,36 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                 raise decode.BadVideo(video, video.path, decode._size_change(f, frames[0]))
         return frames
 
+    def __getitems__(self, indices):
+        """A batch as torch's DataLoader fetches it (it calls this where a dataset has one, then
+        `collate`): the items of `indices` as a `Batch`, each clip written straight into its place
+        in one batch tensor, which `collate` takes as it is: one copy of each clip (2.4 MB a 16x224
+        clip) fewer than stacking the items' own. Where a clip's shape is not known before it is
+        made (test views, whole frames, repeated views, bytes mode), the items as ds[i] gives
+        them."""
+        if self.mode == "test" or self.ship_frames or self.reps > 1 or self.spec.encoded:
+            return [self[i] for i in indices]
+        T, c = self.spec.t_length * self.spec.num_segments, self.spec.crop_size
+        # (B, 3, T, c, c) view of (B, T, c, c, 3) memory: the decoder's layout, as `collate` stacks
+        clips = new_batch((len(indices), T, c, c, 3)).permute(0, 4, 1, 2, 3)
+        return Batch([self.item(i, out) for i, out in zip(indices, clips)], clips)
+
     def __getitem__(self, index):
-        """(clip, label, info). Train mode: an unreadable video (BadVideo) is replaced by another
-        one, drawn from (seed, epoch, index, attempt) only -- the same replacement for any worker
-        count or resume point -- and each failure is one line of info["bad"]; the label is the
-        replacement's. Val/test never substitute (it would change the metric): BadVideo
-        propagates."""
+        return self.item(index)
+
+    def item(self, index, out=None):
+        """(clip, label, info); out: the clip's place in a batch (`__getitems__`). Train mode: an
+        unreadable video (BadVideo) is replaced by another one, drawn from (seed, epoch, index,
+        attempt) only -- the same replacement for any worker count or resume point -- and each
+        failure is one line of info["bad"]; the label is the replacement's. Val/test never
+        substitute (it would change the metric): BadVideo propagates."""
         video = self.videos[index]
         rng = np.random.default_rng([self.spec.seed, self.epoch, index])
         bad = []
         for attempt in range(1, BAD_ATTEMPTS + 2):
             try:
                 target = self.target(video, rng)
-                clip, info = self.load_clip(video, rng)
+                clip, info = self.load_clip(video, rng, out=out)
                 return clip, target, {**info, "bad": "\n".join(bad)}
             except decode.BadVideo as e:
                 if (
@@ -1656,10 +1701,11 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             return self.spec.train_sampling
         return self.spec.test_sampling
 
-    def train_view(self, frames, rng):
+    def train_view(self, frames, rng, out=None):
         """One train view of the decoded frames, its draws (box, flip, augment) the next ones of
         `rng`: (uint8 (N, crop, crop, 3) in decode order, box, the augment.BatchAugment draws or
-        None). The frames are only read: every view of a video shares them."""
+        None). The frames are only read: every view of a video shares them. out: memory for a
+        window (`train_crop`)."""
         H, W, _ = frames[0].shape
         if self.spec.train_crop == "jitter":  # one box for every frame (snippet)
             box = train_box(H, W, self.spec.new_size, self.spec.crop_size, rng)
@@ -1670,20 +1716,19 @@ class VideoFrameDataset(torch.utils.data.Dataset):
             y0, x0, h, w = box[0] / H, box[1] / W, box[2] / H, box[3] / W
             flip = self.flip and rng.random() < 0.5
             return None, ((y0, x0 + w, h, -w) if flip else (y0, x0, h, w)), None
-        # drawn before the crop (nothing between draws from rng): the window is mirrored as it is
-        # copied out
+        # drawn before the crop, as the reference's (nothing between draws from rng)
         flip = self.flip and rng.random() < 0.5
         if self.finish_crop:
             # finish_box follows train_box's rescaled pixel grid; a multi-scale box is off that grid
             finish = finish_box if self.spec.train_crop == "jitter" else resample_box
             crop, box = finish(frames, box, self.spec.crop_size), IDENTITY_BOX
             crop = crop.flip(-2) if flip else crop
-        else:  # the window, mirrored along W (and its box) if `flip`
-            crop, box = train_crop(frames, box, self.spec.crop_size, flip)
+        else:  # the window; a flip mirrors its box
+            crop, box = train_crop(frames, box, self.spec.crop_size, flip, out)
         crop, drawn = augment_view(crop, self.spec, rng)
         return crop, box, drawn
 
-    def load_clip(self, video, rng, read=None):
+    def load_clip(self, video, rng, read=None, out=None):
         """(video, numpy Generator) -> (clip, info). Train: clip uint8 (3, T, crop, crop) and
         info["box"], the float32 (4,) box that `crop_resize` still cuts out on the device (identity
         when the clip is final); with an augment.BatchAugment, info["augment"] too (the clip's drawn
@@ -1692,19 +1737,26 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         for all K views, their boxes (K, 4) in fractions of them and info["size"], the crop size.
         Val: (3, T, crop, crop); test: (V, 3, T, crop, crop), clip-major.
         Its frames come from `read(video, numbers)` (default: load_frames, decoding on this CPU).
-        With encoded=True, an EncodedClip instead: see gpudecode.defer_clip."""
+        With encoded=True, an EncodedClip instead: see gpudecode.defer_clip. out: the clip's place
+        in a batch (`__getitems__`): a train window is cut straight into it, any other clip copied.
+        """
         if self.spec.encoded and read is None:
             return gpudecode.defer_clip(self, video, rng)
         clips = self.choose_frames(video, rng)  # (clips, T) frame numbers, in clip order
         # each frame decoded once, in the file's order: `numbers`; `inverse` puts them back below
         numbers, inverse = np.unique(clips, return_inverse=True)
+        in_order = np.array_equal(numbers, clips.reshape(-1))
         frames = (read or self.load_frames)(video, numbers)
         H, W, _ = frames[0].shape
         info = {}
         if self.mode == "train":  # draws: frames, then per clip box, flip, augment -- in this order
             # repeated augmentation (--ra-reps / --num_sample): `reps` views of the same decoded
             # frames
-            views, boxes, drawn = zip(*(self.train_view(frames, rng) for _ in range(self.reps)))
+            # (T, c, c, 3) memory of `out` (its reps: 1)
+            window = out.permute(1, 2, 3, 0) if out is not None and in_order else None
+            views, boxes, drawn = zip(
+                *(self.train_view(frames, rng, window) for _ in range(self.reps))
+            )
             info["box"] = torch.tensor(boxes if self.reps > 1 else boxes[0], dtype=torch.float32)
             # --augment_device batch: augment.apply augments the batch later
             if drawn[0] is not None:
@@ -1724,12 +1776,16 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         # Decode order -> clip order, here only: test clips interleave or overlap, short videos
         # repeat frames (a clip read in order as it is, no copy). Each view (N, c, c, 3) -> (clips,
         # T, c, c, 3), TSN: T = N x t_length.
-        if not np.array_equal(numbers, clips.reshape(-1)):
+        if not in_order:
             views = [x[torch.from_numpy(inverse.reshape(-1))] for x in views]
-        out = [x.reshape(*clips.shape, *x.shape[1:]) for x in views]
+        views = [x.reshape(*clips.shape, *x.shape[1:]) for x in views]
         # (clips, crops, T, c, c, 3)
-        x = out[0].unsqueeze(1) if len(out) == 1 else torch.stack(out, 1)
+        x = views[0].unsqueeze(1) if len(views) == 1 else torch.stack(views, 1)
         # (V, 3, T, c, c) as a VIEW of the decoder's interleaved memory: no de-interleaving copy
         # here (`collate` keeps it that way; .contiguous() if you need planar memory).
         x = x.flatten(0, 1).permute(0, 4, 1, 2, 3)
-        return (x if self.mode == "test" or self.reps > 1 and not self.ship_frames else x[0]), info
+        x = x if self.mode == "test" or self.reps > 1 and not self.ship_frames else x[0]
+        if out is None or x.data_ptr() == out.data_ptr():  # no place, or cut into it
+            return x, info
+        assert x.shape == out.shape, (x.shape, out.shape)
+        return out.copy_(x), info

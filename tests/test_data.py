@@ -389,6 +389,52 @@ def test_flip_mirrors_along_width(synth):
 
 
 # ---- collate, normalize (crop_resize: test_protocols.py) -----------------------------------------
+@pytest.mark.parametrize(
+    "mode, kw",
+    [
+        ("train", {}),
+        ("train", dict(num_segments=2)),  # TSN: T = 2 x t_length
+        # a downscale: resampled in the loader, copied into place
+        ("train", dict(new_size=24, crop_size=16)),
+        ("train", dict(augment=data.clip_transforms(color_jitter=0.4))),  # finished in the loader
+        ("train", dict(train_crop="multiscale")),  # whole frames: the items as they are
+        ("train", dict(reps=2)),
+        ("val", {}),
+        ("test", dict(num_clips=2, num_crops=3)),
+    ],
+)
+def test_a_fetched_batch_is_its_items_collated(synth, tmp_path, monkeypatch, mode, kw):
+    """What the DataLoader fetches (VideoFrameDataset.__getitems__, then collate) is, bit for bit,
+    collate of the items ds[i] gives, in every mode, a short video's repeated frames included; a
+    train window is cut straight into the batch, which collate then copies no more."""
+    root, train, _ = synth
+    for k in range(3):
+        copy_video(root / "train" / f"video_000{k}", tmp_path / f"v{k}")
+    copy_video(root / "train" / "video_0003", tmp_path / "short", count=3)  # frames repeated
+    lines = [f"v{k} {NUM_FRAMES} {k}" for k in range(3)] + ["short 3 3"]
+    ds = data.VideoFrameDataset(write_list(tmp_path / "l.txt", lines), mode=mode, **SMALL | kw)
+    ds.set_epoch(2)
+    indices = [3, 0, 2, 1]
+    handed = []  # train_crop's out: a batch's memory, or None
+    crop = data.train_crop
+    monkeypatch.setattr(data, "train_crop", lambda *a: handed.append(a[4] is not None) or crop(*a))
+    fetched = ds.__getitems__(indices)
+    (x, y, info), (want, want_y, want_info) = (
+        data.collate(items) for items in (fetched, [ds[i] for i in indices])
+    )
+    assert torch.equal(x, want) and torch.equal(y, want_y) and x.stride() == want.stride()
+    assert info.keys() == want_info.keys()
+    assert all(torch.equal(info[k], want_info[k]) for k in info if torch.is_tensor(info[k]))
+    cut = mode != "test" and not kw.get("reps") and "train_crop" not in kw
+    assert isinstance(fetched, data.Batch) == cut
+    if cut:
+        assert x.data_ptr() == fetched.clips.data_ptr()
+    # train_crop got the batch's memory for the 3 videos whose frames are in clip order (TSN
+    # segments overlap here: copied into place)
+    windows = mode == "train" and not {"augment", "train_crop", "reps", "num_segments"} & set(kw)
+    assert sum(handed) == (3 if windows else 0)
+
+
 def test_collate_stacks_in_channels_last(synth):
     root, train, val = synth
     ds = data.VideoFrameDataset(val, mode="test", num_clips=2, num_crops=3, **SMALL)
