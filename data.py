@@ -1166,14 +1166,15 @@ def resample_box(frames, box, size):
     return out.add_(0.5).to(torch.uint8).view(N, size, size, 3)  # round (values are in [0, 255])
 
 
-def resized_crop(frames, box, size):
+def resized_crop(frames, box, size, out=None):
     """List of N uint8 (H, W, 3) frames -> uint8 (N, size, size, 3): the crop `box` resized to
     `size`, one batched op for the clip, in the decoder's interleaved layout: torch's fast uint8
-    resize kernel wants channels-last input (planar uint8 input is ~10x slower in it)."""
+    resize kernel wants channels-last input (planar uint8 input is ~10x slower in it). out: memory
+    for a crop of `size` (a batch's, `__getitems__`)."""
     y, x, side = box
-    crop = torch.stack([f[y : y + side, x : x + side] for f in frames])  # (N, side, side, 3)
     if side == size:
-        return crop
+        return torch.stack([f[y : y + side, x : x + side] for f in frames], out=out)
+    crop = torch.stack([f[y : y + side, x : x + side] for f in frames])  # (N, side, side, 3)
     # bilinear straight on uint8; antialias matters when shrinking (else aliasing), only costs
     # enlarging
     crop = crop.permute(0, 3, 1, 2)  # (N, 3, side, side) channels-last view
@@ -1738,7 +1739,8 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         Val: (3, T, crop, crop); test: (V, 3, T, crop, crop), clip-major.
         Its frames come from `read(video, numbers)` (default: load_frames, decoding on this CPU).
         With encoded=True, an EncodedClip instead: see gpudecode.defer_clip. out: the clip's place
-        in a batch (`__getitems__`): a train window is cut straight into it, any other clip copied.
+        in a batch (`__getitems__`): a train window or val crop is cut straight into it, any other
+        clip copied.
         """
         if self.spec.encoded and read is None:
             return gpudecode.defer_clip(self, video, rng)
@@ -1749,11 +1751,11 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         frames = (read or self.load_frames)(video, numbers)
         H, W, _ = frames[0].shape
         info = {}
+        # (T, c, c, 3) memory of `out`: one view (`__getitems__`)
+        window = out.permute(1, 2, 3, 0) if out is not None and in_order else None
         if self.mode == "train":  # draws: frames, then per clip box, flip, augment -- in this order
             # repeated augmentation (--ra-reps / --num_sample): `reps` views of the same decoded
             # frames
-            # (T, c, c, 3) memory of `out` (its reps: 1)
-            window = out.permute(1, 2, 3, 0) if out is not None and in_order else None
             views, boxes, drawn = zip(
                 *(self.train_view(frames, rng, window) for _ in range(self.reps))
             )
@@ -1765,7 +1767,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
                 views, info["size"] = [torch.stack(frames)], self.spec.crop_size
         else:
             views = [
-                resized_crop(frames, b, self.spec.crop_size)
+                resized_crop(frames, b, self.spec.crop_size, window)
                 for b in crop_boxes(
                     H, W, self.mode, self.spec.new_size, self.spec.crop_size, self.spec.num_crops
                 )

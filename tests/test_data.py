@@ -415,9 +415,13 @@ def test_a_fetched_batch_is_its_items_collated(synth, tmp_path, monkeypatch, mod
     ds = data.VideoFrameDataset(write_list(tmp_path / "l.txt", lines), mode=mode, **SMALL | kw)
     ds.set_epoch(2)
     indices = [3, 0, 2, 1]
-    handed = []  # train_crop's out: a batch's memory, or None
-    crop = data.train_crop
-    monkeypatch.setattr(data, "train_crop", lambda *a: handed.append(a[4] is not None) or crop(*a))
+    handed = []  # the crops' out: a batch's memory, or None
+    for name, at in (("train_crop", 4), ("resized_crop", 3)):
+        crop = getattr(data, name)
+        spy = lambda *a, crop=crop, at=at: (
+            handed.append(len(a) > at and a[at] is not None) or crop(*a)
+        )
+        monkeypatch.setattr(data, name, spy)
     fetched = ds.__getitems__(indices)
     (x, y, info), (want, want_y, want_info) = (
         data.collate(items) for items in (fetched, [ds[i] for i in indices])
@@ -429,9 +433,9 @@ def test_a_fetched_batch_is_its_items_collated(synth, tmp_path, monkeypatch, mod
     assert isinstance(fetched, data.Batch) == cut
     if cut:
         assert x.data_ptr() == fetched.clips.data_ptr()
-    # train_crop got the batch's memory for the 3 videos whose frames are in clip order (TSN
+    # a crop got the batch's memory for the 3 videos whose frames are in clip order (TSN
     # segments overlap here: copied into place)
-    windows = mode == "train" and not {"augment", "train_crop", "reps", "num_segments"} & set(kw)
+    windows = mode != "test" and not {"augment", "train_crop", "reps", "num_segments"} & set(kw)
     assert sum(handed) == (3 if windows else 0)
 
 
