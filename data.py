@@ -1214,14 +1214,13 @@ def _scaled(mean, std, device, dtype):
 
 def crop_resize(x, boxes, size=None):
     """The device half of the training crop (see `train_crop`), one batched op: float (B, C, T, H,
-    W) and boxes (B, 4) = (y0, x0, h, w) in fractions of H and W -> the boxes cut out and resized to
-    H x W, bilinear (align_corners=False, border clamp: F.interpolate's sampling), the same for
-    every frame. Identity boxes (clips the loader already finished) pass through untouched. No
-    randomness: the boxes were drawn in the loader from (seed, epoch, index), so a resume repeats
-    them exactly.
-    size (the loader's info["size"]: it shipped whole frames): boxes (B, 4) or (B, K, 4), a width
-    below 0 a mirrored box -> (B x K, C, T, size, size), each video's K views together, cut from
-    its frames (never copied K times)."""
+    W) and boxes (B, 4) = (y0, x0, h, w) in fractions of H and W, a width below 0 a mirrored box (a
+    flipped window) -> the boxes cut out and resized to H x W, bilinear (align_corners=False, border
+    clamp: F.interpolate's sampling), the same for every frame. Identity boxes (clips the loader
+    already finished) pass through untouched. No randomness: the boxes were drawn in the loader from
+    (seed, epoch, index), so a resume repeats them exactly.
+    size (the loader's info["size"]: it shipped whole frames): boxes (B, 4) or (B, K, 4) -> (B x K,
+    C, T, size, size), each video's K views together, cut from its frames (never copied K times)."""
     if size is not None:
         size = int(size.view(-1)[0]) if torch.is_tensor(size) else int(size)
         boxes = boxes.view(x.shape[0], -1, 4)
@@ -1477,6 +1476,9 @@ class Wrapped(torch.utils.data.Dataset):
 
 
 BAD_ATTEMPTS = 4  # train mode: replacements tried for one unreadable video before giving up
+# the methods between __getitems__ and a clip's place in the batch: a subclass (a fork's) that
+# overrides one gets its items fetched one by one, through its own methods
+SLOTTED = ("__getitem__", "item", "load_clip", "train_view")
 
 
 class VideoFrameDataset(torch.utils.data.Dataset):
@@ -1498,7 +1500,7 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         reference recipe, by default)."""
         spec = dataclasses.replace(spec, **fields)
         spec.check(mode)
-        decode.keep_heap()  # this process and the loader workers forked from it
+        decode.keep_heap()  # this process, and the loader workers forked from it (__setstate__)
         self.list_file, self.spec, self.mode, self.epoch = str(list_file), spec, mode, 0
         self.flip = spec.flips
         # a CPU model, or an augmented view (augment_view: the final pixels): finish_box here,
@@ -1532,6 +1534,12 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         largest = max((k for v in self.videos for k in labels(v)), default=0)
         self.num_classes = spec.num_classes or largest + 1
         self.num_classes = sum(spec.heads) if spec.heads else self.num_classes
+
+    def __setstate__(self, state):
+        """A copy unpickled in another process (a spawn or forkserver loader worker): that process
+        keeps its heap too."""
+        self.__dict__.update(state)
+        decode.keep_heap()
 
     def set_epoch(self, epoch):
         self.epoch = int(epoch)
@@ -1629,9 +1637,16 @@ class VideoFrameDataset(torch.utils.data.Dataset):
         `collate`): the items of `indices` as a `Batch`, each clip written straight into its place
         in one batch tensor, which `collate` takes as it is: one copy of each clip (2.4 MB a 16x224
         clip) fewer than stacking the items' own. Where a clip's shape is not known before it is
-        made (test views, whole frames, repeated views, bytes mode), the items as ds[i] gives
-        them."""
-        if self.mode == "test" or self.ship_frames or self.reps > 1 or self.spec.encoded:
+        made (test views, whole frames, repeated views, bytes mode), or a subclass makes its own
+        items (its __getitem__ or load_clip), the items as ds[i] gives them."""
+        mine = all(getattr(type(self), f) is getattr(VideoFrameDataset, f) for f in SLOTTED)
+        if (
+            not mine
+            or self.mode == "test"
+            or self.ship_frames
+            or self.reps > 1
+            or self.spec.encoded
+        ):
             return [self[i] for i in indices]
         T, c = self.spec.t_length * self.spec.num_segments, self.spec.crop_size
         # (B, 3, T, c, c) view of (B, T, c, c, 3) memory: the decoder's layout, as `collate` stacks

@@ -237,7 +237,6 @@ def worker_init_fn(worker_id):
     # error.
     if hasattr(os, "setsid"):
         os.setsid()
-    decode.keep_heap()  # a worker not forked (spawn, forkserver) starts with malloc's defaults
 
 
 def make_demo_data(args, rt):

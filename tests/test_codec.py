@@ -7,6 +7,7 @@ python -m pytest -q test_codec.py
 
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -336,6 +337,8 @@ def test_decode_batch_cuda_matches_cpu(mode, tmp_path):
     assert diff.mean() < 2.0 and (diff > 16).float().mean() < 0.01, (diff.mean(), diff.max())
     mirrored = (y.cpu().float().flip(-1) - x.float()).abs().mean()
     assert mirrored > 4 * diff.mean() + 1  # the tolerance is far below what a wrong flip costs
+    if mode == "train":  # the device's crop, and a window's flip (a mirrored box), as the CPU's
+        assert torch.equal(gpu[2]["box"], cpu[2]["box"])
 
 
 # ---- bench.py data: the dataset's own sampling ---------------------------------------------------
@@ -587,7 +590,7 @@ def test_jpeg_draft_with_nvjpeg_is_refused(capsys):
 
 
 HEAP = """
-import ctypes, sys, torch
+import ctypes, pickle, sys, torch
 import data
 
 class Mallinfo2(ctypes.Structure):  # glibc's malloc.h
@@ -596,13 +599,20 @@ class Mallinfo2(ctypes.Structure):  # glibc's malloc.h
 
 libc = ctypes.CDLL(None)
 libc.mallinfo2.restype = Mallinfo2
-if sys.argv[1] != "default":  # a dataset made in this process (a loader)
-    data.VideoFrameDataset(sys.argv[1])
+how, path = sys.argv[1:]
+if how == "made":  # a dataset made in this process (a loader)
+    data.VideoFrameDataset(path)
+if how == "unpickled":  # a dataset sent to this process (a spawn / forkserver worker)
+    with open(path, "rb") as f:
+        pickle.load(f)
 for size in (460_000, 2_400_000, 15_000_000):  # a decoded frame, a 16x224 crop, a batch of 6
     before = libc.mallinfo2().hblkhd
     buffer = torch.empty(size, dtype=torch.uint8)
     print("mapped" if libc.mallinfo2().hblkhd > before else "heap", end=" ")
     del buffer
+frames = [torch.empty(460_000, dtype=torch.uint8) for _ in range(80)]  # 37 MB, then freed
+del frames
+print("kept" if libc.mallinfo2().fordblks > 30_000_000 else "trimmed")
 """
 
 
@@ -610,23 +620,26 @@ for size in (460_000, 2_400_000, 15_000_000):  # a decoded frame, a 16x224 crop,
     not hasattr(__import__("ctypes").CDLL(None), "mallinfo2"), reason="glibc >= 2.33"
 )
 def test_keep_heap_takes_a_clips_buffers_from_the_heap(tmp_path):
-    """decode.keep_heap (VideoFrameDataset calls it): a clip's buffers come from the heap, whose
-    pages are kept for the next clip, not mapped afresh from the kernel (every page then faults in
-    again: ~540 faults a clip measured with glibc's defaults, docs/performance.md). In a fresh
-    process, glibc's defaults map a first 2.4 MB buffer; kept, all of these come from the heap."""
+    """decode.keep_heap, in a process that makes a VideoFrameDataset or is sent one (a loader
+    worker): a clip's buffers come from the heap, and freed heap is kept for the next clip, not
+    mapped afresh from the kernel (every page then faults in again: ~540 faults a clip measured
+    with glibc's defaults, docs/performance.md). In a fresh process glibc's defaults map a first
+    2.4 MB buffer and hand 37 MB of freed frames back; kept, neither."""
     (tmp_path / "v").mkdir()
     Image.fromarray(textured(32, 32)).save(tmp_path / "v" / "img_00001.jpg")
     (tmp_path / "list.txt").write_text(f"{tmp_path / 'v'} 1 0\n")
+    ds = data.VideoFrameDataset(tmp_path / "list.txt")
+    (tmp_path / "ds.pkl").write_bytes(pickle.dumps(ds))
     where = {
         how: subprocess.run(
-            [sys.executable, "-c", HEAP, how],
+            [sys.executable, "-c", HEAP, how, str(tmp_path / path)],
             cwd=REPO,
             capture_output=True,
             text=True,
             timeout=120,
             check=True,
         ).stdout.split()
-        for how in (str(tmp_path / "list.txt"), "default")
+        for how, path in (("made", "list.txt"), ("unpickled", "ds.pkl"), ("default", "-"))
     }
-    where["keep"] = where.pop(str(tmp_path / "list.txt"))
-    assert where["keep"] == ["heap"] * 3 and "mapped" in where["default"], where
+    assert where["made"] == where["unpickled"] == ["heap"] * 3 + ["kept"], where
+    assert "mapped" in where["default"] and where["default"][-1] == "trimmed", where

@@ -364,13 +364,16 @@ def test_dataloader_workers_0_and_2_identical(synth):
     assert torch.equal(torch.cat([x for x, *_ in batches[2, 3]]), direct)
 
 
-def test_flip_mirrors_along_width(synth):
-    """What reaches the model (the device's crop_resize of the loader's window and box) is the
-    plain clip or its mirror image; a window is mirrored by its box (a width below 0, the loader's
-    pixels unchanged), a clip finished in the loader (identity box) by the loader."""
+@pytest.mark.parametrize("size", [{}, dict(new_size=24, crop_size=16)])
+def test_flip_mirrors_along_width(synth, size):
+    """What reaches the model (the device's crop_resize of the loader's clip and box) is the plain
+    clip or its mirror image: a window is mirrored by its box (a width below 0, the loader's pixels
+    unchanged; float rounding apart), a clip finished in the loader (a downscale, identity box) by
+    the loader, exactly."""
     root, train, _ = synth
-    flipping = data.VideoFrameDataset(train, mode="train", flip=True, **SMALL)
-    plain = data.VideoFrameDataset(train, mode="train", flip=False, **SMALL)
+    flipping, plain = (
+        data.VideoFrameDataset(train, mode="train", flip=f, **SMALL | size) for f in (True, False)
+    )
     same = mirrored = 0
     for epoch in range(3):
         flipping.set_epoch(epoch), plain.set_epoch(epoch)
@@ -379,11 +382,14 @@ def test_flip_mirrors_along_width(synth):
             a, b = (
                 data.crop_resize(x.float()[None], f["box"][None]) for x, f in ((a, fa), (b, fb))
             )
-            if torch.equal(fa["box"], fb["box"]):
-                assert torch.equal(a, b), (epoch, i)
+            if torch.equal(a, b):
                 same += 1
-            else:
-                assert (a - b.flip(-1)).abs().max() < 1e-3, (epoch, i)
+            elif torch.equal(fa["box"], torch.tensor(data.IDENTITY_BOX)):
+                assert torch.equal(a, b.flip(-1)), (epoch, i)
+                mirrored += 1
+            else:  # a window: the box mirrored, the same pixels
+                assert torch.equal(flipping[i][0], plain[i][0]), (epoch, i)
+                assert (a - b.flip(-1)).abs().max() < 5e-3, (epoch, i)
                 mirrored += 1
     assert same >= 1 and mirrored >= 1
 
@@ -437,6 +443,22 @@ def test_a_fetched_batch_is_its_items_collated(synth, tmp_path, monkeypatch, mod
     # segments overlap here: copied into place)
     windows = mode != "test" and not {"augment", "train_crop", "reps", "num_segments"} & set(kw)
     assert sum(handed) == (3 if windows else 0)
+
+
+def test_a_subclass_s_own_items_are_what_the_dataloader_fetches(synth):
+    """A fork's subclass that makes its own items (its __getitem__) gets them from the DataLoader:
+    __getitems__ then fetches them one by one, through it."""
+
+    class Indexed(data.VideoFrameDataset):
+        def __getitem__(self, index):
+            clip, label, info = super().__getitem__(index)
+            return clip, label, {**info, "index": index}
+
+    root, train, _ = synth
+    ds = Indexed(train, mode="train", **SMALL)
+    assert not isinstance(ds.__getitems__([0, 1]), data.Batch)
+    loader = torch.utils.data.DataLoader(ds, batch_size=2, collate_fn=data.collate)
+    assert [info["index"].tolist() for _, _, info in loader] == [[0, 1], [2, 3]]
 
 
 def test_collate_stacks_in_channels_last(synth):
