@@ -1172,9 +1172,12 @@ def resized_crop(frames, box, size, out=None):
     resize kernel wants channels-last input (planar uint8 input is ~10x slower in it). out: memory
     for a crop of `size` (a batch's, `__getitems__`)."""
     y, x, side = box
+    # (N, side, side, 3); cut into `out` when it is the final crop
+    crop = torch.stack(
+        [f[y : y + side, x : x + side] for f in frames], out=out if side == size else None
+    )
     if side == size:
-        return torch.stack([f[y : y + side, x : x + side] for f in frames], out=out)
-    crop = torch.stack([f[y : y + side, x : x + side] for f in frames])  # (N, side, side, 3)
+        return crop
     # bilinear straight on uint8; antialias matters when shrinking (else aliasing), only costs
     # enlarging
     crop = crop.permute(0, 3, 1, 2)  # (N, 3, side, side) channels-last view

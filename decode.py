@@ -80,10 +80,11 @@ MALLOPT = {-1: 64 << 20, -3: 16 << 20}
 def keep_heap():
     """Buffers under 16 MB from the heap, and up to 64 MB of freed heap kept, in this process (and
     the processes it forks): glibc's mallopt. A no-op where there is none (macOS, Windows)."""
-    if os.name != "posix" or not hasattr(ctypes.CDLL(None), "mallopt"):
+    libc = ctypes.CDLL(None) if os.name == "posix" else None
+    if not hasattr(libc, "mallopt"):
         return
     for param, value in MALLOPT.items():
-        ctypes.CDLL(None).mallopt(param, value)
+        libc.mallopt(param, value)
 
 
 # ---- decoding: files -> uint8 frames -------------------------------------------------------------
